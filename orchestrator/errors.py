@@ -1,0 +1,24 @@
+"""Errors a user can cause: each carries the problem and the fix, shown as one line."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A problem the user can fix. ``str()`` gives one line: what is wrong, then the fix."""
+
+    def __init__(self, problem: str, fix: str = "") -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem} Fix: {fix}" if fix else problem)
+
+
+class DockerUnavailable(UserError):
+    """No Docker daemon answers."""
+
+
+class SandboxError(Exception):
+    """A container operation failed (the container is gone, the daemon went away, ...)."""
+
+
+class ExecTimeout(SandboxError):
+    """A command in the sandbox ran past its timeout and was killed."""

@@ -1,0 +1,129 @@
+"""Data that crosses module boundaries: instances, statuses, results."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Instance(BaseModel):
+    """One SWE-bench instance. FAIL_TO_PASS / PASS_TO_PASS accept lists or JSON strings."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    environment_setup_commit: str
+    version: str = ""
+    problem_statement: str = ""
+    hints_text: str = ""
+    patch: str = ""
+    test_patch: str = ""
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+    difficulty: str | None = None
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _parse_test_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = value.strip()
+            return json.loads(value) if value else []
+        return value
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        return "" if value is None else str(value)
+
+    @property
+    def owner_name(self) -> str:
+        """``owner__name`` form of the repository, used in paths and mirror names."""
+        return self.repo.replace("/", "__")
+
+
+class Status(StrEnum):
+    RESOLVED = "resolved"
+    BREAKING_RESOLVED = "breaking_resolved"
+    PARTIALLY_RESOLVED = "partially_resolved"
+    WORK_IN_PROGRESS = "work_in_progress"
+    REGRESSION = "regression"
+    NO_OP = "no_op"
+    ERROR = "error"
+
+
+class Reason(StrEnum):
+    NONE = ""
+    EMPTY_PATCH = "empty_patch"
+    PATCH_APPLY_FAILED = "patch_apply_failed"
+    ENVIRONMENT = "environment"
+    PARTICIPANT_UNREACHABLE = "participant_unreachable"
+    PARTICIPANT_TIMEOUT = "participant_timeout"
+    PARTICIPANT_PROTOCOL = "participant_protocol"
+    PARTICIPANT_LIMIT = "participant_limit"
+    TEST_TIMEOUT = "test_timeout"
+    TEST_CRASH = "test_crash"
+    INFRASTRUCTURE = "infrastructure"
+    CANCELLED = "cancelled"
+
+
+class TestStatus(StrEnum):
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    ERROR = "ERROR"
+    SKIPPED = "SKIPPED"
+    XFAIL = "XFAIL"
+
+
+class TestGroups(BaseModel):
+    """Which of the expected tests passed or failed after the patch."""
+
+    fail_to_pass_passed: list[str] = Field(default_factory=list)
+    fail_to_pass_failed: list[str] = Field(default_factory=list)
+    pass_to_pass_passed: list[str] = Field(default_factory=list)
+    pass_to_pass_failed: list[str] = Field(default_factory=list)
+    # PASS_TO_PASS tests that fail even with the gold patch in this environment
+    pass_to_pass_excluded: list[str] = Field(default_factory=list)
+
+
+class InstanceResult(BaseModel):
+    """The outcome of one instance; ``result.json`` in the instance directory."""
+
+    instance_id: str
+    repo: str = ""
+    status: Status
+    reason: Reason = Reason.NONE
+    message: str = ""
+    tests: TestGroups = Field(default_factory=TestGroups)
+    apply_strategy: str | None = None
+    excluded_patch_files: list[str] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+    setup_tokens: dict[str, int] = Field(default_factory=dict)
+    tool_calls: int = 0
+    logs: dict[str, str] = Field(default_factory=dict)
+    container: str | None = None
+
+    @property
+    def fail_to_pass_fraction(self) -> float:
+        """Fraction of FAIL_TO_PASS tests passing (an error counts 0; an empty list counts 1)."""
+        if self.status == Status.ERROR:
+            return 0.0
+        t = self.tests
+        total = len(t.fail_to_pass_passed) + len(t.fail_to_pass_failed)
+        return 1.0 if total == 0 else len(t.fail_to_pass_passed) / total
+
+    @property
+    def pass_to_pass_fraction(self) -> float:
+        """Fraction of graded PASS_TO_PASS tests passing (an error counts 0; empty counts 1)."""
+        if self.status == Status.ERROR:
+            return 0.0
+        t = self.tests
+        total = len(t.pass_to_pass_passed) + len(t.pass_to_pass_failed)
+        return 1.0 if total == 0 else len(t.pass_to_pass_passed) / total

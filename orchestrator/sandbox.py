@@ -1,0 +1,381 @@
+"""One container per instance, behind a small interface the rest of the code uses.
+
+``Sandbox`` starts a labelled, resource-limited container, runs commands in it with a timeout
+that kills the whole process group, moves files in and out byte for byte, switches the network
+on and off, snapshots itself to an image, and removes itself.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import socket
+import tarfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.models.containers import Container
+from docker.utils.socket import STDERR, STDOUT, frames_iter
+from pydantic import BaseModel
+
+from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+from .errors import SandboxError, UserError
+
+TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
+_ENGINE_ERRORS = (DockerException, requests.exceptions.RequestException)
+# the host-side backstop fires this long after the in-container `timeout` should have
+_BACKSTOP_GRACE = 10.0
+
+
+class Limits(BaseModel):
+    cpus: float = 2.0
+    memory: str = "6g"
+    pids_limit: int = 2048
+    output_limit: int = 1_000_000
+
+
+class ExecResult(BaseModel):
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration: float
+    timed_out: bool = False
+    truncated: bool = False
+    oom_killed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr, as a person would read them."""
+        if self.stdout and self.stderr:
+            return self.stdout.rstrip("\n") + "\n" + self.stderr
+        return self.stdout or self.stderr
+
+
+class _Capped:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buf = bytearray()
+        self.cut = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.limit - len(self.buf)
+        if room > 0:
+            self.buf += data[:room]
+        self.cut += max(0, len(data) - max(room, 0))
+
+    def text(self) -> str:
+        text = self.buf.decode("utf-8", errors="replace")
+        return text + TRUNCATION_MARKER.format(cut=self.cut) if self.cut else text
+
+
+class Sandbox:
+    """A running container of this tool. Create with :meth:`start` or :meth:`attach`."""
+
+    def __init__(self, client: docker.DockerClient, container: Container, limits: Limits) -> None:
+        self.client = client
+        self.container = container
+        self.limits = limits
+
+    # ---------------------------------------------------------------- lifecycle
+    @classmethod
+    def start(
+        cls,
+        client: docker.DockerClient,
+        image: str,
+        *,
+        run_id: str,
+        instance_id: str = "",
+        role: str = "instance",
+        limits: Limits | None = None,
+        network: bool = True,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        workdir: str = "/",
+    ) -> Sandbox:
+        """Start a container from ``image`` that idles until it is told what to do."""
+        limits = limits or Limits()
+        labels = {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: instance_id, LABEL_ROLE: role}
+        try:
+            client.images.get(image)
+        except ImageNotFound:
+            raise UserError(
+                f"Docker image {image} does not exist.",
+                "build the base images with `swe-green images build`.",
+            ) from None
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"could not start a container from {image}: {exc}") from exc
+        try:
+            container = client.containers.run(
+                image,
+                command=["sleep", "infinity"],
+                detach=True,
+                init=True,
+                name=name,
+                labels=labels,
+                environment=dict(env or {}),
+                working_dir=workdir,
+                nano_cpus=int(limits.cpus * 1e9),
+                mem_limit=limits.memory,
+                memswap_limit=limits.memory,
+                pids_limit=limits.pids_limit,
+                network_mode="bridge",
+                cap_drop=["NET_RAW", "SYS_ADMIN", "SYS_PTRACE"],
+                security_opt=["no-new-privileges"],
+            )
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"could not start a container from {image}: {exc}") from exc
+        sandbox = cls(client, container, limits)
+        if not network:
+            sandbox.set_network(False)
+        return sandbox
+
+    @classmethod
+    def attach(
+        cls, client: docker.DockerClient, container_id: str, limits: Limits | None = None
+    ) -> Sandbox:
+        """A Sandbox for an existing container (by id or name)."""
+        try:
+            return cls(client, client.containers.get(container_id), limits or Limits())
+        except NotFound:
+            raise SandboxError(f"container {container_id} does not exist") from None
+
+    @property
+    def id(self) -> str:
+        return self.container.id
+
+    @property
+    def name(self) -> str:
+        return self.container.name
+
+    def labels(self) -> dict[str, str]:
+        return dict(self.container.labels)
+
+    def set_network(self, enabled: bool) -> None:
+        """Connect the container to the default bridge, or leave it with loopback only."""
+        try:
+            self.container.reload()
+            networks = self.container.attrs["NetworkSettings"]["Networks"] or {}
+            bridge = self.client.networks.get("bridge")
+            if enabled and "bridge" not in networks:
+                bridge.connect(self.container)
+            elif not enabled and "bridge" in networks:
+                bridge.disconnect(self.container, force=True)
+        except _ENGINE_ERRORS as exc:
+            raise self._error("switch the network", exc) from exc
+
+    def snapshot(self, repository: str, tag: str, labels: Mapping[str, str] | None = None) -> str:
+        """Commit the container's file system to ``repository:tag``; returns the image id."""
+        inherited = {
+            k: v for k, v in self.container.labels.items() if k in (LABEL_RUN, LABEL_INSTANCE)
+        }
+        conf_labels = {LABEL_TOOL: "1", LABEL_KIND: "snapshot", **inherited, **(labels or {})}
+        try:
+            image = self.container.commit(
+                repository=repository, tag=tag, conf={"Labels": conf_labels}
+            )
+        except _ENGINE_ERRORS as exc:
+            raise self._error("snapshot", exc) from exc
+        return image.id
+
+    def remove(self) -> None:
+        """Stop and delete the container (and its anonymous volumes); a no-op when gone."""
+        try:
+            self.container.remove(force=True, v=True)
+        except NotFound:
+            pass
+        except _ENGINE_ERRORS as exc:
+            raise self._error("remove", exc) from exc
+
+    def is_running(self) -> bool:
+        try:
+            self.container.reload()
+        except NotFound:
+            return False
+        return self.container.status == "running"
+
+    # ---------------------------------------------------------------- exec
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float = 60,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str = "",
+    ) -> ExecResult:
+        """Run ``cmd`` (argv list, or a string for ``bash -c``) and wait at most ``timeout`` s.
+
+        On timeout the command's whole process group gets SIGTERM, then SIGKILL two seconds
+        later; the container stays usable. Output beyond the output limit is cut with a marker.
+        """
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        if any("\x00" in part for part in argv):
+            raise SandboxError("the command contains a NUL byte, which no process can receive")
+        wrapped = ["timeout", "-k", "2", f"{max(timeout, 0.1):.1f}s", *argv]
+        api = self.client.api
+        started = time.monotonic()
+        try:
+            exec_id = api.exec_create(
+                self.container.id,
+                wrapped,
+                workdir=workdir,
+                environment=dict(env or {}),
+                user=user,
+            )["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except _ENGINE_ERRORS as exc:
+            raise self._error("exec", exc) from exc
+
+        out, err = _Capped(self.limits.output_limit), _Capped(self.limits.output_limit)
+        backstop_fired = threading.Event()
+
+        def backstop() -> None:
+            backstop_fired.set()
+            _close(sock)
+
+        timer = threading.Timer(timeout + _BACKSTOP_GRACE, backstop)
+        timer.daemon = True
+        timer.start()
+        try:
+            for stream, data in frames_iter(sock, tty=False):
+                if stream == STDERR:
+                    err.add(data)
+                elif stream == STDOUT:
+                    out.add(data)
+        except (OSError, ValueError) as exc:
+            if not backstop_fired.is_set():
+                raise self._error("exec", exc) from exc
+        finally:
+            timer.cancel()
+            _close(sock)
+        duration = time.monotonic() - started
+
+        try:
+            state = api.exec_inspect(exec_id)
+        except _ENGINE_ERRORS as exc:
+            raise self._error("exec", exc) from exc
+        exit_code = state.get("ExitCode")
+        if state.get("Running") and not backstop_fired.is_set():
+            raise SandboxError(
+                f"cannot exec in container {self._label()}: the output stream from the Docker "
+                "daemon ended while the command was still running"
+            )
+        timed_out = (
+            backstop_fired.is_set()
+            or exit_code == 124
+            or (exit_code == 137 and duration >= timeout)
+        )
+        oom = exit_code == 137 and not timed_out and self._oom_kills() > 0
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration=duration,
+            timed_out=timed_out,
+            truncated=bool(out.cut or err.cut),
+            oom_killed=oom,
+        )
+
+    def _oom_kills(self) -> int:
+        """The container's OOM-kill counter (cgroup v1 or v2)."""
+        probe = (
+            "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
+            "2>/dev/null | awk '$1==\"oom_kill\"{print $2}'"
+        )
+        try:
+            api = self.client.api
+            exec_id = api.exec_create(self.container.id, ["sh", "-c", probe])["Id"]
+            text = api.exec_start(exec_id).decode(errors="replace").strip()
+        except _ENGINE_ERRORS:
+            return 0
+        return int(text.split()[0]) if text.split() and text.split()[0].isdigit() else 0
+
+    # ---------------------------------------------------------------- files
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write ``data`` to ``path`` in the container (parents created), byte for byte."""
+        payload = data.encode() if isinstance(data, str) else data
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(posixpath.basename(path))
+            info.size = len(payload)
+            info.mode = mode
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(payload))
+        self._put_archive(posixpath.dirname(path) or "/", buf.getvalue())
+
+    def read_file(self, path: str) -> bytes:
+        """The bytes of the file at ``path`` in the container."""
+        try:
+            stream, _ = self.container.get_archive(path)
+            raw = b"".join(stream)
+        except NotFound:
+            raise SandboxError(f"no file {path} in container {self.name}") from None
+        except _ENGINE_ERRORS as exc:
+            raise self._error("read a file", exc) from exc
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise SandboxError(f"{path} in container {self.name} is not a regular file")
+            extracted = tar.extractfile(member)
+            assert extracted is not None
+            return extracted.read()
+
+    def put_dir(self, host_dir: Path, container_dir: str) -> None:
+        """Copy the contents of ``host_dir`` into ``container_dir`` (created if missing)."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(str(host_dir), arcname=posixpath.basename(container_dir.rstrip("/")))
+        parent = posixpath.dirname(container_dir.rstrip("/")) or "/"
+        self._put_archive(parent, buf.getvalue())
+
+    def _put_archive(self, directory: str, tar_bytes: bytes) -> None:
+        try:
+            mk = self.container.exec_run(["mkdir", "-p", directory])
+            if mk.exit_code != 0:
+                detail = mk.output.decode(errors="replace").strip()
+                raise SandboxError(f"cannot create {directory}: {detail}")
+            self.container.put_archive(directory, tar_bytes)
+        except _ENGINE_ERRORS as exc:
+            raise self._error("write files", exc) from exc
+
+    # ---------------------------------------------------------------- errors
+    def _error(self, action: str, exc: Exception) -> SandboxError:
+        if isinstance(exc, NotFound):
+            return SandboxError(f"cannot {action}: container {self._label()} no longer exists")
+        if isinstance(exc, requests.exceptions.RequestException | OSError) or (
+            isinstance(exc, DockerException) and not isinstance(exc, APIError)
+        ):
+            return SandboxError(
+                f"cannot {action} in container {self._label()}: the Docker daemon went away "
+                f"({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})"
+            )
+        return SandboxError(f"cannot {action} in container {self._label()}: {exc}")
+
+    def _label(self) -> str:
+        try:
+            return self.container.name
+        except Exception:  # noqa: BLE001 - a name is only for the message
+            return self.container.id[:12]
+
+
+def _close(sock: object) -> None:
+    for target in (getattr(sock, "_sock", None), sock):
+        if target is None:
+            continue
+        try:
+            if isinstance(target, socket.socket):
+                target.shutdown(socket.SHUT_RDWR)
+            target.close()  # type: ignore[attr-defined]
+        except OSError:
+            pass

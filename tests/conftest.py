@@ -1,0 +1,59 @@
+"""Shared fixtures. Container tests use the real engine and clean up by label."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+BASE_IMAGE = os.environ.get("SWE_GREEN_TEST_IMAGE", "swe-green/base:py3.11")
+# every container and snapshot image made by this test session carries this run label
+TEST_RUN_ID = f"pytest-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    from orchestrator.docker_engine import connect
+    from orchestrator.errors import DockerUnavailable
+
+    try:
+        client = connect()
+    except DockerUnavailable as exc:
+        pytest.fail(f"container tests need a Docker engine: {exc}")
+    yield client
+    from orchestrator.housekeeping import gc
+
+    gc(client, run_id=TEST_RUN_ID, image_kinds=("snapshot", "instance", "env"))
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_client) -> str:
+    from orchestrator.images import image_exists
+
+    if not image_exists(docker_client, BASE_IMAGE):
+        pytest.fail(f"base image {BASE_IMAGE} missing: run `swe-green images build --python 3.11`")
+    return BASE_IMAGE
+
+
+@pytest.fixture
+def make_sandbox(docker_client, base_image) -> Iterator[Callable[..., object]]:
+    """Start sandboxes labelled with the test run; all are removed after the test."""
+    from orchestrator.sandbox import Sandbox
+
+    started: list[Sandbox] = []
+
+    def make(image: str | None = None, **kwargs: object) -> Sandbox:
+        kwargs.setdefault("run_id", TEST_RUN_ID)
+        kwargs.setdefault("instance_id", "test")
+        sandbox = Sandbox.start(docker_client, image or base_image, **kwargs)
+        started.append(sandbox)
+        return sandbox
+
+    yield make
+    for sandbox in started:
+        sandbox.remove()

@@ -1,0 +1,349 @@
+"""Small synthetic SWE-bench instances: real git repositories with a bug, its tests and a fix.
+
+Used by the tests and by ``swe-green demo`` (an evaluation that needs no GitHub and no
+Hugging Face). ``build_synthetic(dest)`` writes:
+
+- ``dest/mirrors/<owner>__<name>.git``: bare repositories, served with ``mirror_dir``;
+- ``dest/instances.jsonl``: the instances, in the dataset's format;
+- ``dest/recipes.json``: their environment recipes (``recipes_file`` setting).
+
+Each repository has three commits: the environment setup commit (tagged ``v0.1``), the
+base commit, and a later "upstream fix" commit (tagged ``v0.2``) holding the gold patch and
+the test patch; history hygiene must make the last one unreachable in the container.
+Three test runners are covered: pytest, a Django-style unittest runner, a sympy-style runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Synthetic",
+    "GIT_AUTHOR_EMAIL": "synthetic@example.invalid",
+    "GIT_COMMITTER_NAME": "Synthetic",
+    "GIT_COMMITTER_EMAIL": "synthetic@example.invalid",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+}
+
+
+@dataclass
+class SyntheticRepo:
+    """One repository: files at the setup commit, the base change, and the upstream fix."""
+
+    repo: str
+    instance_id: str
+    problem_statement: str
+    setup_files: dict[str, str]
+    base_files: dict[str, str]
+    fix_src: dict[str, str]
+    fix_tests: dict[str, str]
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    recipe: dict[str, object]
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+CALC = SyntheticRepo(
+    repo="demo/calc",
+    instance_id="demo__calc-1",
+    problem_statement=(
+        "`calc.mul` gives 0 when the second factor is negative (`mul(3, -2)` should be -6), "
+        "and `calc.floordiv(-7, 2)` returns -3 where Python's floor division gives -4."
+    ),
+    setup_files={
+        "pyproject.toml": (
+            '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+            '\n[project]\nname = "calc"\nversion = "0.1"\n'
+        ),
+        "calc/__init__.py": (
+            "def add(a, b):\n    return a + b\n\n\n"
+            "def mul(a, b):\n    result = 0\n    for _ in range(b):\n        result += a\n"
+            "    return result\n\n\n"
+            "def floordiv(a, b):\n    return int(a / b)\n"
+        ),
+        "tests/test_calc.py": (
+            "import pytest\n\nfrom calc import add, floordiv, mul\n\n\n"
+            "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+            '@pytest.mark.parametrize("a, b", [(1, 2), (-1, 1)])\n'
+            "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
+            "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
+            "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n"
+        ),
+    },
+    base_files={"README.md": "calc: tiny arithmetic helpers.\n"},
+    fix_src={
+        "calc/__init__.py": (
+            "def add(a, b):\n    return a + b\n\n\n"
+            "def mul(a, b):\n    return a * b\n\n\n"
+            "def floordiv(a, b):\n    return a // b\n"
+        ),
+    },
+    fix_tests={
+        "tests/test_calc.py": (
+            "import pytest\n\nfrom calc import add, floordiv, mul\n\n\n"
+            "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+            '@pytest.mark.parametrize("a, b", [(1, 2), (-1, 1)])\n'
+            "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
+            "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
+            "def test_mul_negative():\n    assert mul(3, -2) == -6\n\n\n"
+            "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n"
+            "def test_floordiv_negative():\n    assert floordiv(-7, 2) == -4\n"
+        ),
+    },
+    fail_to_pass=[
+        "tests/test_calc.py::test_mul_negative",
+        "tests/test_calc.py::test_floordiv_negative",
+    ],
+    pass_to_pass=[
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_add_commutes[1-2]",
+        "tests/test_calc.py::test_add_commutes[-1-1]",
+        "tests/test_calc.py::test_mul_positive",
+        "tests/test_calc.py::test_floordiv_positive",
+    ],
+    recipe={
+        "python": "3.11",
+        "pip_packages": ["pytest==8.3.4"],
+        "install": "python -m pip install --no-build-isolation -e .",
+        "test_cmd": "pytest -rA",
+        "log_format": "pytest",
+        "test_directives": "paths",
+    },
+)
+
+_RUNTESTS = '''\
+"""A Django-style test runner: `python runtests.py label ...` with labels like test_text."""
+import sys
+import unittest
+
+sys.path.insert(0, "tests")
+
+
+class Result(unittest.TextTestResult):
+    def getDescription(self, test):
+        return "%s (%s.%s)" % (test._testMethodName, type(test).__module__,
+                               type(test).__qualname__)
+
+
+labels = [a for a in sys.argv[1:] if not a.startswith("-")]
+suite = unittest.defaultTestLoader.loadTestsFromNames(labels)
+result = unittest.TextTestRunner(verbosity=2, resultclass=Result).run(suite)
+sys.exit(not result.wasSuccessful())
+'''
+
+TEXTKIT = SyntheticRepo(
+    repo="demo/textkit",
+    instance_id="demo__textkit-1",
+    problem_statement=(
+        "`textkit.slugify('Hello World')` returns `'Hello-World'`; slugs must be lower case "
+        "(`'hello-world'`)."
+    ),
+    setup_files={
+        "setup.py": "from setuptools import setup\n\nsetup(name='textkit', version='0.1', "
+        "packages=['textkit'])\n",
+        "runtests.py": _RUNTESTS,
+        "textkit/__init__.py": (
+            "def slugify(text):\n    return '-'.join(text.split())\n\n\n"
+            "def title(text):\n    return text.title()\n"
+        ),
+        "tests/test_text.py": (
+            "import unittest\n\nfrom textkit import slugify, title\n\n\n"
+            "class TextTests(unittest.TestCase):\n"
+            "    def test_title(self):\n        self.assertEqual(title('a b'), 'A B')\n\n"
+            "    def test_slugify_spaces(self):\n"
+            "        self.assertEqual(slugify('a  b'), 'a-b')\n"
+        ),
+    },
+    base_files={"README.md": "textkit\n"},
+    fix_src={
+        "textkit/__init__.py": (
+            "def slugify(text):\n    return '-'.join(text.lower().split())\n\n\n"
+            "def title(text):\n    return text.title()\n"
+        ),
+    },
+    fix_tests={
+        "tests/test_text.py": (
+            "import unittest\n\nfrom textkit import slugify, title\n\n\n"
+            "class TextTests(unittest.TestCase):\n"
+            "    def test_title(self):\n        self.assertEqual(title('a b'), 'A B')\n\n"
+            "    def test_slugify_spaces(self):\n"
+            "        self.assertEqual(slugify('a  b'), 'a-b')\n\n"
+            "    def test_slugify_lowercases(self):\n"
+            "        self.assertEqual(slugify('Hello World'), 'hello-world')\n"
+        ),
+    },
+    fail_to_pass=["test_slugify_lowercases (test_text.TextTests)"],
+    pass_to_pass=["test_title (test_text.TextTests)", "test_slugify_spaces (test_text.TextTests)"],
+    recipe={
+        "python": "3.11",
+        "pip_packages": [],
+        "install": "python -m pip install --no-build-isolation -e .",
+        "test_cmd": "python runtests.py --verbosity 2",
+        "log_format": "django",
+        "test_directives": "django_labels",
+    },
+)
+
+_BIN_TEST = '''\
+#!/usr/bin/env python
+"""A sympy-style runner: `bin/test -C --verbose path.py ...` prints `name ok|F|E` per test."""
+import importlib.util
+import sys
+import traceback
+
+paths = [a for a in sys.argv[1:] if not a.startswith("-")]
+failed = passed = 0
+print("=" * 29 + " test process starts " + "=" * 29)
+for path in paths:
+    spec = importlib.util.spec_from_file_location("t", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = [n for n in vars(module) if n.startswith("test_")]
+    print("%s[%d] " % (path, len(names)))
+    for name in names:
+        try:
+            getattr(module, name)()
+            print(name, "ok")
+            passed += 1
+        except AssertionError:
+            print(name, "F")
+            failed += 1
+        except Exception:
+            traceback.print_exc()
+            print(name, "E")
+            failed += 1
+print("=" * 18 + " tests finished: %d passed, %d failed " % (passed, failed) + "=" * 18)
+sys.exit(1 if failed else 0)
+'''
+
+UNITS = SyntheticRepo(
+    repo="demo/units",
+    instance_id="demo__units-1",
+    problem_statement="`units.to_celsius(212)` should be 100.0 but returns 180.0.",
+    setup_files={
+        "setup.py": "from setuptools import setup\n\nsetup(name='units', version='0.1', "
+        "packages=['units'])\n",
+        "bin/test": _BIN_TEST,
+        "units/__init__.py": (
+            "def to_celsius(f):\n    return f - 32\n\n\n"
+            "def to_fahrenheit(c):\n    return c * 9 / 5 + 32\n"
+        ),
+        "units/tests/test_units.py": (
+            "from units import to_fahrenheit\n\n\n"
+            "def test_to_fahrenheit():\n    assert to_fahrenheit(100) == 212\n"
+        ),
+    },
+    base_files={"README.md": "units\n"},
+    fix_src={
+        "units/__init__.py": (
+            "def to_celsius(f):\n    return (f - 32) * 5 / 9\n\n\n"
+            "def to_fahrenheit(c):\n    return c * 9 / 5 + 32\n"
+        ),
+    },
+    fix_tests={
+        "units/tests/test_units.py": (
+            "from units import to_celsius, to_fahrenheit\n\n\n"
+            "def test_to_fahrenheit():\n    assert to_fahrenheit(100) == 212\n\n\n"
+            "def test_to_celsius():\n    assert to_celsius(212) == 100\n"
+        ),
+    },
+    fail_to_pass=["test_to_celsius"],
+    pass_to_pass=["test_to_fahrenheit"],
+    recipe={
+        "python": "3.11",
+        "pip_packages": [],
+        "install": "python -m pip install --no-build-isolation -e .",
+        "test_cmd": "python bin/test -C --verbose",
+        "log_format": "sympy",
+        "test_directives": "paths",
+    },
+)
+
+SYNTHETIC_REPOS = [CALC, TEXTKIT, UNITS]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, **_GIT_ENV}
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if rel.startswith("bin/"):
+            path.chmod(0o755)
+
+
+def _diff(work: Path, base: str, head: str, paths: list[str]) -> str:
+    return _git(work, "diff", base, head, "--", *paths) + "\n"
+
+
+def build_repo(spec: SyntheticRepo, mirrors: Path) -> dict[str, object]:
+    """Create the bare mirror of ``spec`` under ``mirrors``; return its instance row."""
+    with tempfile.TemporaryDirectory(prefix="swe-green-synth-") as tmp:
+        work = Path(tmp)
+        _git(work, "init", "-q", "-b", "main")
+        _write(work, spec.setup_files)
+        _git(work, "add", "-A")
+        _git(work, "commit", "-q", "-m", "Initial package")
+        _git(work, "tag", "v0.1")
+        setup_commit = _git(work, "rev-parse", "HEAD")
+        _write(work, spec.base_files)
+        _git(work, "add", "-A")
+        _git(work, "commit", "-q", "-m", "Add README")
+        base_commit = _git(work, "rev-parse", "HEAD")
+        _write(work, {**spec.fix_src, **spec.fix_tests})
+        _git(work, "add", "-A")
+        _git(work, "commit", "-q", "-m", "Fix the bug (upstream)")
+        _git(work, "tag", "v0.2")
+        fix_commit = _git(work, "rev-parse", "HEAD")
+        mirror = mirrors / f"{spec.repo.replace('/', '__')}.git"
+        shutil.rmtree(mirror, ignore_errors=True)
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["git", "clone", "-q", "--mirror", str(work), str(mirror)],
+            check=True,
+            capture_output=True,
+        )
+        return {
+            "instance_id": spec.instance_id,
+            "repo": spec.repo,
+            "base_commit": base_commit,
+            "environment_setup_commit": setup_commit,
+            "version": "0.1",
+            "problem_statement": spec.problem_statement,
+            "hints_text": "",
+            "patch": _diff(work, base_commit, fix_commit, sorted(spec.fix_src)),
+            "test_patch": _diff(work, base_commit, fix_commit, sorted(spec.fix_tests)),
+            "FAIL_TO_PASS": spec.fail_to_pass,
+            "PASS_TO_PASS": spec.pass_to_pass,
+            "created_at": "2024-01-01T00:00:00Z",
+            "difficulty": "<15 min fix",
+            "fix_commit": fix_commit,
+        }
+
+
+def build_synthetic(dest: Path, repos: list[SyntheticRepo] | None = None) -> Path:
+    """Write mirrors, ``instances.jsonl`` and ``recipes.json`` under ``dest``; returns dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    rows = [build_repo(spec, dest / "mirrors") for spec in repos or SYNTHETIC_REPOS]
+    with open(dest / "instances.jsonl", "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    recipes = [
+        {"repo": spec.repo, "version": "0.1", **spec.recipe} for spec in repos or SYNTHETIC_REPOS
+    ]
+    (dest / "recipes.json").write_text(json.dumps(recipes, indent=1) + "\n")
+    return dest

@@ -11,10 +11,12 @@ import io
 import posixpath
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import docker
 import requests
@@ -333,13 +335,13 @@ class Sandbox:
 
     def put_dir(self, host_dir: Path, container_dir: str) -> None:
         """Copy the contents of ``host_dir`` into ``container_dir`` (created if missing)."""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(host_dir), arcname=posixpath.basename(container_dir.rstrip("/")))
-        parent = posixpath.dirname(container_dir.rstrip("/")) or "/"
-        self._put_archive(parent, buf.getvalue())
+        with tempfile.TemporaryFile() as spool:
+            with tarfile.open(fileobj=spool, mode="w") as tar:
+                tar.add(str(host_dir), arcname=posixpath.basename(container_dir.rstrip("/")))
+            spool.seek(0)
+            self._put_archive(posixpath.dirname(container_dir.rstrip("/")) or "/", spool)
 
-    def _put_archive(self, directory: str, tar_bytes: bytes) -> None:
+    def _put_archive(self, directory: str, tar_bytes: bytes | IO[bytes]) -> None:
         try:
             mk = self.container.exec_run(["mkdir", "-p", directory])
             if mk.exit_code != 0:

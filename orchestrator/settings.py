@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     )
 
     # --- environment setup (phases 2-4)
+    recipes_file: Path | None = Field(
+        None, description="Extra recipes (JSON list of Recipe objects) that override shipped ones."
+    )
     setup_strategy: Literal["auto", "recipe", "llm"] = Field(
         "auto", description="auto tries recipe, then llm (when an API key is set)."
     )

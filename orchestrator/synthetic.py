@@ -110,11 +110,10 @@ CALC = SyntheticRepo(
     ],
     recipe={
         "python": "3.11",
-        "pip_packages": ["pytest==8.3.4"],
+        "packages": ["pytest==8.3.4"],
         "install": "python -m pip install --no-build-isolation -e .",
         "test_cmd": "pytest -rA",
         "log_format": "pytest",
-        "test_directives": "paths",
     },
 )
 
@@ -183,11 +182,10 @@ TEXTKIT = SyntheticRepo(
     pass_to_pass=["test_title (test_text.TextTests)", "test_slugify_spaces (test_text.TextTests)"],
     recipe={
         "python": "3.11",
-        "pip_packages": [],
+        "packages": [],
         "install": "python -m pip install --no-build-isolation -e .",
         "test_cmd": "python runtests.py --verbosity 2",
         "log_format": "django",
-        "test_directives": "django_labels",
     },
 )
 
@@ -258,11 +256,10 @@ UNITS = SyntheticRepo(
     pass_to_pass=["test_to_fahrenheit"],
     recipe={
         "python": "3.11",
-        "pip_packages": [],
+        "packages": [],
         "install": "python -m pip install --no-build-isolation -e .",
         "test_cmd": "python bin/test -C --verbose",
         "log_format": "sympy",
-        "test_directives": "paths",
     },
 )
 

@@ -1,0 +1,392 @@
+"""Phases 1-4: checkout, environment setup, dependencies, base commit and history hygiene.
+
+The outcome of phases 1-3 is an *environment image* keyed by (repo, environment_setup_commit,
+recipe or agent); the outcome of phase 4 is an *instance image* (the repository at
+``base_commit``, its history cut after the base). Both are cached: a later instance or run
+with the same key starts from the image. Two instances needing the same missing image at once
+build it once (a host file lock per key).
+
+Contract of every environment (recipe or LLM): ``/testbed`` holds the repository and
+sourcing ``/opt/swe/activate.sh`` in bash activates its Python environment and cd's there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock
+from pydantic import BaseModel, Field
+
+from .context import RunContext
+from .docker_engine import LABEL_KIND
+from .errors import SandboxError, UserError
+from .images import available_pythons, image_exists, image_name
+from .models import Instance
+from .recipes import Recipe, load_recipes, pins_for, recipe_key
+from .repo_cache import prepare_checkout
+from .sandbox import Limits, Sandbox
+
+TESTBED = "/testbed"
+SWE_DIR = "/opt/swe"
+VENV = f"{SWE_DIR}/venv"
+ACTIVATE = f"{SWE_DIR}/activate.sh"
+LABEL_ENV_KEY = "swe-green.env-key"
+
+
+class SetupFailed(Exception):
+    """Phases 1-4 failed for an instance: the instance is an error with reason ``environment``."""
+
+    def __init__(self, message: str, container: str | None = None) -> None:
+        super().__init__(message)
+        self.container = container
+
+
+class EnvPlan(BaseModel):
+    """How the environment of one instance is built, and the cache keys that follow."""
+
+    strategy: Literal["recipe", "llm"]
+    recipe: Recipe | None = None
+    python: str
+    python_exact: bool = True
+    base_image: str
+    pins: list[str] = Field(default_factory=list)
+    env_key: str
+
+    def instance_key(self, instance: Instance) -> str:
+        raw = f"{self.env_key}:{instance.base_commit}:{json.dumps(self.pins)}"
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+class PreparedInstance(BaseModel):
+    """The images an instance runs from, and what it cost to get them."""
+
+    plan: EnvPlan
+    env_image: str
+    instance_image: str
+    env_cache_hit: bool
+    instance_cache_hit: bool
+    test_cmd: str | None = None
+    setup_tokens: dict[str, int] = Field(default_factory=dict)
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- planning
+def find_recipe(ctx: RunContext, instance: Instance) -> Recipe | None:
+    """The user's recipes file first, then the shipped recipes."""
+    extra = ctx.settings.recipes_file
+    if extra is not None:
+        try:
+            items = json.loads(Path(extra).read_text())
+            for item in items if isinstance(items, list) else items.get("recipes", []):
+                recipe = Recipe.model_validate(item)
+                if (recipe.repo, recipe.version) == (instance.repo, instance.version):
+                    return recipe
+        except (OSError, ValueError) as exc:
+            raise UserError(
+                f"Cannot read recipes file {extra}: {str(exc).splitlines()[0]}",
+                "fix the file (a JSON list of recipes) or unset SWE_GREEN_RECIPES_FILE.",
+            ) from exc
+    return load_recipes().get((instance.repo, instance.version))
+
+
+def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
+    """Pick the strategy, the Python and the base image; compute the cache key."""
+    settings = ctx.settings
+    recipe = find_recipe(ctx, instance)
+    strategy = settings.setup_strategy
+    if strategy == "auto":
+        strategy = "recipe" if recipe else "llm"
+    if strategy == "recipe" and recipe is None:
+        raise SetupFailed(
+            f"no recipe for {instance.repo} version {instance.version!r}; "
+            "use setup_strategy=llm or auto with an API key"
+        )
+    available = available_pythons(ctx.client, settings.image_prefix)
+    if not available:
+        raise UserError(
+            "No base image is built on this host.", "run `swe-green images build --python 3.11`."
+        )
+    if strategy == "recipe":
+        assert recipe is not None
+        python, exact = recipe.nearest_python(available)
+        pins = pins_for(recipe, instance)
+        identity = {"strategy": "recipe", "recipe": recipe_key(recipe), "pins": pins}
+    else:
+        python = settings.base_python if settings.base_python in available else available[-1]
+        exact, pins = True, []
+        identity = {"strategy": "llm", "model": settings.setup_model}
+    raw = json.dumps(
+        {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
+        | identity,
+        sort_keys=True,
+    )
+    return EnvPlan(
+        strategy=strategy,
+        recipe=recipe if strategy == "recipe" else None,
+        python=python,
+        python_exact=exact,
+        base_image=image_name(settings.image_prefix, python),
+        pins=pins,
+        env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
+    )
+
+
+def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
+    return f"{ctx.settings.image_prefix}/env:{instance.owner_name.lower()}-{plan.env_key}"
+
+
+def instance_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
+    tag = f"{instance.instance_id.lower()}-{plan.instance_key(instance)}"
+    return f"{ctx.settings.image_prefix}/instance:{tag}"
+
+
+def _limits(ctx: RunContext) -> Limits:
+    s = ctx.settings
+    return Limits(cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit)
+
+
+def _lock(ctx: RunContext, key: str) -> FileLock:
+    locks = ctx.settings.data_dir / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(locks / f"{key}.lock"))
+
+
+# ----------------------------------------------------------------------------- phases 1-3
+def recipe_setup_script(recipe: Recipe, pins: list[str]) -> str:
+    """The bash script that builds a recipe's environment in /testbed (network on)."""
+    exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
+    pre = "\n".join(
+        f"run_step {shlex.quote(cmd)} || fail pre-install" for cmd in recipe.pre_install
+    )
+    quoted_pins = " ".join(shlex.quote(p) for p in pins)
+    return f"""#!/bin/bash
+set -uo pipefail
+step() {{ echo; echo ">>>>> $*"; }}
+fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+run_step() {{ echo "+ $1"; bash -c "$1"; }}
+cd {TESTBED}
+step "python: $(python3 --version)"
+python3 -m venv {VENV} || fail "creating the virtual environment"
+cat > {ACTIVATE} <<'ACTIVATE'
+source {VENV}/bin/activate
+{exports}
+cd {TESTBED}
+ACTIVATE
+source {ACTIVATE}
+step "build tools"
+python -m pip install -q setuptools wheel || fail "installing setuptools and wheel"
+step "pre-install"
+{pre}
+step "pinned packages"
+pins=({quoted_pins})
+if [ ${{#pins[@]}} -gt 0 ] && ! python -m pip install --no-deps "${{pins[@]}}"; then
+  echo "installing the pins together failed; installing them one by one"
+  for pin in "${{pins[@]}}"; do
+    python -m pip install --no-deps "$pin" || echo "$pin" >> {SWE_DIR}/dropped-pins.txt
+  done
+fi
+step "install"
+run_step {shlex.quote(recipe.install)} || fail "install command"
+step "done"
+"""
+
+
+def _run_logged(
+    sandbox: Sandbox, script: str, log_path: Path, title: str, timeout: float
+) -> tuple[bool, str]:
+    """Run a script in the sandbox, appending its output to ``log_path``."""
+    path = f"{SWE_DIR}/{title}.sh"
+    sandbox.write_file(path, script, mode=0o755)
+    result = sandbox.exec(["bash", path], timeout=timeout)
+    with open(log_path, "a") as fh:
+        fh.write(f"\n===== {title} (exit {result.exit_code}, {result.duration:.1f}s)\n")
+        fh.write(result.output)
+    if result.timed_out:
+        return False, f"{title} timed out after {timeout:.0f}s"
+    if result.exit_code != 0:
+        failed = [ln for ln in result.stdout.splitlines() if ln.startswith(">>>>> FAILED")]
+        tail = " | ".join(result.output.strip().splitlines()[-3:])[-400:]
+        what = failed[-1].removeprefix(">>>>> FAILED: ") if failed else f"exit {result.exit_code}"
+        return False, f"{title} failed ({what}): {tail}"
+    return True, ""
+
+
+def _copy_checkout(ctx: RunContext, instance: Instance, sandbox: Sandbox) -> None:
+    with tempfile.TemporaryDirectory(prefix="swe-green-checkout-") as tmp:
+        dest = Path(tmp) / "testbed"
+        prepare_checkout(ctx.settings, instance, dest)
+        sandbox.put_dir(dest, TESTBED)
+
+
+def ensure_env_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path
+) -> tuple[str, bool, dict[str, int]]:
+    """The environment image (phases 1-3), built unless cached; (name, cache hit, tokens)."""
+    name = env_image_name(ctx, instance, plan)
+    with _lock(ctx, f"env-{plan.env_key}"):
+        if image_exists(ctx.client, name):
+            with open(log_path, "a") as fh:
+                fh.write(f"environment image {name} reused from the cache\n")
+            return name, True, {}
+        log = ctx.instance_log(instance)
+        log.info("setup.start", strategy=plan.strategy, python=plan.python, image=name)
+        if not plan.python_exact and plan.recipe is not None:
+            with open(log_path, "a") as fh:
+                fh.write(
+                    f"recipe asks for Python {plan.recipe.python}; "
+                    f"using the nearest available, {plan.python}\n"
+                )
+        sandbox = Sandbox.start(
+            ctx.client, plan.base_image, run_id=ctx.run_id, instance_id=instance.instance_id,
+            role="setup", limits=_limits(ctx), network=True,
+        )  # fmt: skip
+        tokens: dict[str, int] = {}
+        try:
+            _copy_checkout(ctx, instance, sandbox)
+            if plan.strategy == "recipe":
+                assert plan.recipe is not None
+                script = recipe_setup_script(plan.recipe, plan.pins)
+                ok, why = _run_logged(
+                    sandbox, script, log_path, "setup", ctx.settings.install_timeout
+                )
+            else:
+                ok, why, tokens = _llm_setup(ctx, instance, sandbox, log_path)
+            if not ok:
+                raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
+            sandbox.snapshot(
+                *name.rsplit(":", 1),
+                labels={LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key},
+            )
+        except SetupFailed:
+            raise
+        except (SandboxError, UserError) as exc:
+            raise SetupFailed(f"environment setup: {exc}", _keep(ctx, sandbox)) from exc
+        else:
+            sandbox.remove()
+        log.info("setup.done", image=name)
+        return name, False, tokens
+
+
+def _llm_setup(
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path
+) -> tuple[bool, str, dict[str, int]]:
+    from .setup_llm import run_setup_agent
+
+    result = run_setup_agent(ctx.settings, sandbox, instance, log_dir=log_path.parent)
+    tokens = {"input": result.input_tokens, "output": result.output_tokens}
+    return result.success, result.failure_reason or "", tokens
+
+
+def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
+    """Keep a failed container for inspection (per settings); its name, or None."""
+    if ctx.settings.keep_containers == "never":
+        sandbox.remove()
+        return None
+    return sandbox.name
+
+
+# ----------------------------------------------------------------------------- phase 4
+def base_commit_script(instance: Instance, reinstall: str | None) -> str:
+    """Check out the base commit, reinstall, then cut every path to later history."""
+    reinstall_step = (
+        f'echo ">>>>> reinstall"; bash -ec {shlex.quote(reinstall)} || fail reinstall\n'
+        # pre-install commands may edit tracked files; the participant must see a clean tree
+        "git checkout -q -- ."
+        if reinstall
+        else ""
+    )
+    return f"""#!/bin/bash
+set -uo pipefail
+fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+source {ACTIVATE} 2>/dev/null || cd {TESTBED}
+cd {TESTBED}
+git reset -q --hard && git -c advice.detachedHead=false checkout -q -f {instance.base_commit} \\
+  || fail "checking out the base commit"
+git clean -fdq
+git checkout -q -B main
+{reinstall_step}
+cd {TESTBED}
+for remote in $(git remote); do git remote remove "$remote"; done
+git for-each-ref --format='%(refname)' | while read -r ref; do
+  case "$ref" in
+    refs/heads/main) ;;
+    refs/tags/*) git merge-base --is-ancestor "$ref" HEAD 2>/dev/null || git update-ref -d "$ref" ;;
+    *) git update-ref -d "$ref" ;;
+  esac
+done
+# what the environment built (egg-info, compiled files) is not the participant's change
+git ls-files --others --exclude-standard >> .git/info/exclude
+git stash clear
+rm -f .git/FETCH_HEAD .git/ORIG_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD
+git reflog expire --expire=now --all
+git -c gc.reflogExpire=now -c gc.reflogExpireUnreachable=now gc -q --prune=now \\
+  || fail "pruning history"
+git status --short | head -20
+echo ">>>>> base commit ready: $(git rev-parse HEAD)"
+"""
+
+
+def ensure_instance_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, env_image: str, log_path: Path,
+    reinstall: str | None,
+) -> tuple[str, bool]:  # fmt: skip
+    """The instance image (phase 4) built from the environment image unless cached."""
+    name = instance_image_name(ctx, instance, plan)
+    with _lock(ctx, f"instance-{plan.instance_key(instance)}"):
+        if image_exists(ctx.client, name):
+            return name, True
+        sandbox = Sandbox.start(
+            ctx.client, env_image, run_id=ctx.run_id, instance_id=instance.instance_id,
+            role="setup", limits=_limits(ctx), network=True,
+        )  # fmt: skip
+        try:
+            script = base_commit_script(instance, reinstall)
+            ok, why = _run_logged(
+                sandbox, script, log_path, "base-commit", ctx.settings.install_timeout
+            )
+            if not ok:
+                raise SetupFailed(f"base commit: {why}", _keep(ctx, sandbox))
+            sandbox.snapshot(
+                *name.rsplit(":", 1),
+                labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
+            )
+        except SetupFailed:
+            raise
+        except (SandboxError, UserError) as exc:
+            raise SetupFailed(f"base commit: {exc}", _keep(ctx, sandbox)) from exc
+        else:
+            sandbox.remove()
+        return name, False
+
+
+def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
+    """Phases 1-4 for one instance, from the caches where possible."""
+    log_path = ctx.instance_dir(instance) / "setup.log"
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    plan = plan_environment(ctx, instance)
+    env_image, env_hit, tokens = ensure_env_image(ctx, instance, plan, log_path)
+    timings["setup"] = time.monotonic() - started
+    started = time.monotonic()
+    reinstall = None
+    if instance.base_commit != instance.environment_setup_commit and plan.recipe is not None:
+        reinstall = "\n".join([*plan.recipe.pre_install, plan.recipe.install])
+    instance_image, inst_hit = ensure_instance_image(
+        ctx, instance, plan, env_image, log_path, reinstall
+    )
+    timings["base_commit"] = time.monotonic() - started
+    return PreparedInstance(
+        plan=plan,
+        env_image=env_image,
+        instance_image=instance_image,
+        env_cache_hit=env_hit,
+        instance_cache_hit=inst_hit,
+        setup_tokens=tokens,
+        timings=timings,
+    )

@@ -1,0 +1,221 @@
+"""Phase 1: host-side bare mirrors of the repositories, and checkouts exported from them.
+
+One bare mirror per repository, ``<data_dir>/mirrors/owner__name.git``, cloned once (heads and
+tags) and fetched again only when a needed commit is missing; a commit that no branch or tag
+reaches is then fetched by id and kept under ``refs/swe-green/<sha>``. The source is
+``settings.mirror_dir / "owner__name.git"`` when ``mirror_dir`` is set, else
+``settings.repo_url_template`` (placeholders ``{repo}``, ``{owner}``, ``{name}``,
+``{owner_name}``). A :class:`filelock.FileLock` per mirror serialises clone and fetch across
+threads and processes; a clone goes to a temporary directory first, so a mirror that exists
+is complete.
+
+:func:`export_checkout` makes a self-contained (no hardlinks, no alternates) non-bare clone
+of a mirror, with its whole history, checked out (detached) at a commit: the directory that
+is copied into the container as ``/testbed``. Its ``origin`` remote points at the host
+mirror; phase 4 removes it together with the refs after the base commit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from filelock import FileLock
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from orchestrator.errors import UserError
+from orchestrator.log import get_logger
+from orchestrator.models import Instance
+from orchestrator.settings import Settings
+
+_GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",  # a missing https repository must fail, not ask for a password
+    "GIT_ASKPASS": "true",
+    "LC_ALL": "C",
+}
+_TRANSIENT = re.compile(
+    r"could not resolve host|connection (timed out|reset|refused)|early eof|rpc failed|"
+    r"the remote end hung up|operation timed out|temporary failure",
+    re.IGNORECASE,
+)
+
+
+class RepoError(UserError):
+    """A repository or commit cannot be obtained."""
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message holds the command and git's stderr."""
+
+    def __init__(self, args: list[str], stderr: str) -> None:
+        self.stderr = stderr.strip()
+        super().__init__(f"git {' '.join(args)}: {_one_line(self.stderr)}")
+
+
+def mirror_path(settings: Settings, repo: str) -> Path:
+    """Where the bare mirror of ``repo`` (``owner/name``) lives."""
+    return settings.data_dir / "mirrors" / f"{_owner_name(repo)}.git"
+
+
+def source_url(settings: Settings, repo: str) -> str:
+    """The URL or local path the mirror of ``repo`` is cloned and fetched from."""
+    owner_name = _owner_name(repo)
+    if settings.mirror_dir is not None:
+        return str(Path(settings.mirror_dir).expanduser().resolve() / f"{owner_name}.git")
+    owner, name = repo.split("/", 1)
+    try:
+        return settings.repo_url_template.format(
+            repo=repo, owner=owner, name=name, owner_name=owner_name
+        )
+    except (KeyError, IndexError, ValueError) as exc:
+        raise RepoError(
+            f"Repository URL template {settings.repo_url_template!r} is invalid ({exc!r}).",
+            "use only the placeholders {repo}, {owner}, {name} and {owner_name}.",
+        ) from None
+
+
+def ensure_mirror(settings: Settings, repo: str, commits: Iterable[str] = ()) -> Path:
+    """The mirror of ``repo``, cloned if absent and fetched if any of ``commits`` is missing."""
+    mirror = mirror_path(settings, repo)
+    wanted = [c for c in dict.fromkeys(commits) if c]
+    if mirror.is_dir() and not _missing(mirror, wanted):
+        return mirror
+    mirror.parent.mkdir(parents=True, exist_ok=True)
+    log = get_logger(repo=repo)
+    with FileLock(str(mirror) + ".lock"):
+        url = source_url(settings, repo)
+        if not mirror.is_dir():
+            log.info("mirror.clone", url=url, mirror=str(mirror))
+            _clone_mirror(url, mirror, repo)
+        missing = _missing(mirror, wanted)
+        if missing:
+            log.info("mirror.fetch", url=url, missing=missing)
+            _fetch(mirror, url, missing, repo)
+            missing = _missing(mirror, missing)
+        if missing:
+            raise RepoError(
+                f"Commit(s) {', '.join(missing)} of {repo} are not in {url}, even after a fetch.",
+                "check the dataset's commit ids, or point SWE_GREEN_MIRROR_DIR / "
+                "SWE_GREEN_REPO_URL_TEMPLATE at a complete copy of the repository.",
+            )
+    return mirror
+
+
+def export_checkout(mirror: Path, commit: str, dest: Path) -> None:
+    """A self-contained clone of ``mirror`` at ``dest``, checked out (detached) at ``commit``."""
+    if dest.exists() and any(dest.iterdir()):
+        raise RepoError(f"Checkout directory {dest} is not empty.", "remove it or pick another.")
+    try:
+        _git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", str(mirror), str(dest)])
+    except GitError as exc:
+        raise RepoError(f"Cannot clone mirror {mirror}: {exc.stderr}", "check the mirror.") from exc
+    try:
+        _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], dest)
+    except GitError as exc:
+        raise RepoError(
+            f"Cannot check out {commit} in {dest}: {_one_line(exc.stderr)}",
+            "fetch the commit into the mirror first (ensure_mirror with that commit).",
+        ) from exc
+
+
+def prepare_checkout(settings: Settings, instance: Instance, dest: Path) -> Path:
+    """Mirror the instance's repository and export it at ``environment_setup_commit``.
+
+    The mirror is made to hold both the setup and the base commit, so phase 4 can move on.
+    """
+    mirror = ensure_mirror(
+        settings, instance.repo, [instance.environment_setup_commit, instance.base_commit]
+    )
+    export_checkout(mirror, instance.environment_setup_commit, dest)
+    return dest
+
+
+def _owner_name(repo: str) -> str:
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+        raise RepoError(f"Repository {repo!r} is not of the form owner/name.", "fix the dataset.")
+    return repo.replace("/", "__")
+
+
+def _missing(mirror: Path, commits: Iterable[str]) -> list[str]:
+    missing = []
+    for commit in commits:
+        done = subprocess.run(
+            ["git", "cat-file", "-e", f"{commit}^{{commit}}"],
+            cwd=mirror,
+            env=os.environ | _GIT_ENV,
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            missing.append(commit)
+    return missing
+
+
+def _clone_mirror(url: str, mirror: Path, repo: str) -> None:
+    partial = mirror.with_name(f".{mirror.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)  # left over by an interrupted clone
+    try:
+        _git_retrying(["clone", "--bare", "--quiet", "--", url, str(partial)])
+        _git(["config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"], partial)
+    except GitError as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise RepoError(
+            f"Cannot clone {repo} from {url}: {_one_line(exc.stderr)}",
+            "check the URL (SWE_GREEN_REPO_URL_TEMPLATE or SWE_GREEN_MIRROR_DIR) and the network.",
+        ) from exc
+    partial.rename(mirror)
+
+
+def _fetch(mirror: Path, url: str, commits: list[str], repo: str) -> None:
+    try:
+        _git_retrying(
+            ["fetch", "--quiet", "--prune", "--tags", "--force", "--", url]
+            + ["+refs/heads/*:refs/heads/*"],
+            mirror,
+        )
+    except GitError as exc:
+        raise RepoError(
+            f"Cannot fetch {repo} from {url}: {_one_line(exc.stderr)}",
+            "check the URL (SWE_GREEN_REPO_URL_TEMPLATE or SWE_GREEN_MIRROR_DIR) and the network.",
+        ) from exc
+    for commit in _missing(mirror, commits):
+        if re.fullmatch(r"[0-9a-f]{40}", commit):
+            # not on any branch or tag: ask for it by id (GitHub serves any commit id)
+            try:
+                _git(["fetch", "--quiet", "--", url, f"{commit}:refs/swe-green/{commit}"], mirror)
+            except GitError:
+                pass  # reported by the caller as a missing commit
+
+
+def _git_retrying(args: list[str], cwd: Path | None = None) -> str:
+    retrying = retry(
+        retry=retry_if_exception(
+            lambda e: isinstance(e, GitError) and bool(_TRANSIENT.search(e.stderr))
+        ),
+        stop=stop_after_attempt(3),
+        wait=wait_exponential(multiplier=2, max=20),
+        reraise=True,
+    )
+    return retrying(_git)(args, cwd)
+
+
+def _git(args: list[str], cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=os.environ | _GIT_ENV,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise GitError(args, done.stderr or done.stdout)
+    return done.stdout
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:400]

@@ -1,0 +1,206 @@
+"""Generate ``orchestrator/data/recipes.json`` from the SWE-bench reference data.
+
+Usage: ``python scripts/make_recipes.py [--data ../shared/data] [--out FILE]``
+
+Reads ``swe-bench-verified.jsonl``, ``swebench-specs/specs.json`` and
+``swebench-specs/environments/<instance_id>.yml`` and writes one recipe per ``(repo, version)``
+of the Verified instances. What goes into a recipe is described in ``orchestrator/recipes.py``;
+this script holds the conda -> PyPI translation. Run it again when the data changes and
+commit the output: the runtime never reads ``../shared``. Needs PyYAML (installed with
+``datasets``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import yaml
+from packaging.version import InvalidVersion, Version
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from orchestrator.recipes import Recipe, load_recipes  # noqa: E402
+
+# conda package -> PyPI distribution, where the names differ (None: nothing to install)
+CONDA_TO_PYPI: dict[str, str | None] = {
+    "matplotlib-base": "matplotlib",
+    "seaborn-base": "seaborn",
+    "brotli-python": "brotli",
+    "msgpack-python": "msgpack",
+    "python-tzdata": "tzdata",
+    "python-xxhash": "xxhash",
+    "python-fastjsonschema": "fastjsonschema",
+    "python-eccodes": "eccodes",
+    "nbconvert-core": "nbconvert",
+    "antlr-python-runtime": "antlr4-python3-runtime",
+    "iris": "scitools-iris",
+    "setuptools_scm": "setuptools-scm",  # a metapackage there (no py build tag)
+    # parts of a package pinned under its own name, or no such PyPI distribution
+    "numpy-base": None,
+    "pyarrow-core": None,
+    "pybind11-global": None,
+    "libcf": None,
+    "cdms2": None,
+    "cdat_info": None,
+    "cdtime": None,
+    "distarray": None,
+    "esmpy": None,
+    # GUI bindings that pip can only build against system libraries
+    "pyqt": None,
+    "sip": None,
+    "pyqt5-sip": None,
+    "wxpython": None,
+    "pygobject": None,
+    "pycairo": None,
+    # the interpreter and installer come from the base image
+    "python": None,
+    "pip": None,
+}
+PY_BUILD = re.compile(r"(^|_)py")  # py39h06a4308_0, pyhd8ed1ab_0, nompi_py310h..., unix_pyh...
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pin_name(pin: str) -> str:
+    return normalize(re.split(r"[<>=!~;\[ ]", pin.strip().strip("'\""), maxsplit=1)[0])
+
+
+def frozen_environment(path: Path, own: str) -> tuple[str, dict[str, str]]:
+    """The exact Python and the pip-installable pins (by normalized name) of one env file."""
+    env = yaml.safe_load(path.read_text())
+    python = ""
+    pins: dict[str, str] = {}
+    pip_pins: list[str] = []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            pip_pins.extend(dep.get("pip") or [])
+            continue
+        name, version, build = dep.split("=")
+        if name == "python":
+            python = version
+        if name in CONDA_TO_PYPI:
+            pypi = CONDA_TO_PYPI[name]
+        else:
+            pypi = name if PY_BUILD.search(build) else None
+        if pypi:
+            pins[normalize(pypi)] = f"{pypi}=={version}"
+    for pin in pip_pins:  # pip ran after conda: its versions win
+        pins[pin_name(pin)] = pin
+    pins.pop(normalize(own), None)
+    return python, pins
+
+
+def newest(pin: str) -> tuple[int, Version | str]:
+    version = pin.split("==", 1)[-1]
+    try:
+        return 1, Version(version)
+    except InvalidVersion:
+        return 0, version
+
+
+def majority(values: list[str]) -> str:
+    counts = Counter(values)
+    return max(counts, key=lambda v: (counts[v], newest(v)))
+
+
+def split_eval(commands: list[str]) -> tuple[dict[str, str], list[str]]:
+    env: dict[str, str] = {}
+    rest: list[str] = []
+    for command in commands:
+        words = shlex.split(command)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            name, _, value = words[1].partition("=")
+            env[name] = value
+        else:
+            rest.append(command)
+    return env, rest
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def build(data: Path) -> dict:
+    specs_file = json.loads((data / "swebench-specs" / "specs.json").read_text())
+    specs, log_formats = specs_file["specs"], specs_file["log_format"]
+    instances = [json.loads(line) for line in (data / "swe-bench-verified.jsonl").open()]
+    pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in instances:
+        pairs[(row["repo"], row["version"])].append(row["instance_id"])
+
+    recipes = []
+    for (repo, version), ids in sorted(
+        pairs.items(), key=lambda p: (p[0][0], version_key(p[0][1]))
+    ):
+        spec = specs[repo][version]
+        own = repo.split("/")[1]
+        frozen = {
+            iid: frozen_environment(data / "swebench-specs" / "environments" / f"{iid}.yml", own)
+            for iid in ids
+        }
+        by_name: dict[str, list[str]] = defaultdict(list)
+        for _, pins in frozen.values():
+            for name, pin in pins.items():
+                by_name[name].append(pin)
+        common = {
+            name: majority(pins) for name, pins in by_name.items() if 2 * len(pins) >= len(ids)
+        }
+        for pin in spec.get("pip_packages", []):  # a spec pin that no frozen env shows
+            if pin_name(pin) not in by_name and pin_name(pin) != normalize(own):
+                common[pin_name(pin)] = pin
+        instance_pins = {}
+        for iid, (_, pins) in frozen.items():
+            own_pins = sorted(
+                (pin for name, pin in pins.items() if common.get(name) != pin), key=pin_name
+            )
+            if own_pins:
+                instance_pins[iid] = own_pins
+        env, eval_commands = split_eval(spec.get("eval_commands", []))
+        recipe = Recipe(
+            repo=repo,
+            version=version,
+            python=spec["python"],
+            python_frozen=majority([python for python, _ in frozen.values()]),
+            packages=sorted(common.values(), key=pin_name),
+            spec_packages=spec.get("packages", ""),
+            pre_install=spec.get("pre_install", []),
+            install=spec["install"],
+            eval_commands=eval_commands,
+            env=env,
+            test_cmd=spec["test_cmd"],
+            log_format=log_formats[repo],
+            instance_pins=instance_pins,
+        )
+        recipes.append(recipe.model_dump(mode="json"))
+    return {
+        "source": (
+            "scripts/make_recipes.py from SWE-bench Verified, "
+            f"{specs_file.get('source', 'swebench specs')}, and the frozen environments/*.yml"
+        ),
+        "recipes": recipes,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "orchestrator" / "data" / "recipes.json")
+    args = parser.parse_args()
+    result = build(args.data)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    load_recipes.cache_clear()
+    print(f"{args.out}: {len(result['recipes'])} recipes, {args.out.stat().st_size} bytes")
+
+
+if __name__ == "__main__":
+    main()

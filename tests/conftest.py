@@ -57,3 +57,58 @@ def make_sandbox(docker_client, base_image) -> Iterator[Callable[..., object]]:
     yield make
     for sandbox in started:
         sandbox.remove()
+
+
+@pytest.fixture(scope="session")
+def synthetic_dir(tmp_path_factory) -> Path:
+    """The synthetic instances: mirrors, instances.jsonl, recipes.json."""
+    from orchestrator.synthetic import build_synthetic
+
+    return build_synthetic(tmp_path_factory.mktemp("synthetic"))
+
+
+@pytest.fixture(scope="session")
+def test_prefix(docker_client, base_image) -> Iterator[str]:
+    """An image prefix of this test session; the base image is tagged under it."""
+    prefix = f"swe-green-test-{TEST_RUN_ID}"
+    image = docker_client.images.get(base_image)
+    image.tag(f"{prefix}/base", "py3.11")
+    yield prefix
+    for img in docker_client.images.list(name=f"{prefix}/*"):
+        for tag in img.tags:
+            if tag.startswith(prefix + "/"):
+                docker_client.images.remove(tag, force=True)
+
+
+@pytest.fixture(scope="session")
+def env_settings(synthetic_dir, test_prefix, tmp_path_factory):
+    """Settings for running the synthetic instances offline (local mirrors, own recipes)."""
+    from orchestrator.settings import Settings
+
+    return Settings(
+        data_dir=tmp_path_factory.mktemp("data"),
+        runs_dir=tmp_path_factory.mktemp("runs"),
+        dataset=str(synthetic_dir / "instances.jsonl"),
+        mirror_dir=synthetic_dir / "mirrors",
+        recipes_file=synthetic_dir / "recipes.json",
+        image_prefix=test_prefix,
+        setup_strategy="recipe",
+        memory="2g",
+        cpus=1.0,
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_instances(synthetic_dir) -> dict:
+    from orchestrator.instances import load_instances
+
+    return {i.instance_id: i for i in load_instances(str(synthetic_dir / "instances.jsonl"))}
+
+
+@pytest.fixture
+def run_ctx(env_settings, docker_client, tmp_path):
+    """A run context labelled with the test session's run id, in a fresh run directory."""
+    from orchestrator.context import RunContext
+    from orchestrator.results import RunDir
+
+    return RunContext(env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))

@@ -1,0 +1,522 @@
+"""Per-test outcomes from a test runner's output, one parser per SWE-bench log format.
+
+The names produced are in the notation of the dataset's FAIL_TO_PASS / PASS_TO_PASS lists
+(SWE-bench 4.1's ``log_parsers``), with three deliberate differences:
+
+* pytest ids are kept verbatim, spaces and all (SWE-bench cut them at the first space, which
+  is why some dataset ids are truncated inside ``[...]``; :func:`match_expected` bridges that);
+* when the output reports one test several times, a failing report beats a passing one
+  (SWE-bench keeps the last line). A test that errors in teardown after passing is a failure,
+  and a line such as ``PASSED tests/x.py::test_a`` printed by the code under test cannot
+  hide the runner's own ``FAILED`` line for that test;
+* outcomes SWE-bench drops are kept where they map cleanly (django ``expected failure`` is
+  XFAIL, pytest ``XPASS`` is PASSED, sympy ``f`` is XFAIL).
+
+The eval script prints :data:`START_MARKER` before the test command and
+:func:`format_end_line` after it; :func:`extract_between_markers` takes the part between.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.models import TestStatus
+
+START_MARKER = ">>>>> SWE_GREEN_START"
+END_MARKER = ">>>>> SWE_GREEN_END"
+
+LOG_FORMATS = (
+    "pytest",
+    "pytest_options",
+    "pytest_v2",
+    "django",
+    "sympy",
+    "seaborn",
+    "matplotlib",
+)
+
+Event = tuple[str, TestStatus]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# control characters other than tab and newline (SWE-bench's pytest_v2 strips them too)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+# A failing report outranks a passing one when a test is reported more than once.
+_RANK = {
+    TestStatus.PASSED: 0,
+    TestStatus.XFAIL: 0,
+    TestStatus.SKIPPED: 1,
+    TestStatus.FAILED: 2,
+    TestStatus.ERROR: 2,
+}
+
+PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
+FAILING = frozenset({TestStatus.FAILED, TestStatus.ERROR})
+
+
+# --------------------------------------------------------------------------- markers
+
+
+def format_end_line(exit_code: int | str) -> str:
+    """The line the eval script prints after the test command, e.g. ``... exit=1``.
+
+    Pass a shell expansion such as ``"$rc"`` to build the script's ``echo`` line.
+    """
+    return f"{END_MARKER} exit={exit_code}"
+
+
+def wrap_test_command(test_command: str) -> str:
+    """Shell lines that run ``test_command`` in a subshell between the markers.
+
+    The end line carries the command's exit code, also under ``set -e``.
+    """
+    return "\n".join(
+        [
+            f"echo '{START_MARKER}'",
+            "rc=0",
+            f"( {test_command} ) || rc=$?",
+            f'echo "{format_end_line("$rc")}"',
+        ]
+    )
+
+
+def extract_between_markers(
+    text: str, start: str = START_MARKER, end: str = END_MARKER
+) -> tuple[str | None, int | None]:
+    """The output between the start and end marker lines, and the exit code after the end one.
+
+    The last end line counts (ours is the last thing the eval script prints) and the last
+    start line before it: anything printed earlier, e.g. by a patched ``setup.py`` during a
+    reinstall, stays outside the section. Returns ``(None, None)`` without an end line and
+    ``(None, exit_code)`` without a start line before it; the exit code is ``None`` when the
+    end line carries none.
+    """
+    end_re = re.compile(rf"^{re.escape(end)}(?:[ \t]+exit=(-?\d+))?[ \t]*\r?$", re.MULTILINE)
+    ends = list(end_re.finditer(text))
+    if not ends:
+        return None, None
+    last_end = ends[-1]
+    exit_code = int(last_end.group(1)) if last_end.group(1) is not None else None
+    start_re = re.compile(rf"^{re.escape(start)}[ \t]*\r?$", re.MULTILINE)
+    starts = [m for m in start_re.finditer(text, 0, last_end.start())]
+    if not starts:
+        return None, exit_code
+    return text[starts[-1].end() : last_end.start()].strip("\r\n") + "\n", exit_code
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def clean_line(line: str) -> str:
+    """A line without ANSI colour codes, other control characters or trailing blanks."""
+    return _CONTROL.sub("", _ANSI.sub("", line)).rstrip()
+
+
+def _lines(text: str) -> Iterator[str]:
+    for raw in text.splitlines():
+        yield clean_line(raw)
+
+
+def _fold(events: Iterable[Event]) -> dict[str, TestStatus]:
+    outcomes: dict[str, TestStatus] = {}
+    for name, status in events:
+        old = outcomes.get(name)
+        if old is None or _RANK[status] >= _RANK[old]:
+            outcomes[name] = status
+    return outcomes
+
+
+# --------------------------------------------------------------------------- pytest
+
+_PYTEST_STATUS = {
+    "PASSED": TestStatus.PASSED,
+    "FAILED": TestStatus.FAILED,
+    "ERROR": TestStatus.ERROR,
+    "SKIPPED": TestStatus.SKIPPED,
+    "XFAIL": TestStatus.XFAIL,
+    "XPASS": TestStatus.PASSED,
+}
+_STATUS_WORDS = "|".join(_PYTEST_STATUS)
+# ``STATUS id`` (the -rA short summary): the id is everything up to a whitespace outside
+# its ``[...]`` part; what follows (`` - message``, an xpass reason) is not part of it.
+# ``[100%]`` is kept as a name because two dataset PASS_TO_PASS lists hold it.
+_STATUS_FIRST = re.compile(
+    rf"^({_STATUS_WORDS})\s+((?P<id>[^\s\[]+)(?:\[.*?\](?=\s|$))?|\[\d+%\](?=\s|$))"
+)
+# ``id STATUS`` or ``id STATUS [ 42%]`` (-v output); the id contains ``::``.
+_STATUS_AFTER = re.compile(
+    rf"^(?P<name>[^\s\[]*::\S.*?)\s+(?P<status>{_STATUS_WORDS})(?:\s+\[\s*\d+%\])?$"
+)
+_OPTION = re.compile(r"(.*?)\[(.*)\]")
+
+
+def _shorten_option(name: str) -> str:
+    """SWE-bench's pytest_options naming: an absolute-path parameter keeps its last part."""
+    match = _OPTION.search(name)
+    if not match:
+        return name
+    main, option = match.groups()
+    if option.startswith("/") and not option.startswith("//") and "*" not in option:
+        option = "/" + option.split("/")[-1]
+    return f"{main}[{option}]"
+
+
+def _pytest_events(
+    text: str,
+    *,
+    status_after_name: bool,
+    rename: Callable[[str], str] = lambda name: name,
+    rewrite_line: Callable[[str], str] = lambda line: line,
+) -> Iterator[Event]:
+    for line in _lines(text):
+        line = rewrite_line(line)
+        match = _STATUS_FIRST.match(line)
+        if match:
+            # a test id has ``::`` or names a file (collection errors); captured log lines
+            # such as ``ERROR    module:file.py:12 message`` do not
+            base = match["id"]
+            if base is None or "::" in base or base.endswith(".py"):
+                yield rename(match.group(2)), _PYTEST_STATUS[match.group(1)]
+            continue
+        if status_after_name:
+            match = _STATUS_AFTER.match(line)
+            if match:
+                yield rename(match["name"]), _PYTEST_STATUS[match["status"]]
+
+
+def _matplotlib_line(line: str) -> str:
+    return line.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3")
+
+
+# --------------------------------------------------------------------------- django
+
+_DJANGO_STATUS = {
+    "ok": TestStatus.PASSED,
+    "OK": TestStatus.PASSED,
+    "FAIL": TestStatus.FAILED,
+    "ERROR": TestStatus.ERROR,
+    "expected failure": TestStatus.XFAIL,
+    "unexpected success": TestStatus.FAILED,
+}
+_DJANGO_RESULT = r"(?P<word>ok|OK|FAIL|ERROR|expected failure|unexpected success)|skipped(?:\s.*)?"
+# ``<description> ... <result>``; the description is the longest prefix that leaves a result
+_DJANGO_LINE = re.compile(rf"^(?P<desc>.*) \.\.\.\s+(?:{_DJANGO_RESULT})$")
+# a result on a line of its own, after the test's output; ``OK`` alone is the run's verdict
+_DJANGO_BARE_RESULT = re.compile(
+    r"^(?:(?P<word>ok|FAIL|ERROR|expected failure|unexpected success)|skipped(?:\s.*)?)$"
+)
+_DJANGO_TEST_ID = re.compile(r"^\w+ \([\w.]+\)$")
+_DJANGO_HEADER = re.compile(r"^(?P<kind>FAIL|ERROR): (?P<name>.+)$")
+_DJANGO_SUBTEST = re.compile(r"^(\w+ \([\w.]+\)) \(.*\)$")
+
+
+def _django_result(match: re.Match[str]) -> TestStatus:
+    word = match["word"]
+    return _DJANGO_STATUS[word] if word else TestStatus.SKIPPED
+
+
+def _django_names(description: str, previous_line: str) -> list[str]:
+    """The names a ``<description> ... <result>`` line reports.
+
+    The description is ``test_x (module.Class)``, or, for a test with a docstring, the
+    docstring's first line with ``test_x (module.Class)`` alone on the line before (the
+    dataset names such tests by the docstring line; both names are reported). Output that a
+    previous step left on the line (``Applying x...test_y (m.C)``) is cut off.
+    """
+    names = [description]
+    if "..." in description:
+        names.append(description.rsplit("...", 1)[1].strip())
+    if _DJANGO_TEST_ID.match(previous_line) and not _DJANGO_TEST_ID.match(description):
+        names.append(previous_line)
+    return [name for name in names if name]
+
+
+def _django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
+    """``(names, status, from_result_line)`` for each result; headers give ``False``."""
+    previous = ""
+    pending: list[str] = []  # a test whose result comes after its own output
+    after_header: TestStatus | None = None
+    for line in _lines(text):
+        stripped = line.strip()
+        if after_header is not None:
+            # the line after ``FAIL: test_x (m.C)`` is the docstring's first line, if any
+            if stripped and not stripped.startswith(("---", "===", "Traceback")):
+                yield [stripped], after_header, False
+            after_header = None
+        if match := _DJANGO_LINE.match(stripped):
+            pending = []
+            yield _django_names(match["desc"].strip(), previous), _django_result(match), True
+        elif " ... " in stripped:
+            pending = _django_names(stripped.split(" ... ", 1)[0].strip(), previous)
+        elif pending and (match := _DJANGO_BARE_RESULT.match(stripped)):
+            yield pending, _django_result(match), True
+            pending = []
+        elif match := _DJANGO_HEADER.match(stripped):
+            status = TestStatus.FAILED if match["kind"] == "FAIL" else TestStatus.ERROR
+            name = match["name"].strip()
+            names = [name]
+            if sub := _DJANGO_SUBTEST.match(name):
+                names.append(sub.group(1))
+            yield names, status, False
+            after_header = status
+        if stripped:
+            previous = stripped
+
+
+def _django_events(text: str) -> Iterator[Event]:
+    for names, status, _ in _django_results(text):
+        for name in names:
+            yield name, status
+
+
+# --------------------------------------------------------------------------- sympy
+
+_SYMPY_STATUS = {
+    "ok": TestStatus.PASSED,
+    "F": TestStatus.FAILED,
+    "E": TestStatus.ERROR,
+    "f": TestStatus.XFAIL,
+    "X": TestStatus.FAILED,  # passed although expected to fail: sympy's run fails
+    "s": TestStatus.SKIPPED,
+    "w": TestStatus.SKIPPED,  # slow test, not run
+    "T": TestStatus.FAILED,  # timed out
+    "K": TestStatus.FAILED,  # interrupted
+}
+_SYMPY_FILE_TAIL = re.compile(r"\s*\[(?:OK|FAIL)\]$")
+_SYMPY_TEST = re.compile(r"^(test_\w+)(?:\s+(.*))?$")
+_SYMPY_HEADER = re.compile(r"^_{3,} \S+\.py:(test_\w+) _{3,}$")
+
+
+def _sympy_status(rest: str) -> TestStatus | None:
+    words = rest.split()
+    return _SYMPY_STATUS.get(words[-1]) if words else None
+
+
+def _sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
+    """``(name, status, from_result_line)``; failure report headers give ``False``."""
+    pending: str | None = None  # a test whose output came before its result
+    from_headers: list[str] = []
+    seen: set[str] = set()
+    for line in _lines(text):
+        stripped = _SYMPY_FILE_TAIL.sub("", line.strip())
+        if header := _SYMPY_HEADER.match(stripped):
+            from_headers.append(header.group(1))
+            continue
+        match = _SYMPY_TEST.match(stripped)
+        if match:
+            status = _sympy_status(match.group(2) or "")
+            if status is None:
+                pending = match.group(1)
+            else:
+                pending = None
+                seen.add(match.group(1))
+                yield match.group(1), status, True
+        elif pending is not None and (status := _sympy_status(stripped)) is not None:
+            seen.add(pending)
+            yield pending, status, True
+            pending = None
+    # a failure report whose verbose line was lost in interleaved output
+    for name in from_headers:
+        if name not in seen:
+            yield name, TestStatus.FAILED, False
+
+
+def _sympy_events(text: str) -> Iterator[Event]:
+    for name, status, _ in _sympy_results(text):
+        yield name, status
+
+
+# --------------------------------------------------------------------------- public
+
+
+def _events(log_format: str, text: str) -> Iterator[Event]:
+    match log_format:
+        case "pytest":
+            return _pytest_events(text, status_after_name=False)
+        case "pytest_options":
+            return _pytest_events(text, status_after_name=False, rename=_shorten_option)
+        case "pytest_v2" | "seaborn":
+            return _pytest_events(text, status_after_name=True)
+        case "matplotlib":
+            return _pytest_events(text, status_after_name=False, rewrite_line=_matplotlib_line)
+        case "django":
+            return _django_events(text)
+        case "sympy":
+            return _sympy_events(text)
+    raise ValueError(f"unknown log format {log_format!r}; known: {', '.join(LOG_FORMATS)}")
+
+
+def parse_test_log(log_format: str, text: str) -> dict[str, TestStatus]:
+    """Each test's outcome in ``text``, the output of a ``log_format`` test runner."""
+    return _fold(_events(log_format, text))
+
+
+def is_truncated(name: str) -> bool:
+    """True for a dataset id cut inside its ``[...]`` parameter (SWE-bench split on spaces)."""
+    return name.count("[") > name.count("]")
+
+
+def match_expected(
+    expected: list[str], outcomes: dict[str, TestStatus]
+) -> dict[str, TestStatus | None]:
+    """The outcome of each expected test name; ``None`` when the output does not report it.
+
+    Exact names first. A dataset id truncated inside ``[...]`` stands for every reported id
+    that continues it after whitespace; it gets their outcome when they all agree, else
+    ``None``.
+    """
+    result: dict[str, TestStatus | None] = {}
+    for name in expected:
+        if name in outcomes:
+            result[name] = outcomes[name]
+            continue
+        result[name] = None
+        if is_truncated(name):
+            statuses = {
+                status
+                for candidate, status in outcomes.items()
+                if candidate.startswith(name) and candidate[len(name) : len(name) + 1].isspace()
+            }
+            if len(statuses) == 1:
+                result[name] = statuses.pop()
+    return result
+
+
+# --------------------------------------------------------------------------- runner summaries
+
+
+class RunnerSummary(BaseModel):
+    """A test runner's own closing summary, and the result lines it printed for it.
+
+    ``counts`` holds the runner's numbers (keys ``passed``, ``failed``, ``error``,
+    ``skipped``, ``xfailed``, ``xpassed``, and ``ran`` for django), ``reported`` the result
+    lines of the output counted per status (pytest: only the short test summary between its
+    header and the closing line, ``None`` when there is none; django and sympy: every
+    per-test result line).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    runner: str
+    line: str
+    counts: dict[str, int]
+    reported: dict[str, int] | None
+
+
+_PYTEST_FINAL = re.compile(
+    r"^=+ (?P<body>(?!tests finished)(?:no tests ran|\d+ \w+.*?)) in [\d.]+\s*s(?:econds)?\b.*?=+$"
+)
+_PYTEST_SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+$")
+_SYMPY_FINAL = re.compile(r"^=+ tests finished: (?P<body>.*?) =+$")
+_DJANGO_RAN = re.compile(r"^Ran (?P<ran>\d+) tests? in [\d.]+s$")
+_DJANGO_VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?P<body>.*)\))?$")
+_COUNT_WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "error",
+    "errors": "error",
+    "exceptions": "error",
+    "skipped": "skipped",
+    "xfailed": "xfailed",
+    "xpassed": "xpassed",
+    "expected to fail": "xfailed",
+    "expected to fail but passed": "xpassed",
+    "failures": "failed",
+    "expected failures": "xfailed",
+    "unexpected successes": "xpassed",
+}
+
+
+def _counts(pairs: Iterable[tuple[str, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for number, word in pairs:
+        key = _COUNT_WORDS.get(word.strip())
+        if key:
+            counts[key] = counts.get(key, 0) + int(number)
+    return counts
+
+
+def _last_match(pattern: re.Pattern[str], lines: list[str]) -> tuple[int, re.Match[str]] | None:
+    for i in range(len(lines) - 1, -1, -1):
+        if match := pattern.match(lines[i]):
+            return i, match
+    return None
+
+
+def _pytest_summary(lines: list[str]) -> RunnerSummary | None:
+    found = _last_match(_PYTEST_FINAL, lines)
+    if found is None:
+        return None
+    final, match = found
+    counts = _counts(re.findall(r"(\d+) (\w+)", match["body"]))
+    header = _last_match(_PYTEST_SUMMARY_HEADER, lines[:final])
+    previous_run = _last_match(_PYTEST_FINAL, lines[:final])  # a nested run's closing line
+    reported: dict[str, int] | None = None
+    if header is not None and (previous_run is None or previous_run[0] < header[0]):
+        reported = {}
+        for line in lines[header[0] + 1 : final]:
+            if skipped := re.match(r"^SKIPPED \[(\d+)\]", line):
+                reported["SKIPPED"] = reported.get("SKIPPED", 0) + int(skipped.group(1))
+            elif status := _STATUS_FIRST.match(line):
+                reported[status.group(1)] = reported.get(status.group(1), 0) + 1
+    return RunnerSummary(runner="pytest", line=lines[final], counts=counts, reported=reported)
+
+
+def _django_summary(lines: list[str], text: str) -> RunnerSummary | None:
+    found = _last_match(_DJANGO_RAN, lines)
+    if found is None:
+        return None
+    ran, match = found
+    counts = {"ran": int(match["ran"])}
+    for line in lines[ran + 1 :]:
+        if line.strip() and (verdict := _DJANGO_VERDICT.match(line.strip())):
+            pairs = re.findall(r"([a-z ]+)=(\d+)", verdict["body"] or "")
+            counts |= _counts((number, word) for word, number in pairs)
+            break
+    reported: dict[str, int] = {}
+    for _, status, from_line in _django_results(text):
+        if from_line:
+            reported[status.value] = reported.get(status.value, 0) + 1
+    return RunnerSummary(runner="django", line=lines[ran], counts=counts, reported=reported)
+
+
+def _sympy_summary(lines: list[str], text: str) -> RunnerSummary | None:
+    found = _last_match(_SYMPY_FINAL, lines)
+    if found is None:
+        return None
+    final, match = found
+    counts = _counts(re.findall(r"(\d+) ([a-z ]+?)(?=,|$)", match["body"]))
+    reported: dict[str, int] = {}
+    for _, status, from_line in _sympy_results(text):
+        if from_line:
+            reported[status.value] = reported.get(status.value, 0) + 1
+    return RunnerSummary(runner="sympy", line=lines[final], counts=counts, reported=reported)
+
+
+def runner_summary(text: str) -> RunnerSummary | None:
+    """The closing summary of the runner (pytest, django or sympy) that printed ``text``.
+
+    ``None`` when no runner closed its run in ``text``: it did not start, or it was killed or
+    crashed before the end. When several runners' summaries appear (a test that runs
+    pytest inside), the one closest to the end counts.
+    """
+    lines = list(_lines(text))
+    found = [
+        summary
+        for summary in (
+            _pytest_summary(lines),
+            _django_summary(lines, text),
+            _sympy_summary(lines, text),
+        )
+        if summary is not None
+    ]
+    if not found:
+        return None
+    return max(found, key=lambda summary: _last_index(lines, summary.line))
+
+
+def _last_index(lines: list[str], line: str) -> int:
+    return max(i for i, candidate in enumerate(lines) if candidate == line)

@@ -1,0 +1,169 @@
+"""Phases 1-4 on the synthetic instances in real containers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+
+import pytest
+
+from orchestrator.docker_engine import LABEL_ROLE
+from orchestrator.environment import SetupFailed, prepare_instance
+from orchestrator.housekeeping import list_containers
+from orchestrator.sandbox import Sandbox
+
+from .conftest import TEST_RUN_ID
+
+pytestmark = pytest.mark.container
+
+
+def _fix_commit(synthetic_dir, instance_id: str) -> str:
+    for line in (synthetic_dir / "instances.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["instance_id"] == instance_id:
+            return row["fix_commit"]
+    raise KeyError(instance_id)
+
+
+@pytest.fixture
+def sandbox_of(docker_client):
+    started: list[Sandbox] = []
+
+    def start(image: str) -> Sandbox:
+        sb = Sandbox.start(docker_client, image, run_id=TEST_RUN_ID, instance_id="env-test")
+        started.append(sb)
+        return sb
+
+    yield start
+    for sb in started:
+        sb.remove()
+
+
+@pytest.mark.parametrize("instance_id", ["demo__calc-1", "demo__textkit-1", "demo__units-1"])
+def test_recipe_setup_gives_a_working_environment_at_base(
+    run_ctx, synthetic_instances, sandbox_of, instance_id
+):
+    instance = synthetic_instances[instance_id]
+    prepared = prepare_instance(run_ctx, instance)
+    sb = sandbox_of(prepared.instance_image)
+    head = sb.exec("source /opt/swe/activate.sh && pwd && git rev-parse HEAD")
+    assert head.stdout.split() == ["/testbed", instance.base_commit]
+    assert sb.exec("cd /testbed && git status --porcelain").stdout == ""
+    package = instance.repo.split("/")[1]
+    imported = sb.exec(f"source /opt/swe/activate.sh && python -c 'import {package}'")
+    assert imported.exit_code == 0, imported.output
+    assert (run_ctx.instance_dir(instance) / "setup.log").read_text().count(">>>>> done") == 1
+
+
+def test_history_after_the_base_is_unreachable(
+    run_ctx, synthetic_instances, synthetic_dir, sandbox_of
+):
+    instance = synthetic_instances["demo__calc-1"]
+    fix = _fix_commit(synthetic_dir, instance.instance_id)
+    fixed_source = subprocess.run(
+        ["git", "--git-dir", str(synthetic_dir / "mirrors/demo__calc.git"), "rev-parse",
+         f"{fix}:calc/__init__.py"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    sb = sandbox_of(prepare_instance(run_ctx, instance).instance_image)
+
+    def git(cmd: str) -> str:
+        return sb.exec(f"cd /testbed && {cmd}").output
+
+    assert fix not in git("git log --all --reflog --format=%H")
+    assert fix not in git("git rev-list --all --reflog")
+    assert fix not in git("git fsck --unreachable --no-reflogs 2>&1")
+    assert sb.exec(f"cd /testbed && git cat-file -e {fix}").exit_code != 0
+    assert sb.exec(f"cd /testbed && git cat-file -e {fixed_source}").exit_code != 0
+    assert git("git cat-file --batch-all-objects --batch-check='%(objectname)'").count(fix) == 0
+    assert sb.exec(f"grep -rl {fix} /testbed/.git").stdout == ""
+    assert git("git tag").split() == ["v0.1"]
+    assert git("git remote").strip() == ""
+    assert git("git stash list").strip() == ""
+    assert sb.exec("test -e /testbed/.git/FETCH_HEAD").exit_code != 0
+
+
+def test_second_instance_run_hits_the_caches_and_skips_phases_1_to_3(
+    run_ctx, synthetic_instances, env_settings, docker_client, tmp_path
+):
+    from orchestrator.context import RunContext
+    from orchestrator.results import RunDir
+
+    instance = synthetic_instances["demo__units-1"]
+    first = prepare_instance(run_ctx, instance)
+    again_ctx = RunContext(env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "again"))
+    before = {c.id for c in list_containers(docker_client, run_id=TEST_RUN_ID)}
+    second = prepare_instance(again_ctx, instance)
+    assert (second.env_cache_hit, second.instance_cache_hit) == (True, True)
+    assert (second.env_image, second.instance_image) == (first.env_image, first.instance_image)
+    after = {c.id for c in list_containers(docker_client, run_id=TEST_RUN_ID)}
+    assert after == before  # no setup container was started
+    assert "reused from the cache" in (again_ctx.instance_dir(instance) / "setup.log").read_text()
+
+
+def test_two_instances_needing_one_missing_environment_build_it_once(
+    run_ctx, synthetic_instances, synthetic_dir, tmp_path
+):
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        recipe["env"] = {"SWE_GREEN_VARIANT": "concurrency"}  # a new key: not cached yet
+    variant = tmp_path / "recipes.json"
+    variant.write_text(json.dumps(recipes))
+    run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": variant})
+    instance = synthetic_instances["demo__textkit-1"]
+    outcomes: list = []
+    threads = [
+        threading.Thread(target=lambda: outcomes.append(prepare_instance(run_ctx, instance)))
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o.env_cache_hit for o in outcomes) == [False, True]
+
+
+def _variant(instance, **changes):
+    return instance.model_copy(update=changes)
+
+
+def test_unknown_repository_is_an_environment_failure(run_ctx, synthetic_instances):
+    instance = _variant(synthetic_instances["demo__calc-1"], repo="demo/does-not-exist")
+    with pytest.raises(SetupFailed, match="does-not-exist"):
+        prepare_instance(run_ctx, _with_recipe(run_ctx, instance))
+
+
+def test_commit_missing_from_the_mirror_is_an_environment_failure(run_ctx, synthetic_instances):
+    instance = _variant(synthetic_instances["demo__calc-1"], base_commit="0" * 40)
+    with pytest.raises(SetupFailed, match="0000000000"):
+        prepare_instance(run_ctx, instance)
+
+
+def test_failing_install_keeps_the_container_with_a_readable_reason(
+    run_ctx, synthetic_instances, synthetic_dir, tmp_path, docker_client
+):
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        recipe["install"] = "echo 'no such build backend' >&2; exit 3"
+    broken = tmp_path / "recipes.json"
+    broken.write_text(json.dumps(recipes))
+    run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": broken})
+    with pytest.raises(SetupFailed, match="install command") as failure:
+        prepare_instance(run_ctx, synthetic_instances["demo__units-1"])
+    assert "no such build backend" in str(failure.value)
+    kept = docker_client.containers.get(failure.value.container)
+    assert kept.labels[LABEL_ROLE] == "setup"
+    kept.remove(force=True)
+
+
+def _with_recipe(run_ctx, instance):
+    """Point the recipes file's demo/calc recipe at the instance's (renamed) repo."""
+    path = run_ctx.settings.recipes_file
+    recipes = json.loads(path.read_text())
+    if not any(r["repo"] == instance.repo for r in recipes):
+        clone = dict(next(r for r in recipes if r["repo"] == "demo/calc"), repo=instance.repo)
+        extended = path.parent / f"recipes-{instance.repo.replace('/', '_')}.json"
+        extended.write_text(json.dumps([*recipes, clone]))
+        run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": extended})
+    return instance

@@ -1,0 +1,73 @@
+"""Environment cache figures for a synthetic instance: cold setup (phases 1-4 from the base
+image) against a cache hit (the same instance again: cache look-up + a container started
+from the cached instance image). Run: python bench/setup.py [--instance demo__calc-1] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from orchestrator.context import RunContext
+from orchestrator.docker_engine import connect
+from orchestrator.environment import prepare_instance
+from orchestrator.housekeeping import gc
+from orchestrator.instances import load_instances
+from orchestrator.results import RunDir
+from orchestrator.sandbox import Sandbox
+from orchestrator.settings import Settings
+from orchestrator.synthetic import build_synthetic
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--instance", default="demo__calc-1")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    client = connect()
+    run_id = f"bench-{uuid.uuid4().hex[:8]}"
+    prefix = f"swe-green-bench-{run_id}"
+    client.images.get("swe-green/base:py3.11").tag(f"{prefix}/base", "py3.11")
+    with tempfile.TemporaryDirectory() as tmp:
+        synth = build_synthetic(Path(tmp) / "synth")
+        instance = next(
+            i for i in load_instances(str(synth / "instances.jsonl"))
+            if i.instance_id == args.instance
+        )  # fmt: skip
+        cold, warm = [], []
+        try:
+            for n in range(args.runs):
+                settings = Settings(
+                    data_dir=Path(tmp) / f"data{n}", mirror_dir=synth / "mirrors",
+                    recipes_file=synth / "recipes.json", image_prefix=prefix,
+                    setup_strategy="recipe",
+                )  # fmt: skip
+                ctx = RunContext(settings, client, run_id, RunDir(Path(tmp) / f"run{n}"))
+                gc(client, run_id=run_id, image_kinds=("env", "instance"))
+                t = time.perf_counter()
+                prepared = prepare_instance(ctx, instance)
+                Sandbox.start(client, prepared.instance_image, run_id=run_id).remove()
+                cold.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                prepared = prepare_instance(ctx, instance)
+                assert prepared.env_cache_hit and prepared.instance_cache_hit
+                sandbox = Sandbox.start(client, prepared.instance_image, run_id=run_id)
+                sandbox.exec(["true"])
+                warm.append(time.perf_counter() - t)
+                sandbox.remove()
+        finally:
+            gc(client, run_id=run_id, image_kinds=("env", "instance", "snapshot"))
+            client.images.remove(f"{prefix}/base:py3.11")
+    c, w = statistics.median(cold), statistics.median(warm)
+    print(f"instance {args.instance}, median of {args.runs} runs")
+    print(f"cold setup (phases 1-4, from the base image): {c:7.2f} s")
+    print(f"cache hit (look-up + container start + exec): {w:7.2f} s")
+    print(f"speed-up: {c / w:.0f}x")
+
+
+if __name__ == "__main__":
+    main()

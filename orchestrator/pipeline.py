@@ -1,0 +1,226 @@
+"""The seven phases for one instance, joined: ``run_instance`` always returns a result.
+
+1-4  prepare_instance (environment.py): checkout, setup, dependencies, base commit + hygiene
+ +   validate_instance (validation.py): the environment can run the instance's tests
+5    run_participant (participant_client.py): the participant works in its own container
+6    the patch: from the answer, else the container's diff; hidden test files dropped
+7    evaluate (evaluation.py): apply, run the tests with the network off, parse, classify
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Callable
+
+from .context import RunContext
+from .environment import PreparedInstance, SetupFailed, prepare_instance
+from .errors import SandboxError, UserError
+from .evaluation import evaluate
+from .models import Instance, InstanceResult, Reason, Status
+from .participant_client import ParticipantLimits, run_participant
+from .patch_extract import container_diff, drop_files, extract_patch
+from .recipes import Recipe, test_files
+from .sandbox import Limits, Sandbox
+from .tool_protocol import ToolCall, ToolResult
+from .tools_host import install_tools, run_tool
+from .validation import validate_instance
+
+PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
+
+
+class _Failed(Exception):
+    def __init__(self, reason: Reason, message: str, container: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.container = container
+
+
+def _limits(ctx: RunContext) -> Limits:
+    s = ctx.settings
+    return Limits(
+        cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit
+    )
+
+
+def test_recipe(prepared: PreparedInstance) -> Recipe:
+    """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
+    if prepared.plan.recipe is not None:
+        return prepared.plan.recipe
+    return Recipe(
+        repo="",
+        version="",
+        python=prepared.plan.python,
+        install="",
+        test_cmd=prepared.test_cmd or "pytest -rA",
+        log_format="pytest",
+    )
+
+
+async def run_instance(
+    ctx: RunContext,
+    instance: Instance,
+    participant_url: str,
+    on_phase: PhaseCallback | None = None,
+) -> InstanceResult:
+    """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception."""
+    log = ctx.instance_log(instance)
+    out_dir = ctx.instance_dir(instance)
+    timings: dict[str, float] = {}
+    result = InstanceResult(
+        instance_id=instance.instance_id, repo=instance.repo, status=Status.ERROR
+    )
+    started = time.monotonic()
+    participant: Sandbox | None = None
+
+    def phase(name: str) -> None:
+        log.info("phase", phase=name)
+        if on_phase:
+            on_phase(instance.instance_id, name)
+
+    try:
+        phase("setup")
+        try:
+            prepared = await asyncio.to_thread(prepare_instance, ctx, instance)
+        except SetupFailed as exc:
+            raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
+        timings.update(prepared.timings)
+        result.setup_tokens = prepared.setup_tokens
+        result.logs["setup"] = "setup.log"
+        recipe = test_recipe(prepared)
+
+        excluded_p2p: list[str] = []
+        if ctx.settings.validate_env:
+            phase("validation")
+            t = time.monotonic()
+            check = await asyncio.to_thread(
+                validate_instance, ctx, instance, prepared.instance_image, recipe
+            )
+            timings["validation"] = time.monotonic() - t
+            if not check.ok:
+                raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
+            excluded_p2p = check.excluded_p2p
+
+        phase("participant")
+        t = time.monotonic()
+        participant = await asyncio.to_thread(
+            Sandbox.start, ctx.client, prepared.instance_image, run_id=ctx.run_id,
+            instance_id=instance.instance_id, role="participant", limits=_limits(ctx),
+            network=False,
+        )  # fmt: skip
+        result.container = participant.name
+        await asyncio.to_thread(install_tools, participant)
+        outcome = await run_participant(
+            participant_url,
+            instance,
+            _tool_runner(participant, ctx.settings.tool_timeout),
+            ParticipantLimits(
+                max_tool_calls=ctx.settings.max_tool_calls,
+                tool_timeout=ctx.settings.tool_timeout,
+                instance_timeout=ctx.settings.instance_timeout,
+                reply_timeout=ctx.settings.participant_timeout,
+            ),
+            out_dir / "transcript.jsonl",
+        )
+        timings["participant"] = time.monotonic() - t
+        result.tool_calls = outcome.tool_calls
+        result.logs["transcript"] = "transcript.jsonl"
+        if outcome.reason is not None:
+            raise _Failed(outcome.reason, outcome.message or str(outcome.reason))
+
+        phase("patch")
+        patch = extract_patch(outcome.final_text, outcome.final_data)
+        if not patch:
+            patch = await asyncio.to_thread(container_diff, participant, instance.base_commit)
+        patch, dropped = drop_files(patch or "", set(test_files(instance.test_patch)))
+        result.excluded_patch_files = dropped
+        ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
+        result.logs["patch"] = "patch.diff"
+
+        phase("grading")
+        t = time.monotonic()
+        if ctx.settings.grade_in_participant_container:
+            await asyncio.to_thread(_reset_to_base, participant, instance)
+            grader, own = participant, False
+        else:
+            grader = await asyncio.to_thread(
+                Sandbox.start, ctx.client, prepared.instance_image, run_id=ctx.run_id,
+                instance_id=instance.instance_id, role="grading", limits=_limits(ctx),
+                network=False,
+            )  # fmt: skip
+            own = True
+        try:
+            evaluation = await asyncio.to_thread(
+                evaluate, grader, instance, recipe, patch,
+                timeout=ctx.settings.test_timeout, fuzz=ctx.settings.patch_fuzz,
+                excluded_p2p=excluded_p2p,
+            )  # fmt: skip
+        finally:
+            if own:
+                await asyncio.to_thread(grader.remove)
+        timings["grading"] = time.monotonic() - t
+        result.status = evaluation.status
+        result.reason = evaluation.reason or Reason.NONE
+        result.apply_strategy = evaluation.apply.strategy if evaluation.apply else None
+        if evaluation.groups is not None:
+            result.tests = evaluation.groups
+        if evaluation.test_run is not None:
+            ctx.run_dir.write_text(
+                instance.instance_id, "test_output.txt", evaluation.test_run.output
+            )
+            result.logs["test_output"] = "test_output.txt"
+        result.message = evaluation.message if hasattr(evaluation, "message") else ""
+    except _Failed as exc:
+        result.status, result.reason, result.message = Status.ERROR, exc.reason, str(exc)
+        result.container = exc.container or result.container
+    except (SandboxError, UserError) as exc:
+        result.status, result.reason, result.message = Status.ERROR, Reason.INFRASTRUCTURE, str(exc)
+    except asyncio.CancelledError:
+        result.status, result.reason, result.message = Status.ERROR, Reason.CANCELLED, "cancelled"
+        _dispose(ctx, participant, keep=False)
+        raise
+    except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
+        log.error("instance.crash", error=repr(exc))
+        ctx.run_dir.write_text(instance.instance_id, "crash.txt", traceback.format_exc())
+        result.status, result.reason = Status.ERROR, Reason.INFRASTRUCTURE
+        result.message = f"internal error: {exc!r} (see crash.txt)"
+    timings["total"] = time.monotonic() - started
+    result.timings = {k: round(v, 3) for k, v in timings.items()}
+    keep = _should_keep(ctx, result)
+    await asyncio.to_thread(_dispose, ctx, participant, keep)
+    if not keep and participant is not None and result.container == participant.name:
+        result.container = None
+    log.info("instance.done", status=result.status, reason=result.reason)
+    return result
+
+
+def _tool_runner(sandbox: Sandbox, timeout: float) -> Callable[[ToolCall], ToolResult]:
+    def run(call: ToolCall) -> ToolResult:
+        return run_tool(sandbox, call, timeout=timeout)
+
+    return run
+
+
+def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
+    sandbox.exec(
+        f"cd /testbed && git reset -q --hard {instance.base_commit} && git clean -fdq", timeout=120
+    )
+
+
+def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
+    policy = ctx.settings.keep_containers
+    return policy == "always" or (policy == "on_failure" and result.status != Status.RESOLVED)
+
+
+def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:
+    """Remove the participant's container, or stop it and keep it for ``swe-green inspect``."""
+    if sandbox is None:
+        return
+    try:
+        if keep:
+            sandbox.container.stop(timeout=2)
+        else:
+            sandbox.remove()
+    except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result
+        ctx.log.warning("container.cleanup_failed", container=sandbox.name, error=str(exc))

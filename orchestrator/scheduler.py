@@ -1,0 +1,147 @@
+"""Running a selection of instances: bounded concurrency, progress events, resume.
+
+``run_evaluation`` never lets one instance's failure stop the others. Each finished instance
+is written to the run directory at once (atomically), so an interrupted run loses at most the
+instances in flight; ``resume=True`` keeps the finished ones and redoes the rest from their
+start, after removing the containers the interrupted run left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .context import RunContext
+from .housekeeping import list_containers
+from .models import Instance, InstanceResult
+from .pipeline import run_instance
+
+
+class ProgressEvent(BaseModel):
+    kind: Literal["started", "phase", "finished", "heartbeat", "run_finished"]
+    instance_id: str = ""
+    phase: str = ""
+    result: InstanceResult | None = None
+    done: int = 0
+    total: int = 0
+    statuses: dict[str, int] = Field(default_factory=dict)
+    in_flight: dict[str, str] = Field(default_factory=dict)
+    elapsed: float = 0.0
+
+
+EventSink = Callable[[ProgressEvent], None | Awaitable[None]]
+
+
+def default_concurrency() -> int:
+    """What fits the host: one instance per core, and at most one per 6 GB of memory."""
+    cores = os.cpu_count() or 1
+    try:
+        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError):
+        mem_gb = 8.0
+    return max(1, min(cores, int(mem_gb // 6)))
+
+
+def clean_unfinished(ctx: RunContext, finished: set[str]) -> list[str]:
+    """Remove the containers an interrupted run left for instances that did not finish."""
+    removed = []
+    for info in list_containers(ctx.client, run_id=ctx.run_id):
+        if info.instance_id not in finished:
+            ctx.client.containers.get(info.id).remove(force=True, v=True)
+            removed.append(info.name)
+    return removed
+
+
+async def run_evaluation(
+    ctx: RunContext,
+    instances: list[Instance],
+    participant_url: str,
+    *,
+    concurrency: int | None = None,
+    on_event: EventSink | None = None,
+    resume: bool = False,
+    heartbeat: float = 30.0,
+) -> list[InstanceResult]:
+    """Evaluate ``instances``; returns every result of the run (earlier ones included)."""
+    finished = ctx.run_dir.finished_ids() if resume else set()
+    if resume:
+        removed = await asyncio.to_thread(clean_unfinished, ctx, finished)
+        if removed:
+            ctx.log.info("resume.cleaned", containers=removed)
+    results = {r.instance_id: r for r in ctx.run_dir.load_results() if r.instance_id in finished}
+    todo = [i for i in instances if i.instance_id not in finished]
+    total = len(instances)
+    statuses = Counter(str(r.status) for r in results.values())
+    in_flight: dict[str, str] = {}
+    started = time.monotonic()
+    limit = asyncio.Semaphore(concurrency or ctx.settings.concurrency or default_concurrency())
+
+    async def emit(kind: str, **fields: object) -> None:
+        if on_event is None:
+            return
+        event = ProgressEvent(
+            kind=kind,  # type: ignore[arg-type]
+            done=len(results),
+            total=total,
+            statuses=dict(statuses),
+            in_flight=dict(in_flight),
+            elapsed=time.monotonic() - started,
+            **fields,  # type: ignore[arg-type]
+        )
+        outcome = on_event(event)
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    def on_phase(instance_id: str, phase: str) -> None:
+        in_flight[instance_id] = phase
+        if on_event is not None:
+            outcome = on_event(
+                ProgressEvent(
+                    kind="phase",
+                    instance_id=instance_id,
+                    phase=phase,
+                    done=len(results),
+                    total=total,
+                    statuses=dict(statuses),
+                    in_flight=dict(in_flight),
+                    elapsed=time.monotonic() - started,
+                )  # fmt: skip
+            )
+            if inspect.isawaitable(outcome):
+                asyncio.ensure_future(outcome)
+
+    async def one(instance: Instance) -> None:
+        async with limit:
+            in_flight[instance.instance_id] = "starting"
+            await emit("started", instance_id=instance.instance_id)
+            result = await run_instance(ctx, instance, participant_url, on_phase)
+            ctx.run_dir.write_result(result)
+            results[instance.instance_id] = result
+            statuses[str(result.status)] += 1
+            in_flight.pop(instance.instance_id, None)
+            await emit("finished", instance_id=instance.instance_id, result=result)
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(heartbeat)
+            await emit("heartbeat")
+
+    beater = asyncio.create_task(beat())
+    tasks = [asyncio.create_task(one(i)) for i in todo]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        beater.cancel()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    await emit("run_finished")
+    order = {i.instance_id: n for n, i in enumerate(instances)}
+    return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))

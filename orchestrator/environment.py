@@ -37,6 +37,9 @@ SWE_DIR = "/opt/swe"
 VENV = f"{SWE_DIR}/venv"
 ACTIVATE = f"{SWE_DIR}/activate.sh"
 LABEL_ENV_KEY = "swe-green.env-key"
+# what an LLM-built environment found: kept on its image so that a cache hit knows it too
+LABEL_TEST_CMD = "swe-green.test-cmd"
+LABEL_REINSTALL = "swe-green.reinstall"
 
 
 class SetupFailed(Exception):
@@ -102,6 +105,15 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
     strategy = settings.setup_strategy
     if strategy == "auto":
         strategy = "recipe" if recipe else "llm"
+    if strategy == "llm":
+        from .setup_llm import check_llm_settings, llm_available
+
+        if not llm_available(settings):
+            raise SetupFailed(
+                f"no recipe for {instance.repo} version {instance.version!r} and no API key "
+                "for the LLM setup agent (set ANTHROPIC_API_KEY)"
+            )
+        check_llm_settings(settings)
     if strategy == "recipe" and recipe is None:
         raise SetupFailed(
             f"no recipe for {instance.repo} version {instance.version!r}; "
@@ -224,16 +236,30 @@ def _copy_checkout(ctx: RunContext, instance: Instance, sandbox: Sandbox) -> Non
         sandbox.put_dir(dest, TESTBED)
 
 
+class EnvImage(BaseModel):
+    name: str
+    cache_hit: bool
+    tokens: dict[str, int] = Field(default_factory=dict)
+    test_cmd: str | None = None
+    reinstall: str | None = None
+
+
 def ensure_env_image(
     ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path
-) -> tuple[str, bool, dict[str, int]]:
-    """The environment image (phases 1-3), built unless cached; (name, cache hit, tokens)."""
+) -> EnvImage:
+    """The environment image (phases 1-3), built unless cached."""
     name = env_image_name(ctx, instance, plan)
     with _lock(ctx, f"env-{plan.env_key}"):
         if image_exists(ctx.client, name):
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
-            return name, True, {}
+            labels = ctx.client.images.get(name).labels or {}
+            return EnvImage(
+                name=name,
+                cache_hit=True,
+                test_cmd=labels.get(LABEL_TEST_CMD),
+                reinstall=labels.get(LABEL_REINSTALL),
+            )
         log = ctx.instance_log(instance)
         log.info("setup.start", strategy=plan.strategy, python=plan.python, image=name)
         if not plan.python_exact and plan.recipe is not None:
@@ -246,7 +272,7 @@ def ensure_env_image(
             ctx.client, plan.base_image, run_id=ctx.run_id, instance_id=instance.instance_id,
             role="setup", limits=_limits(ctx), network=True,
         )  # fmt: skip
-        tokens: dict[str, int] = {}
+        built = EnvImage(name=name, cache_hit=False)
         try:
             _copy_checkout(ctx, instance, sandbox)
             if plan.strategy == "recipe":
@@ -256,13 +282,15 @@ def ensure_env_image(
                     sandbox, script, log_path, "setup", ctx.settings.install_timeout
                 )
             else:
-                ok, why, tokens = _llm_setup(ctx, instance, sandbox, log_path)
+                ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
             if not ok:
                 raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
-            sandbox.snapshot(
-                *name.rsplit(":", 1),
-                labels={LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key},
-            )
+            labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key}
+            if built.test_cmd is not None:
+                labels[LABEL_TEST_CMD] = built.test_cmd
+            if built.reinstall is not None:
+                labels[LABEL_REINSTALL] = built.reinstall
+            sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
         except SetupFailed:
             raise
         except (SandboxError, UserError) as exc:
@@ -270,17 +298,22 @@ def ensure_env_image(
         else:
             sandbox.remove()
         log.info("setup.done", image=name)
-        return name, False, tokens
+        return built
 
 
 def _llm_setup(
-    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path
-) -> tuple[bool, str, dict[str, int]]:
-    from .setup_llm import run_setup_agent
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, built: EnvImage
+) -> tuple[bool, str]:
+    """Phases 2-3 by the LLM setup agent; fills ``built`` with what it found."""
+    from .setup_llm import SetupFacts, run_llm_setup
 
-    result = run_setup_agent(ctx.settings, sandbox, instance, log_dir=log_path.parent)
-    tokens = {"input": result.input_tokens, "output": result.output_tokens}
-    return result.success, result.failure_reason or "", tokens
+    result = run_llm_setup(
+        sandbox, SetupFacts.from_instance(instance), ctx.settings, log_path.parent
+    )
+    built.tokens = {"input": result.input_tokens, "output": result.output_tokens}
+    built.test_cmd = result.test_command or None
+    built.reinstall = "\n".join(result.install_commands) or None
+    return result.success, result.failure_reason or ""
 
 
 def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
@@ -371,22 +404,26 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     timings: dict[str, float] = {}
     started = time.monotonic()
     plan = plan_environment(ctx, instance)
-    env_image, env_hit, tokens = ensure_env_image(ctx, instance, plan, log_path)
+    env = ensure_env_image(ctx, instance, plan, log_path)
     timings["setup"] = time.monotonic() - started
     started = time.monotonic()
     reinstall = None
-    if instance.base_commit != instance.environment_setup_commit and plan.recipe is not None:
-        reinstall = "\n".join([*plan.recipe.pre_install, plan.recipe.install])
+    if instance.base_commit != instance.environment_setup_commit:
+        if plan.recipe is not None:
+            reinstall = "\n".join([*plan.recipe.pre_install, plan.recipe.install])
+        else:
+            reinstall = env.reinstall
     instance_image, inst_hit = ensure_instance_image(
-        ctx, instance, plan, env_image, log_path, reinstall
+        ctx, instance, plan, env.name, log_path, reinstall
     )
     timings["base_commit"] = time.monotonic() - started
     return PreparedInstance(
         plan=plan,
-        env_image=env_image,
+        env_image=env.name,
         instance_image=instance_image,
-        env_cache_hit=env_hit,
+        env_cache_hit=env.cache_hit,
         instance_cache_hit=inst_hit,
-        setup_tokens=tokens,
+        test_cmd=env.test_cmd,
+        setup_tokens=env.tokens,
         timings=timings,
     )

@@ -160,9 +160,14 @@ def _participant(spec: str, settings: Settings) -> Iterator[str]:
     if spec.startswith(("http://", "https://")):
         yield spec
         return
-    from .participants import start_reference
+    from .participants import KINDS, make_participant, running
 
-    with start_reference(spec, dataset=settings.dataset) as url:
+    if spec not in KINDS:
+        raise UserError(
+            f"{spec!r} is neither a URL nor a reference participant.",
+            f"pass an http(s) URL or one of: {', '.join(KINDS)}.",
+        )
+    with running(make_participant(spec, dataset=settings.dataset)) as url:
         yield url
 
 
@@ -207,7 +212,7 @@ def run_cmd(
         raise UserError("No participant given.", "pass --participant URL (or gold / empty).")
     settings = _settings(**overrides)
     instances = resolve(settings, selection)
-    run_id = resume.name if resume else f"run-{_stamp()}"
+    run_id = saved["run_id"] if resume else f"run-{_stamp()}"
     run_dir = resume or output or settings.runs_dir / run_id
     ctx = _context(settings, run_dir, run_id)
     if settings.setup_strategy == "llm":
@@ -358,10 +363,9 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run_cmd)
     app.command("report")(report_cmd)
     app.command("demo")(demo_cmd)
-    with contextlib.suppress(ImportError):
-        from .participants.cli import participant_app
+    from .participants.cli import app as participant_app
 
-        app.add_typer(participant_app, name="participant")
+    app.add_typer(participant_app, name="participant", help="Reference participants.")
     with contextlib.suppress(ImportError):
         from .server import serve_command
 

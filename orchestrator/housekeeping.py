@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import docker
-from docker.errors import DockerException, NotFound
+from docker.errors import APIError, NotFound
 
 from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 from .errors import UserError
@@ -104,6 +104,9 @@ def gc(
                 client.images.remove(image.id, force=True)
             except NotFound:
                 pass
-            except DockerException as exc:
-                raise UserError(f"Could not remove image {image.short_id}: {exc}", "") from exc
+            except APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                # used by a container of another run: it stays, and is not reported as removed
+                removed_images.pop()
     return removed_containers, removed_images

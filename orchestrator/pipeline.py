@@ -19,12 +19,11 @@ from .environment import PreparedInstance, SetupFailed, prepare_instance
 from .errors import SandboxError, UserError
 from .evaluation import evaluate
 from .models import Instance, InstanceResult, Reason, Status
-from .participant_client import ParticipantLimits, run_participant
+from .participant_client import ParticipantLimits, run_participant, sandbox_tool_runner
 from .patch_extract import container_diff, drop_files, extract_patch
 from .recipes import Recipe, test_files
 from .sandbox import Limits, Sandbox
-from .tool_protocol import ToolCall, ToolResult
-from .tools_host import install_tools, run_tool
+from .tools_host import install_tools
 from .validation import validate_instance
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
@@ -114,13 +113,8 @@ async def run_instance(
         outcome = await run_participant(
             participant_url,
             instance,
-            _tool_runner(participant, ctx.settings.tool_timeout),
-            ParticipantLimits(
-                max_tool_calls=ctx.settings.max_tool_calls,
-                tool_timeout=ctx.settings.tool_timeout,
-                instance_timeout=ctx.settings.instance_timeout,
-                reply_timeout=ctx.settings.participant_timeout,
-            ),
+            sandbox_tool_runner(participant),
+            ParticipantLimits.from_settings(ctx.settings),
             out_dir / "transcript.jsonl",
         )
         timings["participant"] = time.monotonic() - t
@@ -154,7 +148,7 @@ async def run_instance(
             evaluation = await asyncio.to_thread(
                 evaluate, grader, instance, recipe, patch,
                 timeout=ctx.settings.test_timeout, fuzz=ctx.settings.patch_fuzz,
-                excluded_p2p=excluded_p2p,
+                excluded_p2p=excluded_p2p, log_dir=out_dir,
             )  # fmt: skip
         finally:
             if own:
@@ -165,12 +159,9 @@ async def run_instance(
         result.apply_strategy = evaluation.apply.strategy if evaluation.apply else None
         if evaluation.groups is not None:
             result.tests = evaluation.groups
-        if evaluation.test_run is not None:
-            ctx.run_dir.write_text(
-                instance.instance_id, "test_output.txt", evaluation.test_run.output
-            )
-            result.logs["test_output"] = "test_output.txt"
-        result.message = evaluation.message if hasattr(evaluation, "message") else ""
+        result.excluded_patch_files += evaluation.excluded_files
+        result.logs.update(evaluation.logs)
+        result.message = evaluation.message
     except _Failed as exc:
         result.status, result.reason, result.message = Status.ERROR, exc.reason, str(exc)
         result.container = exc.container or result.container
@@ -193,13 +184,6 @@ async def run_instance(
         result.container = None
     log.info("instance.done", status=result.status, reason=result.reason)
     return result
-
-
-def _tool_runner(sandbox: Sandbox, timeout: float) -> Callable[[ToolCall], ToolResult]:
-    def run(call: ToolCall) -> ToolResult:
-        return run_tool(sandbox, call, timeout=timeout)
-
-    return run
 
 
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .context import RunContext
-from .evaluation import run_tests
+from .evaluation import TestRun, run_tests
 from .grading import grade_tests
 from .models import Instance
 from .patch_apply import apply_patch
@@ -82,7 +82,9 @@ def validate_instance(
     return result
 
 
-def _judge(instance: Instance, base, gold_applied: bool, apply_error: str, gold) -> Validation:  # noqa: ANN001
+def _judge(
+    instance: Instance, base: TestRun, gold_applied: bool, apply_error: str, gold: TestRun | None
+) -> Validation:
     if base.timed_out or (gold is not None and gold.timed_out):
         return Validation(ok=False, message="the tests timed out during validation")
     if base.crash:

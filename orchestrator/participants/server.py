@@ -1,0 +1,123 @@
+"""Serve an A2A agent executor over JSON-RPC (A2A 1.0 and the 0.3 dialect) with uvicorn."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from starlette.applications import Starlette
+
+
+@dataclass
+class CardInfo:
+    """What an agent card says about an agent besides where it is."""
+
+    name: str
+    description: str
+    skills: list[AgentSkill] = field(default_factory=list)
+    streaming: bool = True
+
+
+def agent_card(info: CardInfo, url: str) -> AgentCard:
+    """A card with one JSON-RPC interface for A2A 1.0 and one for 0.3 at the same URL."""
+    return AgentCard(
+        name=info.name,
+        description=info.description,
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(protocol_binding="JSONRPC", url=url, protocol_version="1.0"),
+            AgentInterface(protocol_binding="JSONRPC", url=url, protocol_version="0.3"),
+        ],
+        capabilities=AgentCapabilities(streaming=info.streaming),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=info.skills
+        or [
+            AgentSkill(
+                id="swe-sandbox",
+                name="Resolve a repository issue",
+                description="Works on an issue through the swe-sandbox tool protocol, v1.",
+                tags=["swe-bench", "swe-sandbox", "coding"],
+            )
+        ],
+    )
+
+
+def build_app(executor: AgentExecutor, info: CardInfo, url: str) -> Starlette:
+    """A Starlette app serving ``executor`` at ``url`` (its card at the well-known path)."""
+    card = agent_card(info, url)
+    handler = DefaultRequestHandler(
+        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
+    ]
+    return Starlette(routes=routes)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def serve(
+    executor: AgentExecutor,
+    info: CardInfo,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 9019,
+    card_url: str | None = None,
+) -> None:
+    """Serve until interrupted. ``card_url`` is the URL the card advertises (default: host:port)."""
+    app = build_app(executor, info, card_url or _url(host, port))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@contextlib.contextmanager
+def serve_in_thread(
+    executor: AgentExecutor, info: CardInfo, *, host: str = "127.0.0.1", port: int = 0
+) -> Iterator[str]:
+    """Serve in a background thread of this process; yields the URL (a free port by default).
+
+    The server stops when the ``with`` block ends.
+    """
+    sock = _bind(host, port)
+    url = _url(host, sock.getsockname()[1])
+    config = uvicorn.Config(
+        build_app(executor, info, url), log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"a2a-{info.name}", daemon=True
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the A2A server for {info.name} did not start")
+            time.sleep(0.02)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

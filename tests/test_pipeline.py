@@ -1,0 +1,146 @@
+"""The seven phases joined, on the synthetic instances, with reference participants over A2A."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from orchestrator.housekeeping import find_container, list_containers
+from orchestrator.models import Reason, Status
+from orchestrator.participants import make_participant, running
+from orchestrator.scheduler import run_evaluation
+
+from .conftest import TEST_RUN_ID
+
+pytestmark = pytest.mark.container
+
+ALL = ["demo__calc-1", "demo__textkit-1", "demo__units-1"]
+
+
+def _evaluate(run_ctx, instances, url, **kwargs):
+    return asyncio.run(run_evaluation(run_ctx, instances, url, concurrency=2, **kwargs))
+
+
+@pytest.fixture(scope="module")
+def gold_url(synthetic_dir):
+    with running(make_participant("gold", dataset=str(synthetic_dir / "instances.jsonl"))) as url:
+        yield url
+
+
+def test_gold_participant_resolves_every_synthetic_instance(run_ctx, synthetic_instances, gold_url):
+    events = []
+    results = _evaluate(
+        run_ctx, [synthetic_instances[i] for i in ALL], gold_url, on_event=events.append
+    )
+    assert [(r.instance_id, r.status) for r in results] == [(i, Status.RESOLVED) for i in ALL]
+    for result in results:
+        assert result.tests.fail_to_pass_failed == [] and result.tests.pass_to_pass_failed == []
+        assert result.apply_strategy == "git apply"
+        assert {"setup", "participant", "grading", "total"} <= set(result.timings)
+        files = {p.name for p in run_ctx.run_dir.instance_dir(result.instance_id).iterdir()}
+        assert {"result.json", "patch.diff", "eval.sh", "setup.log", "transcript.jsonl"} <= files
+    finished = [e for e in events if e.kind == "finished"]
+    assert [e.done for e in finished] == [1, 2, 3]
+    assert events[-1].kind == "run_finished" and events[-1].statuses == {"resolved": 3}
+    # resolved instances keep no container
+    assert [c for c in list_containers(run_ctx.client, run_id=TEST_RUN_ID) if c.role in
+            ("participant", "grading", "validation")] == []  # fmt: skip
+
+
+def test_empty_participant_is_no_op_and_its_container_is_kept(run_ctx, synthetic_instances):
+    with running(make_participant("empty")) as url:
+        [result] = _evaluate(run_ctx, [synthetic_instances["demo__units-1"]], url)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
+    info, how = find_container(run_ctx.client, "demo__units-1")
+    assert info.name == result.container and info.status == "exited"
+    assert "demo__units-1" in how
+    run_ctx.client.containers.get(info.id).remove(force=True)
+
+
+def test_unreachable_participant_is_an_error_and_the_others_go_on(run_ctx, synthetic_instances):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    results = _evaluate(run_ctx, [synthetic_instances[i] for i in ALL[:2]], closed)
+    assert [(r.status, r.reason) for r in results] == [
+        (Status.ERROR, Reason.PARTICIPANT_UNREACHABLE)
+    ] * 2
+    for r in results:
+        run_ctx.client.containers.get(r.container).remove(force=True)
+
+
+def test_validation_catches_a_broken_environment(
+    run_ctx, synthetic_instances, synthetic_dir, tmp_path, gold_url
+):
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        if recipe["repo"] == "demo/calc":
+            recipe["packages"] = []  # no pytest: the test command cannot run
+    broken = tmp_path / "recipes.json"
+    broken.write_text(json.dumps(recipes))
+    run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": broken})
+    [result] = _evaluate(run_ctx, [synthetic_instances["demo__calc-1"]], gold_url)
+    assert (result.status, result.reason) == (Status.ERROR, Reason.ENVIRONMENT)
+    assert "validation" in result.message
+    assert result.tool_calls == 0  # the participant never saw the instance
+
+
+def _cli_env(env_settings, runs_dir) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SWE_GREEN_DATA_DIR=str(env_settings.data_dir),
+        SWE_GREEN_RUNS_DIR=str(runs_dir),
+        SWE_GREEN_DATASET=str(env_settings.dataset),
+        SWE_GREEN_MIRROR_DIR=str(env_settings.mirror_dir),
+        SWE_GREEN_RECIPES_FILE=str(env_settings.recipes_file),
+        SWE_GREEN_IMAGE_PREFIX=env_settings.image_prefix,
+        SWE_GREEN_SETUP_STRATEGY="recipe",
+        SWE_GREEN_MEMORY="2g",
+    )
+    return env
+
+
+def _run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, **kwargs,
+    )  # fmt: skip
+
+
+def test_run_killed_with_sigkill_resumes_to_the_same_results(env_settings, tmp_path, docker_client):
+    env = _cli_env(env_settings, tmp_path / "runs")
+    ids = [arg for i in ALL for arg in ("--id", i)]
+    run_dir = tmp_path / "runs" / "killed"
+    proc = _run_cli(
+        ["run", "--participant", "gold", *ids, "--concurrency", "1", "--output", str(run_dir)], env
+    )
+    deadline = time.monotonic() + 300
+    while not list(run_dir.glob("instances/*/result.json")):
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("instances/*/result.json")}
+    assert 1 <= len(first) < 3
+
+    resumed = _run_cli(["run", "--resume", str(run_dir)], env)
+    out, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out
+    results = json.loads((run_dir / "results.json").read_text())
+    row = results["results"][0]
+    assert row["total_instances"] == 3 and row["resolved_pct"] == 1.0
+    after = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("instances/*/result.json")}
+    assert set(after) == set(ALL)
+    assert all(after[i] == first[i] for i in first)  # not graded twice
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    assert list_containers(docker_client, run_id=run_id) == []

@@ -10,8 +10,9 @@ from docker.errors import APIError, NotFound
 from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 from .errors import UserError
 
-# image kinds that gc removes by default; "env" (the environment cache) and "base" stay
-EPHEMERAL_KINDS = ("snapshot", "instance")
+# image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
+# prune`) and the base images stay
+EPHEMERAL_KINDS = ("snapshot",)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,8 @@ CALC = SyntheticRepo(
     ],
     recipe={
         "python": "3.11",
-        "packages": ["pytest==8.3.4"],
+        # a complete frozen set: recipe pins are installed with --no-deps
+        "packages": ["pytest==8.3.4", "pluggy==1.5.0", "iniconfig==2.0.0", "packaging==24.2"],
         "install": "python -m pip install --no-build-isolation -e .",
         "test_cmd": "pytest -rA",
         "log_format": "pytest",
@@ -131,7 +132,17 @@ class Result(unittest.TextTestResult):
                                type(test).__qualname__)
 
 
-labels = [a for a in sys.argv[1:] if not a.startswith("-")]
+labels = []
+args = iter(sys.argv[1:])
+for arg in args:
+    if arg == "--verbosity":
+        next(args, None)
+    elif not arg.startswith("-"):
+        # a path, as the test directives give it, becomes a label: tests/test_text.py -> test_text
+        if arg.endswith(".py"):
+            arg = arg[: -len(".py")].replace("/", ".")
+            arg = arg[len("tests."):] if arg.startswith("tests.") else arg
+        labels.append(arg)
 suite = unittest.defaultTestLoader.loadTestsFromNames(labels)
 result = unittest.TextTestRunner(verbosity=2, resultclass=Result).run(suite)
 sys.exit(not result.wasSuccessful())

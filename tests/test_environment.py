@@ -53,7 +53,9 @@ def test_recipe_setup_gives_a_working_environment_at_base(
     package = instance.repo.split("/")[1]
     imported = sb.exec(f"source /opt/swe/activate.sh && python -c 'import {package}'")
     assert imported.exit_code == 0, imported.output
-    assert (run_ctx.instance_dir(instance) / "setup.log").read_text().count(">>>>> done") == 1
+    setup_log = (run_ctx.instance_dir(instance) / "setup.log").read_text()
+    # built here, or by an earlier test that shares the session's image cache
+    assert setup_log.count(">>>>> done") == 1 or "reused from the cache" in setup_log
 
 
 def test_history_after_the_base_is_unreachable(

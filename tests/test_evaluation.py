@@ -1,0 +1,377 @@
+"""Grading end to end on the synthetic instances, in real containers from instance images.
+
+The instance images come from the environment phases (``prepare_instance``), built once per
+session; every test grades in a fresh container started from one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator.context import RunContext
+from orchestrator.environment import prepare_instance
+from orchestrator.evaluation import (
+    REPO_DIR,
+    drop_test_infrastructure,
+    eval_script,
+    evaluate,
+    is_test_infrastructure,
+    run_tests,
+    runner_files,
+)
+from orchestrator.models import Instance, Reason, Status
+from orchestrator.models import TestStatus as TS
+from orchestrator.patch_apply import apply_patch
+from orchestrator.recipes import Recipe
+from orchestrator.results import RunDir
+from orchestrator.sandbox import Sandbox
+from orchestrator.synthetic import CALC, TEXTKIT, UNITS
+
+from .conftest import TEST_RUN_ID
+
+CALC_BASE = CALC.setup_files["calc/__init__.py"]
+CALC_FIXED = CALC.fix_src["calc/__init__.py"]
+TIMEOUT = 300.0
+MALICIOUS_CONFTEST = """\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+    report.longrepr = None
+"""
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def instances(synthetic_instances) -> dict[str, Instance]:
+    return synthetic_instances
+
+
+@pytest.fixture(scope="session")
+def recipes(synthetic_dir) -> dict[str, Recipe]:
+    items = json.loads((synthetic_dir / "recipes.json").read_text())
+    return {item["repo"]: Recipe.model_validate(item) for item in items}
+
+
+@pytest.fixture(scope="session")
+def instance_image(env_settings, docker_client, tmp_path_factory) -> Callable[[Instance], str]:
+    """``instance -> image``: the real instance image (phases 1-4), built on first use."""
+    ctx = RunContext(
+        env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("eval-run"))
+    )
+    images: dict[str, str] = {}
+
+    def get(instance: Instance) -> str:
+        if instance.instance_id not in images:
+            images[instance.instance_id] = prepare_instance(ctx, instance).instance_image
+        return images[instance.instance_id]
+
+    return get
+
+
+@pytest.fixture
+def grading(make_sandbox, instance_image, instances, recipes):
+    """``instance_id -> (sandbox, instance, recipe)``: a fresh container at the base commit."""
+
+    def start(instance_id: str) -> tuple[Sandbox, Instance, Recipe]:
+        instance = instances[instance_id]
+        sandbox = make_sandbox(instance_image(instance), instance_id=instance_id)
+        return sandbox, instance, recipes[instance.repo]
+
+    return start
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def patch_for(synthetic: Path, instance: Instance, tmp: Path, files: dict[str, str]) -> str:
+    """The git diff from the base commit to the base with ``files`` written over it."""
+    tree = tmp / "patch-tree"
+    _git("clone", "-q", str(synthetic / "mirrors" / f"{instance.owner_name}.git"), str(tree))
+    _git("-C", str(tree), "reset", "-q", "--hard", instance.base_commit)
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    _git("-C", str(tree), "add", "-A")
+    return _git("-C", str(tree), "diff", "--cached")
+
+
+# --------------------------------------------------------------------------- pure
+
+
+def test_eval_script_runs_its_steps_in_order(instances, recipes):
+    instance = instances[CALC.instance_id]
+    script = eval_script(instance, recipes[instance.repo])
+    steps = [
+        "source /opt/swe/activate.sh",
+        "cd /testbed",
+        "test_files=(tests/test_calc.py)",
+        "\nreset_test_files\n",
+        "git apply -v /opt/swe/eval/test.patch",
+        "echo '>>>>> SWE_GREEN_START'",
+        "( pytest -rA tests/test_calc.py ) || rc=$?",
+        'echo ">>>>> SWE_GREEN_END exit=$rc"',
+    ]
+    positions = [script.index(step) for step in steps]
+    assert positions == sorted(positions)
+    assert script.rstrip().endswith("reset_test_files")  # restored: the script can run again
+    assert f"git checkout -q {instance.base_commit} --" in script
+    assert instance.test_patch not in script  # the test patch goes in as a file
+
+
+def test_eval_script_exports_the_recipe_environment_before_its_commands(instances, recipes):
+    instance = instances[CALC.instance_id]
+    recipe = recipes[instance.repo].model_copy(
+        update={"env": {"LANG": "en US"}, "eval_commands": ["echo setup"]}
+    )
+    script = eval_script(instance, recipe)
+    assert script.index("export LANG='en US'") < script.index("echo setup")
+    assert script.index("echo setup") < script.index("cd /testbed")
+
+
+def test_runner_files_are_the_paths_the_test_command_names(recipes):
+    assert runner_files(recipes[UNITS.repo]) == ["bin/test"]
+    assert runner_files(recipes[TEXTKIT.repo]) == ["runtests.py"]
+    assert runner_files(recipes[CALC.repo]) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "infra"),
+    [
+        ("conftest.py", True),
+        ("src/pkg/conftest.py", True),
+        ("tests/helpers.py", True),
+        ("sympy/core/tests/test_basic.py", True),
+        ("lib/matplotlib/testing/decorators.py", True),
+        ("xarray/testing.py", True),
+        ("pkg/test_things.py", True),
+        ("pytest.ini", True),
+        ("tox.ini", True),
+        ("setup.cfg", True),
+        ("pyproject.toml", True),
+        ("sitecustomize.py", True),
+        ("evil.pth", True),
+        (".gitattributes", True),
+        ("calc/__init__.py", False),
+        ("src/_pytest/python.py", False),
+        ("sympy/utilities/randtest.py", False),
+        ("setup.py", False),
+        ("docs/latest.rst", False),
+    ],
+)
+def test_test_infrastructure_paths(path, infra):
+    assert is_test_infrastructure(path) is infra
+
+
+def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes):
+    instance = instances[UNITS.instance_id]
+    recipe = recipes[instance.repo]
+    source = "--- a/units/__init__.py\n+++ b/units/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"
+    infra = (
+        "diff --git a/bin/test b/bin/test\n--- a/bin/test\n+++ b/bin/test\n@@ -1 +1 @@\n-a\n+b\n"
+        "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/conftest.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    setup_cfg = "--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1 +1 @@\n-a\n+b\n"
+    kept, dropped = drop_test_infrastructure(source + infra + setup_cfg, instance, recipe)
+    assert (kept, dropped) == (source, ["bin/test", "conftest.py", "setup.cfg"])
+    # a file the gold patch changes stays, even where it counts as test infrastructure
+    gold_changes_setup_cfg = instance.model_copy(update={"patch": instance.patch + setup_cfg})
+    kept, dropped = drop_test_infrastructure(source + setup_cfg, gold_changes_setup_cfg, recipe)
+    assert (kept, dropped) == (source + setup_cfg, [])
+
+
+# --------------------------------------------------------------------------- in containers
+
+
+@pytest.mark.container
+@pytest.mark.parametrize("instance_id", [CALC.instance_id, TEXTKIT.instance_id, UNITS.instance_id])
+def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
+    sandbox, instance, recipe = grading(instance_id)
+    result = evaluate(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path)
+    assert (result.status, result.reason) == (Status.RESOLVED, Reason.NONE), result.message
+    assert result.apply is not None and result.apply.strategy == "git apply"
+    assert result.groups is not None
+    assert result.groups.fail_to_pass_passed == instance.FAIL_TO_PASS
+    assert result.groups.pass_to_pass_passed == instance.PASS_TO_PASS
+    assert result.excluded_files == []
+    assert sorted(Path(p).name for p in result.logs.values()) == [
+        "apply.log",
+        "eval.sh",
+        "graded.patch",
+        "test_output.txt",
+    ]
+    assert ">>>>> SWE_GREEN_END exit=0" in (tmp_path / "test_output.txt").read_text()
+
+
+@pytest.mark.container
+def test_without_the_patch_the_fail_to_pass_tests_fail(grading):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    run = run_tests(sandbox, instance, recipe, timeout=TIMEOUT)
+    assert run.crash is None and not run.timed_out and run.exit_code == 1
+    assert {name: run.outcomes[name] for name in instance.FAIL_TO_PASS} == {
+        name: TS.FAILED for name in instance.FAIL_TO_PASS
+    }
+    assert all(run.outcomes[name] == TS.PASSED for name in instance.PASS_TO_PASS)
+
+
+@pytest.mark.container
+@pytest.mark.parametrize("patch", [None, "", " \n"])
+def test_an_empty_patch_is_a_no_op_without_a_test_run(grading, patch):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
+    assert result.test_run is None and result.apply is None
+
+
+@pytest.mark.container
+@pytest.mark.parametrize(
+    ("source", "status"),
+    [
+        (CALC_FIXED.replace("return a // b", "return int(a / b)"), Status.PARTIALLY_RESOLVED),
+        (CALC_FIXED.replace("return a + b", "return a + b + 1"), Status.BREAKING_RESOLVED),
+        (CALC_BASE.replace("return a + b", "return a - b"), Status.REGRESSION),
+        (
+            CALC_FIXED.replace("return a // b", "return a - b").replace("a + b", "a"),
+            Status.WORK_IN_PROGRESS,
+        ),
+    ],
+    ids=["fixes-mul-only", "fixes-both-breaks-add", "breaks-add", "half-and-breaks-add"],
+)
+def test_calc_patches_grade_by_the_status_table(grading, synthetic_dir, tmp_path, source, status):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    assert result.groups is not None, result.message
+    assert result.status == status
+    assert result.reason == Reason.NONE
+
+
+@pytest.mark.container
+@pytest.mark.parametrize(
+    ("instance_id", "path", "old", "new"),
+    [
+        (TEXTKIT.instance_id, "textkit/__init__.py", "text.title()", "text.lower()"),
+        (UNITS.instance_id, "units/__init__.py", "c * 9 / 5 + 32", "c"),
+    ],
+)
+def test_breaking_a_pass_to_pass_test_is_a_regression(
+    grading, synthetic_dir, tmp_path, instance_id, path, old, new
+):
+    sandbox, instance, recipe = grading(instance_id)
+    source = sandbox.read_file(f"/testbed/{path}").decode()
+    patch = patch_for(synthetic_dir, instance, tmp_path, {path: source.replace(old, new)})
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    assert (result.status, result.reason) == (Status.REGRESSION, Reason.NONE), result.message
+
+
+@pytest.mark.container
+def test_a_garbage_patch_fails_to_apply(grading):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    result = evaluate(sandbox, instance, recipe, "I fixed it!\n+++ trust me\n", timeout=TIMEOUT)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.PATCH_APPLY_FAILED)
+    assert result.apply is not None and not result.apply.applied
+    assert result.message and result.test_run is None
+
+
+@pytest.mark.container
+def test_a_conftest_that_flips_outcomes_works_unless_left_out(grading, synthetic_dir, tmp_path):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    patch = patch_for(synthetic_dir, instance, tmp_path, {"conftest.py": MALICIOUS_CONFTEST})
+    # the attack is real: applied as it is, every test "passes" and the runner agrees
+    assert apply_patch(sandbox, patch).applied
+    run = run_tests(sandbox, instance, recipe, timeout=TIMEOUT)
+    assert run.crash is None
+    assert all(run.outcomes[name] == TS.PASSED for name in instance.FAIL_TO_PASS)
+
+    fresh, _, _ = grading(CALC.instance_id)
+    result = evaluate(fresh, instance, recipe, patch, timeout=TIMEOUT)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
+    assert result.excluded_files == ["conftest.py"]
+    assert "conftest.py" in result.message
+
+
+@pytest.mark.container
+def test_a_conftest_next_to_a_half_fix_is_left_out(grading, synthetic_dir, tmp_path):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    half = CALC_FIXED.replace("return a // b", "return int(a / b)")
+    files = {"calc/__init__.py": half, "tests/conftest.py": MALICIOUS_CONFTEST}
+    result = evaluate(
+        sandbox,
+        instance,
+        recipe,
+        patch_for(synthetic_dir, instance, tmp_path, files),
+        timeout=TIMEOUT,
+    )
+    assert result.status == Status.PARTIALLY_RESOLVED, result.message
+    assert result.excluded_files == ["tests/conftest.py"]
+    assert sandbox.exec(["test", "-e", "/testbed/tests/conftest.py"]).exit_code == 1
+
+
+@pytest.mark.container
+def test_printed_fake_result_lines_do_not_resolve(grading, synthetic_dir, tmp_path):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    fake = "".join(f"    print('PASSED {name}')\n" for name in instance.FAIL_TO_PASS)
+    source = f"import atexit\n\n\n@atexit.register\ndef _fake():\n{fake}\n\n" + CALC_BASE
+    patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    assert result.test_run is not None
+    assert f"PASSED {instance.FAIL_TO_PASS[0]}" in result.test_run.section
+    assert result.status == Status.NO_OP, result.message
+    assert result.groups is not None and result.groups.fail_to_pass_passed == []
+
+
+@pytest.mark.container
+def test_a_hanging_test_is_a_timeout_error(grading, synthetic_dir, tmp_path):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    source = CALC_BASE.replace("    result = 0\n", "    while True:\n        pass\n")
+    patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
+    result = evaluate(sandbox, instance, recipe, patch, timeout=15)
+    assert (result.status, result.reason) == (Status.ERROR, Reason.TEST_TIMEOUT)
+    assert result.test_run is not None and result.test_run.timed_out
+    assert result.groups is None
+    assert sandbox.exec("echo alive").stdout == "alive\n"
+
+
+@pytest.mark.container
+def test_run_tests_resets_test_files_runs_again_and_keeps_the_network_off(grading):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    forged = "".join(f"def {n.split('::')[1]}():\n    pass\n\n\n" for n in instance.FAIL_TO_PASS)
+    sandbox.write_file("/testbed/tests/test_calc.py", forged)  # a participant's own "tests"
+    runs = [run_tests(sandbox, instance, recipe, timeout=TIMEOUT) for _ in range(2)]
+    for run in runs:
+        assert run.crash is None
+        assert all(run.outcomes[name] == TS.FAILED for name in instance.FAIL_TO_PASS)
+    assert runs[0].outcomes == runs[1].outcomes
+    status = sandbox.exec(
+        ["git", "status", "--porcelain", "--untracked-files=no"], workdir=REPO_DIR
+    )
+    assert status.ok and status.stdout == ""
+    sandbox.container.reload()
+    assert "bridge" not in (sandbox.container.attrs["NetworkSettings"]["Networks"] or {})
+
+
+@pytest.mark.container
+def test_excluded_pass_to_pass_tests_are_not_held_against_the_patch(
+    grading, synthetic_dir, tmp_path
+):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    source = CALC_FIXED.replace("return a + b", "return a + b + 1")
+    patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
+    excluded = ["tests/test_calc.py::test_add"]
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, excluded_p2p=excluded)
+    assert result.status == Status.RESOLVED, result.message
+    assert result.groups is not None and result.groups.pass_to_pass_excluded == excluded

@@ -1,0 +1,317 @@
+"""Patch application: the pure patch helpers, and every strategy in a real container."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchestrator.patch_apply import (
+    EMPTY_PATCH,
+    apply_patch,
+    binary_stubs,
+    join_patch,
+    normalize_patch,
+    split_patch,
+)
+
+NUMBERS = "".join(f"{n}\n" for n in range(1, 21))
+LOGO = bytes(range(256)) * 4
+BASE_FILES: dict[str, str | bytes] = {
+    "pkg/numbers.txt": NUMBERS,
+    "pkg/mod.py": "def f():\n    return 1\n\n\ndef g():\n    return 2\n",
+    "README.md": "readme\n",
+    "logo.bin": LOGO,
+}
+_GIT_ID = ["-c", "user.name=T", "-c", "user.email=t@example.invalid"]
+
+
+def host_diff(
+    tmp: Path, before: dict[str, str | bytes], after: dict[str, str | bytes], *flags: str
+) -> str:
+    """The ``git diff`` (staged, renames found) that turns ``before`` into ``after``."""
+    repo = tmp / "diffrepo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _write_tree(repo, before)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), *_GIT_ID, "commit", "-qm", "b"], check=True)
+    for path in before:
+        if path not in after:
+            (repo / path).unlink()
+    _write_tree(repo, after)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    done = subprocess.run(
+        ["git", "-C", str(repo), "diff", "--cached", "-M", *flags],
+        check=True,
+        capture_output=True,
+    )
+    return done.stdout.decode()
+
+
+def _write_tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def changed(files: dict[str, str | bytes], **edits: str | bytes | None) -> dict[str, str | bytes]:
+    """``files`` with edits; keys use ``__`` for ``/`` and ``_dot_`` for ``.``; None deletes."""
+    out = dict(files)
+    for key, value in edits.items():
+        path = key.replace("__", "/").replace("_dot_", ".")
+        if value is None:
+            out.pop(path, None)
+        else:
+            out[path] = value
+    return out
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def test_normalize_turns_a_crlf_converted_patch_back_into_lf(tmp_path):
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, pkg__mod_dot_py="x = 1\n"))
+    assert normalize_patch(patch.replace("\n", "\r\n")) == patch
+
+
+def test_normalize_keeps_cr_in_content_lines_of_a_crlf_file(tmp_path):
+    before = {"win.txt": "a\r\nb\r\n"}
+    patch = host_diff(tmp_path, before, {"win.txt": "a\r\nc\r\n"})
+    assert "\r" in patch
+    assert normalize_patch(patch) == patch
+
+
+def test_normalize_adds_the_missing_final_newline(tmp_path):
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, README_dot_md="new\n"))
+    assert normalize_patch(patch.rstrip("\n")) == patch
+
+
+def test_split_follows_hunk_counts_and_joins_back(tmp_path):
+    before = {"a.txt": "-- not a header\n++ nor this\nkeep\n", "b.txt": "one\n"}
+    after = {"a.txt": "keep\n", "b.txt": "two\n", "c.txt": "new\n"}
+    patch = "Subject: a commit message\n\n" + host_diff(tmp_path, before, after)
+    # the removed lines read "--- not a header" / "-++ nor this" inside the hunk
+    assert "\n--- not a header\n" in patch
+    preamble, parts = split_patch(patch)
+    assert preamble == "Subject: a commit message\n\n"
+    assert [p.paths for p in parts] == [("a.txt",), ("b.txt",), ("c.txt",)]
+    assert join_patch(preamble, parts) == patch
+    assert join_patch(preamble, parts[1:2]) == preamble + parts[1].text
+    assert join_patch(preamble, []) == ""
+
+
+def test_split_understands_plain_unified_diffs():
+    patch = (
+        "--- orig/x.py\t2024-01-01\n+++ new/x.py\t2024-01-02\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n"
+        "--- orig/y.py\n+++ new/y.py\n@@ -1 +1 @@\n-d\n+e\n"
+    )
+    preamble, parts = split_patch(patch)
+    assert preamble == ""
+    assert len(parts) == 2
+    assert parts[0].text.startswith("--- orig/x.py") and parts[1].text.endswith("+e\n")
+
+
+def test_binary_changes_without_data_are_found(tmp_path):
+    after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1])
+    with_data = host_diff(tmp_path, BASE_FILES, after, "--binary")
+    assert "GIT binary patch" in with_data
+    assert binary_stubs(with_data) == []
+    assert binary_stubs(host_diff(tmp_path / "2", BASE_FILES, after)) == ["logo.bin"]
+    header_only = with_data.split("GIT binary patch")[0] + "GIT binary patch\n"
+    assert binary_stubs(header_only) == ["logo.bin"]
+
+
+# --------------------------------------------------------------------------- in a container
+
+
+@pytest.fixture
+def repo(make_sandbox):
+    """A container with a committed git repository of BASE_FILES at /testbed."""
+    sb = make_sandbox()
+    for path, content in BASE_FILES.items():
+        sb.write_file(f"/testbed/{path}", content)
+    done = sb.exec(
+        f"git init -q && git add -A && git {' '.join(_GIT_ID)} commit -qm base", workdir="/testbed"
+    )
+    assert done.ok, done.output
+    return sb
+
+
+def read(sb, path: str) -> bytes:
+    return sb.read_file(f"/testbed/{path}")
+
+
+def git(sb, command: str) -> str:
+    result = sb.exec(f"git {' '.join(_GIT_ID)} {command}", workdir="/testbed")
+    assert result.ok, result.output
+    return result.stdout
+
+
+def commit_edit(sb, path: str, old: str, new: str) -> None:
+    """Change one line of a committed file in the container and commit it."""
+    text = read(sb, path).decode().replace(old, new)
+    sb.write_file(f"/testbed/{path}", text)
+    git(sb, "commit -qam local")
+
+
+@pytest.mark.container
+def test_a_clean_patch_applies_with_git_apply(repo, tmp_path):
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, README_dot_md="changed\n"))
+    outcome = apply_patch(repo, patch)
+    assert (outcome.applied, outcome.strategy, outcome.error) == (True, "git apply", "")
+    assert read(repo, "README.md") == b"changed\n"
+
+
+@pytest.mark.container
+@pytest.mark.parametrize("patch", ["", "  \n\t\n"])
+def test_an_empty_patch_is_not_applied(repo, patch):
+    outcome = apply_patch(repo, patch)
+    assert (outcome.applied, outcome.strategy, outcome.error) == (False, None, EMPTY_PATCH)
+
+
+@pytest.mark.container
+def test_a_crlf_patch_applies_and_writes_lf(repo, tmp_path):
+    after = changed(BASE_FILES, pkg__mod_dot_py="def f():\n    return 10\n")
+    patch = host_diff(tmp_path, BASE_FILES, after).replace("\n", "\r\n")
+    outcome = apply_patch(repo, patch)
+    assert outcome.applied and outcome.strategy == "git apply"
+    assert read(repo, "pkg/mod.py") == b"def f():\n    return 10\n"
+
+
+@pytest.mark.container
+def test_a_patch_without_final_newline_applies(repo, tmp_path):
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, README_dot_md="x\n"))
+    outcome = apply_patch(repo, patch.rstrip("\n"))
+    assert outcome.applied, outcome.error
+    assert read(repo, "README.md") == b"x\n"
+
+
+@pytest.mark.container
+def test_create_delete_and_rename_in_one_patch(repo, tmp_path):
+    mod = str(BASE_FILES["pkg/mod.py"])
+    after = changed(
+        BASE_FILES,
+        README_dot_md=None,
+        pkg__mod_dot_py=None,
+        pkg__core_dot_py=mod.replace("return 2", "return 3"),
+        pkg__sub__new_dot_py="NEW = True\n",
+    )
+    patch = host_diff(tmp_path, BASE_FILES, after)
+    assert "rename from pkg/mod.py" in patch and "deleted file mode" in patch
+    outcome = apply_patch(repo, patch)
+    assert outcome.applied and outcome.strategy == "git apply", outcome.error
+    ls = repo.exec("ls -R", workdir="/testbed").stdout
+    assert "README.md" not in ls and "mod.py" not in ls
+    assert read(repo, "pkg/core.py") == mod.replace("return 2", "return 3").encode()
+    assert read(repo, "pkg/sub/new.py") == b"NEW = True\n"
+
+
+@pytest.mark.container
+def test_a_binary_patch_with_data_applies(repo, tmp_path):
+    after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1], new_dot_bin=b"\x00\x01\xff")
+    outcome = apply_patch(repo, host_diff(tmp_path, BASE_FILES, after, "--binary"))
+    assert outcome.applied, outcome.error
+    assert read(repo, "logo.bin") == LOGO[::-1]
+    assert read(repo, "new.bin") == b"\x00\x01\xff"
+
+
+@pytest.mark.container
+def test_a_binary_change_without_data_fails_clearly_and_applies_nothing(repo, tmp_path):
+    after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1], README_dot_md="text too\n")
+    patch = host_diff(tmp_path, BASE_FILES, after)
+    assert "Binary files a/logo.bin and b/logo.bin differ" in patch
+    outcome = apply_patch(repo, patch)
+    assert not outcome.applied and outcome.strategy is None
+    assert "binary" in outcome.error and "logo.bin" in outcome.error
+    assert "git diff --binary" in outcome.error
+    assert read(repo, "README.md") == b"readme\n"
+
+
+@pytest.mark.container
+def test_whitespace_drift_in_context_needs_ignore_whitespace(repo, tmp_path):
+    after = changed(
+        BASE_FILES, pkg__mod_dot_py="def f():\n    return 1\n\n\ndef g():\n    return 5\n"
+    )
+    patch = host_diff(tmp_path, BASE_FILES, after)
+    commit_edit(repo, "pkg/mod.py", "def g():", "def  g():")
+    outcome = apply_patch(repo, patch)
+    assert outcome.applied and outcome.strategy == "git apply --ignore-whitespace", outcome.log
+    assert b"return 5" in read(repo, "pkg/mod.py")
+
+
+@pytest.mark.container
+def test_changed_context_with_known_blobs_needs_3way(repo, tmp_path):
+    patch = host_diff(
+        tmp_path,
+        BASE_FILES,
+        changed(BASE_FILES, pkg__numbers_dot_txt=NUMBERS.replace("10\n", "ten\n")),
+    )
+    commit_edit(repo, "pkg/numbers.txt", "13\n", "thirteen\n")
+    outcome = apply_patch(repo, patch)
+    assert outcome.applied and outcome.strategy == "git apply --3way", outcome.log
+    text = read(repo, "pkg/numbers.txt").decode()
+    assert "ten\n" in text and "thirteen\n" in text and "<<<<" not in text
+    assert git(repo, "diff --cached --name-only") == ""  # the result is left unstaged
+    assert git(repo, "status --porcelain") == " M pkg/numbers.txt\n"
+
+
+@pytest.mark.container
+def test_changed_context_without_blobs_needs_fuzz(repo, tmp_path):
+    patch = host_diff(
+        tmp_path,
+        BASE_FILES,
+        changed(BASE_FILES, pkg__numbers_dot_txt=NUMBERS.replace("10\n", "ten\n")),
+    )
+    plain = "\n".join(line for line in patch.split("\n") if not line.startswith("index "))
+    commit_edit(repo, "pkg/numbers.txt", "13\n", "thirteen\n")
+    assert not apply_patch(repo, plain, fuzz=0).applied
+    assert git(repo, "status --porcelain") == ""
+    outcome = apply_patch(repo, plain, fuzz=3)
+    assert outcome.applied and outcome.strategy == "patch --fuzz=3", outcome.log
+    assert git(repo, "status --porcelain") == " M pkg/numbers.txt\n"  # no .orig or .rej
+    text = read(repo, "pkg/numbers.txt").decode()
+    assert "\nten\n" in text and "\nthirteen\n" in text
+
+
+@pytest.mark.container
+def test_a_conflicting_patch_leaves_the_tree_as_it_was(repo, tmp_path):
+    after = changed(
+        BASE_FILES,
+        README_dot_md="applies cleanly\n",
+        pkg__numbers_dot_txt=NUMBERS.replace("10\n", "ten\n"),
+    )
+    patch = host_diff(tmp_path, BASE_FILES, after)
+    commit_edit(repo, "pkg/numbers.txt", "10\n", "TEN\n")
+    # earlier state that must survive: an uncommitted change and an untracked file
+    repo.write_file("/testbed/pkg/mod.py", "dirty = True\n")
+    repo.write_file("/testbed/untracked.txt", "mine\n")
+    before = git(repo, "status --porcelain")
+    outcome = apply_patch(repo, patch)
+    assert not outcome.applied and outcome.strategy is None
+    assert outcome.error.startswith("patch --fuzz=3:")
+    for strategy in ("git apply", "--ignore-whitespace", "--3way", "patch -p1"):
+        assert strategy in outcome.log
+    assert git(repo, "status --porcelain") == before
+    assert git(repo, "ls-files --unmerged") == ""
+    assert read(repo, "README.md") == b"readme\n"
+    assert b"<<<<" not in read(repo, "pkg/numbers.txt")
+    assert read(repo, "pkg/mod.py") == b"dirty = True\n"
+
+
+@pytest.mark.container
+def test_an_already_applied_patch_fails_without_prompting(repo, tmp_path):
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, README_dot_md="once\n"))
+    assert apply_patch(repo, patch).applied
+    outcome = apply_patch(repo, patch)
+    assert not outcome.applied
+    assert read(repo, "README.md") == b"once\n"
+
+
+@pytest.mark.container
+def test_garbage_is_not_applied(repo):
+    outcome = apply_patch(repo, "I fixed it, trust me.\n@@ nonsense @@\n+x\n")
+    assert not outcome.applied and outcome.strategy is None
+    assert outcome.error
+    assert git(repo, "status --porcelain") == ""

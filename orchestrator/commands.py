@@ -230,6 +230,7 @@ def run_cmd(
     console.print(f"run {run_id}: {len(instances)} instance(s) -> {run_dir}")
     progress = _LiveProgress(len(instances))
     with _participant(participant, settings) as url:
+        _check_reachable(url)
         try:
             with Live(progress.render(), console=console, refresh_per_second=2) as live:
                 progress.live = live
@@ -267,6 +268,20 @@ async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202
         return await task
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
+
+
+def _check_reachable(url: str) -> None:
+    """Fail the run up front when nothing answers at the participant's URL."""
+    import httpx
+
+    card = url.rstrip("/") + "/.well-known/agent-card.json"
+    try:
+        httpx.get(card, timeout=15)
+    except httpx.HTTPError as exc:
+        raise UserError(
+            f"The participant at {url} does not answer ({exc.__class__.__name__}: {exc}).",
+            "start the participant, or check --participant.",
+        ) from None
 
 
 def _participant_name(spec: str) -> str:

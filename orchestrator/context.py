@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
 import structlog
 
+from .errors import SandboxError
 from .log import get_logger
 from .models import Instance
 from .results import RunDir
+from .sandbox import Limits, Sandbox
 from .settings import Settings
 
 
@@ -21,6 +24,8 @@ class RunContext:
     run_id: str
     run_dir: RunDir
     log: structlog.typing.FilteringBoundLogger = field(init=False)
+    # set when the run is interrupted: no new container starts after that
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.log = get_logger(run_id=self.run_id)
@@ -30,3 +35,18 @@ class RunContext:
 
     def instance_log(self, instance: Instance) -> structlog.typing.FilteringBoundLogger:
         return self.log.bind(instance_id=instance.instance_id)
+
+    def limits(self) -> Limits:
+        s = self.settings
+        return Limits(
+            cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit
+        )
+
+    def start_sandbox(self, image: str, instance: Instance, role: str, *, network: bool) -> Sandbox:
+        """A container of this run for ``instance``, with the configured limits."""
+        if self.cancelled.is_set():
+            raise SandboxError("the run was interrupted")
+        return Sandbox.start(
+            self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
+            role=role, limits=self.limits(), network=network,
+        )  # fmt: skip

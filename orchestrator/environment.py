@@ -30,7 +30,7 @@ from .images import available_pythons, image_exists, image_name
 from .models import Instance
 from .recipes import Recipe, load_recipes, pins_for, recipe_key
 from .repo_cache import prepare_checkout
-from .sandbox import Limits, Sandbox
+from .sandbox import Sandbox
 
 TESTBED = "/testbed"
 SWE_DIR = "/opt/swe"
@@ -158,11 +158,6 @@ def instance_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> s
     return f"{ctx.settings.image_prefix}/instance:{tag}"
 
 
-def _limits(ctx: RunContext) -> Limits:
-    s = ctx.settings
-    return Limits(cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit)
-
-
 def _lock(ctx: RunContext, key: str) -> FileLock:
     locks = ctx.settings.data_dir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
@@ -268,10 +263,7 @@ def ensure_env_image(
                     f"recipe asks for Python {plan.recipe.python}; "
                     f"using the nearest available, {plan.python}\n"
                 )
-        sandbox = Sandbox.start(
-            ctx.client, plan.base_image, run_id=ctx.run_id, instance_id=instance.instance_id,
-            role="setup", limits=_limits(ctx), network=True,
-        )  # fmt: skip
+        sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
         built = EnvImage(name=name, cache_hit=False)
         try:
             _copy_checkout(ctx, instance, sandbox)
@@ -374,10 +366,7 @@ def ensure_instance_image(
     with _lock(ctx, f"instance-{plan.instance_key(instance)}"):
         if image_exists(ctx.client, name):
             return name, True
-        sandbox = Sandbox.start(
-            ctx.client, env_image, run_id=ctx.run_id, instance_id=instance.instance_id,
-            role="setup", limits=_limits(ctx), network=True,
-        )  # fmt: skip
+        sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
         try:
             script = base_commit_script(instance, reinstall)
             ok, why = _run_logged(

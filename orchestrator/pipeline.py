@@ -22,7 +22,7 @@ from .models import Instance, InstanceResult, Reason, Status
 from .participant_client import ParticipantLimits, run_participant, sandbox_tool_runner
 from .patch_extract import container_diff, drop_files, extract_patch
 from .recipes import Recipe, test_files
-from .sandbox import Limits, Sandbox
+from .sandbox import Sandbox
 from .tools_host import install_tools
 from .validation import validate_instance
 
@@ -34,13 +34,6 @@ class _Failed(Exception):
         super().__init__(message)
         self.reason = reason
         self.container = container
-
-
-def _limits(ctx: RunContext) -> Limits:
-    s = ctx.settings
-    return Limits(
-        cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit
-    )
 
 
 def test_recipe(prepared: PreparedInstance) -> Recipe:
@@ -104,10 +97,8 @@ async def run_instance(
         phase("participant")
         t = time.monotonic()
         participant = await asyncio.to_thread(
-            Sandbox.start, ctx.client, prepared.instance_image, run_id=ctx.run_id,
-            instance_id=instance.instance_id, role="participant", limits=_limits(ctx),
-            network=False,
-        )  # fmt: skip
+            ctx.start_sandbox, prepared.instance_image, instance, "participant", network=False
+        )
         result.container = participant.name
         await asyncio.to_thread(install_tools, participant)
         outcome = await run_participant(
@@ -139,10 +130,8 @@ async def run_instance(
             grader, own = participant, False
         else:
             grader = await asyncio.to_thread(
-                Sandbox.start, ctx.client, prepared.instance_image, run_id=ctx.run_id,
-                instance_id=instance.instance_id, role="grading", limits=_limits(ctx),
-                network=False,
-            )  # fmt: skip
+                ctx.start_sandbox, prepared.instance_image, instance, "grading", network=False
+            )
             own = True
         try:
             evaluation = await asyncio.to_thread(

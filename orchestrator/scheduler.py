@@ -137,6 +137,11 @@ async def run_evaluation(
     tasks = [asyncio.create_task(one(i)) for i in todo]
     try:
         await asyncio.gather(*tasks)
+    except BaseException:
+        # interrupted: start nothing new, and end the work in flight by removing its containers
+        ctx.cancelled.set()
+        await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
+        raise
     finally:
         beater.cancel()
         for task in tasks:

@@ -21,7 +21,6 @@ from .grading import grade_tests
 from .models import Instance
 from .patch_apply import apply_patch
 from .recipes import Recipe
-from .sandbox import Limits, Sandbox
 
 
 class Validation(BaseModel):
@@ -38,15 +37,6 @@ def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     return ctx.settings.data_dir / "validation" / f"{tag}.json"
 
 
-def _fresh(ctx: RunContext, instance: Instance, image: str) -> Sandbox:
-    s = ctx.settings
-    return Sandbox.start(
-        ctx.client, image, run_id=ctx.run_id, instance_id=instance.instance_id,
-        role="validation", limits=Limits(cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit),
-        network=False,
-    )  # fmt: skip
-
-
 def validate_instance(
     ctx: RunContext, instance: Instance, instance_image: str, recipe: Recipe
 ) -> Validation:
@@ -58,14 +48,14 @@ def validate_instance(
     timeout = ctx.settings.test_timeout
     out_dir = ctx.instance_dir(instance)
 
-    sandbox = _fresh(ctx, instance, instance_image)
+    sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
         base = run_tests(sandbox, instance, recipe, timeout=timeout)
     finally:
         sandbox.remove()
     (out_dir / "validation_base_output.txt").write_text(base.output)
 
-    sandbox = _fresh(ctx, instance, instance_image)
+    sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
         applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.patch_fuzz)
         gold = run_tests(sandbox, instance, recipe, timeout=timeout) if applied.applied else None

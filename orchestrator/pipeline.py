@@ -143,6 +143,8 @@ async def run_instance(
             if own:
                 await asyncio.to_thread(grader.remove)
         timings["grading"] = time.monotonic() - t
+        if evaluation.test_run is not None:
+            timings["tests"] = evaluation.test_run.duration
         result.status = evaluation.status
         result.reason = evaluation.reason or Reason.NONE
         result.apply_strategy = evaluation.apply.strategy if evaluation.apply else None

@@ -104,6 +104,8 @@ def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] =
     from .housekeeping import list_containers
 
     table = Table("container", "status", "run", "instance", "role", "created")
+    for column in table.columns:
+        column.overflow = "fold"
     for info in list_containers(connect(), run_id=run):
         table.add_row(
             info.name, info.status, info.run_id, info.instance_id, info.role, info.created[:19]

@@ -11,13 +11,15 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from .errors import UserError
 
 
 def _config_file() -> Path:
@@ -125,5 +127,22 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Settings with explicit overrides (``None`` values are ignored)."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    """Settings with explicit overrides (``None`` values are ignored).
+
+    An invalid value or an unknown key becomes a one-line UserError naming it.
+    """
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(part) for part in first["loc"]) or "?"
+        problem = (
+            f"Unknown setting {name!r}."
+            if first["type"] == "extra_forbidden"
+            else f"Invalid setting {name}: {first['msg']} (got {first.get('input')!r})."
+        )
+        raise UserError(
+            problem,
+            f"fix SWE_GREEN_{name.upper()} or the key {name} in {_config_file()}; "
+            "`swe-green config` lists every setting.",
+        ) from None

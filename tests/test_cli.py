@@ -1,0 +1,85 @@
+"""The command line as a user meets it: settings sources, one-line errors, operator commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from orchestrator.settings import load_settings
+
+
+def swe_green(
+    *args: str, env: dict[str, str] | None = None, cwd=None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "250", **(env or {})},
+        cwd=cwd, timeout=120,
+    )  # fmt: skip
+
+
+def test_settings_come_from_toml_then_environment_then_arguments(tmp_path, monkeypatch):
+    config = tmp_path / "swe-green.toml"
+    config.write_text('concurrency = 3\nmemory = "3g"\ntest_timeout = 60\n')
+    monkeypatch.setenv("SWE_GREEN_CONFIG", str(config))
+    monkeypatch.setenv("SWE_GREEN_MEMORY", "5g")
+    settings = load_settings(test_timeout=90)
+    assert (settings.concurrency, settings.memory, settings.test_timeout) == (3, "5g", 90)
+
+
+def test_invalid_or_unknown_settings_are_one_line_errors(tmp_path):
+    bad = swe_green("config", env={"SWE_GREEN_CONCURRENCY": "many"})
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "SWE_GREEN_CONCURRENCY" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    config = tmp_path / "swe-green.toml"
+    config.write_text("concurency = 2\n")
+    typo = swe_green("config", env={"SWE_GREEN_CONFIG": str(config)})
+    assert typo.returncode == 2 and "Unknown setting 'concurency'" in typo.stderr
+
+
+def test_a_missing_docker_daemon_is_one_line_with_the_fix(tmp_path):
+    env = {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    for command in (["sandbox", "ls"], ["gc", "--dry-run"], ["images", "build"]):
+        done = swe_green(*command, env=env)
+        assert done.returncode == 2, done.stderr
+        assert "No Docker daemon answers" in done.stderr and "Fix:" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_unknown_instance_id_is_a_clear_error(synthetic_dir):
+    done = swe_green(
+        "instances", "ls", "--id", "demo__calc-2",
+        env={"SWE_GREEN_DATASET": str(synthetic_dir / "instances.jsonl")},
+    )  # fmt: skip
+    assert done.returncode == 2 and "demo__calc-2" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_instances_ls_prints_the_selection(synthetic_dir):
+    done = swe_green(
+        "instances", "ls", "--repo", "demo/calc",
+        env={"SWE_GREEN_DATASET": str(synthetic_dir / "instances.jsonl")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "demo__calc-1" in done.stdout and "1 instance(s)" in done.stdout
+
+
+@pytest.mark.container
+def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
+    sb = make_sandbox(instance_id="demo__inspect-1")
+    sb.exec("mkdir -p /testbed && echo marker > /testbed/where.txt")
+    listed = swe_green("sandbox", "ls")
+    assert sb.name in listed.stdout
+    shell = subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", "inspect",
+         "demo__inspect-1"],
+        input="cat where.txt; exit\n", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "marker" in shell.stdout, shell.stderr
+    assert "labelled with instance demo__inspect-1" in shell.stderr
+    dry = swe_green("gc", "--dry-run")
+    assert sb.name in dry.stdout and "would remove" in dry.stdout
+    assert sb.is_running()  # a dry run removes nothing

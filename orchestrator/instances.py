@@ -27,6 +27,7 @@ import fnmatch
 import functools
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,16 +84,21 @@ def parse_shard(shard: str) -> tuple[int, int]:
     return index, total
 
 
+_LOAD_LOCK = threading.Lock()
+
+
 def load_instances(source: str, split: str = "test") -> list[Instance]:
     """All instances of ``source`` (hub name, file or directory), in dataset order."""
     path = Path(source).expanduser()
-    if path.exists():
-        files = _data_files(path, split)
-        stamp = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
-        return list(_load_local(stamp, split))
-    if _looks_like_path(source):
-        raise UserError(f"Dataset file {source} does not exist.", "check the path.")
-    return list(_load_hub(source, split))
+    # `datasets` is not safe to call from two threads at once (its progress bars race)
+    with _LOAD_LOCK:
+        if path.exists():
+            files = _data_files(path, split)
+            stamp = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+            return list(_load_local(stamp, split))
+        if _looks_like_path(source):
+            raise UserError(f"Dataset file {source} does not exist.", "check the path.")
+        return list(_load_hub(source, split))
 
 
 def select(

@@ -1,0 +1,402 @@
+"""The green agent's A2A server: real servers on 127.0.0.1, real clients (a2a-sdk 1.3 here, and
+0.3 in its own venv like the AgentBeats runner), real containers for the acceptance test."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import docker
+import duckdb
+import httpx
+import pytest
+import uvicorn
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.helpers import new_text_part
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
+from google.protobuf.json_format import MessageToDict
+
+from orchestrator.grading import LeaderboardRow
+from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.models import TestGroups as Groups
+from orchestrator.server import build_app, progress_text, summary_text
+from orchestrator.settings import Settings
+from tests.test_results import LEADERBOARD_QUERY
+
+FIXTURES = Path(__file__).parent / "fixtures"
+A2A03_PYTHON = os.environ.get("SWE_GREEN_A2A03_PYTHON")
+SYNTHETIC_IDS = ["demo__calc-1", "demo__textkit-1", "demo__units-1"]
+
+
+@contextlib.contextmanager
+def green_agent(settings: Settings, heartbeat: float = 20.0) -> Iterator[str]:
+    """The green agent's app served by uvicorn in a thread on a free port; yields its URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(settings, url, heartbeat=heartbeat),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "green agent did not start"
+            time.sleep(0.02)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+async def _send(url: str, text: str) -> list[dict]:
+    """Send ``text`` as one message, streaming; every event as a dict (proto JSON names)."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        message = Message(
+            role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[new_text_part(text)]
+        )
+        events: list[StreamResponse] = []
+        async for event in client.send_message(SendMessageRequest(message=message)):
+            events.append(event)
+        await client.close()
+    return [MessageToDict(event) for event in events]
+
+
+def assess(url: str, text: str) -> list[dict]:
+    return asyncio.run(_send(url, text))
+
+
+def final_status(events: list[dict]) -> tuple[str, str]:
+    """The last status event's state and text."""
+    status = events[-1]["statusUpdate"]["status"]
+    text = "\n".join(p.get("text", "") for p in status.get("message", {}).get("parts", []))
+    return status["state"], text
+
+
+def _request(participant: str = "http://127.0.0.1:9/", **config: object) -> str:
+    return json.dumps({"participants": {"agent": participant}, "config": config})
+
+
+@pytest.fixture
+def fast_settings(synthetic_dir: Path, tmp_path: Path) -> Settings:
+    """Settings with the synthetic dataset and a fresh runs directory (no Docker needed)."""
+    return Settings(
+        data_dir=tmp_path / "data",
+        runs_dir=tmp_path / "runs",
+        dataset=str(synthetic_dir / "instances.jsonl"),
+        mirror_dir=synthetic_dir / "mirrors",
+    )
+
+
+# ---------------------------------------------------------------------- pure helpers
+def _result(status: Status, reason: Reason = Reason.NONE) -> InstanceResult:
+    return InstanceResult(
+        instance_id="demo__calc-1",
+        status=status,
+        reason=reason,
+        tests=Groups(fail_to_pass_passed=["t"], pass_to_pass_passed=["u"]),
+    )
+
+
+def test_progress_text() -> None:
+    assert progress_text(3, 10, _result(Status.RESOLVED)) == "3/10 demo__calc-1: resolved"
+    text = progress_text(1, 2, _result(Status.ERROR, Reason.PARTICIPANT_TIMEOUT))
+    assert text == "1/2 demo__calc-1: error (participant_timeout)"
+
+
+@pytest.mark.parametrize("total", [0, 1, 3])
+def test_summary_text_is_prose_not_json(total: int) -> None:
+    row = LeaderboardRow(
+        total_instances=total, resolved_count=total, resolved_pct=1.0 if total else 0.0
+    )
+    text = summary_text(row, "gold-participant", "a2a-x")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    assert f"resolved {total} of {total} instance(s)" in text
+
+
+# ---------------------------------------------------------------------- the server, fast
+def test_card_lists_a2a_1_0_and_0_3(fast_settings: Settings) -> None:
+    with green_agent(fast_settings) as url:
+        card = httpx.get(url + ".well-known/agent-card.json").json()
+    interfaces = {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]}
+    assert interfaces == {("JSONRPC", "1.0"), ("JSONRPC", "0.3")}
+    assert card["capabilities"]["streaming"] is True
+    assert card["skills"][0]["id"] == "swe-bench-verified"
+
+
+def test_malformed_requests_are_rejected_with_the_reason(fast_settings: Settings) -> None:
+    with green_agent(fast_settings) as url:
+        cases = {
+            "please evaluate my agent": "The assessment request is not JSON",
+            _request(cont=2): "Unknown config key: 'cont' (did you mean 'count'?)",
+            json.dumps(
+                {"participants": {"a": "http://x:1/", "b": "http://y:2/"}}
+            ): "names 2 participants (a, b)",
+            _request(instance_ids=["nope__nope-1"]): "Unknown instance id(s): nope__nope-1",
+            _request(pattern="demo__*", shard="4/4", count=3): "picks no instance",
+        }
+        for text, expected in cases.items():
+            events = assess(url, text)
+            state, message = final_status(events)
+            assert state == "TASK_STATE_REJECTED", (text, message)
+            assert expected in message
+            assert events[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert not list((fast_settings.runs_dir).glob("*")), "a rejected request made a run dir"
+
+
+def test_unknown_config_key_lists_the_known_keys(fast_settings: Settings) -> None:
+    with green_agent(fast_settings) as url:
+        state, message = final_status(assess(url, _request(instance_id="demo__calc-1")))
+    assert state == "TASK_STATE_REJECTED"
+    assert "'instance_id' (did you mean 'instance_ids'?)" in message
+    assert "known keys: instance_ids, pattern, repo, count" in message
+
+
+def test_no_docker_daemon_fails_the_task_and_the_server_lives_on(
+    fast_settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    with green_agent(fast_settings) as url:
+        state, message = final_status(assess(url, _request(instance_ids="demo__calc-1")))
+        assert state == "TASK_STATE_FAILED"
+        assert "No Docker daemon answers" in message
+        # the server still answers the next request
+        state, _ = final_status(assess(url, "not json"))
+        assert state == "TASK_STATE_REJECTED"
+
+
+def test_unreadable_dataset_fails_the_task(fast_settings: Settings, tmp_path: Path) -> None:
+    settings = fast_settings.model_copy(update={"dataset": str(tmp_path / "missing.jsonl")})
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(count=1)))
+    assert state == "TASK_STATE_FAILED"
+    assert "cannot load its dataset" in message and "missing.jsonl" in message
+
+
+def test_a2a_0_3_client_gets_the_rejection(fast_settings: Settings) -> None:
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    with green_agent(fast_settings) as url:
+        events = run_03_client(url, _request(bogus=1))
+    assert events[-1]["kind"] == "status-update" and events[-1]["final"] is True
+    assert events[-1]["status"]["state"] == "rejected"
+    assert "Unknown config key: 'bogus'" in events[-1]["status"]["message"]["parts"][0]["text"]
+
+
+def run_03_client(url: str, request: str, timeout: float = 60) -> list[dict]:
+    """Run the a2a-sdk 0.3 client script; its events, one dict per JSON line."""
+    assert A2A03_PYTHON
+    done = subprocess.run(
+        [A2A03_PYTHON, str(FIXTURES / "a2a03_client.py"), url, request],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    return events
+
+
+# ---------------------------------------------------------------------- the acceptance test
+def _leaderboard(results_dir: Path) -> list[tuple]:
+    """DESIGN.md's leaderboard query, unchanged, over ``results_dir/*.json``."""
+    con = duckdb.connect()
+    if int(duckdb.__version__.split(".")[0]) >= 2:
+        con.execute("SET lambda_syntax='ENABLE_SINGLE_ARROW'")
+    con.execute(
+        f"CREATE VIEW results AS SELECT * FROM read_json_auto('{results_dir.as_posix()}/*.json')"
+    )
+    return con.execute(LEADERBOARD_QUERY).fetchall()
+
+
+@pytest.mark.container
+@pytest.mark.timeout(2400)
+def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path) -> None:
+    """The AgentBeats path: a 0.3 client sends the request, the green agent evaluates the
+    synthetic instances in containers against the gold participant, streams progress, and
+    answers with an artifact the leaderboard query reads."""
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    from orchestrator.participants import make_participant, running
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
+    )
+    gold = make_participant("gold", dataset=settings.dataset)
+    with running(gold) as gold_url, green_agent(settings, heartbeat=5.0) as url:
+        request = _request(gold_url, instance_ids=",".join(SYNTHETIC_IDS), concurrency=3)
+        events = run_03_client(url, request, timeout=2300)
+
+    raw = json.dumps(events)
+    assert "input-required" not in raw and "input_required" not in raw
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "task" and kinds.count("artifact-update") == 1
+    statuses = [e for e in events if e["kind"] == "status-update"]
+    assert {e["status"]["state"] for e in statuses[:-1]} == {"working"}
+    assert statuses[-1]["status"]["state"] == "completed" and statuses[-1]["final"] is True
+
+    # one working update per finished instance: text and a data part with its result
+    finished = []
+    for update in statuses[:-1]:
+        parts = update["status"]["message"]["parts"]
+        data = [p["data"] for p in parts if p["kind"] == "data"]
+        if data and data[0]["type"] == "instance_result":
+            finished.append((parts[0]["text"], data[0]))
+    assert sorted(d["instance_id"] for _, d in finished) == sorted(SYNTHETIC_IDS)
+    n = len(SYNTHETIC_IDS)
+    assert [d["done"] for _, d in finished] == [float(i) for i in range(1, n + 1)]  # as floats
+    for text, data in finished:
+        assert text == f"{int(data['done'])}/{n} {data['instance_id']}: resolved"
+        assert data["status"] == "resolved" and data["fail_to_pass_passed"] >= 1
+
+    # the artifact: a summary that is not JSON, and the leaderboard row with the instances
+    artifact = next(e for e in events if e["kind"] == "artifact-update")["artifact"]
+    texts = [p["text"] for p in artifact["parts"] if p["kind"] == "text"]
+    datas = [p["data"] for p in artifact["parts"] if p["kind"] == "data"]
+    assert len(texts) == 1 and len(datas) == 1
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(texts[0])
+    assert f"resolved {n} of {n}" in texts[0]
+    row = datas[0]
+    assert set(LeaderboardRow.model_fields) <= set(row)
+    assert row["total_instances"] == n
+    assert row["resolved_pct"] == 1.0 and row["error_pct"] == 0.0
+    assert row["fail_to_pass_passed_pct"] == 1.0 and row["pass_to_pass_passed_pct"] == 1.0
+    assert sorted(i["instance_id"] for i in row["instances"]) == sorted(SYNTHETIC_IDS)
+    assert {i["status"] for i in row["instances"]} == {"resolved"}
+
+    # the run directory got its own results.json
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.name == row["run_id"] and run_dir.name.startswith("a2a-")
+    ours = json.loads((run_dir / "results.json").read_text())
+    assert ours["participants"] == {"agent": "gold-participant"}
+    assert ours["results"][0]["resolved_pct"] == 1.0
+
+    # the AgentBeats runner writes the results file from the data part; the query reads it
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    (results_dir / "assessment.json").write_text(
+        json.dumps({"participants": {"agent": "purple-agent-id"}, "results": [row]})
+    )
+    ((agent, *numbers),) = _leaderboard(results_dir)
+    assert agent == "purple-agent-id"
+    assert numbers == [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 100.0, 100.0, n]
+
+
+@pytest.mark.container
+@pytest.mark.timeout(1200)
+def test_two_assessments_at_once_get_their_own_runs(env_settings: Settings, tmp_path: Path) -> None:
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    from orchestrator.participants import make_participant, running
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
+    )
+    gold = make_participant("gold", dataset=settings.dataset)
+    with running(gold) as gold_url, green_agent(settings) as url:
+        request = _request(gold_url, instance_ids=["demo__units-1"])
+        clients = [
+            subprocess.Popen(
+                [A2A03_PYTHON, str(FIXTURES / "a2a03_client.py"), url, request],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        outputs = [client.communicate(timeout=1100)[0] for client in clients]
+    run_ids = set()
+    for output in outputs:
+        events = [json.loads(line) for line in output.splitlines()]
+        assert events[-1]["status"]["state"] == "completed", events[-1]
+        artifact = next(e for e in events if e["kind"] == "artifact-update")["artifact"]
+        row = next(p["data"] for p in artifact["parts"] if p["kind"] == "data")
+        assert row["resolved_pct"] == 1.0 and row["total_instances"] == 1
+        run_ids.add(row["run_id"])
+    assert len(run_ids) == 2
+    assert {p.name for p in (tmp_path / "runs").iterdir()} == run_ids
+    for run_id in run_ids:
+        assert (tmp_path / "runs" / run_id / "results.json").is_file()
+
+
+async def _cancel_when(url: str, text: str, ready: Callable[[], bool]) -> tuple[str, int, int]:
+    """Send ``text``, leave the stream at the first ``working`` update, wait for ``ready()``,
+    cancel the task; returns the run id, the state the cancel call reports and the state a
+    later read of the task reports."""
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        message = Message(
+            role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[new_text_part(text)]
+        )
+        stream = client.send_message(SendMessageRequest(message=message))
+        task_id = run_id = ""
+        async for event in stream:
+            if event.HasField("status_update") and (
+                event.status_update.status.state == TaskState.TASK_STATE_WORKING
+            ):
+                task_id = event.status_update.task_id
+                run_id = MessageToDict(event.status_update.status.message.parts[1].data)["run_id"]
+                break
+        await stream.aclose()
+        assert task_id, "no working update"
+        while not ready():
+            await asyncio.sleep(0.2)
+        canceled = await client.cancel_task(CancelTaskRequest(id=task_id))
+        later = await client.get_task(GetTaskRequest(id=task_id))
+        await client.close()
+    return run_id, canceled.status.state, later.status.state
+
+
+@pytest.mark.container
+@pytest.mark.timeout(1200)
+def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
+    env_settings: Settings, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """Canceled while the participant works (it would answer in 10 minutes): the task ends
+    ``canceled``, the participant's container is gone, the server serves on."""
+    from orchestrator.housekeeping import list_containers
+    from orchestrator.participants import running
+    from orchestrator.participants.scripted import FinalAnswer, Script, ScriptedParticipant
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
+    )
+    slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=600)))
+    with running(slow) as slow_url, green_agent(settings) as url:
+        request = _request(slow_url, instance_ids=["demo__units-1"])
+        run_id, *states = asyncio.run(_cancel_when(url, request, lambda: bool(slow.states)))
+        assert states == [TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_CANCELED]
+        assert list_containers(docker_client, run_id=run_id) == []
+        state, _ = final_status(assess(url, "not json"))
+        assert state == "TASK_STATE_REJECTED"
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]
+    assert not (tmp_path / "runs" / run_id / "results.json").exists()

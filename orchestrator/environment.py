@@ -60,6 +60,7 @@ class EnvPlan(BaseModel):
     base_image: str
     pins: list[str] = Field(default_factory=list)
     env_key: str
+    fetch_python: str | None = None  # a Python to `uv python install` first, if any
 
     def instance_key(self, instance: Instance) -> str:
         raw = f"{self.env_key}:{instance.base_commit}:{json.dumps(self.pins)}"
@@ -129,6 +130,8 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         python, exact = recipe.nearest_python(available)
         pins = pins_for(recipe, instance)
         identity = {"strategy": "recipe", "recipe": recipe_key(recipe), "pins": pins}
+        if settings.fetch_python and not exact:
+            identity["fetch_python"] = recipe.python
     else:
         python = settings.base_python if settings.base_python in available else available[-1]
         exact, pins = True, []
@@ -146,6 +149,7 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         base_image=image_name(settings.image_prefix, python),
         pins=pins,
         env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
+        fetch_python=identity.get("fetch_python"),
     )
 
 
@@ -165,8 +169,25 @@ def _lock(ctx: RunContext, key: str) -> FileLock:
 
 
 # ----------------------------------------------------------------------------- phases 1-3
-def recipe_setup_script(recipe: Recipe, pins: list[str]) -> str:
-    """The bash script that builds a recipe's environment in /testbed (network on)."""
+def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | None = None) -> str:
+    """The bash script that builds a recipe's environment in /testbed (network on).
+
+    With ``fetch_python``, uv first tries to install that exact Python; when it cannot (no
+    internet), the base image's Python is used and the log says so.
+    """
+    if fetch_python:
+        venv = (
+            f"if command -v uv >/dev/null && UV_HTTP_TIMEOUT=20 uv python install "
+            f"{shlex.quote(fetch_python)}; then\n"
+            f"  uv venv --seed --python {shlex.quote(fetch_python)} {VENV} "
+            f'|| fail "creating the virtual environment with uv"\n'
+            f"else\n"
+            f'  echo "could not fetch Python {fetch_python}; using $(python3 --version)"\n'
+            f'  python3 -m venv {VENV} || fail "creating the virtual environment"\n'
+            f"fi"
+        )
+    else:
+        venv = f'python3 -m venv {VENV} || fail "creating the virtual environment"'
     exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
     pre = "\n".join(
         f"run_step {shlex.quote(cmd)} || fail pre-install" for cmd in recipe.pre_install
@@ -178,8 +199,8 @@ step() {{ echo; echo ">>>>> $*"; }}
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 run_step() {{ echo "+ $1"; bash -c "$1"; }}
 cd {TESTBED}
-step "python: $(python3 --version)"
-python3 -m venv {VENV} || fail "creating the virtual environment"
+step "python: base image $(python3 --version)"
+{venv}
 cat > {ACTIVATE} <<'ACTIVATE'
 source {VENV}/bin/activate
 {exports}
@@ -269,7 +290,7 @@ def ensure_env_image(
             _copy_checkout(ctx, instance, sandbox)
             if plan.strategy == "recipe":
                 assert plan.recipe is not None
-                script = recipe_setup_script(plan.recipe, plan.pins)
+                script = recipe_setup_script(plan.recipe, plan.pins, plan.fetch_python)
                 ok, why = _run_logged(
                     sandbox, script, log_path, "setup", ctx.settings.install_timeout
                 )

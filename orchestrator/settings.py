@@ -61,6 +61,11 @@ class Settings(BaseSettings):
         "auto", description="auto tries recipe, then llm (when an API key is set)."
     )
     validate_env: bool = Field(True, description="Validate each instance's environment first.")
+    fetch_python: bool = Field(
+        False,
+        description="Hosts with internet: `uv python install` a recipe's exact Python when no "
+        "base image has it (falls back to the nearest base image Python).",
+    )
     anthropic_api_key: str | None = Field(None, description="API key for the llm strategy.")
     anthropic_base_url: str | None = Field(None, description="Messages API base URL override.")
     setup_model: str = Field("claude-sonnet-4-5", description="Model of the LLM setup agent.")

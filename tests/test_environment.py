@@ -169,3 +169,24 @@ def _with_recipe(run_ctx, instance):
         extended.write_text(json.dumps([*recipes, clone]))
         run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": extended})
     return instance
+
+
+def test_fetching_an_exact_python_falls_back_to_the_base_image_offline(
+    run_ctx, synthetic_instances, synthetic_dir, tmp_path, sandbox_of
+):
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        recipe["python"] = "3.10"  # no base image has it; uv cannot download it here
+    wanted = tmp_path / "recipes.json"
+    wanted.write_text(json.dumps(recipes))
+    run_ctx.settings = run_ctx.settings.model_copy(
+        update={"recipes_file": wanted, "fetch_python": True}
+    )
+    instance = synthetic_instances["demo__units-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    assert (prepared.plan.python, prepared.plan.fetch_python) == ("3.11", "3.10")
+    log = (run_ctx.instance_dir(instance) / "setup.log").read_text()
+    assert "recipe asks for Python 3.10; using the nearest available, 3.11" in log
+    assert "could not fetch Python 3.10" in log
+    sb = sandbox_of(prepared.instance_image)
+    assert "3.11" in sb.exec("source /opt/swe/activate.sh && python --version").stdout

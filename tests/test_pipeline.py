@@ -144,3 +144,43 @@ def test_run_killed_with_sigkill_resumes_to_the_same_results(env_settings, tmp_p
     assert all(after[i] == first[i] for i in first)  # not graded twice
     run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
     assert list_containers(docker_client, run_id=run_id) == []
+
+
+def test_from_its_tools_the_participant_reaches_no_network_no_hidden_patch_no_later_commit(
+    run_ctx, synthetic_instances, synthetic_dir
+):
+    from orchestrator.participants.scripted import Script, ScriptedParticipant
+
+    instance = synthetic_instances["demo__units-1"]
+    fix = next(
+        json.loads(line)["fix_commit"]
+        for line in (synthetic_dir / "instances.jsonl").read_text().splitlines()
+        if instance.instance_id in line
+    )
+    probes = {
+        "network": "python3 -c \"import socket; socket.create_connection(('pypi.org', 443), 5)\" "
+        "2>&1 | tail -1; curl -sS -m 5 https://pypi.org/simple/ 2>&1 | tail -1",
+        # text that only the hidden test patch and the gold patch contain
+        "hidden": "grep -rIl --exclude-dir=proc --exclude-dir=sys "
+        "-e 'def test_to_celsius' -e '(f - 32) \\* 5 / 9' / 2>/dev/null; echo scanned",
+        "history": f"git cat-file -t {fix} 2>&1; git log --all --oneline | wc -l",
+    }
+    script = Script(
+        turns=[{"calls": [{"name": "bash", "arguments": {"command": c}}]} for c in probes.values()],
+    )
+    participant = ScriptedParticipant(script)
+    with running(participant) as url:
+        [result] = _evaluate(run_ctx, [instance], url)
+    assert result.status == Status.NO_OP and result.tool_calls == 3
+    events = [
+        json.loads(line)
+        for line in (run_ctx.instance_dir(instance) / "transcript.jsonl").read_text().splitlines()
+    ]
+    outputs = [e["result"]["output"] for e in events if e.get("event") == "tool_result"]
+    network, hidden, history = outputs
+    assert "Temporary failure in name resolution" in network or "unreachable" in network.lower()
+    assert "Could not resolve host" in network
+    assert hidden.strip() == "scanned"  # no file anywhere holds the test or the gold patch
+    assert "could not get object info" in history or "Not a valid object" in history
+    assert history.strip().splitlines()[-1] == "2"  # the setup and base commits only
+    run_ctx.client.containers.get(result.container).remove(force=True)

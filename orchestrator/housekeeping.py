@@ -35,7 +35,7 @@ def list_containers(
         filters.append(f"{LABEL_RUN}={run_id}")
     if instance_id:
         filters.append(f"{LABEL_INSTANCE}={instance_id}")
-    found = client.containers.list(all=True, filters={"label": filters})
+    found = client.containers.list(all=True, filters={"label": filters}, ignore_removed=True)
     infos = [
         ContainerInfo(
             id=c.id,

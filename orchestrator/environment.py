@@ -12,11 +12,13 @@ sourcing ``/opt/swe/activate.sh`` in bash activates its Python environment and c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shlex
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -286,7 +288,7 @@ def ensure_env_image(
                 )
         sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
         built = EnvImage(name=name, cache_hit=False)
-        try:
+        with _building(ctx, sandbox, "environment setup"):
             _copy_checkout(ctx, instance, sandbox)
             if plan.strategy == "recipe":
                 assert plan.recipe is not None
@@ -304,12 +306,6 @@ def ensure_env_image(
             if built.reinstall is not None:
                 labels[LABEL_REINSTALL] = built.reinstall
             sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
-        except SetupFailed:
-            raise
-        except (SandboxError, UserError) as exc:
-            raise SetupFailed(f"environment setup: {exc}", _keep(ctx, sandbox)) from exc
-        else:
-            sandbox.remove()
         log.info("setup.done", image=name)
         return built
 
@@ -327,6 +323,19 @@ def _llm_setup(
     built.test_cmd = result.test_command or None
     built.reinstall = "\n".join(result.install_commands) or None
     return result.success, result.failure_reason or ""
+
+
+@contextlib.contextmanager
+def _building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
+    """Build in ``sandbox``: any failure becomes SetupFailed (the container kept for
+    inspection, per settings); success removes the container."""
+    try:
+        yield
+    except SetupFailed:
+        raise
+    except (SandboxError, UserError) as exc:
+        raise SetupFailed(f"{what}: {exc}", _keep(ctx, sandbox)) from exc
+    sandbox.remove()
 
 
 def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
@@ -388,7 +397,7 @@ def ensure_instance_image(
         if image_exists(ctx.client, name):
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
-        try:
+        with _building(ctx, sandbox, "base commit"):
             script = base_commit_script(instance, reinstall)
             ok, why = _run_logged(
                 sandbox, script, log_path, "base-commit", ctx.settings.install_timeout
@@ -399,12 +408,6 @@ def ensure_instance_image(
                 *name.rsplit(":", 1),
                 labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
             )
-        except SetupFailed:
-            raise
-        except (SandboxError, UserError) as exc:
-            raise SetupFailed(f"base commit: {exc}", _keep(ctx, sandbox)) from exc
-        else:
-            sandbox.remove()
         return name, False
 
 

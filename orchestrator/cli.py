@@ -38,8 +38,10 @@ def settings() -> Settings:
 def _root(
     log_json: Annotated[bool, typer.Option("--log-json", help="Log JSON lines.")] = False,
 ) -> None:
+    if log_json:
+        os.environ["SWE_GREEN_LOG_JSON"] = "true"  # for the commands' own settings too
     s = settings()
-    configure_logging(json_lines=log_json or s.log_json, level=s.log_level)
+    configure_logging(json_lines=s.log_json, level=s.log_level)
 
 
 @app.command("config")

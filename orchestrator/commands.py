@@ -228,6 +228,12 @@ def run_cmd(
         }
     )  # fmt: skip
     console.print(f"run {run_id}: {len(instances)} instance(s) -> {run_dir}")
+    if not settings.log_json:
+        # the live display owns the terminal; the log goes to the run directory
+        from .log import configure_logging
+
+        log_file = open(Path(run_dir) / "run.log", "a")  # noqa: SIM115 - open for the run
+        configure_logging(json_lines=True, level=settings.log_level, file=log_file)
     progress = _LiveProgress(len(instances))
     with _participant(participant, settings) as url:
         _check_reachable(url)

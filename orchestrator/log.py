@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
 
-def configure_logging(json_lines: bool = False, level: str = "INFO") -> None:
-    """Configure structlog once for the process."""
+def configure_logging(
+    json_lines: bool = False, level: str = "INFO", file: TextIO | None = None
+) -> None:
+    """Configure structlog for the process: to ``file`` (default stderr)."""
     renderer: structlog.typing.Processor
     if json_lines:
         renderer = structlog.processors.JSONRenderer()
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        renderer = structlog.dev.ConsoleRenderer(colors=file is None and sys.stderr.isatty())
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -24,7 +27,7 @@ def configure_logging(json_lines: bool = False, level: str = "INFO") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=file or sys.stderr),
         cache_logger_on_first_use=False,
     )
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,3 +114,28 @@ def run_ctx(env_settings, docker_client, tmp_path):
     from orchestrator.results import RunDir
 
     return RunContext(env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))
+
+
+def cli_env(env_settings, runs_dir) -> dict[str, str]:
+    """The environment for running the swe-green CLI on the synthetic instances."""
+    env = dict(os.environ)
+    env.update(
+        SWE_GREEN_DATA_DIR=str(env_settings.data_dir),
+        SWE_GREEN_RUNS_DIR=str(runs_dir),
+        SWE_GREEN_DATASET=str(env_settings.dataset),
+        SWE_GREEN_MIRROR_DIR=str(env_settings.mirror_dir),
+        SWE_GREEN_RECIPES_FILE=str(env_settings.recipes_file),
+        SWE_GREEN_IMAGE_PREFIX=env_settings.image_prefix,
+        SWE_GREEN_SETUP_STRATEGY="recipe",
+        SWE_GREEN_MEMORY="2g",
+    )
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
+    """``swe-green ARGS`` in its own session (so that tests can signal it), output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, **kwargs,
+    )  # fmt: skip

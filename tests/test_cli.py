@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 
+import docker
 import pytest
 
 from orchestrator.settings import load_settings
@@ -83,3 +86,66 @@ def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
     dry = swe_green("gc", "--dry-run")
     assert sb.name in dry.stdout and "would remove" in dry.stdout
     assert sb.is_running()  # a dry run removes nothing
+
+
+@pytest.mark.container
+def test_validate_summarises_the_gold_patch_check(env_settings, tmp_path):
+    from .conftest import cli_env, run_cli
+
+    proc = run_cli(
+        ["validate", "--id", "demo__units-1", "--id", "demo__textkit-1"],
+        {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"},
+    )
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert "2/2 environment(s) valid" in out
+
+
+@pytest.mark.container
+def test_run_then_report_html(env_settings, tmp_path):
+    from .conftest import cli_env, run_cli
+
+    env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"}
+    run_dir = tmp_path / "runs" / "one"
+    proc = run_cli(["run", "--participant", "gold", "--id", "demo__units-1", "--output",
+                    str(run_dir)], env)  # fmt: skip
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert f"results: {run_dir / 'results.json'}" in out.replace("\n", "")
+    report = run_cli(["report", str(run_dir), "--html"], env)
+    out, _ = report.communicate(timeout=120)
+    assert report.returncode == 0, out
+    html = (run_dir / "report.html").read_text()
+    assert "demo__units-1" in html and "resolved" in html
+
+
+@pytest.mark.container
+def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(env_settings, tmp_path):
+    import signal
+
+    from orchestrator.housekeeping import list_containers
+    from orchestrator.participants import running
+    from orchestrator.participants.scripted import FinalAnswer, Script, ScriptedParticipant
+
+    from .conftest import cli_env, run_cli
+
+    slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=600)))
+    run_dir = tmp_path / "runs" / "interrupted"
+    with running(slow) as url:
+        proc = run_cli(
+            ["run", "--participant", url, "--id", "demo__units-1", "--output", str(run_dir)],
+            cli_env(env_settings, tmp_path / "runs"),
+        )
+        transcript = run_dir / "instances" / "demo__units-1" / "transcript.jsonl"
+        for _ in range(600):
+            if slow.states or proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        assert transcript.exists() and proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert f"swe-green run --resume {run_dir}" in out.replace("\n", "")
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    assert list_containers(docker.from_env(), run_id=run_id) == []
+    assert not (run_dir / "instances" / "demo__units-1" / "result.json").exists()

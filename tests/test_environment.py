@@ -190,3 +190,55 @@ def test_fetching_an_exact_python_falls_back_to_the_base_image_offline(
     assert "could not fetch Python 3.10" in log
     sb = sandbox_of(prepared.instance_image)
     assert "3.11" in sb.exec("source /opt/swe/activate.sh && python --version").stdout
+
+
+def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hit(
+    run_ctx, synthetic_instances, sandbox_of, tmp_path, docker_client, env_settings
+):
+    from orchestrator.context import RunContext
+    from orchestrator.results import RunDir
+
+    from .fake_anthropic import FakeAnthropic, Reply, bash, text, tool_use
+
+    install = "pip install -q --no-build-isolation --no-index --no-use-pep517 -e ."
+    test_command = "python bin/test -C --verbose"
+    script = [
+        bash("cat setup.py; python3 --version"),
+        bash(f"python3 -m venv /opt/swe/venv && cd /testbed && /opt/swe/venv/bin/{install}"),
+        Reply(
+            [
+                text("The environment is ready."),
+                tool_use(
+                    "finish",
+                    {
+                        "python_version": "3.11",
+                        "venv_path": "/opt/swe/venv",
+                        "test_command": test_command,
+                        "install_commands": [install],
+                    },
+                ),
+            ]
+        ),
+    ]
+    instance = synthetic_instances["demo__units-1"]
+    with FakeAnthropic(script) as fake:
+        run_ctx.settings = run_ctx.settings.model_copy(
+            update={
+                "setup_strategy": "llm",
+                "anthropic_api_key": "test",
+                "anthropic_base_url": fake.url,
+                "setup_model": "claude-test-llm-strategy",  # a cache key of its own
+            }
+        )
+        prepared = prepare_instance(run_ctx, instance)
+        assert len(fake.requests) == 3
+    assert prepared.plan.strategy == "llm" and not prepared.env_cache_hit
+    assert prepared.test_cmd == test_command
+    assert prepared.setup_tokens["input"] > 0
+    sb = sandbox_of(prepared.instance_image)
+    ran = sb.exec(f"source /opt/swe/activate.sh && {test_command} units/tests/test_units.py")
+    assert ran.exit_code == 0 and "test_to_fahrenheit ok" in ran.stdout, ran.output
+
+    again = RunContext(run_ctx.settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "again"))
+    cached = prepare_instance(again, instance)  # the fake API is gone: a call would fail
+    assert cached.env_cache_hit and cached.test_cmd == test_command

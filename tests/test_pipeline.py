@@ -7,8 +7,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
@@ -18,7 +16,7 @@ from orchestrator.models import Reason, Status
 from orchestrator.participants import make_participant, running
 from orchestrator.scheduler import run_evaluation
 
-from .conftest import TEST_RUN_ID
+from .conftest import TEST_RUN_ID, cli_env, run_cli
 
 pytestmark = pytest.mark.container
 
@@ -93,34 +91,11 @@ def test_validation_catches_a_broken_environment(
     assert result.tool_calls == 0  # the participant never saw the instance
 
 
-def _cli_env(env_settings, runs_dir) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        SWE_GREEN_DATA_DIR=str(env_settings.data_dir),
-        SWE_GREEN_RUNS_DIR=str(runs_dir),
-        SWE_GREEN_DATASET=str(env_settings.dataset),
-        SWE_GREEN_MIRROR_DIR=str(env_settings.mirror_dir),
-        SWE_GREEN_RECIPES_FILE=str(env_settings.recipes_file),
-        SWE_GREEN_IMAGE_PREFIX=env_settings.image_prefix,
-        SWE_GREEN_SETUP_STRATEGY="recipe",
-        SWE_GREEN_MEMORY="2g",
-    )
-    return env
-
-
-def _run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, **kwargs,
-    )  # fmt: skip
-
-
 def test_run_killed_with_sigkill_resumes_to_the_same_results(env_settings, tmp_path, docker_client):
-    env = _cli_env(env_settings, tmp_path / "runs")
+    env = cli_env(env_settings, tmp_path / "runs")
     ids = [arg for i in ALL for arg in ("--id", i)]
     run_dir = tmp_path / "runs" / "killed"
-    proc = _run_cli(
+    proc = run_cli(
         ["run", "--participant", "gold", *ids, "--concurrency", "1", "--output", str(run_dir)], env
     )
     deadline = time.monotonic() + 300
@@ -133,7 +108,7 @@ def test_run_killed_with_sigkill_resumes_to_the_same_results(env_settings, tmp_p
     first = {p.parent.name: p.stat().st_mtime_ns for p in run_dir.glob("instances/*/result.json")}
     assert 1 <= len(first) < 3
 
-    resumed = _run_cli(["run", "--resume", str(run_dir)], env)
+    resumed = run_cli(["run", "--resume", str(run_dir)], env)
     out, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, out
     results = json.loads((run_dir / "results.json").read_text())

@@ -14,6 +14,8 @@ import time
 import traceback
 from collections.abc import Callable
 
+import structlog
+
 from .context import RunContext
 from .environment import PreparedInstance, SetupFailed, prepare_instance
 from .errors import SandboxError, UserError
@@ -57,6 +59,8 @@ async def run_instance(
     on_phase: PhaseCallback | None = None,
 ) -> InstanceResult:
     """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception."""
+    # every log line of this task (and its threads) carries the run and the instance
+    structlog.contextvars.bind_contextvars(run_id=ctx.run_id, instance_id=instance.instance_id)
     log = ctx.instance_log(instance)
     out_dir = ctx.instance_dir(instance)
     timings: dict[str, float] = {}

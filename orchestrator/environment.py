@@ -191,8 +191,13 @@ def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | Non
     else:
         venv = f'python3 -m venv {VENV} || fail "creating the virtual environment"'
     exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
-    pre = "\n".join(
-        f"run_step {shlex.quote(cmd)} || fail pre-install" for cmd in recipe.pre_install
+    # one shell for all pre-install lines, as SWE-bench runs them: later lines use earlier
+    # lines' variables (matplotlib's QHULL_URL ...)
+    # (a separate bash: `set -e` is void in a subshell on the left of `||`)
+    pre = (
+        f"bash -exc {shlex.quote(chr(10).join(recipe.pre_install))} || fail pre-install"
+        if recipe.pre_install
+        else ""
     )
     quoted_pins = " ".join(shlex.quote(p) for p in pins)
     return f"""#!/bin/bash

@@ -26,7 +26,7 @@ from .errors import UserError
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
     "ca-certificates", "git", "patch", "python3", "python3-venv", "python3-pip",
-    "python3-dev", "build-essential", "pkg-config", "procps", "curl",
+    "python3-dev", "build-essential", "pkg-config", "procps", "curl", "wget", "locales",
 ]  # fmt: skip
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 CA_IN_IMAGE = "/etc/ssl/certs/ca-certificates.crt"

@@ -1,0 +1,51 @@
+"""The shell scripts of phases 2-4, run by real bash (no container needed)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from orchestrator.environment import base_commit_script, recipe_setup_script
+from orchestrator.models import Instance
+from orchestrator.recipes import Recipe, load_recipes
+
+
+def _recipe(**fields: object) -> Recipe:
+    base = {"repo": "a/b", "version": "1", "python": "3.11", "install": "true",
+            "test_cmd": "pytest", "log_format": "pytest"}  # fmt: skip
+    return Recipe(**{**base, **fields})
+
+
+def _section(script: str, start: str, end: str) -> str:
+    return script[script.index(start) + len(start) : script.index(end)]
+
+
+def test_pre_install_lines_share_one_shell_and_stop_at_the_first_failure():
+    recipe = _recipe(pre_install=['X="shared value"', 'echo "got $X"', "false", "echo LATER"])
+    body = _section(recipe_setup_script(recipe, []), 'step "pre-install"', 'step "pinned')
+    done = subprocess.run(
+        ["bash", "-c", 'fail() { echo "FAILED: $*"; exit 1; }\n' + body],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "got shared value" in done.stdout and "FAILED: pre-install" in done.stdout
+    assert "LATER" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("key", sorted(load_recipes()), ids=lambda k: f"{k[0]}@{k[1]}")
+def test_every_shipped_recipe_gives_a_script_bash_can_parse(key):
+    recipe = load_recipes()[key]
+    script = recipe_setup_script(recipe, recipe.packages, fetch_python=recipe.python)
+    done = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_base_commit_script_parses_with_and_without_a_reinstall():
+    instance = Instance(
+        instance_id="a__b-1", repo="a/b", base_commit="abc", environment_setup_commit="def"
+    )
+    for reinstall in (None, "sed -i 's/x/y/' setup.py\npip install -e ."):
+        script = base_commit_script(instance, reinstall)
+        done = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr

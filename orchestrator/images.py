@@ -19,6 +19,7 @@ from typing import Literal
 
 import docker
 from docker.errors import DockerException, ImageNotFound
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from .docker_engine import LABEL_KIND, LABEL_TOOL
 from .errors import UserError
@@ -43,6 +44,8 @@ IMAGE_ENV = {
 DOCKERFILE_DIR = Path(__file__).resolve().parents[1] / "images" / "base"
 Method = Literal["auto", "debootstrap", "dockerfile"]
 Progress = Callable[[str], None]
+DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes about one minute
+DEBOOTSTRAP_ATTEMPTS = 3
 
 
 def image_name(prefix: str, python: str) -> str:
@@ -116,17 +119,7 @@ def _build_debootstrap(
     with tempfile.TemporaryDirectory(prefix="swe-green-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         progress(f"{name}: debootstrap {suite} (about a minute)")
-        cmd = [
-            "debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
-            suite, str(rootfs), mirror,
-        ]  # fmt: skip
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-            raise UserError(
-                f"debootstrap {suite} failed: {' / '.join(tail)}",
-                "check that Debian's archive is reachable (apt-get update works).",
-            )
+        _debootstrap(suite, rootfs, mirror, progress)
         shutil.copyfile(HOST_CA_BUNDLE, rootfs / CA_IN_IMAGE.lstrip("/"))
         for cache in (rootfs / "var/cache/apt/archives").glob("*.deb"):
             cache.unlink()
@@ -147,6 +140,46 @@ def _build_debootstrap(
                 f"docker import of {name} failed: {exc}", "check the daemon's disk."
             ) from exc
     _finish_with_uv(client, stage, name, progress)
+
+
+class _DebootstrapFailed(Exception):
+    pass
+
+
+def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> None:
+    """debootstrap with a time limit, tried again on a fresh directory when it fails
+    (a stalled or broken download from the archive is the usual cause)."""
+    cmd = [
+        "debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
+        suite, str(rootfs), mirror,
+    ]  # fmt: skip
+
+    @retry(
+        retry=retry_if_exception_type(_DebootstrapFailed),
+        stop=stop_after_attempt(DEBOOTSTRAP_ATTEMPTS),
+        wait=wait_fixed(5),
+        before_sleep=lambda state: progress(
+            f"debootstrap {suite}: {state.outcome.exception()}; trying again"
+        ),
+        reraise=True,
+    )
+    def attempt() -> None:
+        shutil.rmtree(rootfs, ignore_errors=True)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise _DebootstrapFailed(f"no result after {DEBOOTSTRAP_TIMEOUT}s") from None
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+            raise _DebootstrapFailed(" / ".join(tail))
+
+    try:
+        attempt()
+    except _DebootstrapFailed as exc:
+        raise UserError(
+            f"debootstrap {suite} failed {DEBOOTSTRAP_ATTEMPTS} times: {exc}",
+            "check that Debian's archive is reachable (apt-get update works).",
+        ) from None
 
 
 def _finish_with_uv(client: docker.DockerClient, stage: str, name: str, progress: Progress) -> None:

@@ -382,14 +382,7 @@ class _Run:
             )
             self.log.write("tool_result", result=result.wire())
             return result
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            await self._stop(
-                client,
-                EndedBy.INSTANCE_TIMEOUT,
-                Reason.PARTICIPANT_TIMEOUT,
-                f"the time for this instance ({self.limits.instance_timeout:g} s) ran out",
-            )
+        remaining = await self._time_left(client)
         timeout = min(self.limits.tool_timeout, remaining)
         started = time.monotonic()
         try:
@@ -420,8 +413,8 @@ class _Run:
             parts=parts,
         )
 
-    async def _exchange(self, client: Client, message: Message) -> _Turn:
-        """Send ``message``; collect the participant's answer until its turn ends."""
+    async def _time_left(self, client: Client) -> float:
+        """Seconds left for the instance; when none, tell the participant and end."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             await self._stop(
@@ -430,6 +423,11 @@ class _Run:
                 Reason.PARTICIPANT_TIMEOUT,
                 f"the time for this instance ({self.limits.instance_timeout:g} s) ran out",
             )
+        return remaining
+
+    async def _exchange(self, client: Client, message: Message) -> _Turn:
+        """Send ``message``; collect the participant's answer until its turn ends."""
+        remaining = await self._time_left(client)
         instance_bound = remaining < self.limits.reply_timeout
         wait = min(self.limits.reply_timeout, remaining)
         self.log.write("send", message=MessageToDict(message))

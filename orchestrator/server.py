@@ -32,7 +32,7 @@ import httpx
 import typer
 import uvicorn
 from a2a.client import A2ACardResolver
-from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_task, new_text_part
+from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -47,6 +47,7 @@ from .grading import LeaderboardRow
 from .instances import load_instances, select
 from .log import get_logger
 from .models import Instance, InstanceResult, Status
+from .participants.a2a_parts import enqueue_task_once
 from .participants.server import CardInfo
 from .participants.server import build_app as build_a2a_app
 from .results import RunDir
@@ -167,15 +168,7 @@ class AssessmentExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
-        if context.current_task is None:
-            await event_queue.enqueue_event(
-                new_task(
-                    context.task_id,
-                    context.context_id,
-                    TaskState.TASK_STATE_SUBMITTED,
-                    history=[context.message],
-                )
-            )
+        await enqueue_task_once(context, event_queue)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         try:
             await self._assess(context, updater)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from a2a.helpers import new_data_part, new_text_part
-from a2a.types import Part
+from a2a.helpers import new_data_part, new_task, new_text_part
+from a2a.server.agent_execution import RequestContext
+from a2a.server.events import EventQueue
+from a2a.types import Part, TaskState
 from google.protobuf.json_format import MessageToDict
 
 from .wire import WirePart
@@ -24,3 +26,16 @@ def to_wire(parts: Iterable[Part]) -> list[WirePart]:
 
 def from_wire(parts: Iterable[WirePart]) -> list[Part]:
     return [new_text_part(v) if kind == "text" else new_data_part(v) for kind, v in parts]
+
+
+async def enqueue_task_once(context: RequestContext, event_queue: EventQueue) -> None:
+    """A2A wants a Task on the queue before any status update: enqueue it on the first turn."""
+    if context.current_task is None:
+        await event_queue.enqueue_event(
+            new_task(
+                context.task_id,
+                context.context_id,
+                TaskState.TASK_STATE_SUBMITTED,
+                history=[context.message],
+            )
+        )

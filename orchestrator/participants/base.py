@@ -19,16 +19,16 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from a2a.helpers import new_task, new_text_part
+from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Role, TaskState
+from a2a.types import Message, Role
 from pydantic import BaseModel, Field
 
 from orchestrator.tool_protocol import ToolCall, ToolResult
 
-from .a2a_parts import from_wire, to_wire
+from .a2a_parts import enqueue_task_once, from_wire, to_wire
 from .server import CardInfo
 from .wire import WirePart, parse_tool_results, read_task_spec, tool_call_wire
 
@@ -124,15 +124,7 @@ class TurnExecutor(AgentExecutor):
                 )
             )
             return
-        if context.current_task is None:
-            await event_queue.enqueue_event(
-                new_task(
-                    context.task_id,
-                    context.context_id,
-                    TaskState.TASK_STATE_SUBMITTED,
-                    history=[context.message],
-                )
-            )
+        await enqueue_task_once(context, event_queue)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.start_work()
         if reply.fail is not None:

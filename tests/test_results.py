@@ -119,7 +119,8 @@ def test_leaderboard_file_layout(tmp_path: Path) -> None:
     assert data["instances"][0]["status"] == "resolved"
 
 
-def _query(results_dir: Path) -> list[tuple]:
+def leaderboard_rows(results_dir: Path) -> list[tuple]:
+    """DESIGN.md's leaderboard query, unchanged, over ``results_dir/*.json``."""
     con = duckdb.connect()
     if int(duckdb.__version__.split(".")[0]) >= 2:
         con.execute("SET lambda_syntax='ENABLE_SINGLE_ARROW'")
@@ -150,7 +151,7 @@ def test_design_query_reads_our_results(tmp_path: Path) -> None:
     shutil.copy(first.write_leaderboard("swe_agent", "agent-one"), results_dir / "one.json")
     shutil.copy(second.write_leaderboard("swe_agent", "agent-two"), results_dir / "two.json")
 
-    rows = _query(results_dir)
+    rows = leaderboard_rows(results_dir)
     assert rows == [
         # id, resolved, breaking, partial, wip, regression, no-op, error, f2p, p2p, total
         ("agent-one", 50.0, 0.0, 25.0, 0.0, 0.0, 0.0, 25.0, 62.5, 75.0, 4),
@@ -162,4 +163,6 @@ def test_design_query_reads_an_empty_run(tmp_path: Path) -> None:
     results_dir = tmp_path / "results"
     results_dir.mkdir()
     shutil.copy(RunDir(tmp_path / "run").write_leaderboard("agent", "nobody"), results_dir)
-    assert _query(results_dir) == [("nobody", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)]
+    assert leaderboard_rows(results_dir) == [
+        ("nobody", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    ]

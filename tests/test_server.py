@@ -7,19 +7,14 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import subprocess
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import docker
-import duckdb
 import httpx
 import pytest
-import uvicorn
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import new_text_part
 from a2a.types import (
@@ -36,9 +31,10 @@ from google.protobuf.json_format import MessageToDict
 from orchestrator.grading import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
+from orchestrator.participants.server import serve_asgi_in_thread
 from orchestrator.server import build_app, progress_text, summary_text
 from orchestrator.settings import Settings
-from tests.test_results import LEADERBOARD_QUERY
+from tests.test_results import leaderboard_rows
 
 FIXTURES = Path(__file__).parent / "fixtures"
 A2A03_PYTHON = os.environ.get("SWE_GREEN_A2A03_PYTHON")
@@ -48,29 +44,10 @@ SYNTHETIC_IDS = ["demo__calc-1", "demo__textkit-1", "demo__units-1"]
 @contextlib.contextmanager
 def green_agent(settings: Settings, heartbeat: float = 20.0) -> Iterator[str]:
     """The green agent's app served by uvicorn in a thread on a free port; yields its URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    server = uvicorn.Server(
-        uvicorn.Config(
-            build_app(settings, url, heartbeat=heartbeat),
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-        )
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "green agent did not start"
-            time.sleep(0.02)
+    with serve_asgi_in_thread(
+        lambda url: build_app(settings, url, heartbeat=heartbeat), "green"
+    ) as url:
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 async def _send(url: str, text: str) -> list[dict]:
@@ -226,17 +203,6 @@ def run_03_client(url: str, request: str, timeout: float = 60) -> list[dict]:
 
 
 # ---------------------------------------------------------------------- the acceptance test
-def _leaderboard(results_dir: Path) -> list[tuple]:
-    """DESIGN.md's leaderboard query, unchanged, over ``results_dir/*.json``."""
-    con = duckdb.connect()
-    if int(duckdb.__version__.split(".")[0]) >= 2:
-        con.execute("SET lambda_syntax='ENABLE_SINGLE_ARROW'")
-    con.execute(
-        f"CREATE VIEW results AS SELECT * FROM read_json_auto('{results_dir.as_posix()}/*.json')"
-    )
-    return con.execute(LEADERBOARD_QUERY).fetchall()
-
-
 @pytest.mark.container
 @pytest.mark.timeout(2400)
 def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path) -> None:
@@ -306,7 +272,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
     (results_dir / "assessment.json").write_text(
         json.dumps({"participants": {"agent": "purple-agent-id"}, "results": [row]})
     )
-    ((agent, *numbers),) = _leaderboard(results_dir)
+    ((agent, *numbers),) = leaderboard_rows(results_dir)
     assert agent == "purple-agent-id"
     assert numbers == [100.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 100.0, 100.0, n]
 

@@ -6,8 +6,9 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor
@@ -102,21 +103,30 @@ def serve_in_thread(
 
     The server stops when the ``with`` block ends.
     """
+    with serve_asgi_in_thread(
+        lambda url: build_app(executor, info, url), info.name, host=host, port=port
+    ) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve_asgi_in_thread(
+    make_app: Callable[[str], Any], name: str, *, host: str = "127.0.0.1", port: int = 0
+) -> Iterator[str]:
+    """Serve ``make_app(url)`` with uvicorn in a background thread; yields the URL."""
     sock = _bind(host, port)
     url = _url(host, sock.getsockname()[1])
-    config = uvicorn.Config(
-        build_app(executor, info, url), log_level="warning", timeout_graceful_shutdown=1
-    )
+    config = uvicorn.Config(make_app(url), log_level="warning", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name=f"a2a-{info.name}", daemon=True
+        target=server.run, kwargs={"sockets": [sock]}, name=f"a2a-{name}", daemon=True
     )
     thread.start()
     try:
         deadline = time.monotonic() + 20
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the A2A server for {info.name} did not start")
+                raise RuntimeError(f"the A2A server for {name} did not start")
             time.sleep(0.02)
         yield url
     finally:

@@ -31,7 +31,7 @@ from .errors import SandboxError, UserError
 from .images import available_pythons, image_exists, image_name
 from .models import Instance
 from .recipes import Recipe, load_recipes, pins_for, recipe_key
-from .repo_cache import prepare_checkout
+from .repo_cache import ensure_mirror, export_clean_git, prepare_checkout
 from .sandbox import Sandbox
 
 TESTBED = "/testbed"
@@ -352,8 +352,17 @@ def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
 
 
 # ----------------------------------------------------------------------------- phase 4
+CLEAN_GIT = f"{SWE_DIR}/clean-git"
+
+
 def base_commit_script(instance: Instance, reinstall: str | None) -> str:
-    """Check out the base commit, reinstall, then cut every path to later history."""
+    """Check out the base commit, reinstall, then swap in the history-clean ``.git``.
+
+    The clean ``.git`` (:func:`export_clean_git`, only what the base commit reaches) is put at
+    ``CLEAN_GIT`` before the script runs; the environment image's own ``.git`` (all of the
+    mirror's history) is removed. The index, ``info/exclude`` and submodules' ``modules/``
+    are carried over: the same blobs, so the tree stays clean.
+    """
     reinstall_step = (
         f'echo ">>>>> reinstall"; bash -ec {shlex.quote(reinstall)} || fail reinstall\n'
         # pre-install commands may edit tracked files; the participant must see a clean tree
@@ -372,21 +381,14 @@ git clean -fdq
 git checkout -q -B main
 {reinstall_step}
 cd {TESTBED}
-for remote in $(git remote); do git remote remove "$remote"; done
-git for-each-ref --format='%(refname)' | while read -r ref; do
-  case "$ref" in
-    refs/heads/main) ;;
-    refs/tags/*) git merge-base --is-ancestor "$ref" HEAD 2>/dev/null || git update-ref -d "$ref" ;;
-    *) git update-ref -d "$ref" ;;
-  esac
-done
 # what the environment built (egg-info, compiled files) is not the participant's change
 git ls-files --others --exclude-standard >> .git/info/exclude
-git stash clear
-rm -f .git/FETCH_HEAD .git/ORIG_HEAD .git/MERGE_HEAD .git/CHERRY_PICK_HEAD
-git reflog expire --expire=now --all
-git -c gc.reflogExpire=now -c gc.reflogExpireUnreachable=now gc -q --prune=now \\
-  || fail "pruning history"
+mkdir -p {CLEAN_GIT}/info
+cp .git/info/exclude {CLEAN_GIT}/info/exclude
+cp .git/index {CLEAN_GIT}/index || fail "copying the index"
+if [ -d .git/modules ]; then mv .git/modules {CLEAN_GIT}/modules; fi
+rm -rf .git && mv {CLEAN_GIT} .git || fail "installing the clean history"
+test "$(git rev-parse HEAD)" = {instance.base_commit} || fail "clean history is not at the base"
 git status --short | head -20
 echo ">>>>> base commit ready: $(git rev-parse HEAD)"
 """
@@ -402,7 +404,16 @@ def ensure_instance_image(
         if image_exists(ctx.client, name):
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
-        with _building(ctx, sandbox, "base commit"):
+        with _building(ctx, sandbox, "base commit"), tempfile.TemporaryDirectory() as tmp:
+            mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+            history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git")
+            sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+            with open(log_path, "a") as fh:
+                fh.write(
+                    f"clean history: {history.commits} commits, {history.objects} objects, "
+                    f"{history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
+                    f"{history.seconds:.1f}s\n"
+                )
             script = base_commit_script(instance, reinstall)
             ok, why = _run_logged(
                 sandbox, script, log_path, "base-commit", ctx.settings.install_timeout

@@ -11,8 +11,9 @@ is complete.
 
 :func:`export_checkout` makes a self-contained (no hardlinks, no alternates) non-bare clone
 of a mirror, with its whole history, checked out (detached) at a commit: the directory that
-is copied into the container as ``/testbed``. Its ``origin`` remote points at the host
-mirror; phase 4 removes it together with the refs after the base commit.
+is copied into the container as ``/testbed`` of the environment image (never seen by a
+participant). :func:`export_clean_git` makes the ``.git`` that replaces it in phase 4: only
+what the base commit reaches.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from filelock import FileLock
+from pydantic import BaseModel
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from orchestrator.errors import UserError
@@ -120,6 +123,88 @@ def export_checkout(mirror: Path, commit: str, dest: Path) -> None:
             f"Cannot check out {commit} in {dest}: {_one_line(exc.stderr)}",
             "fetch the commit into the mirror first (ensure_mirror with that commit).",
         ) from exc
+
+
+class CleanHistory(BaseModel):
+    """What :func:`export_clean_git` put in the fresh repository."""
+
+    commits: int
+    objects: int
+    tags: int
+    pack_bytes: int
+    seconds: float
+
+
+def export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
+    """A fresh ``.git`` directory at ``dest`` holding only what ``commit`` reaches.
+
+    History hygiene by construction rather than by pruning: a new repository receives one
+    pack of the objects reachable from ``commit`` and from the tags it contains (their
+    annotated tag objects included), ``refs/heads/main`` at ``commit`` and those tags.
+    Nothing of the mirror is carried over: no other pack, no promisor or keep file, no
+    alternates, reflog, stash, remote, hook or ``FETCH_HEAD``. It works whatever the mirror
+    is (full, bare, partial with ``.promisor`` packs, on which ``git gc --prune`` keeps every
+    object). Objects the mirror lacks (a partial clone's missing blobs in old history) are
+    left out rather than fetched.
+    """
+    try:
+        return _export_clean_git(mirror, commit, dest)
+    except GitError as exc:
+        raise RepoError(
+            f"Cannot export the history of {commit} from {mirror}: {_one_line(exc.stderr)}",
+            "check the mirror (git fsck --connectivity-only) or remove it to clone it again.",
+        ) from exc
+
+
+def _export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
+    started = time.monotonic()
+    if dest.exists() and any(dest.iterdir()):
+        raise RepoError(f"Directory {dest} is not empty.", "remove it or pick another.")
+    dest.mkdir(parents=True, exist_ok=True)
+    _git(["init", "--quiet", "--bare", "--template=", "--initial-branch=main", str(dest)])
+    _git(["config", "core.bare", "false"], dest)
+    _git(["config", "core.logAllRefUpdates", "false"], dest)  # no reflog, ever
+    tags = [
+        line.split(" ", 1)
+        for line in _git(
+            ["for-each-ref", f"--merged={commit}", "--format=%(objectname) %(refname)",
+             "refs/tags"],
+            mirror,
+        ).splitlines()
+        if line
+    ]  # fmt: skip
+    tips = "\n".join([commit, *(sha for sha, _ in tags)]) + "\n"
+    listed = subprocess.run(
+        ["git", "rev-list", "--objects", "--missing=allow-any", "--stdin"],
+        cwd=mirror, input=tips, env=os.environ | _GIT_ENV, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    if listed.returncode != 0:
+        raise GitError(["rev-list", "--objects", commit], listed.stderr)
+    packed = subprocess.run(
+        ["git", "pack-objects", "--quiet", "--missing=allow-any", "--delta-base-offset",
+         str(dest / "objects" / "pack" / "pack")],
+        cwd=mirror, input=listed.stdout, env=os.environ | _GIT_ENV, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    if packed.returncode != 0:
+        raise GitError(["pack-objects", commit], packed.stderr)
+    refs = [f"create refs/heads/main {commit}", *(f"create {ref} {sha}" for sha, ref in tags)]
+    updated = subprocess.run(
+        ["git", "update-ref", "--stdin"], cwd=dest, input="\n".join(refs) + "\n",
+        env=os.environ | _GIT_ENV, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if updated.returncode != 0:
+        raise GitError(["update-ref", "--stdin"], updated.stderr)
+    _git(["pack-refs", "--all"], dest)
+    lines = listed.stdout.splitlines()
+    return CleanHistory(
+        commits=int(_git(["rev-list", "--count", commit], dest).strip()),
+        objects=len(lines),
+        tags=len(tags),
+        pack_bytes=sum(p.stat().st_size for p in (dest / "objects" / "pack").iterdir()),
+        seconds=round(time.monotonic() - started, 3),
+    )
 
 
 def prepare_checkout(settings: Settings, instance: Instance, dest: Path) -> Path:

@@ -7,9 +7,10 @@ Hugging Face). ``build_synthetic(dest)`` writes:
 - ``dest/instances.jsonl``: the instances, in the dataset's format;
 - ``dest/recipes.json``: their environment recipes (``recipes_file`` setting).
 
-Each repository has three commits: the environment setup commit (tagged ``v0.1``), the
-base commit, and a later "upstream fix" commit (tagged ``v0.2``) holding the gold patch and
-the test patch; history hygiene must make the last one unreachable in the container.
+Each repository has the environment setup commit (tagged ``v0.1``), the base commit, a
+later "upstream fix" commit (annotated tag ``v0.2``) holding the gold patch and the test
+patch, a later commit (tag ``v0.3``) and a ``feature`` branch off the base, dated later;
+history hygiene must leave none of what follows the base in the container.
 Three test runners are covered: pytest, a Django-style unittest runner, a sympy-style runner.
 """
 
@@ -277,8 +278,8 @@ UNITS = SyntheticRepo(
 SYNTHETIC_REPOS = [CALC, TEXTKIT, UNITS]
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, **_GIT_ENV}
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    env = {**os.environ, **_GIT_ENV, **(env or {})}
     done = subprocess.run(
         ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
     )
@@ -315,8 +316,23 @@ def build_repo(spec: SyntheticRepo, mirrors: Path) -> dict[str, object]:
         _write(work, {**spec.fix_src, **spec.fix_tests})
         _git(work, "add", "-A")
         _git(work, "commit", "-q", "-m", "Fix the bug (upstream)")
-        _git(work, "tag", "v0.2")
+        _git(work, "tag", "-a", "-m", "release 0.2", "v0.2")
         fix_commit = _git(work, "rev-parse", "HEAD")
+        # later history: a release tag, a branch and work past the fix, all dated later
+        later = {
+            "GIT_AUTHOR_DATE": "2025-06-01T00:00:00Z",
+            "GIT_COMMITTER_DATE": "2025-06-01T00:00:00Z",
+        }
+        _write(work, {"CHANGELOG.md": f"fixed in 0.2 (see {fix_commit})\n"})
+        _git(work, "add", "-A")
+        _git(work, "commit", "-q", "-m", "Changelog after the fix", env=later)
+        _git(work, "tag", "v0.3")
+        _git(work, "branch", "feature", base_commit)
+        _git(work, "checkout", "-q", "feature")
+        _write(work, {"FEATURE.md": "feature work branched from the base\n"})
+        _git(work, "add", "-A")
+        _git(work, "commit", "-q", "-m", "Feature branch work", env=later)
+        _git(work, "checkout", "-q", "main")
         mirror = mirrors / f"{spec.repo.replace('/', '__')}.git"
         shutil.rmtree(mirror, ignore_errors=True)
         mirror.parent.mkdir(parents=True, exist_ok=True)
@@ -343,10 +359,36 @@ def build_repo(spec: SyntheticRepo, mirrors: Path) -> dict[str, object]:
         }
 
 
-def build_synthetic(dest: Path, repos: list[SyntheticRepo] | None = None) -> Path:
-    """Write mirrors, ``instances.jsonl`` and ``recipes.json`` under ``dest``; returns dest."""
+def partial_clone_mirror(full: Path, dest: Path) -> Path:
+    """A partial clone of the bare mirror ``full`` at ``dest``, as ``git clone --filter``
+    makes of a big repository: its pack is a ``.promisor`` pack (on which ``git gc --prune``
+    keeps every object), its config names ``full`` as the promisor remote. Every blob is
+    present (the filter only leaves out blobs over 1 MB), so checkouts work."""
+    shutil.rmtree(dest, ignore_errors=True)
+    subprocess.run(
+        ["git", "-c", "uploadpack.allowFilter=true", "clone", "-q", "--bare",
+         "--filter=blob:limit=1m", "--no-local", f"file://{full}", str(dest)],
+        check=True, capture_output=True,
+        env={**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "uploadpack.allowFilter",
+             "GIT_CONFIG_VALUE_0": "true"},
+    )  # fmt: skip
+    return dest
+
+
+def build_synthetic(
+    dest: Path, repos: list[SyntheticRepo] | None = None, partial: bool = False
+) -> Path:
+    """Write mirrors, ``instances.jsonl`` and ``recipes.json`` under ``dest``; returns dest.
+
+    With ``partial``, ``dest/mirrors`` holds partial clones (promisor packs) of the full
+    mirrors, which stay in ``dest/full-mirrors``.
+    """
     dest.mkdir(parents=True, exist_ok=True)
-    rows = [build_repo(spec, dest / "mirrors") for spec in repos or SYNTHETIC_REPOS]
+    where = dest / ("full-mirrors" if partial else "mirrors")
+    rows = [build_repo(spec, where) for spec in repos or SYNTHETIC_REPOS]
+    if partial:
+        for full in where.iterdir():
+            partial_clone_mirror(full, dest / "mirrors" / full.name)
     with open(dest / "instances.jsonl", "w") as fh:
         for row in rows:
             fh.write(json.dumps(row) + "\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -58,32 +59,98 @@ def test_recipe_setup_gives_a_working_environment_at_base(
     assert setup_log.count(">>>>> done") == 1 or "reused from the cache" in setup_log
 
 
-def test_history_after_the_base_is_unreachable(
-    run_ctx, synthetic_instances, synthetic_dir, sandbox_of
+@pytest.fixture(scope="module")
+def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory):
+    """A run context whose mirrors are partial clones (promisor packs) of the synthetic ones,
+    with its own image prefix so that no image of the full-mirror tests is reused."""
+    from orchestrator.context import RunContext
+    from orchestrator.results import RunDir
+    from orchestrator.synthetic import build_synthetic
+
+    synthetic = build_synthetic(tmp_path_factory.mktemp("synthetic-partial"), partial=True)
+    prefix = f"{env_settings.image_prefix}-partial"
+    docker_client.images.get(base_image).tag(f"{prefix}/base", "py3.11")
+    settings = env_settings.model_copy(
+        update={
+            "mirror_dir": synthetic / "mirrors",
+            "dataset": str(synthetic / "instances.jsonl"),
+            "data_dir": tmp_path_factory.mktemp("data-partial"),
+            "image_prefix": prefix,
+        }
+    )
+    yield RunContext(settings, docker_client, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("r")))
+    for img in docker_client.images.list(name=f"{prefix}/*"):
+        for tag in img.tags:
+            if tag.startswith(prefix + "/"):
+                docker_client.images.remove(tag, force=True)
+
+
+def _later_history(mirror_dir, repo: str, base: str) -> dict[str, str]:
+    """Every commit of the mirror that the base commit does not reach, and its tags."""
+    git_dir = str(mirror_dir / f"{repo.replace('/', '__')}.git")
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "--git-dir", git_dir, *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    later = git("rev-list", "--all", "--not", base).split()
+    assert len(later) >= 3  # the fix, the commit after it, the feature branch
+    return {"commits": " ".join(later), "tags": git("tag", "--no-merged", base)}
+
+
+@pytest.mark.parametrize("mirror_kind", ["full", "partial"])
+def test_history_after_the_base_is_gone(
+    run_ctx, partial_ctx, synthetic_dir, sandbox_of, mirror_kind
 ):
-    instance = synthetic_instances["demo__calc-1"]
-    fix = _fix_commit(synthetic_dir, instance.instance_id)
+    """Only what the base reaches is in /testbed/.git, whatever the mirror: a full one or a
+    partial clone, whose promisor pack ``git gc --prune`` never prunes."""
+    ctx = run_ctx if mirror_kind == "full" else partial_ctx
+    from orchestrator.instances import load_instances
+
+    instance = next(
+        i for i in load_instances(str(ctx.settings.dataset)) if i.instance_id == "demo__calc-1"
+    )
+    fix = _fix_commit(Path(str(ctx.settings.dataset)).parent, instance.instance_id)
+    later = _later_history(ctx.settings.mirror_dir, instance.repo, instance.base_commit)
     fixed_source = subprocess.run(
-        ["git", "--git-dir", str(synthetic_dir / "mirrors/demo__calc.git"), "rev-parse",
+        ["git", "--git-dir", str(ctx.settings.mirror_dir / "demo__calc.git"), "rev-parse",
          f"{fix}:calc/__init__.py"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    sb = sandbox_of(prepare_instance(run_ctx, instance).instance_image)
+    sb = sandbox_of(prepare_instance(ctx, instance).instance_image)
 
     def git(cmd: str) -> str:
         return sb.exec(f"cd /testbed && {cmd}").output
 
-    assert fix not in git("git log --all --reflog --format=%H")
-    assert fix not in git("git rev-list --all --reflog")
-    assert fix not in git("git fsck --unreachable --no-reflogs 2>&1")
-    assert sb.exec(f"cd /testbed && git cat-file -e {fix}").exit_code != 0
+    all_commits = set(
+        git("git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)'")
+        .replace("commit ", "commit:")
+        .split()
+    )
+    all_commits = {o.split(":")[1] for o in all_commits if o.startswith("commit:")}
+    reachable = set(git("git rev-list --all").split())
+    assert all_commits == reachable  # no unreachable commit at all
+    assert not set(later["commits"].split()) & all_commits
+    base_date = int(git(f"git log -1 --format=%ct {instance.base_commit}"))
+    assert max(int(d) for d in git("git log --all --format=%ct").split()) <= base_date
     assert sb.exec(f"cd /testbed && git cat-file -e {fixed_source}").exit_code != 0
-    assert git("git cat-file --batch-all-objects --batch-check='%(objectname)'").count(fix) == 0
     assert sb.exec(f"grep -rl {fix} /testbed/.git").stdout == ""
     assert git("git tag").split() == ["v0.1"]
+    refs = git("git for-each-ref --format='%(refname)' refs/heads refs/remotes")
+    assert refs.split() == ["refs/heads/main"]
     assert git("git remote").strip() == ""
     assert git("git stash list").strip() == ""
-    assert sb.exec("test -e /testbed/.git/FETCH_HEAD").exit_code != 0
+    assert git("git reflog 2>&1").strip() == ""
+    leftovers = sb.exec(
+        "cd /testbed/.git && ls -d FETCH_HEAD ORIG_HEAD logs objects/info/alternates "
+        "objects/pack/*.promisor objects/pack/*.keep 2>/dev/null"
+    ).stdout
+    assert leftovers.strip() == ""
+    assert len(sb.exec("ls /testbed/.git/objects/pack/*.pack").stdout.split()) == 1
+    assert git("git config --get-regexp 'remote|promisor|partialclone'").strip() == ""
+    assert git("git status --porcelain").strip() == ""
+    assert git("git fsck --connectivity-only 2>&1; echo rc=$?").strip().endswith("rc=0")
 
 
 def test_second_instance_run_hits_the_caches_and_skips_phases_1_to_3(

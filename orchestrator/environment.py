@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import shlex
 import tempfile
 import time
@@ -30,8 +31,14 @@ from .docker_engine import LABEL_KIND
 from .errors import SandboxError, UserError
 from .images import available_pythons, image_exists, image_name
 from .models import Instance
-from .recipes import Recipe, load_recipes, pins_for, recipe_key
-from .repo_cache import ensure_mirror, export_clean_git, prepare_checkout
+from .recipes import Recipe, load_recipes, pins_for, recipe_key, reinstall_needed
+from .repo_cache import (
+    GitError,
+    changed_paths,
+    ensure_mirror,
+    export_clean_git,
+    prepare_checkout,
+)
 from .sandbox import Sandbox
 
 TESTBED = "/testbed"
@@ -140,7 +147,8 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         identity = {"strategy": "llm", "model": settings.setup_model}
     raw = json.dumps(
         {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
-        | identity,
+        | identity
+        | {"script": SETUP_SCRIPT_VERSION},
         sort_keys=True,
     )
     return EnvPlan(
@@ -171,12 +179,43 @@ def _lock(ctx: RunContext, key: str) -> FileLock:
 
 
 # ----------------------------------------------------------------------------- phases 1-3
+# Bump when the set-up script changes in a way that changes what it builds: it is part of the
+# environment cache key, so images built by an older script are not reused.
+SETUP_SCRIPT_VERSION = 2
+# pip of SWE-bench's environments' era: PEP 660 editable installs (pyproject-only projects,
+# pip >= 21.3), and PIP_CONSTRAINT still reaches isolated build environments.
+PIP_VERSION = "24.2"
+# newest setuptools that isolated builds may use: later ones dropped what old setup.py files
+# rely on (`setup.py develop` re-entering pip, setup_requires, ...)
+SETUPTOOLS_CAP = "75.1.0"
+BUILD_CONSTRAINTS = f"{SWE_DIR}/build-constraints.txt"
+
+
+def build_constraints(pins: list[str]) -> str:
+    """The constraints file for every pip call of the environment (isolated builds too):
+    setuptools no newer than the recipe's own pin, or than ``SETUPTOOLS_CAP``."""
+    cap = SETUPTOOLS_CAP
+    for pin in pins:
+        name, _, version = pin.partition("==")
+        if name.strip().lower() == "setuptools" and version:
+            if _version_key(version) < _version_key(cap):
+                cap = version.strip()
+    return f"setuptools<={cap}\n"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
 def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | None = None) -> str:
     """The bash script that builds a recipe's environment in /testbed (network on).
 
     With ``fetch_python``, uv first tries to install that exact Python; when it cannot (no
-    internet), the base image's Python is used and the log says so.
+    internet), the base image's Python is used and the log says so. The virtual environment
+    is made with copies of the interpreter, not symlinks: tools that link to it again
+    (tox-current-env's ``.tox/py39/bin/python``) still start inside it.
     """
+    plain_venv = f'python3 -m venv --copies {VENV} || fail "creating the virtual environment"'
     if fetch_python:
         venv = (
             f"if command -v uv >/dev/null && UV_HTTP_TIMEOUT=20 uv python install "
@@ -185,11 +224,11 @@ def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | Non
             f'|| fail "creating the virtual environment with uv"\n'
             f"else\n"
             f'  echo "could not fetch Python {fetch_python}; using $(python3 --version)"\n'
-            f'  python3 -m venv {VENV} || fail "creating the virtual environment"\n'
+            f"  {plain_venv}\n"
             f"fi"
         )
     else:
-        venv = f'python3 -m venv {VENV} || fail "creating the virtual environment"'
+        venv = plain_venv
     exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
     # one shell for all pre-install lines, as SWE-bench runs them: later lines use earlier
     # lines' variables (matplotlib's QHULL_URL ...)
@@ -200,6 +239,12 @@ def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | Non
         else ""
     )
     quoted_pins = " ".join(shlex.quote(p) for p in pins)
+    services = (
+        'step "services for the tests"\n'
+        f"bash -exc {shlex.quote(chr(10).join(recipe.service_setup))} || fail 'service set-up'"
+        if recipe.service_setup
+        else ""
+    )
     return f"""#!/bin/bash
 set -uo pipefail
 step() {{ echo; echo ">>>>> $*"; }}
@@ -208,26 +253,37 @@ run_step() {{ echo "+ $1"; bash -c "$1"; }}
 cd {TESTBED}
 step "python: base image $(python3 --version)"
 {venv}
+cat > {BUILD_CONSTRAINTS} <<'CONSTRAINTS'
+{build_constraints(pins).strip()}
+CONSTRAINTS
 cat > {ACTIVATE} <<'ACTIVATE'
 source {VENV}/bin/activate
+export PIP_CONSTRAINT={BUILD_CONSTRAINTS}
 {exports}
 cd {TESTBED}
 ACTIVATE
 source {ACTIVATE}
 step "build tools"
-python -m pip install -q setuptools wheel || fail "installing setuptools and wheel"
-step "pre-install"
-{pre}
+python -m pip install -q "pip=={PIP_VERSION}" setuptools wheel \\
+  || fail "installing pip, setuptools and wheel"
 step "pinned packages"
 pins=({quoted_pins})
-if [ ${{#pins[@]}} -gt 0 ] && ! python -m pip install --no-deps "${{pins[@]}}"; then
-  echo "installing the pins together failed; installing them one by one"
-  for pin in "${{pins[@]}}"; do
-    python -m pip install --no-deps "$pin" || echo "$pin" >> {SWE_DIR}/dropped-pins.txt
-  done
+if [ ${{#pins[@]}} -gt 0 ]; then
+  if command -v uv >/dev/null && UV_HTTP_TIMEOUT=60 \\
+      uv pip install -q --python {VENV}/bin/python --no-deps "${{pins[@]}}"; then
+    echo "installed ${{#pins[@]}} pins with uv"
+  elif ! python -m pip install --no-deps "${{pins[@]}}"; then
+    echo "installing the pins together failed; installing them one by one"
+    for pin in "${{pins[@]}}"; do
+      python -m pip install --no-deps "$pin" || echo "$pin" >> {SWE_DIR}/dropped-pins.txt
+    done
+  fi
 fi
+step "pre-install"
+{pre}
 step "install"
 run_step {shlex.quote(recipe.install)} || fail "install command"
+{services}
 step "done"
 """
 
@@ -379,6 +435,10 @@ git reset -q --hard && git -c advice.detachedHead=false checkout -q -f {instance
   || fail "checking out the base commit"
 git clean -fdq
 git checkout -q -B main
+if [ -f .gitmodules ]; then
+  git -c protocol.file.allow=always submodule update --init --no-fetch -q \\
+    || fail "checking out the submodules at the base commit"
+fi
 {reinstall_step}
 cd {TESTBED}
 # what the environment built (egg-info, compiled files) is not the participant's change
@@ -427,6 +487,17 @@ def ensure_instance_image(
         return name, False
 
 
+def changed_between_setup_and_base(ctx: RunContext, instance: Instance) -> list[str] | None:
+    """The paths that differ between the environment's commit and the base (None: unknown)."""
+    try:
+        mirror = ensure_mirror(
+            ctx.settings, instance.repo, [instance.environment_setup_commit, instance.base_commit]
+        )
+        return changed_paths(mirror, instance.environment_setup_commit, instance.base_commit)
+    except (UserError, GitError):
+        return None
+
+
 def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     """Phases 1-4 for one instance, from the caches where possible."""
     log_path = ctx.instance_dir(instance) / "setup.log"
@@ -440,6 +511,14 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     if instance.base_commit != instance.environment_setup_commit:
         if plan.recipe is not None:
             reinstall = "\n".join([*plan.recipe.pre_install, plan.recipe.install])
+            changed = changed_between_setup_and_base(ctx, instance)
+            if changed is not None and not reinstall_needed(plan.recipe.install, changed):
+                reinstall = None
+                with open(log_path, "a") as fh:
+                    fh.write(
+                        f"no reinstall at the base commit: {len(changed)} changed file(s), "
+                        "no build input among them, and the install is editable\n"
+                    )
         else:
             reinstall = env.reinstall
     instance_image, inst_hit = ensure_instance_image(

@@ -45,6 +45,7 @@ from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patch_apply import ApplyOutcome, apply_patch, join_patch, split_patch
 from orchestrator.recipes import Recipe, test_command, test_files
 from orchestrator.sandbox import Sandbox
+from orchestrator.services import service_start_lines, service_stop_lines
 
 REPO_DIR = "/testbed"
 ACTIVATE_SCRIPT = "/opt/swe/activate.sh"
@@ -169,6 +170,7 @@ def eval_script(instance: Instance, recipe: Recipe) -> str:
         f"source {ACTIVATE_SCRIPT}",
         *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),
         *recipe.eval_commands,
+        *service_start_lines(recipe, EVAL_DIR),
         f"cd {REPO_DIR}",
         f"test_files=({files})",
         "reset_test_files() {",
@@ -189,6 +191,7 @@ def eval_script(instance: Instance, recipe: Recipe) -> str:
         "fi",
         wrap_test_command(test_command(recipe, instance)),
         "reset_test_files",
+        *service_stop_lines(recipe),
         "",
     ]
     return "\n".join(lines)

@@ -67,7 +67,19 @@ NON_TEST_EXTS = (
     ".toml",
 )
 # the recipe fields that define an environment (what recipe_key hashes)
-_ENVIRONMENT_FIELDS = ("repo", "version", "python", "packages", "pre_install", "install", "env")
+_ENVIRONMENT_FIELDS = (
+    "repo", "version", "python", "packages", "pre_install", "install", "env", "service_setup",
+)  # fmt: skip
+
+
+class Service(BaseModel):
+    """A local service the tests need (httpbin for old requests): started in the container
+    before the test command, on loopback, with the network still off."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(description="Shell command that runs the service in the foreground.")
+    port: int = Field(ge=1, le=65535, description="Loopback port it listens on when ready.")
 
 
 class Recipe(BaseModel):
@@ -87,6 +99,8 @@ class Recipe(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     test_cmd: str
     log_format: str
+    service_setup: list[str] = Field(default_factory=list)  # at build time, network on
+    services: list[Service] = Field(default_factory=list)  # at test time, network off
     instance_pins: dict[str, list[str]] = Field(default_factory=dict)
 
     def nearest_python(self, available: list[str]) -> tuple[str, bool]:
@@ -255,3 +269,27 @@ def _pin_name(pin: str) -> str:
 
 def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+# what a build reads besides the Python sources: a change to one of these between the
+# environment's commit and the base commit means the install must run again
+_BUILD_INPUT = re.compile(
+    r"(^|/)(setup\.py|setup\.cfg|pyproject\.toml|MANIFEST\.in|setup_package\.py|"
+    r"requirements[^/]*(/[^/]+)?\.txt|[^/]*\.(pyx|pxd|pxi|c|h|cc|cpp|hpp|f|f90|in))$"
+)
+
+
+def reinstall_needed(install: str, changed: list[str]) -> bool:
+    """Whether the install command must run again after moving the checkout by ``changed``.
+
+    An editable install (``pip install -e``, ``setup.py develop``) reads the sources in
+    place, so only build inputs (packaging files, compiled extensions' sources,
+    requirements) matter; any other install copied the sources and must be redone for any
+    change.
+    """
+    if not changed:
+        return False
+    editable = bool(re.search(r"(^|\s)(-e|--editable)(\s|$)|setup\.py\s+develop", install))
+    if not editable:
+        return True
+    return any(_BUILD_INPUT.search(path) for path in changed)

@@ -211,12 +211,70 @@ def prepare_checkout(settings: Settings, instance: Instance, dest: Path) -> Path
     """Mirror the instance's repository and export it at ``environment_setup_commit``.
 
     The mirror is made to hold both the setup and the base commit, so phase 4 can move on.
+    Submodules are checked out from their own mirrors, never from the network.
     """
     mirror = ensure_mirror(
         settings, instance.repo, [instance.environment_setup_commit, instance.base_commit]
     )
     export_checkout(mirror, instance.environment_setup_commit, dest)
+    init_submodules(settings, dest)
     return dest
+
+
+def changed_paths(mirror: Path, old: str, new: str) -> list[str]:
+    """The paths that differ between two commits of ``mirror``."""
+    out = _git(["diff", "--name-only", "--no-renames", old, new, "--"], mirror)
+    return [line for line in out.splitlines() if line]
+
+
+def submodule_repo(url: str) -> str | None:
+    """``owner/name`` of a submodule URL on a forge (``https://github.com/o/n.git``,
+    ``git@github.com:o/n``, ``../n.git`` is not one: None)."""
+    match = re.search(r"[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url.strip())
+    if not match or url.startswith("."):
+        return None
+    return f"{match.group(1)}/{match.group(2)}"
+
+
+def init_submodules(settings: Settings, checkout: Path) -> None:
+    """Check out the submodules of ``checkout`` from mirrors of their repositories (fetched
+    like any mirror: from ``mirror_dir`` or the URL template), at the commits the tree
+    records."""
+    if not (checkout / ".gitmodules").is_file():
+        return
+    try:
+        urls = _git(
+            ["config", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.url$"], checkout
+        )
+    except GitError:
+        return  # no submodule declared
+    for line in urls.splitlines():
+        key, _, url = line.partition(" ")
+        name = key.removeprefix("submodule.").removesuffix(".url")
+        path = _git(["config", "-f", ".gitmodules", f"submodule.{name}.path"], checkout).strip()
+        try:
+            wanted = _git(["rev-parse", f"HEAD:{path}"], checkout).strip()
+        except GitError:
+            continue  # declared but not in this commit's tree
+        repo = submodule_repo(url)
+        if repo is None:
+            raise RepoError(
+                f"Submodule {name} has a URL swe-green cannot map to a mirror: {url}",
+                "add the repository to SWE_GREEN_MIRROR_DIR as owner__name.git.",
+            )
+        sub_mirror = ensure_mirror(settings, repo, [wanted])
+        _git(["config", f"submodule.{name}.url", str(sub_mirror)], checkout)
+        try:
+            _git(
+                ["-c", "protocol.file.allow=always", "submodule", "update", "--init",
+                 "--no-recommend-shallow", "--", path],
+                checkout,
+            )  # fmt: skip
+        except GitError as exc:
+            raise RepoError(
+                f"Cannot check out submodule {path} ({repo}) at {wanted}: {_one_line(exc.stderr)}",
+                "check the submodule's mirror.",
+            ) from exc
 
 
 def _owner_name(repo: str) -> str:

@@ -51,6 +51,14 @@ class SyntheticRepo:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+# a test that reaches a local service, as old requests tests reach httpbin
+_SERVICE_TEST = (
+    "def test_local_service_answers():\n"
+    "    import os\n    import urllib.request\n\n"
+    '    with urllib.request.urlopen(os.environ["CALC_SERVICE_URL"], timeout=10) as answer:\n'
+    '        assert answer.read().strip() == b"calc-service"\n'
+)
+
 CALC = SyntheticRepo(
     repo="demo/calc",
     instance_id="demo__calc-1",
@@ -75,7 +83,7 @@ CALC = SyntheticRepo(
             '@pytest.mark.parametrize("a, b", [(1, 2), (-1, 1)])\n'
             "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
             "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
-            "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n"
+            "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n" + _SERVICE_TEST
         ),
     },
     base_files={"README.md": "calc: tiny arithmetic helpers.\n"},
@@ -95,7 +103,7 @@ CALC = SyntheticRepo(
             "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
             "def test_mul_negative():\n    assert mul(3, -2) == -6\n\n\n"
             "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n"
-            "def test_floordiv_negative():\n    assert floordiv(-7, 2) == -4\n"
+            "def test_floordiv_negative():\n    assert floordiv(-7, 2) == -4\n\n\n" + _SERVICE_TEST
         ),
     },
     fail_to_pass=[
@@ -108,6 +116,7 @@ CALC = SyntheticRepo(
         "tests/test_calc.py::test_add_commutes[-1-1]",
         "tests/test_calc.py::test_mul_positive",
         "tests/test_calc.py::test_floordiv_positive",
+        "tests/test_calc.py::test_local_service_answers",
     ],
     recipe={
         "python": "3.11",
@@ -116,6 +125,19 @@ CALC = SyntheticRepo(
         "install": "python -m pip install --no-build-isolation -e .",
         "test_cmd": "pytest -rA",
         "log_format": "pytest",
+        # a test that needs a local service (like old requests' httpbin), network off
+        "service_setup": [
+            "mkdir -p /opt/swe/services/www",
+            "echo calc-service > /opt/swe/services/www/index.html",
+        ],
+        "services": [
+            {
+                "command": "python3 -m http.server 8766 --bind 127.0.0.1 "
+                "--directory /opt/swe/services/www",
+                "port": 8766,
+            }
+        ],
+        "env": {"CALC_SERVICE_URL": "http://127.0.0.1:8766/"},
     },
 )
 

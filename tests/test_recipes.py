@@ -80,7 +80,8 @@ def test_recipe_fields_for_known_pairs(instances):
     assert "numpy==1.19.5" in django.packages
     sphinx = load_recipes()[("sphinx-doc/sphinx", "7.2")]
     assert sphinx.pre_install[0] == "sed -i 's/pytest/pytest -rA/' tox.ini"
-    assert sphinx.env == {} and sphinx.eval_commands == []
+    # the tox.ini edit is undone with the clean tree of phase 4; tox passes PYTEST_ADDOPTS on
+    assert sphinx.env == {"PYTEST_ADDOPTS": "-rA"} and sphinx.eval_commands == []
 
 
 def test_pins_are_clean_pip_requirements():
@@ -280,3 +281,34 @@ def test_plain_unified_diff():
     )
     assert test_files(diff) == ["pkg/tests/test_x.py"]
     assert test_files("") == []
+
+
+@pytest.mark.parametrize(
+    ("install", "changed", "needed"),
+    [
+        ("python -m pip install -e .", [], False),
+        ("python -m pip install -e .", ["sympy/core/add.py", "doc/x.rst"], False),
+        ("python -m pip install -e .[test]", ["setup.cfg"], True),
+        ("python -m pip install -e .", ["pyproject.toml"], True),
+        ("python -m pip install -e .", ["astropy/wcs/src/wcslib_wrap.c"], True),
+        ("python -m pip install -e .", ["astropy/io/ascii/cparser.pyx"], True),
+        ("python -m pip install -e .", ["requirements/testing.txt"], True),
+        ("python setup.py develop", ["pkg/mod.py"], False),
+        ("python -m pip install .", ["requests/models.py"], True),  # copied into site-packages
+        ("python -m pip install .", [], False),
+    ],
+)
+def test_reinstall_at_the_base_only_when_the_build_reads_what_changed(install, changed, needed):
+    from orchestrator.recipes import reinstall_needed
+
+    assert reinstall_needed(install, changed) is needed
+
+
+def test_old_requests_recipes_serve_httpbin_locally():
+    from orchestrator.services import service_start_lines
+
+    recipe = load_recipes()[("psf/requests", "2.0")]
+    assert recipe.env["HTTPBIN_URL"].startswith("http://127.0.0.1:")
+    lines = "\n".join(service_start_lines(recipe, "/tmp"))
+    assert "httpbin.core" in lines and "/dev/tcp/127.0.0.1/8765" in lines
+    assert load_recipes()[("psf/requests", "2.26")].services == []  # pytest-httpbin era

@@ -23,7 +23,7 @@ def _section(script: str, start: str, end: str) -> str:
 
 def test_pre_install_lines_share_one_shell_and_stop_at_the_first_failure():
     recipe = _recipe(pre_install=['X="shared value"', 'echo "got $X"', "false", "echo LATER"])
-    body = _section(recipe_setup_script(recipe, []), 'step "pre-install"', 'step "pinned')
+    body = _section(recipe_setup_script(recipe, []), 'step "pre-install"', 'step "install')
     done = subprocess.run(
         ["bash", "-c", 'fail() { echo "FAILED: $*"; exit 1; }\n' + body],
         capture_output=True, text=True,
@@ -49,3 +49,21 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
         script = base_commit_script(instance, reinstall)
         done = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("pins", "constraint"),
+    [
+        ([], "setuptools<=75.1.0"),
+        (["setuptools==68.0.0", "wheel==0.44.0"], "setuptools<=68.0.0"),
+        (["setuptools==80.9.0"], "setuptools<=75.1.0"),
+    ],
+)
+def test_isolated_builds_get_a_setuptools_no_newer_than_the_pins(pins, constraint):
+    from orchestrator.environment import build_constraints
+
+    assert build_constraints(pins).strip() == constraint
+    script = recipe_setup_script(_recipe(), pins)
+    assert constraint in script and "export PIP_CONSTRAINT=" in script
+    assert "pip==24.2" in script  # PEP 660: editable installs of pyproject-only projects
+    assert "venv --copies" in script  # tox-current-env links to the venv's python

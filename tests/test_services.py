@@ -1,0 +1,39 @@
+"""A recipe's local services run for the tests, with the network off (httpbin for requests)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.environment import prepare_instance
+from orchestrator.evaluation import run_tests
+from orchestrator.models import TestStatus
+from orchestrator.pipeline import test_recipe as recipe_of
+
+pytestmark = pytest.mark.container
+
+SERVICE_TEST = "tests/test_calc.py::test_local_service_answers"
+
+
+@pytest.mark.parametrize("with_services", [True, False])
+def test_a_local_service_answers_the_tests_with_the_network_off(
+    run_ctx, synthetic_instances, make_sandbox, with_services
+):
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    recipe = recipe_of(prepared)
+    assert recipe.services  # the synthetic recipe declares one
+    if not with_services:
+        recipe = recipe.model_copy(update={"services": []})
+    sandbox = make_sandbox(prepared.instance_image)
+    run = run_tests(sandbox, instance, recipe, timeout=120)
+    expected = TestStatus.PASSED if with_services else TestStatus.FAILED
+    assert run.outcomes[SERVICE_TEST] == expected, run.output[-2000:]
+    # the network stayed off: only loopback
+    assert (
+        sandbox.exec(
+            "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 3)'"
+        ).exit_code
+        != 0
+    )
+    # the service is stopped after the run
+    assert sandbox.exec("pgrep -f '[h]ttp.server 8766'").exit_code != 0

@@ -80,31 +80,65 @@ def validate_cmd(
     ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
     shard: Shard = None, dataset: Dataset = None,
     strategy: Annotated[str | None, typer.Option(help="auto, recipe or llm.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Instances at once.")] = 1,
+    runs: Annotated[
+        int | None, typer.Option(help="Gold test runs per instance (flaky tests differ).")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue a sweep: its run directory.")
+    ] = None,
 ) -> None:  # fmt: skip
-    """Build and validate the environments of a selection (gold patch check) with a summary."""
-    from .environment import SetupFailed, prepare_instance
-    from .pipeline import test_recipe
-    from .validation import validate_instance
+    """Build and validate the environments of a selection (gold patch check) with a summary.
 
-    settings = _settings(dataset=dataset, setup_strategy=strategy)
+    Each instance's outcome is kept in its run directory (validation.json); --resume skips
+    the instances already done. `swe-green validation-report RUN` writes docs/validation.md.
+    """
+    from .sweep import run_sweep
+
+    settings = _settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
     chosen = _select(settings, ids, pattern, repo, count, shard)
-    run_id = f"validate-{_stamp()}"
-    ctx = _context(settings, settings.runs_dir / run_id, run_id)
+    if resume is not None:
+        if not resume.is_dir():
+            raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
+        run_dir, run_id = resume, resume.name
+    else:
+        run_id = f"validate-{_stamp()}"
+        run_dir = settings.runs_dir / run_id
+    ctx = _context(settings, run_dir, run_id)
+    console.print(f"validating {len(chosen)} instance(s) in {run_dir}")
+
+    def done(record) -> None:  # noqa: ANN001
+        mark = "[green]ok[/]" if record.ok else f"[red]{record.cause}[/]"
+        console.print(f"{record.instance_id}: {mark} {record.message[:120]}", highlight=False)
+
+    records = run_sweep(ctx, chosen, concurrency, on_done=done)
     table = Table("instance", "outcome", "detail", "seconds")
-    good = 0
-    for inst in chosen:
-        console.print(f"[cyan]validate[/] {inst.instance_id}")
-        try:
-            prepared = prepare_instance(ctx, inst)
-            check = validate_instance(ctx, inst, prepared.instance_image, test_recipe(prepared))
-            outcome = "ok" if check.ok else "environment error"
-            detail, seconds = check.message, check.duration
-        except SetupFailed as exc:
-            outcome, detail, seconds = "environment error", str(exc), 0.0
-        good += outcome == "ok"
-        table.add_row(inst.instance_id, outcome, detail[:160], f"{seconds:.0f}")
+    for r in sorted(records, key=lambda r: r.instance_id):
+        outcome = "ok" if r.ok else f"environment error ({r.cause})"
+        table.add_row(r.instance_id, outcome, r.message[:160], f"{sum(r.timings.values()):.0f}")
     console.print(table)
-    console.print(f"{good}/{len(chosen)} environment(s) valid; logs under {ctx.run_dir.path}")
+    good = sum(r.ok for r in records)
+    console.print(f"{good}/{len(records)} environment(s) valid; logs under {run_dir}")
+
+
+def validation_report_cmd(
+    run: Annotated[Path, typer.Argument(help="The run directory of a validation sweep.")],
+    out: Annotated[Path | None, typer.Option(help="Write the Markdown here.")] = None,
+    title: Annotated[str, typer.Option()] = "Validation sweep",
+) -> None:
+    """The Markdown report of a validation sweep (docs/validation.md)."""
+    from .sweep import load_records, validation_markdown
+
+    records = load_records(run)
+    if not records:
+        raise UserError(f"No validation records under {run}.", "run `swe-green validate` first.")
+    command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}"
+    text = validation_markdown(records, title, command)
+    if out is None:
+        console.print(text, markup=False, highlight=False)
+    else:
+        out.write_text(text)
+        console.print(f"wrote {out}")
 
 
 # --------------------------------------------------------------------------- envs
@@ -381,6 +415,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(instances_app, name="instances")
     app.add_typer(envs_app, name="envs")
     app.command("validate")(validate_cmd)
+    app.command("validation-report")(validation_report_cmd)
     app.command("run")(run_cmd)
     app.command("report")(report_cmd)
     app.command("demo")(demo_cmd)

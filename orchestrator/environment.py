@@ -268,14 +268,21 @@ python -m pip install -q "pip=={PIP_VERSION}" setuptools wheel \\
   || fail "installing pip, setuptools and wheel"
 step "pinned packages"
 pins=({quoted_pins})
+install_pin() {{
+  if command -v uv >/dev/null \\
+      && UV_HTTP_TIMEOUT=60 uv pip install -q --python {VENV}/bin/python --no-deps "$@"; then
+    return 0
+  fi
+  python -m pip install -q --no-deps "$@"
+}}
 if [ ${{#pins[@]}} -gt 0 ]; then
-  if command -v uv >/dev/null && UV_HTTP_TIMEOUT=60 \\
-      uv pip install -q --python {VENV}/bin/python --no-deps "${{pins[@]}}"; then
-    echo "installed ${{#pins[@]}} pins with uv"
-  elif ! python -m pip install --no-deps "${{pins[@]}}"; then
+  if install_pin "${{pins[@]}}"; then
+    echo "installed ${{#pins[@]}} pins"
+  else
     echo "installing the pins together failed; installing them one by one"
     for pin in "${{pins[@]}}"; do
-      python -m pip install --no-deps "$pin" || echo "$pin" >> {SWE_DIR}/dropped-pins.txt
+      install_pin "$pin" \\
+        || {{ echo "dropped pin $pin"; echo "$pin" >> {SWE_DIR}/dropped-pins.txt; }}
     done
   fi
 fi

@@ -61,6 +61,13 @@ class Settings(BaseSettings):
         "auto", description="auto tries recipe, then llm (when an API key is set)."
     )
     validate_env: bool = Field(True, description="Validate each instance's environment first.")
+    validation_runs: int = Field(
+        1,
+        ge=1,
+        le=10,
+        description="Times validation runs the tests with the gold patch; a test whose outcome "
+        "differs between runs is flaky and left out of grading.",
+    )
     fetch_python: bool = Field(
         False,
         description="Hosts with internet: `uv python install` a recipe's exact Python when no "

@@ -57,6 +57,14 @@ _SERVICE_TEST = (
     "    import os\n    import urllib.request\n\n"
     '    with urllib.request.urlopen(os.environ["CALC_SERVICE_URL"], timeout=10) as answer:\n'
     '        assert answer.read().strip() == b"calc-service"\n'
+    "\n\n"
+    # a flaky test: passes on a container's first run, fails on its second
+    "def test_flaky_between_runs():\n"
+    "    import os\n\n"
+    '    marker = "/tmp/calc-flaky-ran-before"\n'
+    "    ran_before = os.path.exists(marker)\n"
+    '    open(marker, "w").close()\n'
+    "    assert not ran_before\n"
 )
 
 CALC = SyntheticRepo(
@@ -117,6 +125,7 @@ CALC = SyntheticRepo(
         "tests/test_calc.py::test_mul_positive",
         "tests/test_calc.py::test_floordiv_positive",
         "tests/test_calc.py::test_local_service_answers",
+        "tests/test_calc.py::test_flaky_between_runs",
     ],
     recipe={
         "python": "3.11",

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from .context import RunContext
 from .evaluation import TestRun, run_tests
 from .grading import grade_tests
-from .models import Instance
+from .models import Instance, TestStatus
 from .patch_apply import apply_patch
 from .recipes import Recipe
 
@@ -26,7 +26,8 @@ from .recipes import Recipe
 class Validation(BaseModel):
     ok: bool
     message: str = ""
-    excluded_p2p: list[str] = Field(default_factory=list)
+    excluded_p2p: list[str] = Field(default_factory=list)  # left out of grading (flaky too)
+    flaky: list[str] = Field(default_factory=list)  # outcome differed between gold runs
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
     cached: bool = False
@@ -34,7 +35,12 @@ class Validation(BaseModel):
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     tag = instance_image.rsplit(":", 1)[-1]
-    return ctx.settings.data_dir / "validation" / f"{tag}.json"
+    runs = ctx.settings.validation_runs
+    return (
+        ctx.settings.data_dir
+        / "validation"
+        / (f"{tag}.json" if runs == 1 else f"{tag}-r{runs}.json")
+    )
 
 
 def validate_instance(
@@ -58,13 +64,23 @@ def validate_instance(
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
         applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.patch_fuzz)
-        gold = run_tests(sandbox, instance, recipe, timeout=timeout) if applied.applied else None
+        golds = []
+        if applied.applied:  # the eval script restores the test files: it can run again
+            for _ in range(ctx.settings.validation_runs):
+                golds.append(run_tests(sandbox, instance, recipe, timeout=timeout))
+                if golds[-1].timed_out or golds[-1].crash:
+                    break
     finally:
         sandbox.remove()
-    if gold is not None:
-        (out_dir / "validation_gold_output.txt").write_text(gold.output)
+    gold = golds[0] if golds else None
+    for number, run in enumerate(golds, 1):
+        suffix = "" if number == 1 else f"_{number}"
+        (out_dir / f"validation_gold_output{suffix}.txt").write_text(run.output)
 
     result = _judge(instance, base, applied.applied, applied.error, gold)
+    flaky = flaky_tests([run.outcomes for run in golds])
+    if result.ok and flaky:
+        result = _with_flaky(instance, result, flaky)
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
@@ -103,6 +119,29 @@ def _judge(
         excluded
     )
     return Validation(ok=True, message=note, excluded_p2p=excluded)
+
+
+def flaky_tests(runs: list[dict[str, TestStatus]]) -> list[str]:
+    """Tests whose outcome is not the same in every run (a test missing from a run counts)."""
+    if len(runs) < 2:
+        return []
+    names = sorted(set().union(*runs))
+    return [name for name in names if len({run.get(name) for run in runs}) > 1]
+
+
+def _with_flaky(instance: Instance, result: Validation, flaky: list[str]) -> Validation:
+    """A valid outcome with its flaky tests left out; flaky FAIL_TO_PASS tests invalidate it."""
+    f2p = [name for name in instance.FAIL_TO_PASS if name in set(flaky)]
+    if f2p:
+        return Validation(
+            ok=False,
+            message=f"FAIL_TO_PASS tests are flaky with the gold patch: {', '.join(f2p[:5])}",
+            flaky=flaky,
+        )
+    p2p = [name for name in instance.PASS_TO_PASS if name in set(flaky)]
+    excluded = sorted(set(result.excluded_p2p) | set(p2p))
+    note = f"{len(excluded)} PASS_TO_PASS test(s) left out ({len(p2p)} flaky)"
+    return result.model_copy(update={"excluded_p2p": excluded, "flaky": p2p, "message": note})
 
 
 def save_validation(path: Path, validation: Validation) -> None:

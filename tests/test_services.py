@@ -37,3 +37,21 @@ def test_a_local_service_answers_the_tests_with_the_network_off(
     )
     # the service is stopped after the run
     assert sandbox.exec("pgrep -f '[h]ttp.server 8766'").exit_code != 0
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_validation_runs_the_gold_tests_n_times_and_leaves_flaky_ones_out(
+    run_ctx, synthetic_instances, runs
+):
+    from orchestrator.validation import validate_instance
+
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    run_ctx.settings = run_ctx.settings.model_copy(update={"validation_runs": runs})
+    check = validate_instance(run_ctx, instance, prepared.instance_image, recipe_of(prepared))
+    assert check.ok, check.message
+    flaky = ["tests/test_calc.py::test_flaky_between_runs"]
+    assert check.flaky == (flaky if runs == 2 else [])
+    assert (flaky[0] in check.excluded_p2p) is (runs == 2)
+    if runs == 2:
+        assert "1 flaky" in check.message

@@ -1,0 +1,60 @@
+"""Validation sweeps: root causes, flaky tests, and the Markdown report (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.models import TestStatus
+from orchestrator.sweep import SweepRecord, root_cause, validation_markdown
+from orchestrator.validation import flaky_tests
+
+P, F = TestStatus.PASSED, TestStatus.FAILED
+
+
+def test_flaky_tests_are_those_whose_outcome_differs_between_runs():
+    runs = [{"a": P, "b": F, "c": P}, {"a": P, "b": P}]
+    assert flaky_tests(runs) == ["b", "c"]  # c is missing from the second run
+    assert flaky_tests(runs[:1]) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        ("Cannot check out abc: fatal: missing blob object 'f00'", "snapshot lacks an object"),
+        ("setup failed (install command): requires-python >=3.10", "Python not available offline"),
+        ("setup failed (install command): error: subprocess-exited", "install failed"),
+        ("FAIL_TO_PASS tests fail even with the gold patch: t1", "gold patch fails"),
+        ("FAIL_TO_PASS tests are flaky with the gold patch: t1", "flaky FAIL_TO_PASS"),
+        ("tests do not run at the base commit: no test output", "tests do not run"),
+        ("the tests timed out during validation", "timeout"),
+        ("something new", "other"),
+    ],
+)  # fmt: skip
+def test_failures_get_a_root_cause(message, cause):
+    assert root_cause(message) == cause
+
+
+def _record(iid: str, ok: bool, **kw) -> SweepRecord:
+    fields = {"instance_id": iid, "repo": iid.split("-")[0].replace("__", "/"), "version": "1.0",
+              "ok": ok, "stage": "done" if ok else "setup", "p2p_total": 10,
+              "python_spec": "3.9", "python_used": "3.9",
+              "timings": {"setup": 30.0, "base_commit": 5.0, "validation": 12.0}}  # fmt: skip
+    return SweepRecord(**(fields | kw))
+
+
+def test_the_report_gives_totals_causes_timings_and_flags_big_p2p_exclusions():
+    records = [
+        _record("a__x-1", True),
+        _record("a__x-2", True, excluded_p2p=["t1", "t2"], flaky=["t2"]),  # 20 %: flagged
+        _record("a__x-3", False, message="fatal: missing blob", cause="snapshot lacks an object"),
+        _record("b__y-1", False, message="install command failed", cause="install failed"),
+    ]
+    text = validation_markdown(records, "Sweep", "swe-green validation-report R")
+    first_screen = "\n".join(text.splitlines()[:6])
+    # 2 of 4, and 2 of the 3 with a complete snapshot
+    assert "**2 of 4 instances validate** (66.7 % of the 3" in first_screen
+    assert "1 validated instance(s) leave out more than 10%" in first_screen
+    assert "| install failed | 1: b__y-1 |" in text
+    assert "| a/x | 3 | 30 / 30 | 5 / 5 | 12 / 12 | – |" in text
+    assert "`a__x-2`: 2 of 10 **flagged**: `t1`, `t2`; flaky: t2" in text
+    assert "swe-green validation-report R" in text

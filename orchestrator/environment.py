@@ -49,6 +49,8 @@ LABEL_ENV_KEY = "swe-green.env-key"
 # what an LLM-built environment found: kept on its image so that a cache hit knows it too
 LABEL_TEST_CMD = "swe-green.test-cmd"
 LABEL_REINSTALL = "swe-green.reinstall"
+LABEL_PYTHON = "swe-green.python"  # the Python the environment's venv runs (e.g. "3.9.2")
+PYTHON_MIRROR_DIR = f"{SWE_DIR}/python-mirror"  # a host mirror directory, during set-up only
 
 
 class SetupFailed(Exception):
@@ -87,6 +89,7 @@ class PreparedInstance(BaseModel):
     test_cmd: str | None = None
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)
+    python_used: str = ""  # the environment's Python (a cached image built before: unknown)
 
 
 # ----------------------------------------------------------------------------- planning
@@ -139,7 +142,7 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         python, exact = recipe.nearest_python(available)
         pins = pins_for(recipe, instance)
         identity = {"strategy": "recipe", "recipe": recipe_key(recipe), "pins": pins}
-        if settings.fetch_python and not exact:
+        if (settings.fetch_python or settings.python_mirror) and not exact:
             identity["fetch_python"] = recipe.python
     else:
         python = settings.base_python if settings.base_python in available else available[-1]
@@ -207,7 +210,12 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
 
 
-def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | None = None) -> str:
+def recipe_setup_script(
+    recipe: Recipe,
+    pins: list[str],
+    fetch_python: str | None = None,
+    python_env: dict[str, str] | None = None,
+) -> str:
     """The bash script that builds a recipe's environment in /testbed (network on).
 
     With ``fetch_python``, uv first tries to install that exact Python; when it cannot (no
@@ -217,15 +225,17 @@ def recipe_setup_script(recipe: Recipe, pins: list[str], fetch_python: str | Non
     """
     plain_venv = f'python3 -m venv --copies {VENV} || fail "creating the virtual environment"'
     if fetch_python:
+        uv_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (python_env or {}).items())
         venv = (
-            f"if command -v uv >/dev/null && UV_HTTP_TIMEOUT=20 uv python install "
+            f"if command -v uv >/dev/null && {uv_env} UV_HTTP_TIMEOUT=20 uv python install "
             f"{shlex.quote(fetch_python)}; then\n"
             f"  uv venv --seed --python {shlex.quote(fetch_python)} {VENV} "
             f'|| fail "creating the virtual environment with uv"\n'
             f"else\n"
             f'  echo "could not fetch Python {fetch_python}; using $(python3 --version)"\n'
             f"  {plain_venv}\n"
-            f"fi"
+            f"fi\n"
+            f"rm -rf {PYTHON_MIRROR_DIR}"
         )
     else:
         venv = plain_venv
@@ -325,6 +335,7 @@ def _copy_checkout(ctx: RunContext, instance: Instance, sandbox: Sandbox) -> Non
 class EnvImage(BaseModel):
     name: str
     cache_hit: bool
+    python: str = ""  # the venv's Python version
     tokens: dict[str, int] = Field(default_factory=dict)
     test_cmd: str | None = None
     reinstall: str | None = None
@@ -343,6 +354,7 @@ def ensure_env_image(
             return EnvImage(
                 name=name,
                 cache_hit=True,
+                python=labels.get(LABEL_PYTHON, ""),
                 test_cmd=labels.get(LABEL_TEST_CMD),
                 reinstall=labels.get(LABEL_REINSTALL),
             )
@@ -360,7 +372,10 @@ def ensure_env_image(
             _copy_checkout(ctx, instance, sandbox)
             if plan.strategy == "recipe":
                 assert plan.recipe is not None
-                script = recipe_setup_script(plan.recipe, plan.pins, plan.fetch_python)
+                mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
+                script = recipe_setup_script(
+                    plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
+                )
                 ok, why = _run_logged(
                     sandbox, script, log_path, "setup", ctx.settings.install_timeout
                 )
@@ -368,7 +383,8 @@ def ensure_env_image(
                 ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
             if not ok:
                 raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
-            labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key}
+            built.python = _venv_python(sandbox)
+            labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
             if built.test_cmd is not None:
                 labels[LABEL_TEST_CMD] = built.test_cmd
             if built.reinstall is not None:
@@ -376,6 +392,35 @@ def ensure_env_image(
             sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
         log.info("setup.done", image=name)
         return built
+
+
+def _venv_python(sandbox: Sandbox) -> str:
+    """The version of the Python the environment activates (empty if it cannot tell)."""
+    found = sandbox.exec(
+        f"source {ACTIVATE} >/dev/null 2>&1; python -c "
+        "'import platform; print(platform.python_version())'",
+        timeout=60,
+    )
+    return found.stdout.strip().splitlines()[-1] if found.ok and found.stdout.strip() else ""
+
+
+def _put_python_mirror(ctx: RunContext, sandbox: Sandbox) -> dict[str, str]:
+    """The environment for ``uv python install`` from the configured mirror: a URL is passed
+    on; a host directory is copied into the set-up container (removed by the script, so it
+    is in no image)."""
+    mirror = ctx.settings.python_mirror
+    if not mirror:
+        return {}
+    if re.match(r"^(https?|file)://", mirror):
+        return {"UV_PYTHON_INSTALL_MIRROR": mirror}
+    path = Path(mirror).expanduser()
+    if not path.is_dir():
+        raise UserError(
+            f"Python mirror {mirror} is neither a URL nor a directory.",
+            "set SWE_GREEN_PYTHON_MIRROR to an http(s) URL or a directory of Python builds.",
+        )
+    sandbox.put_dir(path, PYTHON_MIRROR_DIR)
+    return {"UV_PYTHON_INSTALL_MIRROR": f"file://{PYTHON_MIRROR_DIR}"}
 
 
 def _llm_setup(
@@ -541,4 +586,5 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
         test_cmd=env.test_cmd,
         setup_tokens=env.tokens,
         timings=timings,
+        python_used=env.python,
     )

@@ -106,6 +106,8 @@ class InstanceResult(BaseModel):
     excluded_patch_files: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     setup_tokens: dict[str, int] = Field(default_factory=dict)
+    python_spec: str = ""  # the Python the SWE-bench spec asks for
+    python_used: str = ""  # the Python the environment ran (nearest base image, or exact)
     tool_calls: int = 0
     logs: dict[str, str] = Field(default_factory=dict)
     container: str | None = None

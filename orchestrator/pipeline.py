@@ -83,6 +83,9 @@ async def run_instance(
             raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
         timings.update(prepared.timings)
         result.setup_tokens = prepared.setup_tokens
+        if prepared.plan.recipe is not None:
+            result.python_spec = prepared.plan.recipe.python
+        result.python_used = prepared.python_used or prepared.plan.python
         result.logs["setup"] = "setup.log"
         recipe = test_recipe(prepared)
 

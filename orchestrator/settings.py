@@ -73,6 +73,13 @@ class Settings(BaseSettings):
         description="Hosts with internet: `uv python install` a recipe's exact Python when no "
         "base image has it (falls back to the nearest base image Python).",
     )
+    python_mirror: str | None = Field(
+        None,
+        description="Air-gapped hosts: a mirror of uv's Python builds (python-build-standalone "
+        "releases) as an http(s) URL reachable from containers, or a host directory; "
+        "`uv python install` of a recipe's exact Python reads it (UV_PYTHON_INSTALL_MIRROR). "
+        "Implies fetch_python.",
+    )
     anthropic_api_key: str | None = Field(None, description="API key for the llm strategy.")
     anthropic_base_url: str | None = Field(None, description="Messages API base URL override.")
     setup_model: str = Field("claude-sonnet-4-5", description="Model of the LLM setup agent.")

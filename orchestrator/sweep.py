@@ -134,7 +134,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
             **base, ok=False, stage="setup", message=str(exc), cause=root_cause(str(exc))
         )
     common = base | {
-        "python_used": prepared.plan.python,
+        "python_used": prepared.python_used or prepared.plan.python,
         "env_cache_hit": prepared.env_cache_hit,
         "instance_cache_hit": prepared.instance_cache_hit,
     }

@@ -67,3 +67,13 @@ def test_isolated_builds_get_a_setuptools_no_newer_than_the_pins(pins, constrain
     assert constraint in script and "export PIP_CONSTRAINT=" in script
     assert "pip==24.2" in script  # PEP 660: editable installs of pyproject-only projects
     assert "venv --copies" in script  # tox-current-env links to the venv's python
+
+
+def test_exact_python_from_a_mirror_then_the_nearest_base_image_python():
+    mirror = {"UV_PYTHON_INSTALL_MIRROR": "file:///opt/swe/python-mirror"}
+    script = recipe_setup_script(_recipe(), [], fetch_python="3.6", python_env=mirror)
+    assert "UV_PYTHON_INSTALL_MIRROR=file:///opt/swe/python-mirror" in script
+    assert "uv python install 3.6" in script
+    assert "could not fetch Python 3.6" in script  # the fallback, said in the log
+    assert "rm -rf /opt/swe/python-mirror" in script  # the copy is in no image
+    assert "UV_PYTHON_INSTALL_MIRROR" not in recipe_setup_script(_recipe(), [])

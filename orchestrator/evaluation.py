@@ -44,6 +44,7 @@ from orchestrator.log_parsers import extract_between_markers, parse_test_log, wr
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patch_apply import ApplyOutcome, apply_patch, join_patch, split_patch
 from orchestrator.recipes import Recipe, test_command, test_files
+from orchestrator.reinstall import reinstall_after_patch
 from orchestrator.sandbox import Sandbox
 from orchestrator.services import service_start_lines, service_stop_lines
 
@@ -289,6 +290,12 @@ def evaluate(
             message=applied.error,
             **common,
         )
+    # a patch that changes what the build reads (a new dependency) is installed again
+    reinstalled = reinstall_after_patch(sandbox, recipe, gradeable, timeout=timeout)
+    if reinstalled is not None and log_dir is not None:
+        ok, tail = reinstalled
+        (log_dir / "reinstall.log").write_text(f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
+        logs["reinstall"] = str(log_dir / "reinstall.log")
     run = run_tests(sandbox, instance, recipe, timeout=timeout, log_dir=log_dir)
     if log_dir is not None:
         logs |= {"eval_script": str(log_dir / "eval.sh"), "tests": str(log_dir / "test_output.txt")}

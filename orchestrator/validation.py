@@ -21,6 +21,7 @@ from .grading import grade_tests
 from .models import Instance, TestStatus
 from .patch_apply import apply_patch
 from .recipes import Recipe
+from .reinstall import reinstall_after_patch
 
 
 class Validation(BaseModel):
@@ -65,6 +66,13 @@ def validate_instance(
     try:
         applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.patch_fuzz)
         golds = []
+        reinstalled = None
+        if applied.applied:  # a gold patch that adds a dependency is installed again
+            reinstalled = reinstall_after_patch(sandbox, recipe, instance.patch, timeout)
+            if reinstalled is not None and not reinstalled[0]:
+                applied = applied.model_copy(
+                    update={"applied": False, "error": f"reinstall failed: {reinstalled[1]}"}
+                )
         if applied.applied:  # the eval script restores the test files: it can run again
             for _ in range(ctx.settings.validation_runs):
                 golds.append(run_tests(sandbox, instance, recipe, timeout=timeout))

@@ -10,6 +10,8 @@ from orchestrator.models import TestStatus
 from orchestrator.pipeline import test_recipe as recipe_of
 
 pytestmark = pytest.mark.container
+# succeeds only with the network on (the package index is the one host containers reach)
+PYPI_PROBE = "python3 -m pip download -q --no-deps --timeout 5 --retries 0 six==1.16.0 -d /tmp/p"
 
 SERVICE_TEST = "tests/test_calc.py::test_local_service_answers"
 
@@ -29,12 +31,7 @@ def test_a_local_service_answers_the_tests_with_the_network_off(
     expected = TestStatus.PASSED if with_services else TestStatus.FAILED
     assert run.outcomes[SERVICE_TEST] == expected, run.output[-2000:]
     # the network stayed off: only loopback
-    assert (
-        sandbox.exec(
-            "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 3)'"
-        ).exit_code
-        != 0
-    )
+    assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0
     # the service is stopped after the run
     assert sandbox.exec("pgrep -f '[h]ttp.server 8766'").exit_code != 0
 

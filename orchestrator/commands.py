@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.live import Live
+from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from .errors import UserError
+from .log import run_log
 from .settings import Settings, load_settings
 
 console = Console()
@@ -92,19 +95,26 @@ def validate_cmd(
     ctx = _context(settings, settings.runs_dir / run_id, run_id)
     table = Table("instance", "outcome", "detail", "seconds")
     good = 0
-    for inst in chosen:
-        console.print(f"[cyan]validate[/] {inst.instance_id}")
-        try:
-            prepared = prepare_instance(ctx, inst)
-            check = validate_instance(ctx, inst, prepared.instance_image, test_recipe(prepared))
-            outcome = "ok" if check.ok else "environment error"
-            detail, seconds = check.message, check.duration
-        except SetupFailed as exc:
-            outcome, detail, seconds = "environment error", str(exc), 0.0
-        good += outcome == "ok"
-        table.add_row(inst.instance_id, outcome, detail[:160], f"{seconds:.0f}")
+    progress = _LiveProgress(len(chosen))
+    with run_log(ctx.run_dir.path) as log_path, progress.live_display():
+        for inst in chosen:
+            progress.phase(inst.instance_id, "setup and validation")
+            try:
+                prepared = prepare_instance(ctx, inst)
+                check = validate_instance(ctx, inst, prepared.instance_image, test_recipe(prepared))
+                outcome = "ok" if check.ok else "environment error"
+                detail, seconds = check.message, check.duration
+            except SetupFailed as exc:
+                outcome, detail, seconds = "environment error", str(exc), 0.0
+            good += outcome == "ok"
+            progress.count(outcome)
+            style = "green" if outcome == "ok" else "red"
+            progress.finished(inst.instance_id, f"[{style}]{outcome}[/]", seconds)
+            progress.refresh()
+            table.add_row(inst.instance_id, outcome, detail[:160], f"{seconds:.0f}")
     console.print(table)
     console.print(f"{good}/{len(chosen)} environment(s) valid; logs under {ctx.run_dir.path}")
+    console.print(f"log: {log_path}")
 
 
 # --------------------------------------------------------------------------- envs
@@ -228,18 +238,12 @@ def run_cmd(
         }
     )  # fmt: skip
     console.print(f"run {run_id}: {len(instances)} instance(s) -> {run_dir}")
-    if not settings.log_json:
-        # the live display owns the terminal; the log goes to the run directory
-        from .log import configure_logging
-
-        log_file = open(Path(run_dir) / "run.log", "a")  # noqa: SIM115 - open for the run
-        configure_logging(json_lines=True, level=settings.log_level, file=log_file)
     progress = _LiveProgress(len(instances))
-    with _participant(participant, settings) as url:
+    # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
+    with run_log(run_dir) as log_path, _participant(participant, settings) as url:
         _check_reachable(url)
         try:
-            with Live(progress.render(), console=console, refresh_per_second=2) as live:
-                progress.live = live
+            with progress.live_display():
                 results = asyncio.run(
                     _run_interruptible(
                         run_evaluation(
@@ -261,6 +265,7 @@ def run_cmd(
     name = participant_id or _participant_name(participant)
     path = ctx.run_dir.write_leaderboard("agent", name, results)
     print_report(ctx.run_dir, console=console)
+    console.print(f"log: {log_path}")
     console.print(f"results: {path}")
 
 
@@ -305,39 +310,74 @@ def _read_json(path: Path) -> dict:
 
 
 class _LiveProgress:
-    """The live display of ``swe-green run``: done/total, statuses, in flight, ETA."""
+    """The live display of ``run``/``validate``: a progress bar with the statuses so far and
+    the ETA, the instances in flight with their phase, and one printed line per finished
+    instance (the lines stay, above the bar)."""
 
     def __init__(self, total: int) -> None:
         self.total = total
-        self.event = None
+        self.done = 0
+        self.statuses: dict[str, int] = {}
+        self.in_flight: dict[str, str] = {}
+        self.started = time.monotonic()
         self.live: Live | None = None
 
-    def update(self, event) -> None:  # noqa: ANN001
-        self.event = event
+    @contextlib.contextmanager
+    def live_display(self) -> Iterator[None]:
+        with Live(self.render(), console=console, refresh_per_second=2, transient=True) as live:
+            self.live = live
+            try:
+                yield
+            finally:
+                self.live = None
+
+    def update(self, event) -> None:  # noqa: ANN001 - a scheduler.ProgressEvent
+        self.done, self.total = event.done, event.total or self.total
+        self.statuses, self.in_flight = dict(event.statuses), dict(event.in_flight)
         if event.kind == "finished" and event.result is not None:
             r = event.result
-            console.print(
-                f"  {event.done}/{event.total} {r.instance_id}: [bold]{r.status}[/]"
-                + (f" ({r.reason})" if r.reason else "")
-                + f" in {r.timings.get('total', 0):.0f}s"
+            self.finished(
+                r.instance_id,
+                f"[bold]{r.status}[/]" + (f" ({r.reason})" if r.reason else ""),
+                r.timings.get("total", 0),
             )
+        self.refresh()
+
+    def phase(self, instance_id: str, phase: str) -> None:
+        self.in_flight[instance_id] = phase
+        self.refresh()
+
+    def finished(self, instance_id: str, outcome: str, seconds: float) -> None:
+        """Print the one line of a finished instance (``update`` counts it)."""
+        self.in_flight.pop(instance_id, None)
+        console.print(f"  {self.done}/{self.total} {instance_id}: {outcome} in {seconds:.0f}s")
+
+    def count(self, status: str) -> None:
+        """Count a finished instance (for callers without progress events)."""
+        self.done += 1
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+
+    def refresh(self) -> None:
         if self.live is not None:
             self.live.update(self.render())
 
     def render(self) -> Table:
-        table = Table(show_header=False, box=None)
-        e = self.event
-        if e is None:
-            table.add_row("starting ...")
-            return table
+        table = Table.grid(padding=(0, 1))
         eta = ""
-        if e.done:
-            remaining = (e.elapsed / e.done) * (e.total - e.done)
-            eta = f"  ETA {remaining / 60:.1f} min"
-        statuses = ", ".join(f"{k} {v}" for k, v in sorted(e.statuses.items())) or "-"
-        table.add_row(f"[bold]{e.done}/{e.total}[/] done  {statuses}{eta}")
-        for instance_id, phase in e.in_flight.items():
-            table.add_row(f"  {instance_id}: {phase}")
+        if self.done and self.done < self.total:
+            elapsed = time.monotonic() - self.started
+            from .report import format_seconds
+
+            eta = f"ETA {format_seconds(elapsed / self.done * (self.total - self.done))}"
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
+        table.add_row(
+            ProgressBar(total=max(self.total, 1), completed=self.done, width=30),
+            f"[bold]{self.done}/{self.total}[/]",
+            statuses,
+            eta,
+        )
+        for instance_id, phase in self.in_flight.items():
+            table.add_row("", f"  {instance_id}: {phase}")
         return table
 
 

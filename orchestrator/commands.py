@@ -385,16 +385,37 @@ class _LiveProgress:
 def report_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     html: Annotated[bool, typer.Option("--html", help="Write report.html.")] = False,
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            metavar="OTHER_RUN",
+            help="A baseline run: print what changed; exit 1 when something regressed.",
+        ),
+    ] = None,
 ) -> None:
-    """The leaderboard row, per-status and per-repository tables, slowest instances."""
-    from .report import print_report, write_html
+    """The leaderboard row, statuses, errors by cause, repositories, slowest instances; with
+    --compare, what changed against another run (exit status 1 when an instance is no longer
+    resolved or a new error appeared, for cron mail)."""
+    from .report import compare_runs, print_report, render_comparison, write_html
     from .results import RunDir
 
-    if not run.is_dir():
-        raise UserError(f"No run directory {run}.", "pass the path `swe-green run` printed.")
+    for path in (run, compare):
+        if path is not None and not (
+            (path / "instances").is_dir() or (path / "config.json").is_file()
+        ):
+            raise UserError(
+                f"{path} is not a run directory.",
+                "pass the path `swe-green run` printed.",
+            )
     print_report(RunDir(run), console=console)
+    comparison = compare_runs(run, compare) if compare is not None else None
+    if comparison is not None:
+        console.print(render_comparison(comparison))
     if html:
-        console.print(f"HTML report: {write_html(RunDir(run))}")
+        console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
+    if comparison is not None and comparison.regressed:
+        raise typer.Exit(1)
 
 
 # --------------------------------------------------------------------------- demo

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .context import RunContext
-from .housekeeping import list_containers
+from .housekeeping import list_containers, stop_run_containers
 from .models import Instance, InstanceResult
 from .pipeline import run_instance
 
@@ -147,6 +147,8 @@ async def run_evaluation(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # kept containers are stopped as their instances end; this is the backstop
+        await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.client, ctx.run_id))
     await emit("run_finished")
     order = {i.instance_id: n for n, i in enumerate(instances)}
     return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))

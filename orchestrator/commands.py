@@ -96,7 +96,14 @@ def validate_cmd(
     table = Table("instance", "outcome", "detail", "seconds")
     good = 0
     progress = _LiveProgress(len(chosen))
-    with run_log(ctx.run_dir.path) as log_path, progress.live_display():
+    from .housekeeping import active_run
+
+    ids = [inst.instance_id for inst in chosen]
+    with (
+        run_log(ctx.run_dir.path) as log_path,
+        active_run(settings.data_dir, run_id, ids),
+        progress.live_display(),
+    ):
         for inst in chosen:
             progress.phase(inst.instance_id, "setup and validation")
             try:
@@ -120,43 +127,82 @@ def validate_cmd(
 # --------------------------------------------------------------------------- envs
 @envs_app.command("ls")
 def envs_ls() -> None:
-    """List the cached environment and instance images."""
-    from .docker_engine import LABEL_KIND, connect
-    from .housekeeping import list_images
+    """List the cached environment and instance images, least recently used first."""
+    from .docker_engine import connect
+    from .housekeeping import cached_images
 
-    table = Table("image", "kind", "size (MB)", "created")
-    for image in list_images(connect(), ("env", "instance")):
-        tag = image.tags[0] if image.tags else image.short_id
-        table.add_row(
-            tag, image.labels.get(LABEL_KIND, ""), f"{image.attrs.get('Size', 0) / 1e6:.0f}",
-            image.attrs.get("Created", "")[:19],
-        )  # fmt: skip
+    settings = _settings()
+    table = Table("image", "kind", "own size", "last used")
+    images = cached_images(connect(), settings.data_dir, settings.image_prefix)
+    for image in images:
+        table.add_row(image.tag, image.kind, _size(image.size), _ago(image.last_used))
     console.print(table)
+    console.print(f"{len(images)} image(s), {_size(sum(i.size for i in images))}")
 
 
 @envs_app.command("prune")
 def envs_prune(
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
-    instances_only: Annotated[
-        bool, typer.Option("--instances-only", help="Keep environment images.")
-    ] = False,
-) -> None:
-    """Remove cached environment and instance images (and their validation outcomes)."""
-    import shutil
+    keep_days: Annotated[
+        float | None,
+        typer.Option("--keep-days", metavar="N", help="Remove images unused for N days."),
+    ] = None,
+    max_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-size", metavar="SIZE",
+            help="Then remove the least recently used until the rest fit, e.g. 200G.",
+        ),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would go.")] = False,
+) -> None:  # fmt: skip
+    """Remove cached environment and instance images, least recently used first (all of them
+    without --keep-days/--max-size), never those of a run in progress."""
+    from pydantic import ByteSize, TypeAdapter, ValidationError
 
     from .docker_engine import connect
-    from .housekeeping import gc
+    from .housekeeping import execute_prune, plan_prune
 
-    kinds = ("instance",) if instances_only else ("env", "instance")
+    limit = None
+    if max_size is not None:
+        try:
+            limit = int(TypeAdapter(ByteSize).validate_python(max_size))
+        except ValidationError:
+            raise UserError(
+                f"--max-size {max_size!r} is not a size.", "write it like 200G, 500MB or 1.5T."
+            ) from None
+    if keep_days is not None and keep_days < 0:
+        raise UserError("--keep-days must be 0 or more.", "pass a number of days, e.g. 14.")
+    settings = _settings()
     client = connect()
-    _, images = gc(client, dry_run=dry_run, image_kinds=kinds)
-    # gc also removed leftover containers; that is what a prune wants too
+    plan = plan_prune(
+        client, settings.data_dir, settings.image_prefix, keep_days=keep_days, max_size=limit
+    )
+    removed = [image.tag for image in plan.remove]
     if not dry_run:
-        shutil.rmtree(_settings().data_dir / "validation", ignore_errors=True)
+        removed = execute_prune(client, settings.data_dir, plan)
     verb = "would remove" if dry_run else "removed"
-    console.print(f"{verb} {len(images)} image(s)")
-    for name in images:
-        console.print(f"  {name}")
+    console.print(
+        f"{verb} {len(removed)} image(s), {_size(plan.freed)}; "
+        f"{len(plan.keep)} kept, {_size(plan.kept_size)}"
+    )
+    for image in plan.remove:
+        console.print(f"  - {image.tag}  {_size(image.size)}  last used {_ago(image.last_used)}")
+    for name in plan.containers:
+        console.print(f"  - container {name} (used a removed image)")
+    for image in plan.keep:
+        if image.protected:
+            console.print(f"  kept {image.tag}: {image.protected}")
+
+
+def _size(size: int) -> str:
+    from pydantic import ByteSize
+
+    return ByteSize(size).human_readable(decimal=True)
+
+
+def _ago(epoch: float) -> str:
+    days = (time.time() - epoch) / 86400
+    return f"{days:.1f} days ago" if days >= 1 else f"{days * 24:.1f} h ago"
 
 
 # --------------------------------------------------------------------------- run

@@ -119,3 +119,91 @@ def test_a_failed_environment_setup_keeps_its_container_stopped(
         assert container.status == "exited"  # kept for inspection, not left running
     finally:
         container.remove(force=True)
+
+
+@pytest.mark.container
+def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
+    docker_client, make_sandbox, tmp_path
+):
+    import os
+    import time
+    import uuid
+
+    from orchestrator.docker_engine import LABEL_KIND
+    from orchestrator.housekeeping import active_run, plan_prune, record_image_use
+
+    prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+    build_run = f"{TEST_RUN_ID}-prune"
+
+    def image(kind: str, tag: str, start: str | None = None, instance: str = "") -> str:
+        sandbox = make_sandbox(start, run_id=build_run, instance_id=instance)
+        sandbox.exec(f"echo {tag} > /{kind}-{tag}.txt")
+        name = f"{prefix}/{kind}:{tag}"
+        sandbox.snapshot(name.split(":")[0], tag, labels={LABEL_KIND: kind})
+        sandbox.remove()
+        return name
+
+    def used(name: str, days_ago: float) -> None:
+        record_image_use(data, name)
+        when = time.time() - days_ago * 86400
+        marker = data / "image-use" / name.replace("/", "_").replace(":", "_")
+        os.utime(marker, (when, when))
+
+    old_env = image("env", "old")
+    old_inst = image("instance", "old-1", old_env, "demo__old-1")
+    new_env = image("env", "new")
+    new_inst = image("instance", "new-1", new_env, "demo__new-1")
+    mid_inst = image("instance", "mid-1", new_env, "demo__mid-1")
+    used(old_env, 30), used(old_inst, 20), used(new_env, 0.5), used(new_inst, 0.1)
+    used(mid_inst, 3)
+    # a kept (stopped) container of a finished run that used the old instance image
+    kept = make_sandbox(old_inst, run_id=f"{TEST_RUN_ID}-finished", instance_id="demo__old-1")
+    kept.container.stop(timeout=1)
+    env = {"SWE_GREEN_IMAGE_PREFIX": prefix, "SWE_GREEN_DATA_DIR": str(data), "COLUMNS": "200"}
+    try:
+        plan = plan_prune(docker_client, data, prefix, keep_days=7)
+        assert [i.tag for i in plan.remove] == [old_inst, old_env]  # the instance first
+        assert plan.containers == [kept.name]
+        # a size limit removes the least recently used until the rest fit: mid-1, then old
+        sizes = {i.tag: i.size for i in plan.remove + plan.keep}
+        rest = sizes[new_env] + sizes[new_inst]
+        by_size = plan_prune(docker_client, data, prefix, max_size=rest + sizes[mid_inst] - 1)
+        assert [i.tag for i in by_size.remove] == [old_inst, old_env, mid_inst]
+        # a run in progress (its marker) keeps its instance images and their environment
+        with active_run(data, "run-in-progress", ["demo__mid-1"]):
+            spared = plan_prune(docker_client, data, prefix)
+        assert {i.tag for i in spared.remove} == {old_inst, old_env, new_inst}
+        assert {i.tag: i.protected for i in spared.keep if i.protected} == {
+            mid_inst: "an instance of run run-in-progress in progress",
+            new_env: f"the environment of {mid_inst}",
+        }
+        # a running container of another run protects its image without any marker
+        busy = make_sandbox(new_inst, run_id=f"{TEST_RUN_ID}-busy", instance_id="demo__new-1")
+        done = _swe_green(["envs", "prune", "--keep-days", "7"], env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "removed 2 image(s)" in done.stdout and f"container {kept.name}" in done.stdout
+        left = {tag for i in docker_client.images.list(name=f"{prefix}/*") for tag in i.tags}
+        assert left == {new_env, new_inst, mid_inst}
+        everything = _swe_green(["envs", "prune"], env)
+        assert everything.returncode == 0, everything.stderr
+        assert f"kept {new_inst}: used by a container of run {TEST_RUN_ID}-busy" in (
+            everything.stdout
+        )
+        left = {tag for i in docker_client.images.list(name=f"{prefix}/*") for tag in i.tags}
+        assert left == {new_env, new_inst}
+        busy.remove()
+        bad = _swe_green(["envs", "prune", "--max-size", "lots"], env)
+        assert bad.returncode == 2 and "is not a size" in bad.stderr
+    finally:
+        for img in docker_client.images.list(name=f"{prefix}/*"):
+            docker_client.images.remove(img.id, force=True)
+
+
+def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip

@@ -9,11 +9,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from .errors import UserError
 from .log import configure_logging
-from .settings import Settings, load_settings
+from .settings import Settings, config_file, load_settings
 
 app = typer.Typer(
     help="Self-hosted SWE-bench Verified evaluator (AgentBeats green agent).",
@@ -36,25 +38,56 @@ def settings() -> Settings:
 
 @app.callback()
 def _root(
-    log_json: Annotated[bool, typer.Option("--log-json", help="Log JSON lines.")] = False,
+    log_json: Annotated[
+        bool, typer.Option("--log-json", help="Log JSON lines to stderr (runs too).")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Runs: log lines on stderr too.")
+    ] = False,
 ) -> None:
     if log_json:
         os.environ["SWE_GREEN_LOG_JSON"] = "true"  # for the commands' own settings too
     s = settings()
-    configure_logging(json_lines=s.log_json, level=s.log_level)
+    configure_logging(json_lines=s.log_json, level=s.log_level, verbose=verbose)
 
 
 @app.command("config")
-def config_cmd() -> None:
-    """Print every setting with its value, default and environment variable."""
+def config_cmd(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also each setting's meaning.")
+    ] = False,
+) -> None:
+    """Print every setting: its value and where the value comes from."""
+    from .settings import setting_sources
+
     s = settings()
-    table = Table("setting", "value", "environment variable", "meaning")
+    sources = setting_sources()
+    width = max(console.width, 40)
+    name_width = max(len(name) for name in Settings.model_fields)
     for name, field in Settings.model_fields.items():
         value = getattr(s, name)
         if name == "anthropic_api_key" and value:
             value = "***"
-        table.add_row(name, str(value), f"SWE_GREEN_{name.upper()}", field.description or "")
-    console.print(table)
+        source = sources.get(name, "default")
+        room = width - name_width - len(source) - 4
+        shown = _shorten("-" if value is None else str(value), room)
+        line = Text.assemble(
+            (name.ljust(name_width), "bold"), "  ", shown.ljust(room), "  ", (source, "dim")
+        )
+        console.print(line, highlight=False, no_wrap=True, crop=True)
+        if verbose:
+            meaning = f"{field.description or ''} [SWE_GREEN_{name.upper()}]"
+            console.print(Padding(Text(meaning, style="italic"), (0, 0, 0, 4)), highlight=False)
+    console.print("sources: env = SWE_GREEN_<NAME>; default = built in", style="dim")
+    console.print("file = " + _shorten(str(config_file()), width - 7), style="dim", highlight=False)
+
+
+def _shorten(text: str, room: int) -> str:
+    """``text`` in ``room`` characters: its start and end around an ellipsis when longer."""
+    if len(text) <= room:
+        return text
+    head = max(room - 1, 0) // 2
+    return text[:head] + "…" + text[len(text) - (max(room - 1, 0) - head) :]
 
 
 @images_app.command("build")

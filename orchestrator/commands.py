@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.live import Live
+from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from .errors import UserError
+from .log import run_log
 from .settings import Settings, load_settings
 
 console = Console()
@@ -107,11 +110,22 @@ def validate_cmd(
     ctx = _context(settings, run_dir, run_id)
     console.print(f"validating {len(chosen)} instance(s) in {run_dir}")
 
-    def done(record) -> None:  # noqa: ANN001
-        mark = "[green]ok[/]" if record.ok else f"[red]{record.cause}[/]"
-        console.print(f"{record.instance_id}: {mark} {record.message[:120]}", highlight=False)
+    progress = _LiveProgress(len(chosen))
+    from .housekeeping import active_run
 
-    records = run_sweep(ctx, chosen, concurrency, on_done=done)
+    def done(record) -> None:  # noqa: ANN001
+        outcome = "ok" if record.ok else "environment error"
+        progress.count(outcome)
+        mark = "[green]ok[/]" if record.ok else f"[red]{record.cause}[/]"
+        progress.finished(record.instance_id, mark, sum(record.timings.values()))
+        progress.refresh()
+
+    with (
+        run_log(ctx.run_dir.path) as log_path,
+        active_run(settings.data_dir, run_id, [inst.instance_id for inst in chosen]),
+        progress.live_display(),
+    ):
+        records = run_sweep(ctx, chosen, concurrency, on_done=done)
     table = Table("instance", "outcome", "detail", "seconds")
     for r in sorted(records, key=lambda r: r.instance_id):
         outcome = "ok" if r.ok else f"environment error ({r.cause})"
@@ -119,6 +133,7 @@ def validate_cmd(
     console.print(table)
     good = sum(r.ok for r in records)
     console.print(f"{good}/{len(records)} environment(s) valid; logs under {run_dir}")
+    console.print(f"log: {log_path}")
 
 
 def validation_report_cmd(
@@ -144,43 +159,82 @@ def validation_report_cmd(
 # --------------------------------------------------------------------------- envs
 @envs_app.command("ls")
 def envs_ls() -> None:
-    """List the cached environment and instance images."""
-    from .docker_engine import LABEL_KIND, connect
-    from .housekeeping import list_images
+    """List the cached environment and instance images, least recently used first."""
+    from .docker_engine import connect
+    from .housekeeping import cached_images
 
-    table = Table("image", "kind", "size (MB)", "created")
-    for image in list_images(connect(), ("env", "instance")):
-        tag = image.tags[0] if image.tags else image.short_id
-        table.add_row(
-            tag, image.labels.get(LABEL_KIND, ""), f"{image.attrs.get('Size', 0) / 1e6:.0f}",
-            image.attrs.get("Created", "")[:19],
-        )  # fmt: skip
+    settings = _settings()
+    table = Table("image", "kind", "own size", "last used")
+    images = cached_images(connect(), settings.data_dir, settings.image_prefix)
+    for image in images:
+        table.add_row(image.tag, image.kind, _size(image.size), _ago(image.last_used))
     console.print(table)
+    console.print(f"{len(images)} image(s), {_size(sum(i.size for i in images))}")
 
 
 @envs_app.command("prune")
 def envs_prune(
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
-    instances_only: Annotated[
-        bool, typer.Option("--instances-only", help="Keep environment images.")
-    ] = False,
-) -> None:
-    """Remove cached environment and instance images (and their validation outcomes)."""
-    import shutil
+    keep_days: Annotated[
+        float | None,
+        typer.Option("--keep-days", metavar="N", help="Remove images unused for N days."),
+    ] = None,
+    max_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-size", metavar="SIZE",
+            help="Then remove the least recently used until the rest fit, e.g. 200G.",
+        ),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would go.")] = False,
+) -> None:  # fmt: skip
+    """Remove cached environment and instance images, least recently used first (all of them
+    without --keep-days/--max-size), never those of a run in progress."""
+    from pydantic import ByteSize, TypeAdapter, ValidationError
 
     from .docker_engine import connect
-    from .housekeeping import gc
+    from .housekeeping import execute_prune, plan_prune
 
-    kinds = ("instance",) if instances_only else ("env", "instance")
+    limit = None
+    if max_size is not None:
+        try:
+            limit = int(TypeAdapter(ByteSize).validate_python(max_size))
+        except ValidationError:
+            raise UserError(
+                f"--max-size {max_size!r} is not a size.", "write it like 200G, 500MB or 1.5T."
+            ) from None
+    if keep_days is not None and keep_days < 0:
+        raise UserError("--keep-days must be 0 or more.", "pass a number of days, e.g. 14.")
+    settings = _settings()
     client = connect()
-    _, images = gc(client, dry_run=dry_run, image_kinds=kinds)
-    # gc also removed leftover containers; that is what a prune wants too
+    plan = plan_prune(
+        client, settings.data_dir, settings.image_prefix, keep_days=keep_days, max_size=limit
+    )
+    removed = [image.tag for image in plan.remove]
     if not dry_run:
-        shutil.rmtree(_settings().data_dir / "validation", ignore_errors=True)
+        removed = execute_prune(client, settings.data_dir, plan)
     verb = "would remove" if dry_run else "removed"
-    console.print(f"{verb} {len(images)} image(s)")
-    for name in images:
-        console.print(f"  {name}")
+    console.print(
+        f"{verb} {len(removed)} image(s), {_size(plan.freed)}; "
+        f"{len(plan.keep)} kept, {_size(plan.kept_size)}"
+    )
+    for image in plan.remove:
+        console.print(f"  - {image.tag}  {_size(image.size)}  last used {_ago(image.last_used)}")
+    for name in plan.containers:
+        console.print(f"  - container {name} (used a removed image)")
+    for image in plan.keep:
+        if image.protected:
+            console.print(f"  kept {image.tag}: {image.protected}")
+
+
+def _size(size: int) -> str:
+    from pydantic import ByteSize
+
+    return ByteSize(size).human_readable(decimal=True)
+
+
+def _ago(epoch: float) -> str:
+    days = (time.time() - epoch) / 86400
+    return f"{days:.1f} days ago" if days >= 1 else f"{days * 24:.1f} h ago"
 
 
 # --------------------------------------------------------------------------- run
@@ -262,18 +316,12 @@ def run_cmd(
         }
     )  # fmt: skip
     console.print(f"run {run_id}: {len(instances)} instance(s) -> {run_dir}")
-    if not settings.log_json:
-        # the live display owns the terminal; the log goes to the run directory
-        from .log import configure_logging
-
-        log_file = open(Path(run_dir) / "run.log", "a")  # noqa: SIM115 - open for the run
-        configure_logging(json_lines=True, level=settings.log_level, file=log_file)
     progress = _LiveProgress(len(instances))
-    with _participant(participant, settings) as url:
+    # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
+    with run_log(run_dir) as log_path, _participant(participant, settings) as url:
         _check_reachable(url)
         try:
-            with Live(progress.render(), console=console, refresh_per_second=2) as live:
-                progress.live = live
+            with progress.live_display():
                 results = asyncio.run(
                     _run_interruptible(
                         run_evaluation(
@@ -295,6 +343,7 @@ def run_cmd(
     name = participant_id or _participant_name(participant)
     path = ctx.run_dir.write_leaderboard("agent", name, results)
     print_report(ctx.run_dir, console=console)
+    console.print(f"log: {log_path}")
     console.print(f"results: {path}")
 
 
@@ -339,39 +388,74 @@ def _read_json(path: Path) -> dict:
 
 
 class _LiveProgress:
-    """The live display of ``swe-green run``: done/total, statuses, in flight, ETA."""
+    """The live display of ``run``/``validate``: a progress bar with the statuses so far and
+    the ETA, the instances in flight with their phase, and one printed line per finished
+    instance (the lines stay, above the bar)."""
 
     def __init__(self, total: int) -> None:
         self.total = total
-        self.event = None
+        self.done = 0
+        self.statuses: dict[str, int] = {}
+        self.in_flight: dict[str, str] = {}
+        self.started = time.monotonic()
         self.live: Live | None = None
 
-    def update(self, event) -> None:  # noqa: ANN001
-        self.event = event
+    @contextlib.contextmanager
+    def live_display(self) -> Iterator[None]:
+        with Live(self.render(), console=console, refresh_per_second=2, transient=True) as live:
+            self.live = live
+            try:
+                yield
+            finally:
+                self.live = None
+
+    def update(self, event) -> None:  # noqa: ANN001 - a scheduler.ProgressEvent
+        self.done, self.total = event.done, event.total or self.total
+        self.statuses, self.in_flight = dict(event.statuses), dict(event.in_flight)
         if event.kind == "finished" and event.result is not None:
             r = event.result
-            console.print(
-                f"  {event.done}/{event.total} {r.instance_id}: [bold]{r.status}[/]"
-                + (f" ({r.reason})" if r.reason else "")
-                + f" in {r.timings.get('total', 0):.0f}s"
+            self.finished(
+                r.instance_id,
+                f"[bold]{r.status}[/]" + (f" ({r.reason})" if r.reason else ""),
+                r.timings.get("total", 0),
             )
+        self.refresh()
+
+    def phase(self, instance_id: str, phase: str) -> None:
+        self.in_flight[instance_id] = phase
+        self.refresh()
+
+    def finished(self, instance_id: str, outcome: str, seconds: float) -> None:
+        """Print the one line of a finished instance (``update`` counts it)."""
+        self.in_flight.pop(instance_id, None)
+        console.print(f"  {self.done}/{self.total} {instance_id}: {outcome} in {seconds:.0f}s")
+
+    def count(self, status: str) -> None:
+        """Count a finished instance (for callers without progress events)."""
+        self.done += 1
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+
+    def refresh(self) -> None:
         if self.live is not None:
             self.live.update(self.render())
 
     def render(self) -> Table:
-        table = Table(show_header=False, box=None)
-        e = self.event
-        if e is None:
-            table.add_row("starting ...")
-            return table
+        table = Table.grid(padding=(0, 1))
         eta = ""
-        if e.done:
-            remaining = (e.elapsed / e.done) * (e.total - e.done)
-            eta = f"  ETA {remaining / 60:.1f} min"
-        statuses = ", ".join(f"{k} {v}" for k, v in sorted(e.statuses.items())) or "-"
-        table.add_row(f"[bold]{e.done}/{e.total}[/] done  {statuses}{eta}")
-        for instance_id, phase in e.in_flight.items():
-            table.add_row(f"  {instance_id}: {phase}")
+        if self.done and self.done < self.total:
+            elapsed = time.monotonic() - self.started
+            from .report import format_seconds
+
+            eta = f"ETA {format_seconds(elapsed / self.done * (self.total - self.done))}"
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
+        table.add_row(
+            ProgressBar(total=max(self.total, 1), completed=self.done, width=30),
+            f"[bold]{self.done}/{self.total}[/]",
+            statuses,
+            eta,
+        )
+        for instance_id, phase in self.in_flight.items():
+            table.add_row("", f"  {instance_id}: {phase}")
         return table
 
 
@@ -379,16 +463,37 @@ class _LiveProgress:
 def report_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     html: Annotated[bool, typer.Option("--html", help="Write report.html.")] = False,
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            metavar="OTHER_RUN",
+            help="A baseline run: print what changed; exit 1 when something regressed.",
+        ),
+    ] = None,
 ) -> None:
-    """The leaderboard row, per-status and per-repository tables, slowest instances."""
-    from .report import print_report, write_html
+    """The leaderboard row, statuses, errors by cause, repositories, slowest instances; with
+    --compare, what changed against another run (exit status 1 when an instance is no longer
+    resolved or a new error appeared, for cron mail)."""
+    from .report import compare_runs, print_report, render_comparison, write_html
     from .results import RunDir
 
-    if not run.is_dir():
-        raise UserError(f"No run directory {run}.", "pass the path `swe-green run` printed.")
+    for path in (run, compare):
+        if path is not None and not (
+            (path / "instances").is_dir() or (path / "config.json").is_file()
+        ):
+            raise UserError(
+                f"{path} is not a run directory.",
+                "pass the path `swe-green run` printed.",
+            )
     print_report(RunDir(run), console=console)
+    comparison = compare_runs(run, compare) if compare is not None else None
+    if comparison is not None:
+        console.print(render_comparison(comparison))
     if html:
-        console.print(f"HTML report: {write_html(RunDir(run))}")
+        console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
+    if comparison is not None and comparison.regressed:
+        raise typer.Exit(1)
 
 
 # --------------------------------------------------------------------------- demo

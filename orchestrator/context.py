@@ -8,8 +8,10 @@ from pathlib import Path
 
 import docker
 import structlog
+from docker.errors import APIError
 
 from .errors import SandboxError
+from .housekeeping import container_name, record_image_use, unique_container_name
 from .log import get_logger
 from .models import Instance
 from .results import RunDir
@@ -46,7 +48,20 @@ class RunContext:
         """A container of this run for ``instance``, with the configured limits."""
         if self.cancelled.is_set():
             raise SandboxError("the run was interrupted")
-        return Sandbox.start(
-            self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
-            role=role, limits=self.limits(), network=network,
-        )  # fmt: skip
+        # named for what it holds, so that `docker ps -a` alone tells what is what
+        name = container_name(self.run_id, instance.instance_id, role)
+        for attempt in range(3):
+            try:
+                sandbox = Sandbox.start(
+                    self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
+                    role=role, limits=self.limits(), network=network,
+                    name=unique_container_name(self.client, name),
+                )  # fmt: skip
+            except SandboxError as exc:
+                conflict = isinstance(exc.__cause__, APIError) and exc.__cause__.status_code == 409
+                if not conflict or attempt == 2:
+                    raise
+                continue  # another container took the name meanwhile: a suffixed one
+            record_image_use(self.settings.data_dir, image)
+            return sandbox
+        raise AssertionError("unreachable")

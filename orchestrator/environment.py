@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from .context import RunContext
 from .docker_engine import LABEL_KIND
 from .errors import SandboxError, UserError
+from .housekeeping import keep_stopped
 from .images import available_pythons, image_exists, image_name
 from .models import Instance
 from .recipes import Recipe, load_recipes, pins_for, recipe_key, reinstall_needed
@@ -452,11 +453,11 @@ def _building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
 
 
 def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
-    """Keep a failed container for inspection (per settings); its name, or None."""
+    """Keep a failed container for inspection (per settings), stopped; its name, or None."""
     if ctx.settings.keep_containers == "never":
         sandbox.remove()
         return None
-    return sandbox.name
+    return keep_stopped(sandbox)
 
 
 # ----------------------------------------------------------------------------- phase 4

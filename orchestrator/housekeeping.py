@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import socket
+import time
+import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker
 from docker.errors import APIError, NotFound
 
 from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 from .errors import UserError
+from .log import get_logger
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay
@@ -111,3 +126,309 @@ def gc(
                 # used by a container of another run: it stays, and is not reported as removed
                 removed_images.pop()
     return removed_containers, removed_images
+
+
+# ----------------------------------------------------------------------------- names
+
+_NOT_NAME = re.compile(r"[^a-zA-Z0-9_.-]+")  # Docker names: [a-zA-Z0-9][a-zA-Z0-9_.-]*
+NAME_LIMIT = 128
+
+
+def container_name(run_id: str, instance_id: str, role: str) -> str:
+    """``swe-green-<run>-<instance>-<role>`` in Docker's name charset (other characters
+    become ``-``), at most NAME_LIMIT characters."""
+    parts = ["swe-green", run_id, instance_id, role]
+    name = "-".join(_NOT_NAME.sub("-", part).strip("-") for part in parts if part)
+    return name[:NAME_LIMIT].rstrip("-.")
+
+
+def unique_container_name(client: docker.DockerClient, name: str) -> str:
+    """``name``, or ``name`` with a short random suffix when a container has it already."""
+    candidate = name
+    for _ in range(20):
+        try:
+            client.containers.get(candidate)
+        except NotFound:
+            return candidate
+        candidate = f"{name[: NAME_LIMIT - 5]}-{uuid.uuid4().hex[:4]}"
+    return f"{name[: NAME_LIMIT - 9]}-{uuid.uuid4().hex[:8]}"
+
+
+# ----------------------------------------------------------------------------- image use
+
+IMAGE_USE_DIR = "image-use"
+
+
+def _use_marker(data_dir: Path, image: str) -> Path:
+    return Path(data_dir) / IMAGE_USE_DIR / _NOT_NAME.sub("_", image)
+
+
+def record_image_use(data_dir: Path, image: str) -> None:
+    """Note that a container started from ``image`` now (the file's mtime), for
+    ``envs prune``'s least-recently-used order. Best effort: a read-only cache is fine."""
+    marker = _use_marker(data_dir, image)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+
+
+def last_use(data_dir: Path, image: str) -> float | None:
+    """When a container last started from ``image`` (epoch seconds), if recorded."""
+    try:
+        return _use_marker(data_dir, image).stat().st_mtime
+    except OSError:
+        return None
+
+
+# ----------------------------------------------------------------------------- kept containers
+
+
+def keep_stopped(sandbox: Sandbox) -> str:
+    """Keep ``sandbox``'s container for inspection, stopped (``swe-green inspect`` starts it
+    again); returns its name. A container that is gone already is fine."""
+    try:
+        sandbox.container.stop(timeout=2)
+    except NotFound:
+        pass
+    except APIError as exc:
+        get_logger().warning("container.stop_failed", container=sandbox.name, error=str(exc))
+    return sandbox.name
+
+
+def stop_run_containers(client: docker.DockerClient, run_id: str) -> list[str]:
+    """Stop the run's containers that still run (a run never ends with one); their names."""
+    stopped = []
+    for info in list_containers(client, run_id=run_id):
+        if info.status not in ("running", "paused", "restarting"):
+            continue
+        try:
+            client.containers.get(info.id).stop(timeout=2)
+        except NotFound:
+            continue
+        stopped.append(info.name)
+    if stopped:
+        get_logger(run_id=run_id).warning("run.stopped_containers", containers=stopped)
+    return stopped
+
+
+# ----------------------------------------------------------------------------- runs in progress
+
+ACTIVE_RUNS_DIR = "active-runs"
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    run_id: str
+    started: float  # epoch seconds; 0 when only known from running containers
+    instances: frozenset[str]
+
+
+@contextlib.contextmanager
+def active_run(data_dir: Path, run_id: str, instance_ids: Iterable[str]) -> Iterator[Path]:
+    """Mark a run as in progress while the block runs (``envs prune`` spares its images).
+    A marker whose process is gone (``kill -9``, a reboot) counts as stale."""
+    marker = Path(data_dir) / ACTIVE_RUNS_DIR / f"{_NOT_NAME.sub('_', run_id)}.json"
+    payload = {
+        "run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
+        "started": time.time(), "instances": sorted(instance_ids),
+    }  # fmt: skip
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(payload))
+    try:
+        yield marker
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def active_runs(client: docker.DockerClient, data_dir: Path) -> dict[str, ActiveRun]:
+    """Runs in progress: those with a live marker, and those with a running container."""
+    runs: dict[str, ActiveRun] = {}
+    for marker in sorted((Path(data_dir) / ACTIVE_RUNS_DIR).glob("*.json")):
+        try:
+            data = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("host") == socket.gethostname() and not _alive(int(data.get("pid", 0))):
+            continue  # stale: its process is gone
+        runs[data["run_id"]] = ActiveRun(
+            data["run_id"], float(data.get("started", 0)), frozenset(data.get("instances", []))
+        )
+    for info in list_containers(client):
+        if info.status == "running" and info.run_id and info.run_id not in runs:
+            runs[info.run_id] = ActiveRun(info.run_id, 0.0, frozenset())
+    return runs
+
+
+# ----------------------------------------------------------------------------- envs prune
+
+
+@dataclass
+class CachedImage:
+    id: str
+    tag: str
+    kind: str  # env or instance
+    size: int  # bytes of its own layers (not those of its parent image)
+    last_used: float  # epoch seconds: the last container start recorded, else its creation
+    parent: str
+    labels: dict[str, str]
+    protected: str = ""  # why it must stay, when it must
+
+
+@dataclass
+class PrunePlan:
+    remove: list[CachedImage]
+    keep: list[CachedImage]
+    containers: list[str]  # stopped containers of finished runs using a removed image
+
+    @property
+    def freed(self) -> int:
+        return sum(image.size for image in self.remove)
+
+    @property
+    def kept_size(self) -> int:
+        return sum(image.size for image in self.keep)
+
+
+def _epoch(stamp: str) -> float:
+    """Docker's RFC 3339 time (nanoseconds, ``Z``) as epoch seconds; 0 when unreadable."""
+    match = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?", stamp)
+    if not match:
+        return 0.0
+    whole = dt.datetime.strptime(match[1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.UTC)
+    return whole.timestamp() + float(match[2] or 0)
+
+
+def cached_images(client: docker.DockerClient, data_dir: Path, prefix: str) -> list[CachedImage]:
+    """The environment and instance images under ``prefix``, least recently used first.
+
+    An environment image counts as used whenever one of its instance images is."""
+    everything = {image.id: image for image in client.images.list()}
+    found: list[CachedImage] = []
+    for image in everything.values():
+        tags = [t for t in image.tags if t.startswith((f"{prefix}/env:", f"{prefix}/instance:"))]
+        labels = image.labels or {}
+        if not tags or labels.get(LABEL_KIND) not in ("env", "instance"):
+            continue
+        parent_id = image.attrs.get("Parent", "")
+        parent = everything.get(parent_id)
+        size = image.attrs.get("Size", 0) - (parent.attrs.get("Size", 0) if parent else 0)
+        uses = [u for u in (last_use(data_dir, tag) for tag in tags) if u is not None]
+        found.append(
+            CachedImage(
+                id=image.id,
+                tag=tags[0],
+                kind=labels[LABEL_KIND],
+                size=max(size, 0),
+                last_used=max(uses) if uses else _epoch(image.attrs.get("Created", "")),
+                parent=parent_id,
+                labels=dict(labels),
+            )  # fmt: skip
+        )
+    by_id = {image.id: image for image in found}
+    for image in found:
+        if image.kind == "instance" and image.parent in by_id:
+            env = by_id[image.parent]
+            env.last_used = max(env.last_used, image.last_used)
+    return sorted(found, key=lambda i: (i.last_used, i.kind == "env", i.tag))
+
+
+def plan_prune(
+    client: docker.DockerClient,
+    data_dir: Path,
+    prefix: str,
+    *,
+    keep_days: float | None = None,
+    max_size: int | None = None,
+    now: float | None = None,
+) -> PrunePlan:
+    """Which cached images to remove: those unused for ``keep_days``, then the least recently
+    used until the rest fit ``max_size`` bytes (everything when neither is given), never
+    those of a run in progress."""
+    now = time.time() if now is None else now
+    images = cached_images(client, data_dir, prefix)
+    by_id = {image.id: image for image in images}
+    active = active_runs(client, data_dir)
+    containers = client.containers.list(all=True, ignore_removed=True)
+    for container in containers:
+        run_id = container.labels.get(LABEL_RUN, "")
+        image_id = container.attrs.get("Image", "")
+        if image_id in by_id and (run_id in active or container.status == "running"):
+            by_id[image_id].protected = f"used by a container of run {run_id or '?'} in progress"
+    for image in images:
+        for run in active.values():
+            if image.labels.get(LABEL_RUN) == run.run_id:
+                image.protected = f"built by run {run.run_id} in progress"
+            elif image.labels.get(LABEL_INSTANCE) in run.instances and image.kind == "instance":
+                image.protected = f"an instance of run {run.run_id} in progress"
+            elif run.started and image.last_used >= run.started:
+                image.protected = f"used by run {run.run_id} in progress"
+    for image in images:  # an environment stays with its protected instance images
+        if image.protected and image.parent in by_id and not by_id[image.parent].protected:
+            by_id[image.parent].protected = f"the environment of {image.tag}"
+    candidates = [image for image in images if not image.protected]
+    chosen: list[CachedImage] = []
+    if keep_days is None and max_size is None:
+        chosen = candidates
+    else:
+        if keep_days is not None:
+            cutoff = now - keep_days * 86400
+            chosen = [image for image in candidates if image.last_used < cutoff]
+        if max_size is not None:
+            total = sum(image.size for image in images) - sum(image.size for image in chosen)
+            for image in candidates:
+                if total <= max_size:
+                    break
+                if image not in chosen:
+                    chosen.append(image)
+                    total -= image.size
+    # removing an environment image frees nothing while instance images build on it
+    chosen_ids = {image.id for image in chosen}
+    for image in images:
+        if image.parent in chosen_ids and image.id not in chosen_ids:
+            chosen_ids.discard(image.parent)
+    remove = [image for image in images if image.id in chosen_ids]
+    users = [
+        container.name for container in containers
+        if container.attrs.get("Image", "") in chosen_ids
+    ]  # fmt: skip
+    keep = [image for image in images if image.id not in chosen_ids]
+    return PrunePlan(remove=remove, keep=keep, containers=users)
+
+
+def execute_prune(client: docker.DockerClient, data_dir: Path, plan: PrunePlan) -> list[str]:
+    """Remove what ``plan`` says (containers first, instance images before their
+    environments); returns the tags removed. Validation outcomes of removed instance images
+    go too. An image that became busy meanwhile stays."""
+    for name in plan.containers:
+        try:
+            client.containers.get(name).remove(force=True, v=True)
+        except NotFound:
+            pass
+    removed = []
+    for image in sorted(plan.remove, key=lambda i: i.kind == "env"):
+        try:
+            client.images.remove(image.id, force=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code != 409:
+                raise
+            get_logger().warning("prune.busy", image=image.tag, error=str(exc))
+            continue
+        removed.append(image.tag)
+        if image.kind == "instance":
+            tag = image.tag.rsplit(":", 1)[-1]
+            (Path(data_dir) / "validation" / f"{tag}.json").unlink(missing_ok=True)
+    return removed

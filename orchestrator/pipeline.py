@@ -20,6 +20,7 @@ from .context import RunContext
 from .environment import PreparedInstance, SetupFailed, prepare_instance
 from .errors import SandboxError, UserError
 from .evaluation import evaluate
+from .housekeeping import keep_stopped
 from .models import Instance, InstanceResult, Reason, Status
 from .participant_client import ParticipantLimits, run_participant, sandbox_tool_runner
 from .patch_extract import container_diff, drop_files, extract_patch
@@ -201,7 +202,7 @@ def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:
         return
     try:
         if keep:
-            sandbox.container.stop(timeout=2)
+            keep_stopped(sandbox)
         else:
             sandbox.remove()
     except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result

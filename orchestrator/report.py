@@ -109,6 +109,195 @@ def per_repository(results: list[InstanceResult]) -> list[RepoRow]:
     ]
 
 
+# --------------------------------------------------------------------------- triage
+
+_NORMALISE = [
+    # paths: absolute ones, and relative ones with at least two parts (a/b.py)
+    (re.compile(r"(?<![\w<])(?:/[\w.+~@-]+)+/?|\b[\w.+~@-]+(?:/[\w.+~@-]+)+/?"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    # hashes: 7+ hex digits with at least one digit (commit, container and image ids)
+    (re.compile(r"\b(?:sha256:)?(?=[0-9a-f]*\d)[0-9a-f]{7,}\b"), "<hash>"),
+    (re.compile(r"(?<![\w<])\d+(?:\.\d+)*"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+MESSAGE_WIDTH = 160
+
+
+def normalise_message(message: str) -> str:
+    """The first non-empty line of ``message`` with paths, hashes and numbers collapsed, so
+    that the same root cause in different instances reads the same."""
+    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    for pattern, replacement in _NORMALISE:
+        line = pattern.sub(replacement, line)
+    line = line.strip()
+    return line if len(line) <= MESSAGE_WIDTH else line[: MESSAGE_WIDTH - 1] + "…"
+
+
+@dataclass(frozen=True)
+class TriageRow:
+    """Errors of one reason whose messages normalise to the same line."""
+
+    reason: str
+    message: str
+    instance_ids: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.instance_ids)
+
+
+def triage(results: list[InstanceResult]) -> list[TriageRow]:
+    """The ``error`` results grouped by reason and normalised message, most frequent first."""
+    grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for result in results:
+        if result.status == Status.ERROR:
+            key = (result.reason.value or "unknown", normalise_message(result.message))
+            grouped[key].append(result.instance_id)
+    rows = [
+        TriageRow(reason, message, tuple(sorted(ids))) for (reason, message), ids in grouped.items()
+    ]
+    return sorted(rows, key=lambda row: (-row.count, row.reason, row.message))
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    instance_id: str
+    repo: str
+    before: Status
+    after: Status
+    reason: str  # the reason now (errors), else ""
+
+
+@dataclass(frozen=True)
+class RepoDelta:
+    repo: str
+    instances: int  # in both runs
+    resolved_before: int
+    resolved_after: int
+    errors_before: int
+    errors_after: int
+
+    @property
+    def delta(self) -> int:
+        return self.resolved_after - self.resolved_before
+
+
+# the leaderboard row's shares, in the order the report shows them
+ROW_FIELDS = (
+    "resolved_pct", *(f"{s.value}_pct" for s in Status if s != Status.RESOLVED),
+    "fail_to_pass_passed_pct", "pass_to_pass_passed_pct",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A run against a baseline run, over the instances both evaluated."""
+
+    run: str
+    baseline: str
+    common: tuple[str, ...]
+    only_in_run: tuple[str, ...]
+    only_in_baseline: tuple[str, ...]
+    lost: tuple[StatusChange, ...]  # resolved in the baseline, not in the run
+    gained: tuple[StatusChange, ...]  # resolved in the run, not in the baseline
+    changed: tuple[StatusChange, ...]  # other status changes
+    new_errors: tuple[TriageRow, ...]  # errors in the run that were not errors before
+    fixed_errors: tuple[str, ...]  # errors in the baseline that are not errors now
+    repos: tuple[RepoDelta, ...]
+    row_before: LeaderboardRow
+    row_after: LeaderboardRow
+
+    @property
+    def regressed(self) -> bool:
+        """An instance lost its resolution, or a new error appeared."""
+        return bool(self.lost or self.new_errors)
+
+    @property
+    def same_selection(self) -> bool:
+        return not self.only_in_run and not self.only_in_baseline
+
+    def row_delta(self) -> list[tuple[str, float, float, float]]:
+        """(field, baseline, run, run − baseline) for each share of the leaderboard row."""
+        return [
+            (name, getattr(self.row_before, name), getattr(self.row_after, name),
+             getattr(self.row_after, name) - getattr(self.row_before, name))
+            for name in ROW_FIELDS
+        ]  # fmt: skip
+
+
+def compare(
+    results: list[InstanceResult],
+    baseline: list[InstanceResult],
+    run_name: str = "run",
+    baseline_name: str = "baseline",
+) -> Comparison:
+    """Compare ``results`` with ``baseline`` on the instances both hold."""
+    now = {r.instance_id: r for r in results}
+    before = {r.instance_id: r for r in baseline}
+    common = sorted(now.keys() & before.keys())
+    lost, gained, changed = [], [], []
+    for instance_id in common:
+        old, new = before[instance_id], now[instance_id]
+        if old.status == new.status:
+            continue
+        change = StatusChange(
+            instance_id, repo_of(new), old.status, new.status,
+            new.reason.value if new.status == Status.ERROR else "",
+        )  # fmt: skip
+        if old.status == Status.RESOLVED:
+            lost.append(change)
+        elif new.status == Status.RESOLVED:
+            gained.append(change)
+        else:
+            changed.append(change)
+    newly_failed = [
+        now[i] for i in common if now[i].status == Status.ERROR and before[i].status != Status.ERROR
+    ]
+    fixed = [
+        i for i in common if before[i].status == Status.ERROR and now[i].status != Status.ERROR
+    ]
+    rows_before = {row.repo: row for row in per_repository([before[i] for i in common])}
+    rows_after = {row.repo: row for row in per_repository([now[i] for i in common])}
+    repos = [
+        RepoDelta(
+            repo,
+            rows_after[repo].instances,
+            rows_before[repo].resolved,
+            rows_after[repo].resolved,
+            rows_before[repo].errors,
+            rows_after[repo].errors,
+        )  # fmt: skip
+        for repo in sorted(rows_after.keys() & rows_before.keys())
+    ]
+    return Comparison(
+        run=run_name,
+        baseline=baseline_name,
+        common=tuple(common),
+        only_in_run=tuple(sorted(now.keys() - before.keys())),
+        only_in_baseline=tuple(sorted(before.keys() - now.keys())),
+        lost=tuple(lost),
+        gained=tuple(gained),
+        changed=tuple(changed),
+        new_errors=tuple(triage(newly_failed)),
+        fixed_errors=tuple(fixed),
+        repos=tuple(repos),
+        row_before=aggregate([before[i] for i in common]),
+        row_after=aggregate([now[i] for i in common]),
+    )
+
+
+def compare_runs(
+    run_dir: RunDir | str | os.PathLike[str], baseline_dir: RunDir | str | os.PathLike[str]
+) -> Comparison:
+    """:func:`compare` of two run directories."""
+    run, results = _load(run_dir)
+    base, baseline = _load(baseline_dir)
+    return compare(results, baseline, run.path.name, base.path.name)
+
+
 def _load(run_dir: RunDir | str | os.PathLike[str]) -> tuple[RunDir, list[InstanceResult]]:
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     return run, run.load_results()
@@ -179,10 +368,118 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
             str(result.tool_calls),
         )
 
-    parts: list[RenderableType] = [headline, statuses, repos, slow]
+    parts: list[RenderableType] = [headline, statuses]
+    causes = triage(results)
+    if causes:
+        parts.append(_triage_table("Errors by cause", causes))
+    parts += [repos, slow]
     if not results:
         parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
     return Group(*parts)
+
+
+def _triage_table(title: str, rows: list[TriageRow] | tuple[TriageRow, ...]) -> Table:
+    table = Table(title=title)
+    table.add_column("n", justify="right")
+    table.add_column("reason", style="magenta")
+    table.add_column("first line of the message (normalised)", overflow="fold")
+    table.add_column("instances", overflow="fold")
+    for row in rows:
+        table.add_row(str(row.count), row.reason, row.message, ", ".join(row.instance_ids))
+    return table
+
+
+def _signed(value: float, pct: bool = True) -> str:
+    if pct:
+        return f"{value * 100:+.2f} pp" if value else "0"
+    return f"{value:+d}" if value else "0"
+
+
+def _status_text(status: Status) -> Text:
+    return Text(status.value, style=_RICH_STYLES[status])
+
+
+def render_comparison(comparison: Comparison) -> Group:
+    """A comparison as rich renderables: verdict, row delta, status changes, new errors,
+    repositories."""
+    c = comparison
+    parts: list[RenderableType] = []
+    scope = f"{len(c.common)} instance(s) in both runs"
+    if not c.same_selection:
+        scope += (
+            f"; the selections differ ({len(c.only_in_run)} only in {c.run}, "
+            f"{len(c.only_in_baseline)} only in {c.baseline}): compared on the intersection"
+        )
+    parts.append(Text(f"Run {c.run} against {c.baseline}: {scope}", style="bold"))
+    if c.regressed:
+        parts.append(
+            Text(
+                f"REGRESSED: {len(c.lost)} instance(s) no longer resolved, "
+                f"{sum(row.count for row in c.new_errors)} new error(s)",
+                style="bold red",
+            )
+        )
+    else:
+        parts.append(Text("no regression", style="bold green"))
+    parts.append(
+        Text(
+            f"{len(c.gained)} newly resolved, {len(c.lost)} no longer resolved, "
+            f"{len(c.changed)} other status change(s), {len(c.fixed_errors)} error(s) gone"
+        )
+    )
+    delta = Table(title="Leaderboard row (common instances)")
+    delta.add_column("share")
+    for column in (c.baseline, c.run, "delta"):
+        delta.add_column(column, justify="right", overflow="fold")
+    for name, before, after, change in c.row_delta():
+        style = _delta_style(name, change)
+        delta.add_row(
+            name.removesuffix("_pct"), _pct(before), _pct(after), Text(_signed(change), style)
+        )
+    parts.append(delta)
+    for title, changes in (
+        ("Resolved → not resolved", c.lost),
+        ("Not resolved → resolved", c.gained),
+        ("Other status changes", c.changed),
+    ):
+        if not changes:
+            continue
+        table = Table(title=title)
+        for column in ("instance", "repository", c.baseline, c.run, "reason"):
+            table.add_column(column, overflow="fold")
+        for change in changes:
+            table.add_row(
+                change.instance_id, change.repo, _status_text(change.before),
+                _status_text(change.after), change.reason,
+            )  # fmt: skip
+        parts.append(table)
+    if c.new_errors:
+        parts.append(_triage_table("New errors by cause", c.new_errors))
+    repos = Table(title="Repositories (common instances)")
+    repos.add_column("repository")
+    for column in ("instances", f"resolved {c.baseline}", f"resolved {c.run}", "delta", "errors"):
+        repos.add_column(column, justify="right", overflow="fold")
+    for repo in c.repos:
+        style = "" if not repo.delta else ("green" if repo.delta > 0 else "red")
+        repos.add_row(
+            repo.repo, str(repo.instances), str(repo.resolved_before), str(repo.resolved_after),
+            Text(_signed(repo.delta, pct=False), style),
+            f"{repo.errors_before} → {repo.errors_after}",
+        )  # fmt: skip
+    parts.append(repos)
+    return Group(*parts)
+
+
+_BETTER_UP = ("resolved_pct", "fail_to_pass_passed_pct", "pass_to_pass_passed_pct")
+_WORSE_UP = ("error_pct", "regression_pct", "no_op_pct")
+
+
+def _delta_style(field: str, change: float) -> str:
+    """green for a change for the better, red for the worse, none when it depends (also the
+    HTML class: better, worse)."""
+    if not change or field not in _BETTER_UP + _WORSE_UP:
+        return ""
+    return "green" if (change > 0) == (field in _BETTER_UP) else "red"
 
 
 def print_report(
@@ -216,6 +513,9 @@ dl.config { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1r
   font-size: .85rem; }
 dl.config dt { color: #666; }
 dl.config dd { margin: 0; overflow-wrap: anywhere; }
+.green, .better { color: #2e9d4f; } .red, .worse { color: #c8412f; }
+#verdict { font-weight: bold; } #verdict.regressed { color: #c8412f; }
+#verdict.ok { color: #2e9d4f; }
 """
 
 _JS = """
@@ -341,7 +641,105 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
         f'<td class="message">{_e(message)}</td>',
         f'<td class="links">{_links(run, result)}</td>',
     ]
-    return f'<tr data-instance="{_e(result.instance_id)}">' + "".join(cells) + "</tr>"
+    return (
+        f'<tr id="{_e(_anchor(result.instance_id))}" data-instance="{_e(result.instance_id)}">'
+        + "".join(cells)
+        + "</tr>"
+    )
+
+
+def _anchor(instance_id: str) -> str:
+    return f"i-{instance_id}"
+
+
+def _instance_links(instance_ids: tuple[str, ...], local: set[str]) -> str:
+    """Links to the instances' rows of this report (plain ids for those not in it)."""
+    return ", ".join(
+        f'<a href="#{_e(quote(_anchor(i)))}">{_e(i)}</a>' if i in local else _e(i)
+        for i in instance_ids
+    )
+
+
+def _triage_html(
+    table_id: str, rows: tuple[TriageRow, ...] | list[TriageRow], local: set[str]
+) -> str:
+    return "".join(
+        [
+            f'<table id="{table_id}"><thead><tr><th class=num>n</th><th>reason</th>'
+            "<th>first line of the message (normalised)</th><th>instances</th></tr></thead><tbody>",
+            *(
+                f'<tr data-reason="{_e(row.reason)}"><td class=num>{row.count}</td>'
+                f"<td>{_e(row.reason)}</td><td class=message>{_e(row.message)}</td>"
+                f"<td>{_instance_links(row.instance_ids, local)}</td></tr>"
+                for row in rows
+            ),
+            "</tbody></table>",
+        ]
+    )
+
+
+def _comparison_html(c: Comparison, local: set[str]) -> str:
+    scope = f"{len(c.common)} instance(s) in both runs"
+    if not c.same_selection:
+        scope += (
+            f"; the selections differ ({len(c.only_in_run)} only in {c.run}, "
+            f"{len(c.only_in_baseline)} only in {c.baseline}): compared on the intersection"
+        )
+    verdict = (
+        f'<p id="verdict" class="regressed">Regressed: {len(c.lost)} instance(s) no longer '
+        f"resolved, {sum(row.count for row in c.new_errors)} new error(s).</p>"
+        if c.regressed
+        else '<p id="verdict" class="ok">No regression.</p>'
+    )
+    delta_rows = "".join(
+        f"<tr><td>{_e(name.removesuffix('_pct'))}</td><td class=num>{_pct(before)}</td>"
+        f"<td class=num>{_pct(after)}</td>"
+        f'<td class="num {_delta_style(name, change)}">{_e(_signed(change))}</td></tr>'
+        for name, before, after, change in c.row_delta()
+    )
+    parts = [
+        f"<h2>Compared with {_e(c.baseline)}</h2>",
+        f'<p class="muted">{_e(scope)}</p>',
+        verdict,
+        f'<table id="row-delta"><thead><tr><th>share</th><th class=num>{_e(c.baseline)}</th>'
+        f"<th class=num>{_e(c.run)}</th><th class=num>delta</th></tr></thead>"
+        f"<tbody>{delta_rows}</tbody></table>",
+    ]
+    for table_id, title, changes in (
+        ("lost", "Resolved → not resolved", c.lost),
+        ("gained", "Not resolved → resolved", c.gained),
+        ("changed", "Other status changes", c.changed),
+    ):
+        if not changes:
+            continue
+        rows = "".join(
+            f"<tr><td>{_instance_links((ch.instance_id,), local)}</td><td>{_e(ch.repo)}</td>"
+            f"<td>{_status_badge(ch.before)}</td><td>{_status_badge(ch.after)}</td>"
+            f"<td>{_e(ch.reason)}</td></tr>"
+            for ch in changes
+        )
+        parts.append(
+            f'<h3>{_e(title)}</h3><table id="{table_id}"><thead><tr><th>instance</th>'
+            f"<th>repository</th><th>{_e(c.baseline)}</th><th>{_e(c.run)}</th><th>reason</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+        )
+    if c.new_errors:
+        parts += ["<h3>New errors by cause</h3>", _triage_html("new-errors", c.new_errors, local)]
+    repo_rows = "".join(
+        f"<tr><td>{_e(r.repo)}</td><td class=num>{r.instances}</td>"
+        f"<td class=num>{r.resolved_before}</td><td class=num>{r.resolved_after}</td>"
+        f'<td class="num {"better" if r.delta > 0 else "worse" if r.delta < 0 else ""}">'
+        f"{_e(_signed(r.delta, pct=False))}</td>"
+        f"<td class=num>{r.errors_before} → {r.errors_after}</td></tr>"
+        for r in c.repos
+    )
+    parts.append(
+        '<h3>Repositories</h3><table id="repo-delta"><thead><tr><th>repository</th>'
+        f"<th class=num>instances</th><th class=num>resolved {_e(c.baseline)}</th>"
+        f"<th class=num>resolved {_e(c.run)}</th><th class=num>delta</th>"
+        f"<th class=num>errors</th></tr></thead><tbody>{repo_rows}</tbody></table>"
+    )
+    return "\n".join(parts)
 
 
 _INSTANCE_COLUMNS = (
@@ -359,16 +757,21 @@ _INSTANCE_COLUMNS = (
 )
 
 
-def render_html(run_dir: RunDir | str | os.PathLike[str]) -> str:
+def render_html(
+    run_dir: RunDir | str | os.PathLike[str], comparison: Comparison | None = None
+) -> str:
     """The run's report as one self-contained HTML page (inline CSS, SVG and JS).
 
     Its links to instance files are relative to the run directory, where
     :func:`write_html` puts it. The instance table sorts by a click on a column header,
-    and on load by a ``#sort=<column>`` or ``#sort=-<column>`` fragment.
+    and on load by a ``#sort=<column>`` or ``#sort=-<column>`` fragment. With a
+    ``comparison`` (:func:`compare_runs`) it starts with what changed against the baseline.
     """
     run, results = _load(run_dir)
     row = aggregate(results)
     config = _public_config(run.read_config())
+    local = {result.instance_id for result in results}
+    causes = triage(results)
 
     leaderboard = "".join(
         [
@@ -430,10 +833,16 @@ def render_html(run_dir: RunDir | str | os.PathLike[str]) -> str:
             f"<h1>{_e(title)}</h1>",
             f'<p class="muted">{row.total_instances} instances</p>',
             config_html,
+            _comparison_html(comparison, local) if comparison else "",
             "<h2>Leaderboard row</h2>",
             leaderboard,
             "<h2>Statuses</h2>",
             _status_chart(row),
+            *(
+                ["<h2>Errors by cause</h2>", _triage_html("triage", causes, local)]
+                if causes
+                else []
+            ),
             "<h2>Repositories</h2>",
             repos,
             "<h2>Instances</h2>",
@@ -445,9 +854,11 @@ def render_html(run_dir: RunDir | str | os.PathLike[str]) -> str:
     )
 
 
-def write_html(run_dir: RunDir | str | os.PathLike[str]) -> Path:
+def write_html(
+    run_dir: RunDir | str | os.PathLike[str], comparison: Comparison | None = None
+) -> Path:
     """Write :func:`render_html` to ``report.html`` in the run directory."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
     path = run.path / REPORT_FILE
-    atomic_write_text(path, render_html(run))
+    atomic_write_text(path, render_html(run, comparison))
     return path

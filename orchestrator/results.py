@@ -58,6 +58,21 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def relative_logs(instance_dir: Path, logs: dict[str, str]) -> dict[str, str]:
+    """``logs`` with each path inside ``instance_dir`` relative to it. A relative path is one
+    relative to the instance directory already, unless it names a file under it from the
+    working directory (``runs/<run>/instances/<id>/apply.log``). Others are kept as given."""
+    base = instance_dir.resolve()
+    relative = {}
+    for label, value in logs.items():
+        candidate = Path(value)
+        try:
+            relative[label] = candidate.resolve().relative_to(base).as_posix()
+        except (ValueError, OSError):
+            relative[label] = value
+    return relative
+
+
 class RunDir:
     """A run's directory: configuration, per-instance results and logs, leaderboard file."""
 
@@ -95,7 +110,12 @@ class RunDir:
         return self.instance_dir(instance_id) / RESULT_FILE
 
     def write_result(self, result: InstanceResult) -> Path:
+        """Write ``result.json``; its ``logs`` paths become relative to the instance
+        directory (a path given relative to the working directory or absolute too)."""
         path = self.result_path(result.instance_id)
+        logs = relative_logs(path.parent, result.logs)
+        if logs != result.logs:
+            result = result.model_copy(update={"logs": logs})
         atomic_write_text(path, result.model_dump_json(indent=2) + "\n")
         return path
 

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .context import RunContext
-from .housekeeping import list_containers
+from .housekeeping import active_run, list_containers, stop_run_containers
 from .models import Instance, InstanceResult
 from .pipeline import run_instance
 
@@ -134,19 +134,23 @@ async def run_evaluation(
             await emit("heartbeat")
 
     beater = asyncio.create_task(beat())
-    tasks = [asyncio.create_task(one(i)) for i in todo]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        # interrupted: start nothing new, and end the work in flight by removing its containers
-        ctx.cancelled.set()
-        await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
-        raise
-    finally:
-        beater.cancel()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    # marks the run in progress, so that `envs prune` spares its images
+    with active_run(ctx.settings.data_dir, ctx.run_id, [i.instance_id for i in instances]):
+        tasks = [asyncio.create_task(one(i)) for i in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # interrupted: start nothing new, and end the work in flight by removing its containers
+            ctx.cancelled.set()
+            await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
+            raise
+        finally:
+            beater.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            # kept containers are stopped as their instances end; this is the backstop
+            await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.client, ctx.run_id))
     await emit("run_finished")
     order = {i.instance_id: n for n, i in enumerate(instances)}
     return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))

@@ -22,7 +22,8 @@ from pydantic_settings import (
 from .errors import UserError
 
 
-def _config_file() -> Path:
+def config_file() -> Path:
+    """The TOML settings file (it need not exist)."""
     return Path(os.environ.get("SWE_GREEN_CONFIG", "swe-green.toml"))
 
 
@@ -134,7 +135,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
         return (init_settings, env_settings, toml)
 
     def anthropic_key(self) -> str | None:
@@ -143,6 +144,26 @@ class Settings(BaseSettings):
 
     def base_image(self, python: str | None = None) -> str:
         return f"{self.image_prefix}/base:py{python or self.base_python}"
+
+
+def setting_sources() -> dict[str, str]:
+    """Where each setting that is not a default comes from: ``env`` or ``file`` (the TOML
+    file). Explicit arguments are not seen here."""
+    import tomllib
+
+    env_names = {key.upper() for key in os.environ}
+    sources: dict[str, str] = {}
+    path = config_file()
+    try:
+        in_file = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, tomllib.TOMLDecodeError):
+        in_file = {}
+    for name in Settings.model_fields:
+        if f"SWE_GREEN_{name.upper()}" in env_names:
+            sources[name] = "env"
+        elif name in in_file:
+            sources[name] = "file"
+    return sources
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -162,6 +183,6 @@ def load_settings(**overrides: object) -> Settings:
         )
         raise UserError(
             problem,
-            f"fix SWE_GREEN_{name.upper()} or the key {name} in {_config_file()}; "
+            f"fix SWE_GREEN_{name.upper()} or the key {name} in {config_file()}; "
             "`swe-green config` lists every setting.",
         ) from None

@@ -11,7 +11,7 @@ import time
 import docker
 import pytest
 
-from orchestrator.settings import load_settings
+from orchestrator.settings import Settings, load_settings
 
 
 def swe_green(
@@ -112,6 +112,13 @@ def test_run_then_report_html(env_settings, tmp_path):
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert f"results: {run_dir / 'results.json'}" in out.replace("\n", "")
+    # the terminal: one line per finished instance, no log lines; those are in run.log
+    assert "1/1 demo__units-1: resolved" in out
+    assert "[info" not in out and '"event"' not in out and "phase" not in out, out
+    log = [json.loads(line) for line in (run_dir / "run.log").read_text().splitlines()]
+    phases = [line for line in log if line["event"] == "phase"]
+    assert phases and all(line["instance_id"] == "demo__units-1" for line in phases)
+    assert all(line["run_id"].startswith("run-") for line in phases)
     report = run_cli(["report", str(run_dir), "--html"], env)
     out, _ = report.communicate(timeout=120)
     assert report.returncode == 0, out
@@ -149,3 +156,48 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(env_settings, tmp_
     run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
     assert list_containers(docker.from_env(), run_id=run_id) == []
     assert not (run_dir / "instances" / "demo__units-1" / "result.json").exists()
+
+
+def test_config_prints_one_setting_per_line_in_80_columns(tmp_path):
+    config = tmp_path / "swe-green.toml"
+    config.write_text("concurrency = 3\n")
+    long_dir = "/srv/" + "very-long-directory-name/" * 6 + "end"
+    env = {"COLUMNS": "80", "SWE_GREEN_CONFIG": str(config), "SWE_GREEN_MEMORY": "3g",
+           "SWE_GREEN_DATA_DIR": long_dir, "SWE_GREEN_ANTHROPIC_API_KEY": "sk-secret"}  # fmt: skip
+    done = swe_green("config", env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    names = set(Settings.model_fields)
+    by_name = {line.split()[0]: line.split() for line in lines if line.split()[0] in names}
+    assert len(by_name) == len(names) == len(lines) - 2  # and two lines on the sources
+    assert by_name["memory"][1:] == ["3g", "env"]
+    assert by_name["concurrency"][1:] == ["3", "file"]
+    assert by_name["cpus"][1:] == ["2.0", "default"]
+    assert by_name["data_dir"][-1] == "env" and by_name["data_dir"][1].endswith("end")
+    assert "sk-secret" not in done.stdout and by_name["anthropic_api_key"][1] == "***"
+    verbose = swe_green("config", "--verbose", env=env)
+    assert all(len(line) <= 80 for line in verbose.stdout.splitlines())
+    assert "Memory limit per instance container. [SWE_GREEN_MEMORY]" in verbose.stdout
+
+
+def test_a_runs_log_lines_go_to_run_log_not_the_terminal(tmp_path, capsys):
+    from orchestrator.log import configure_logging, get_logger, run_log
+
+    configure_logging(level="INFO")
+    bound_early = get_logger(run_id="r1")  # bound before the run log exists, like RunContext
+    with run_log(tmp_path) as path:
+        bound_early.info("phase", instance_id="demo__calc-1", phase="setup")
+        get_logger().debug("too fine")
+    bound_early.info("after the run")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["event"] for line in lines] == ["phase"]
+    assert lines[0]["run_id"] == "r1" and lines[0]["instance_id"] == "demo__calc-1"
+    assert lines[0]["level"] == "info" and "timestamp" in lines[0]
+    err = capsys.readouterr().err
+    assert "phase" not in err and "after the run" in err  # outside the run: stderr again
+
+    configure_logging(level="INFO", verbose=True)
+    with run_log(tmp_path):
+        bound_early.info("echoed")
+    assert "echoed" in capsys.readouterr().err and "echoed" in path.read_text()

@@ -13,7 +13,18 @@ from rich.console import Console
 
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
-from orchestrator.report import REPORT_FILE, print_report, render_html, render_text, write_html
+from orchestrator.report import (
+    REPORT_FILE,
+    compare,
+    compare_runs,
+    normalise_message,
+    print_report,
+    render_comparison,
+    render_html,
+    render_text,
+    triage,
+    write_html,
+)
 from orchestrator.results import RunDir
 
 # (instance id, repo, status, F passed/failed, P passed/failed, seconds, tool calls)
@@ -122,7 +133,7 @@ def test_render_html_is_self_contained(run: RunDir) -> None:
     assert "sk-secret" not in page and "demo-agent" in page
     assert "<svg" in page and 'data-status="resolved"' in page
     # links only to files that exist, relative to the run directory
-    assert set(collected.links) == {
+    assert set(link for link in collected.links if not link.startswith("#")) == {
         "instances/django__django-11099/result.json",
         "instances/django__django-11099/patch.diff",
         "instances/django__django-11099/transcript.jsonl",
@@ -131,7 +142,10 @@ def test_render_html_is_self_contained(run: RunDir) -> None:
         *(f"instances/{row[0]}/result.json" for row in ROWS),
     }
     for link in collected.links:
-        assert (run.path / link).is_file()
+        if link.startswith("#"):  # errors by cause link to the instances' rows
+            assert f'id="{link[1:]}"' in page
+        else:
+            assert (run.path / link).is_file()
 
 
 def _chromium() -> str | None:
@@ -192,3 +206,183 @@ def test_html_renders_and_sorts_in_chromium(run: RunDir, tmp_path: Path) -> None
 
     by_calls = rows(_dump_dom(page, "#sort=tool_calls", tmp_path / "profile"))
     assert by_calls == [row[0] for row in sorted(ROWS, key=lambda row: row[6])]
+
+
+# --------------------------------------------------------------------------- triage
+
+
+def _result(instance_id: str, status: Status, reason: Reason = Reason.NONE, message: str = ""):
+    return InstanceResult(
+        instance_id=instance_id, repo="", status=status, reason=reason, message=message
+    )
+
+
+def test_normalise_message_collapses_numbers_paths_and_hashes() -> None:
+    a = normalise_message(
+        "\n  install command: editable mode requires setup.py (/testbed/pkg 3.2, exit 1)\nmore"
+    )
+    assert a == "install command: editable mode requires setup.py (<path> <n>, exit <n>)"
+    b = normalise_message("install command: editable mode requires setup.py (/srv/x/y 10, exit 2)")
+    assert a == b
+    assert normalise_message("container 3f2a9c1d0e77 gone after 12.5s at 0x7f3a") == (
+        "container <hash> gone after <n>s at <hex>"
+    )
+    assert normalise_message("tests in astropy/io/fits failed") == "tests in <path> failed"
+    # words are not hashes, and ordinary words with digits stay readable
+    assert normalise_message("deadbeef feedface py3 failed") == "deadbeef feedface py3 failed"
+    assert len(normalise_message("x" * 500)) == 160
+
+
+def test_triage_makes_one_root_cause_one_row() -> None:
+    results = [
+        _result(f"django__django-{n}", Status.ERROR, Reason.ENVIRONMENT,
+                f"install command: editable mode requires setup.py (/testbed/{n}, exit {n % 3})")
+        for n in range(12)
+    ] + [
+        _result("a__b-1", Status.ERROR, Reason.PARTICIPANT_TIMEOUT, "no answer in 3600s"),
+        _result("a__b-2", Status.ERROR, Reason.PARTICIPANT_TIMEOUT, "no answer in 3601s"),
+        _result("a__b-3", Status.ERROR, Reason.ENVIRONMENT, "base commit: git failed"),
+        _result("a__b-4", Status.NO_OP, Reason.EMPTY_PATCH, "empty patch"),
+    ]  # fmt: skip
+    rows = triage(results)
+    assert [(row.count, row.reason) for row in rows] == [
+        (12, "environment"), (2, "participant_timeout"), (1, "environment"),
+    ]  # fmt: skip
+    assert rows[0].message == "install command: editable mode requires setup.py (<path>, exit <n>)"
+    assert rows[0].instance_ids == tuple(sorted(f"django__django-{n}" for n in range(12)))
+    assert rows[1].instance_ids == ("a__b-1", "a__b-2")
+
+
+def test_report_shows_errors_by_cause(run: RunDir) -> None:
+    run.write_result(
+        _result("django__django-11200", Status.ERROR, Reason.ENVIRONMENT,
+                "<script>alert(2)</script> & more")
+    )  # fmt: skip
+    text = _text(run)
+    assert "Errors by cause" in text
+    assert re.search(
+        r"│\s+2\s+│\s+environment\s+│.*django__django-11133, django__django-11200", text
+    )
+    page = render_html(run)
+    row = re.search(r'<table id="triage">.*?</table>', page, re.S)
+    assert row and '<a href="#i-django__django-11133">' in row.group(0)
+    assert 'id="i-django__django-11133"' in page
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _runs(tmp_path: Path) -> tuple[RunDir, RunDir]:
+    S = Status  # noqa: N806
+    baseline = {
+        "django__django-1": S.RESOLVED, "django__django-2": S.RESOLVED,
+        "django__django-3": S.NO_OP, "sympy__sympy-1": S.ERROR, "sympy__sympy-2": S.REGRESSION,
+        "astropy__astropy-1": S.RESOLVED,  # only in the baseline
+    }  # fmt: skip
+    tonight = {
+        "django__django-1": S.RESOLVED, "django__django-2": S.ERROR,
+        "django__django-3": S.RESOLVED, "sympy__sympy-1": S.NO_OP, "sympy__sympy-2": S.ERROR,
+        "flask__flask-1": S.ERROR,  # only in tonight's run
+    }  # fmt: skip
+    dirs = []
+    for name, statuses in (("baseline", baseline), ("tonight", tonight)):
+        run = RunDir(tmp_path / name)
+        run.write_config({"run_id": name})
+        for instance_id, status in statuses.items():
+            error = status == Status.ERROR
+            run.write_result(
+                _result(instance_id, status, Reason.ENVIRONMENT if error else Reason.NONE,
+                        f"install command failed after {len(instance_id)}s" if error else "")
+            )  # fmt: skip
+        dirs.append(run)
+    return dirs[0], dirs[1]
+
+
+def test_compare_lists_changes_on_the_common_instances(tmp_path: Path) -> None:
+    baseline, tonight = _runs(tmp_path)
+    c = compare_runs(tonight, baseline)
+    assert (c.run, c.baseline) == ("tonight", "baseline")
+    assert len(c.common) == 5 and not c.same_selection
+    assert c.only_in_run == ("flask__flask-1",) and c.only_in_baseline == ("astropy__astropy-1",)
+    assert [(x.instance_id, x.after, x.reason) for x in c.lost] == [
+        ("django__django-2", Status.ERROR, "environment")
+    ]
+    assert [(x.instance_id, x.before) for x in c.gained] == [("django__django-3", Status.NO_OP)]
+    assert [(x.instance_id, x.before, x.after) for x in c.changed] == [
+        ("sympy__sympy-1", Status.ERROR, Status.NO_OP),
+        ("sympy__sympy-2", Status.REGRESSION, Status.ERROR),
+    ]
+    # flask__flask-1 is not common: not a new error of the comparison
+    assert [(r.count, r.reason, r.message, r.instance_ids) for r in c.new_errors] == [
+        (2, "environment", "install command failed after <n>s",
+         ("django__django-2", "sympy__sympy-2")),
+    ]  # fmt: skip
+    assert c.fixed_errors == ("sympy__sympy-1",) and c.regressed
+    repos = [(r.repo, r.instances, r.resolved_before, r.resolved_after, r.delta) for r in c.repos]
+    assert repos == [("django/django", 3, 2, 2, 0), ("sympy/sympy", 2, 0, 0, 0)]
+    delta = {name: (before, after, change) for name, before, after, change in c.row_delta()}
+    assert delta["resolved_pct"] == (0.4, 0.4, 0.0)
+    assert delta["error_pct"] == pytest.approx((0.2, 0.4, 0.2))
+    assert delta["regression_pct"] == pytest.approx((0.2, 0.0, -0.2))
+
+
+def test_compare_without_regression_and_with_itself(tmp_path: Path) -> None:
+    baseline, tonight = _runs(tmp_path)
+    same = compare_runs(tonight, tonight)
+    assert same.same_selection and not same.regressed and not same.lost + same.gained
+    assert all(change == 0 for *_, change in same.row_delta())
+    # the other way round: tonight as the baseline, the baseline as the run
+    back = compare(baseline.load_results(), tonight.load_results())
+    assert [x.instance_id for x in back.gained] == ["django__django-2"]
+    assert [x.instance_id for x in back.lost] == ["django__django-3"] and back.regressed
+    improved = compare(
+        [_result("a__b-1", Status.RESOLVED), _result("a__b-2", Status.NO_OP)],
+        [_result("a__b-1", Status.ERROR, Reason.ENVIRONMENT, "x"), _result("a__b-2", Status.NO_OP)],
+    )
+    assert not improved.regressed and improved.fixed_errors == ("a__b-1",)
+    assert improved.repos[0].delta == 1
+
+
+def test_comparison_renders_as_text_and_html(tmp_path: Path) -> None:
+    baseline, tonight = _runs(tmp_path)
+    c = compare_runs(tonight, baseline)
+    console = Console(record=True, width=160, color_system=None)
+    console.print(render_comparison(c))
+    text = console.export_text()
+    assert "5 instance(s) in both runs" in text and "compared on the intersection" in text
+    assert "REGRESSED: 1 instance(s) no longer resolved, 2 new error(s)" in text
+    assert re.search(r"Resolved → not resolved.*django__django-2\s+│\s+django/django", text, re.S)
+    assert re.search(r"error\s+│\s+20\.00%\s+│\s+40\.00%\s+│\s+\+20\.00 pp", text)
+    assert re.search(r"│\s+2\s+│\s+environment\s+│\s+install command failed after <n>s", text)
+    page = render_html(tonight, c)
+    assert 'id="verdict" class="regressed"' in page
+    for table in ("row-delta", "lost", "gained", "changed", "new-errors", "repo-delta"):
+        assert f'<table id="{table}">' in page
+    lost = re.search(r'<table id="lost">.*?</table>', page, re.S)
+    assert lost and '<a href="#i-django__django-2">' in lost.group(0)
+    assert 'id="i-django__django-2"' in page
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    import os
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_report_compare_exit_status_says_whether_anything_regressed(tmp_path: Path) -> None:
+    baseline, tonight = _runs(tmp_path)
+    worse = _cli("report", str(tonight.path), "--compare", str(baseline.path), "--html")
+    assert worse.returncode == 1, worse.stderr
+    assert "REGRESSED" in worse.stdout and "Traceback" not in worse.stderr
+    assert 'id="verdict" class="regressed"' in (tonight.path / REPORT_FILE).read_text()
+    same = _cli("report", str(tonight.path), "--compare", str(tonight.path))
+    assert same.returncode == 0 and "no regression" in same.stdout
+    plain = _cli("report", str(tonight.path))
+    assert plain.returncode == 0 and "Errors by cause" in plain.stdout
+    missing = _cli("report", str(tonight.path), "--compare", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    assert "is not a run directory" in missing.stderr

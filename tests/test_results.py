@@ -166,3 +166,26 @@ def test_design_query_reads_an_empty_run(tmp_path: Path) -> None:
     assert leaderboard_rows(results_dir) == [
         ("nobody", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     ]
+
+
+def test_result_log_paths_are_relative_to_the_instance_directory(tmp_path, monkeypatch):
+    from orchestrator.models import InstanceResult, Status
+
+    monkeypatch.chdir(tmp_path)
+    run = RunDir("runs/r1")  # a run directory given relative to the working directory
+    instance_dir = run.instance_dir("a__b-1")
+    result = InstanceResult(
+        instance_id="a__b-1", status=Status.RESOLVED,
+        logs={
+            "setup": "setup.log",  # relative to the instance directory already
+            "graded_patch": "runs/r1/instances/a__b-1/graded.patch",  # to the working directory
+            "tests": str((instance_dir / "test_output.txt").resolve()),  # absolute
+            "elsewhere": "/var/log/syslog",  # outside: kept as given
+        },
+    )  # fmt: skip
+    run.write_result(result)
+    written = json.loads((instance_dir / "result.json").read_text())["logs"]
+    assert written == {
+        "setup": "setup.log", "graded_patch": "graded.patch", "tests": "test_output.txt",
+        "elsewhere": "/var/log/syslog",
+    }  # fmt: skip

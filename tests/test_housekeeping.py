@@ -1,0 +1,209 @@
+"""Housekeeping: container names, kept containers stopped, the image cache pruned."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from orchestrator.housekeeping import NAME_LIMIT, container_name
+
+from .conftest import TEST_RUN_ID
+
+DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+
+
+def test_container_names_say_what_they_hold_in_dockers_charset() -> None:
+    assert container_name("run-20250101-010203-ab12", "django__django-11099", "participant") == (
+        "swe-green-run-20250101-010203-ab12-django__django-11099-participant"
+    )
+    odd = container_name("run 1", "a/b:c@d", "setup")
+    assert odd == "swe-green-run-1-a-b-c-d-setup" and DOCKER_NAME.fullmatch(odd)
+    long = container_name("r", "x" * 300, "grading")
+    assert len(long) <= NAME_LIMIT and DOCKER_NAME.fullmatch(long)
+    assert container_name("r", "", "setup") == "swe-green-r-setup"
+
+
+@pytest.mark.container
+def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_instances):
+    from orchestrator.housekeeping import keep_stopped, list_containers, stop_run_containers
+
+    instance = synthetic_instances["demo__units-1"]
+    image = run_ctx.settings.base_image()
+    first = run_ctx.start_sandbox(image, instance, "participant", network=False)
+    second = run_ctx.start_sandbox(image, instance, "participant", network=False)
+    try:
+        assert first.name == f"swe-green-{TEST_RUN_ID}-demo__units-1-participant"
+        assert re.fullmatch(re.escape(first.name) + r"-[0-9a-f]{4}", second.name)
+        assert keep_stopped(first) == first.name and not first.is_running()
+        assert second.is_running()
+        assert stop_run_containers(run_ctx.client, TEST_RUN_ID) == [second.name]
+        states = {c.name: c.status for c in list_containers(run_ctx.client, run_id=TEST_RUN_ID)}
+        assert states[first.name] == states[second.name] == "exited"
+        # the image's use is recorded for `envs prune`
+        from orchestrator.housekeeping import last_use
+
+        assert last_use(run_ctx.settings.data_dir, image) is not None
+    finally:
+        first.remove()
+        second.remove()
+
+
+@pytest.mark.container
+def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
+    env_settings, tmp_path
+):
+    import docker
+
+    from orchestrator.housekeeping import gc, list_containers
+
+    from .conftest import cli_env, run_cli
+
+    run_dir = tmp_path / "runs" / "empty"
+    env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"}
+    proc = run_cli(["run", "--participant", "empty", "--id", "demo__units-1", "--output",
+                    str(run_dir)], env)  # fmt: skip
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    client = docker.from_env()
+    try:
+        kept = list_containers(client, run_id=run_id)
+        # the run ends with no running container of its own; the participant's is kept
+        assert [(c.name, c.status) for c in kept] == [
+            (f"swe-green-{run_id}-demo__units-1-participant", "exited")
+        ]
+        instance_dir = run_dir / "instances" / "demo__units-1"
+        result = json.loads((instance_dir / "result.json").read_text())
+        assert result["status"] != "resolved" and result["container"] == kept[0].name
+        assert result["logs"] and all(
+            not path.startswith("/") and (instance_dir / path).is_file()
+            for path in result["logs"].values()
+        ), result["logs"]
+        shell = subprocess.run(
+            [sys.executable, "-c", "from orchestrator.cli import main; main()", "inspect",
+             kept[0].name],
+            input="echo in-$(basename $PWD); exit\n", capture_output=True, text=True,
+            timeout=60, env=env,
+        )  # fmt: skip
+        assert "in-testbed" in shell.stdout, shell.stderr
+        assert kept[0].name in shell.stderr and "exited" in shell.stderr
+    finally:
+        gc(client, run_id=run_id)
+
+
+@pytest.mark.container
+def test_a_failed_environment_setup_keeps_its_container_stopped(
+    env_settings, docker_client, synthetic_instances, tmp_path
+):
+    from orchestrator.context import RunContext
+    from orchestrator.environment import SetupFailed, prepare_instance
+    from orchestrator.results import RunDir
+
+    recipes = json.loads(env_settings.recipes_file.read_text())
+    for recipe in recipes:
+        recipe["install"] = "echo 'editable mode requires setup.py' >&2; exit 3"
+    broken = tmp_path / "recipes.json"
+    broken.write_text(json.dumps(recipes))
+    settings = env_settings.model_copy(update={"recipes_file": broken})
+    ctx = RunContext(settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))
+    with pytest.raises(SetupFailed) as failed:
+        prepare_instance(ctx, synthetic_instances["demo__units-1"])
+    name = failed.value.container
+    assert name == f"swe-green-{TEST_RUN_ID}-demo__units-1-setup"
+    container = docker_client.containers.get(name)
+    try:
+        assert container.status == "exited"  # kept for inspection, not left running
+    finally:
+        container.remove(force=True)
+
+
+@pytest.mark.container
+def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
+    docker_client, make_sandbox, tmp_path
+):
+    import os
+    import time
+    import uuid
+
+    from orchestrator.docker_engine import LABEL_KIND
+    from orchestrator.housekeeping import active_run, plan_prune, record_image_use
+
+    prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+    build_run = f"{TEST_RUN_ID}-prune"
+
+    def image(kind: str, tag: str, start: str | None = None, instance: str = "") -> str:
+        sandbox = make_sandbox(start, run_id=build_run, instance_id=instance)
+        sandbox.exec(f"echo {tag} > /{kind}-{tag}.txt")
+        name = f"{prefix}/{kind}:{tag}"
+        sandbox.snapshot(name.split(":")[0], tag, labels={LABEL_KIND: kind})
+        sandbox.remove()
+        return name
+
+    def used(name: str, days_ago: float) -> None:
+        record_image_use(data, name)
+        when = time.time() - days_ago * 86400
+        marker = data / "image-use" / name.replace("/", "_").replace(":", "_")
+        os.utime(marker, (when, when))
+
+    old_env = image("env", "old")
+    old_inst = image("instance", "old-1", old_env, "demo__old-1")
+    new_env = image("env", "new")
+    new_inst = image("instance", "new-1", new_env, "demo__new-1")
+    mid_inst = image("instance", "mid-1", new_env, "demo__mid-1")
+    used(old_env, 30), used(old_inst, 20), used(new_env, 0.5), used(new_inst, 0.1)
+    used(mid_inst, 3)
+    # a kept (stopped) container of a finished run that used the old instance image
+    kept = make_sandbox(old_inst, run_id=f"{TEST_RUN_ID}-finished", instance_id="demo__old-1")
+    kept.container.stop(timeout=1)
+    env = {"SWE_GREEN_IMAGE_PREFIX": prefix, "SWE_GREEN_DATA_DIR": str(data), "COLUMNS": "200"}
+    try:
+        plan = plan_prune(docker_client, data, prefix, keep_days=7)
+        assert [i.tag for i in plan.remove] == [old_inst, old_env]  # the instance first
+        assert plan.containers == [kept.name]
+        # a size limit removes the least recently used until the rest fit: mid-1, then old
+        sizes = {i.tag: i.size for i in plan.remove + plan.keep}
+        rest = sizes[new_env] + sizes[new_inst]
+        by_size = plan_prune(docker_client, data, prefix, max_size=rest + sizes[mid_inst] - 1)
+        assert [i.tag for i in by_size.remove] == [old_inst, old_env, mid_inst]
+        # a run in progress (its marker) keeps its instance images and their environment
+        with active_run(data, "run-in-progress", ["demo__mid-1"]):
+            spared = plan_prune(docker_client, data, prefix)
+        assert {i.tag for i in spared.remove} == {old_inst, old_env, new_inst}
+        assert {i.tag: i.protected for i in spared.keep if i.protected} == {
+            mid_inst: "an instance of run run-in-progress in progress",
+            new_env: f"the environment of {mid_inst}",
+        }
+        # a running container of another run protects its image without any marker
+        busy = make_sandbox(new_inst, run_id=f"{TEST_RUN_ID}-busy", instance_id="demo__new-1")
+        done = _swe_green(["envs", "prune", "--keep-days", "7"], env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "removed 2 image(s)" in done.stdout and f"container {kept.name}" in done.stdout
+        left = {tag for i in docker_client.images.list(name=f"{prefix}/*") for tag in i.tags}
+        assert left == {new_env, new_inst, mid_inst}
+        everything = _swe_green(["envs", "prune"], env)
+        assert everything.returncode == 0, everything.stderr
+        assert f"kept {new_inst}: used by a container of run {TEST_RUN_ID}-busy" in (
+            everything.stdout
+        )
+        left = {tag for i in docker_client.images.list(name=f"{prefix}/*") for tag in i.tags}
+        assert left == {new_env, new_inst}
+        busy.remove()
+        bad = _swe_green(["envs", "prune", "--max-size", "lots"], env)
+        assert bad.returncode == 2 and "is not a size" in bad.stderr
+    finally:
+        for img in docker_client.images.list(name=f"{prefix}/*"):
+            docker_client.images.remove(img.id, force=True)
+
+
+def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip

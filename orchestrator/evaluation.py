@@ -191,8 +191,8 @@ def eval_script(instance: Instance, recipe: Recipe) -> str:
         "    exit 3",
         "fi",
         wrap_test_command(test_command(recipe, instance)),
-        "reset_test_files",
         *service_stop_lines(recipe),
+        "reset_test_files",
         "",
     ]
     return "\n".join(lines)

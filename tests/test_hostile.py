@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from orchestrator.context import RunContext
+from orchestrator.housekeeping import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.participants import running
 from orchestrator.participants.hostile import HostileParticipant, Plan, Step
@@ -256,6 +257,24 @@ GROUPS: dict[str, dict[str, Any]] = {
         },
         "instances": [CALC, TEXTKIT],
     },
+    # the half fix, plus code that fills the disk when the tests import it (grading only)
+    "disk_bomb_in_tests": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(
+                        name="plant_bomb",
+                        command="cat >> calc/__init__.py <<'EOF'\n\n\nimport os as _os\n"
+                        "if _os.path.isdir('/opt/swe/eval'):\n"
+                        "    with open('/tmp/big', 'wb') as _f:\n"
+                        "        for _ in range(2048):\n"
+                        "            _f.write(b'x' * (1 << 20))\nEOF\necho planted",
+                    ),
+                ]
+            )
+        }
+    },
     # a 200 MB answer (a half fix in the patch field, padded)
     "answer_bomb": {
         "plans": {CALC: Plan(answer_bytes=200_000_000, answer_patch=None)},
@@ -399,6 +418,16 @@ def _disk_bomb(run: Run) -> None:
     assert (other.status, other.reason) == (Status.RESOLVED, Reason.NONE)
 
 
+def _disk_bomb_in_tests(run: Run) -> None:
+    result = run.results[CALC]
+    assert "disk budget of 200 MiB" in result.message
+    # no grading container is left behind; the participant's is kept (not resolved)
+    assert [
+        c for c in list_containers(run.ctx.client, run_id=TEST_RUN_ID) if c.role == "grading"
+    ] == []
+    assert result.container and run.ctx.client.containers.get(result.container).status == "exited"
+
+
 def _answer_bomb(run: Run) -> None:
     assert "larger than 20000000 bytes" in run.results[CALC].message
     # the green agent read at most the limit: its peak memory grew far less than 200 MB
@@ -475,6 +504,13 @@ CASES = [
     Case("kill 1 (the container's init)", "noisy", *PARTIAL, _kill_init),
     Case("fork bomb left running", "fork_bomb", *PARTIAL, _fork_bomb),
     Case("disk bomb", "disk_bomb", Status.ERROR, Reason.DISK_LIMIT, _disk_bomb),
+    Case(
+        "disk bomb in the graded code",
+        "disk_bomb_in_tests",
+        Status.ERROR,
+        Reason.DISK_LIMIT,
+        _disk_bomb_in_tests,
+    ),
     Case("200 MB answer", "answer_bomb", Status.ERROR, Reason.PARTICIPANT_PROTOCOL, _answer_bomb),
     Case("background process rewriting files", "rewriter", *PARTIAL, _rewriter),
 ]

@@ -18,6 +18,9 @@ from .results import RunDir
 from .sandbox import Limits, Sandbox
 from .settings import Settings
 
+# the containers whose disk use is budgeted (setting disk_limit)
+DISK_BUDGET_ROLES = ("participant", "grading")
+
 
 @dataclass
 class RunContext:
@@ -38,11 +41,13 @@ class RunContext:
     def instance_log(self, instance: Instance) -> structlog.typing.FilteringBoundLogger:
         return self.log.bind(instance_id=instance.instance_id)
 
-    def limits(self) -> Limits:
+    def limits(self, role: str = "") -> Limits:
+        """The container limits; participant and grading containers get the disk budget."""
         s = self.settings
         return Limits(
-            cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit
-        )
+            cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit,
+            disk=s.disk_bytes() if role in DISK_BUDGET_ROLES else None, disk_poll=s.disk_poll,
+        )  # fmt: skip
 
     def start_sandbox(self, image: str, instance: Instance, role: str, *, network: bool) -> Sandbox:
         """A container of this run for ``instance``, with the configured limits."""
@@ -54,7 +59,7 @@ class RunContext:
             try:
                 sandbox = Sandbox.start(
                     self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
-                    role=role, limits=self.limits(), network=network,
+                    role=role, limits=self.limits(role), network=network,
                     name=unique_container_name(self.client, name),
                 )  # fmt: skip
             except SandboxError as exc:

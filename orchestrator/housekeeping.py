@@ -19,11 +19,12 @@ import docker
 from docker.errors import APIError, NotFound
 
 from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
-from .errors import UserError
+from .errors import SandboxError, UserError
 from .log import get_logger
 
 if TYPE_CHECKING:
-    from .sandbox import Sandbox
+    from .errors import SandboxError
+from .sandbox import Sandbox
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay
@@ -187,12 +188,13 @@ def last_use(data_dir: Path, image: str) -> float | None:
 
 def keep_stopped(sandbox: Sandbox) -> str:
     """Keep ``sandbox``'s container for inspection, stopped (``swe-green inspect`` starts it
-    again); returns its name. A container that is gone already is fine."""
+    again); returns its name. A container that is gone already is fine. Its disk watcher
+    ends."""
     try:
-        sandbox.container.stop(timeout=2)
+        sandbox.stop(timeout=2)
     except NotFound:
         pass
-    except APIError as exc:
+    except (APIError, SandboxError) as exc:
         get_logger().warning("container.stop_failed", container=sandbox.name, error=str(exc))
     return sandbox.name
 

@@ -70,6 +70,7 @@ class Reason(StrEnum):
     PARTICIPANT_LIMIT = "participant_limit"
     TEST_TIMEOUT = "test_timeout"
     TEST_CRASH = "test_crash"
+    DISK_LIMIT = "disk_limit"
     INFRASTRUCTURE = "infrastructure"
     CANCELLED = "cancelled"
 

@@ -13,6 +13,9 @@ Failures and their reasons:
 - more tool calls than allowed: ``participant_limit``;
 - the participant's task ends ``failed``/``rejected``/``canceled``/``auth-required``, its server
   returns a JSON-RPC error, or it keeps sending unreadable tool calls: ``participant_protocol``;
+- a reply (the final answer included) larger than ``max_reply_bytes``: ``participant_protocol``
+  (it is read as a stream and dropped at the limit, so the green agent's memory stays flat);
+- the container goes over its disk budget while a tool runs: ``disk_limit``;
 - the tool runner itself fails (the container died): ``infrastructure``.
 
 A malformed tool call (invalid JSON, no id, no name, arguments that are not an object or too
@@ -41,10 +44,11 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict
 from pydantic import BaseModel, Field
 
+from .errors import SandboxError
 from .models import Instance, Reason
 from .participants.a2a_parts import to_wire
 from .participants.wire import ParsedTurn, WireLimits, parse_turn, task_spec, task_text
-from .sandbox import Sandbox
+from .sandbox import DiskLimitExceeded, Sandbox
 from .settings import Settings
 from .tool_protocol import ToolCall, ToolResult
 
@@ -78,6 +82,64 @@ class EndedBy(StrEnum):
     TASK_FAILED = "task_failed"
     PROTOCOL_ERROR = "protocol_error"
     INFRASTRUCTURE = "infrastructure"
+    DISK_LIMIT = "disk_limit"
+
+
+class ReplyTooLarge(Exception):
+    """The participant sent more bytes in one reply than the green agent reads."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the participant's reply is larger than {limit} bytes, the most the green agent "
+            "reads from one reply (setting max_reply_bytes)"
+        )
+
+
+class _CappedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
+        async for chunk in self.inner:
+            read += len(chunk)
+            if read > self.limit:
+                raise ReplyTooLarge(self.limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CappedTransport(httpx.AsyncBaseTransport):
+    """An HTTP transport that reads at most ``limit`` bytes of any one response body.
+
+    Bodies are read as streams, so a huge answer costs no more memory than the limit;
+    compressed bodies are refused (their decoded size is what would count).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            await response.aclose()
+            raise ReplyTooLarge(self.limit) from ValueError(f"compressed reply ({encoding})")
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_CappedStream(response.stream, self.limit),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class ParticipantLimits(BaseModel):
@@ -89,6 +151,8 @@ class ParticipantLimits(BaseModel):
     max_argument_bytes: int = 1_000_000
     # this many answers in a row with nothing but unreadable tool calls end the work
     max_protocol_errors: int = 3
+    # bytes read from the participant per reply (per HTTP response)
+    max_reply_bytes: int = 20_000_000
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParticipantLimits:
@@ -97,6 +161,7 @@ class ParticipantLimits(BaseModel):
             tool_timeout=settings.tool_timeout,
             instance_timeout=settings.instance_timeout,
             reply_timeout=settings.participant_timeout,
+            max_reply_bytes=settings.max_reply_bytes,
         )
 
     def wire(self) -> WireLimits:
@@ -192,9 +257,26 @@ def sandbox_tool_runner(sandbox: Sandbox, *, output_limit: int = 30_000) -> Tool
     from .tools_host import run_tool
 
     def run(call: ToolCall, timeout: float) -> ToolResult:
-        return run_tool(
-            sandbox, call, timeout=timeout, max_timeout=timeout, output_limit=output_limit
-        )
+        try:
+            return run_tool(
+                sandbox, call, timeout=timeout, max_timeout=timeout, output_limit=output_limit
+            )
+        except DiskLimitExceeded:
+            raise
+        except SandboxError:
+            # the participant can stop its own container (`kill 1` ends its init): start it
+            # again and say so, instead of blaming the infrastructure; a daemon that went
+            # away or a container that is gone still raises
+            if not sandbox.exists() or sandbox.is_running():
+                raise
+            sandbox.kill_processes()
+            return ToolResult(
+                id=call.id,
+                output="The container had stopped (its first process ended, e.g. after "
+                "`kill 1`). It was started again: files are kept, running processes and "
+                "the shell's state are lost. This call did not run.",
+                error=True,
+            )
 
     return run
 
@@ -265,7 +347,11 @@ class _Run:
         try:
             tools = default_tools() if tools is None else tools
             timeout = httpx.Timeout(10.0, read=self.limits.reply_timeout + 30.0, write=60.0)
-            async with httpx.AsyncClient(timeout=timeout) as http:
+            async with httpx.AsyncClient(
+                timeout=timeout,
+                transport=CappedTransport(self.limits.max_reply_bytes),
+                headers={"Accept-Encoding": "identity"},
+            ) as http:
                 client = await self._connect(http)
                 try:
                     outcome = await self._converse(client, tools)
@@ -389,6 +475,10 @@ class _Run:
             result = await asyncio.wait_for(
                 asyncio.to_thread(self.tool_runner, call, timeout), timeout + _RUNNER_GRACE
             )
+        except DiskLimitExceeded as exc:
+            self.log.write("tool_runner_error", id=call.id, error=repr(exc))
+            await self._stop(client, EndedBy.DISK_LIMIT, Reason.DISK_LIMIT, str(exc))
+            raise AssertionError("unreachable") from exc
         except Exception as exc:  # noqa: BLE001 - the sandbox failed, not the participant
             self.log.write("tool_runner_error", id=call.id, error=repr(exc))
             raise _End(
@@ -570,6 +660,9 @@ async def _stream(client: Client, message: Message) -> AsyncIterator[AsyncIterat
 
 def _classify(exc: BaseException, url: str, first: bool) -> _End:
     """An exception from one exchange as the end of the run."""
+    for cause in _chain(exc):
+        if isinstance(cause, ReplyTooLarge):
+            return _End(EndedBy.PROTOCOL_ERROR, Reason.PARTICIPANT_PROTOCOL, str(cause))
     for cause in _chain(exc):
         if isinstance(cause, httpx.TimeoutException):
             return _End(

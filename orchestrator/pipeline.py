@@ -23,9 +23,9 @@ from .evaluation import evaluate
 from .housekeeping import keep_stopped
 from .models import Instance, InstanceResult, Reason, Status
 from .participant_client import ParticipantLimits, run_participant, sandbox_tool_runner
-from .patch_extract import container_diff, drop_files, extract_patch
+from .patch_extract import ContainerDiffError, container_diff, drop_files, extract_patch
 from .recipes import Recipe, test_files
-from .sandbox import Sandbox
+from .sandbox import DiskLimitExceeded, Sandbox
 from .tools_host import install_tools
 from .validation import validate_instance
 
@@ -37,6 +37,15 @@ class _Failed(Exception):
         super().__init__(message)
         self.reason = reason
         self.container = container
+
+
+class _Graded(Exception):
+    """Ends the instance with a grade reached before the tests (e.g. no patch to take)."""
+
+    def __init__(self, status: Status, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
 
 
 def test_recipe(prepared: PreparedInstance) -> Recipe:
@@ -123,9 +132,22 @@ async def run_instance(
             raise _Failed(outcome.reason, outcome.message or str(outcome.reason))
 
         phase("patch")
+        # nothing the participant left running (a fork bomb, a loop rewriting files, a disk
+        # writer) runs on while its diff is taken or its container grades; past the disk
+        # budget this raises DiskLimitExceeded
+        await asyncio.to_thread(participant.kill_processes)
         patch = extract_patch(outcome.final_text, outcome.final_data)
         if not patch:
-            patch = await asyncio.to_thread(container_diff, participant, instance.base_commit)
+            try:
+                patch = await asyncio.to_thread(container_diff, participant, instance.base_commit)
+            except ContainerDiffError as exc:
+                # no process of the participant runs any more: its repository is broken
+                raise _Graded(
+                    Status.NO_OP,
+                    Reason.EMPTY_PATCH,
+                    f"no patch: the participant's answer holds none and its repository "
+                    f"cannot be diffed ({exc})",
+                ) from exc
         patch, dropped = drop_files(patch or "", set(test_files(instance.test_patch)))
         result.excluded_patch_files = dropped
         ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
@@ -164,6 +186,10 @@ async def run_instance(
     except _Failed as exc:
         result.status, result.reason, result.message = Status.ERROR, exc.reason, str(exc)
         result.container = exc.container or result.container
+    except _Graded as exc:
+        result.status, result.reason, result.message = exc.status, exc.reason, str(exc)
+    except DiskLimitExceeded as exc:
+        result.status, result.reason, result.message = Status.ERROR, Reason.DISK_LIMIT, str(exc)
     except (SandboxError, UserError) as exc:
         result.status, result.reason, result.message = Status.ERROR, Reason.INFRASTRUCTURE, str(exc)
     except asyncio.CancelledError:

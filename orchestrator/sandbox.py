@@ -3,13 +3,26 @@
 ``Sandbox`` starts a labelled, resource-limited container, runs commands in it with a timeout
 that kills the whole process group, moves files in and out byte for byte, switches the network
 on and off, snapshots itself to an image, and removes itself.
+
+Least privilege: every container starts with all capabilities dropped except
+:data:`CAPABILITIES` (file ownership and modes, and switching users, which apt and some test
+suites need), ``no-new-privileges``, and CPU, memory and process limits.
+
+Disk budget (``Limits.disk``): the daemon enforces a size with ``storage_opt`` only on
+overlay2 over XFS with project quotas. Everywhere else (ext4) a watcher thread measures the
+container's writable layer (``du`` of the overlay2 upper directory when this process can read
+it, else the API's ``SizeRw``), polling faster as the size nears the budget, and kills the
+container once it is over. From then on every operation on the sandbox raises
+:class:`DiskLimitExceeded`. ``bench/disk.py`` measures how fast a runaway writer is stopped.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import posixpath
 import socket
+import subprocess
 import tarfile
 import tempfile
 import threading
@@ -28,6 +41,9 @@ from pydantic import BaseModel
 from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 from .errors import SandboxError, UserError
 
+# capabilities every container keeps (all others are dropped): chown/chmod of any file, and
+# switching users (apt's sandbox user, test suites that drop privileges)
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID")
 TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
 _ENGINE_ERRORS = (DockerException, requests.exceptions.RequestException)
 # the host-side backstop fires this long after the in-container `timeout` should have
@@ -39,6 +55,22 @@ class Limits(BaseModel):
     memory: str = "6g"
     pids_limit: int = 2048
     output_limit: int = 1_000_000
+    # bytes the container may write (its writable layer); None: no budget
+    disk: int | None = None
+    # the disk watcher's slowest poll, seconds (it polls faster near the budget)
+    disk_poll: float = 1.0
+
+
+class DiskLimitExceeded(SandboxError):
+    """The container wrote more than its disk budget and was stopped."""
+
+
+def format_bytes(n: float) -> str:
+    """``10 GiB``, ``200 MiB``, ``1.5 KiB``: sizes as the settings give them (powers of 1024)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{int(n)} bytes"
 
 
 class ExecResult(BaseModel):
@@ -81,6 +113,102 @@ class _Capped:
         return text + TRUNCATION_MARKER.format(cut=self.cut) if self.cut else text
 
 
+class DiskWatcher:
+    """Polls a container's writable-layer size; kills the container once it is over ``limit``.
+
+    The poll interval shrinks as the size nears the budget, from the rate of growth seen
+    (never below ``min_poll``), so a fast writer is measured often and an idle container
+    costs one ``du`` per ``max_poll`` seconds.
+    """
+
+    min_poll = 0.05
+
+    def __init__(
+        self, client: docker.DockerClient, container_id: str, limit: int, max_poll: float = 1.0
+    ) -> None:
+        self.client = client
+        self.container_id = container_id
+        self.limit = limit
+        self.max_poll = max(max_poll, self.min_poll)
+        self.upper_dir = self._upper_dir()
+        self.size = 0  # the last measurement, bytes
+        self.peak = 0
+        self.exceeded_at: float | None = None  # time.monotonic() when it was killed
+        self.exceeded_size = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"disk-{container_id[:12]}", daemon=True
+        )
+
+    def start(self) -> DiskWatcher:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def exceeded(self) -> bool:
+        return self.exceeded_at is not None
+
+    def message(self) -> str:
+        return (
+            f"the container wrote more than its disk budget of {format_bytes(self.limit)} "
+            f"({format_bytes(self.exceeded_size)} measured) and was stopped"
+        )
+
+    def _upper_dir(self) -> str | None:
+        try:
+            data = self.client.api.inspect_container(self.container_id)["GraphDriver"]["Data"]
+            upper = (data or {}).get("UpperDir")
+        except (*_ENGINE_ERRORS, KeyError, TypeError):
+            return None
+        return upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
+
+    def measure(self) -> int | None:
+        """Bytes in the writable layer (allocated blocks), or None when it cannot be read."""
+        if self.upper_dir is not None:
+            done = subprocess.run(
+                ["du", "-s", "-x", "-B1", self.upper_dir],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            # files vanishing mid-walk make du complain but the total still stands
+            first = done.stdout.split()
+            if first and first[0].isdigit():
+                return int(first[0])
+        try:
+            rows = self.client.api.containers(
+                all=True, filters={"id": self.container_id}, size=True
+            )
+        except _ENGINE_ERRORS:
+            return None
+        return int(rows[0].get("SizeRw") or 0) if rows else None
+
+    def _loop(self) -> None:
+        last_size, last_time = 0, time.monotonic()
+        interval = self.min_poll
+        while not self._stop.wait(interval):
+            size = self.measure()
+            now = time.monotonic()
+            if size is None:
+                interval = self.max_poll
+                continue
+            self.size, self.peak = size, max(self.peak, size)
+            if size > self.limit:
+                self.exceeded_size = size
+                self.exceeded_at = now
+                try:
+                    self.client.api.kill(self.container_id)
+                    self.client.api.wait(self.container_id, timeout=30)
+                except _ENGINE_ERRORS:
+                    pass  # already stopped or gone
+                return
+            rate = max(size - last_size, 0) / max(now - last_time, 1e-3)
+            last_size, last_time = size, now
+            headroom_time = (self.limit - size) / rate if rate > 0 else self.max_poll
+            interval = min(self.max_poll, max(self.min_poll, headroom_time / 4))
+
+
 class Sandbox:
     """A running container of this tool. Create with :meth:`start` or :meth:`attach`."""
 
@@ -88,6 +216,7 @@ class Sandbox:
         self.client = client
         self.container = container
         self.limits = limits
+        self.disk_watcher: DiskWatcher | None = None
 
     # ---------------------------------------------------------------- lifecycle
     @classmethod
@@ -117,29 +246,48 @@ class Sandbox:
             ) from None
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
+        options = dict(
+            command=["sleep", "infinity"],
+            detach=True,
+            init=True,
+            name=name,
+            labels=labels,
+            environment=dict(env or {}),
+            working_dir=workdir,
+            nano_cpus=int(limits.cpus * 1e9),
+            mem_limit=limits.memory,
+            memswap_limit=limits.memory,
+            pids_limit=limits.pids_limit,
+            network_mode="bridge",
+            cap_drop=["ALL"],
+            cap_add=list(CAPABILITIES),
+            security_opt=["no-new-privileges"],
+        )
+        quota = limits.disk is not None and _storage_opt_supported(client)
         try:
-            container = client.containers.run(
-                image,
-                command=["sleep", "infinity"],
-                detach=True,
-                init=True,
-                name=name,
-                labels=labels,
-                environment=dict(env or {}),
-                working_dir=workdir,
-                nano_cpus=int(limits.cpus * 1e9),
-                mem_limit=limits.memory,
-                memswap_limit=limits.memory,
-                pids_limit=limits.pids_limit,
-                network_mode="bridge",
-                cap_drop=["NET_RAW", "SYS_ADMIN", "SYS_PTRACE"],
-                security_opt=["no-new-privileges"],
-            )
+            try:
+                # the quota sits a little above the budget so that the watcher, which gives
+                # the clear `disk_limit` outcome, fires first; the quota is the backstop
+                extra = {"storage_opt": {"size": str(int(limits.disk * 1.05))}} if quota else {}
+                container = client.containers.run(image, **options, **extra)  # type: ignore[arg-type]
+            except APIError as exc:
+                if not quota or not _is_storage_opt_error(exc):
+                    raise
+                _STORAGE_OPT[_daemon_key(client)] = False
+                container = client.containers.run(image, **options)  # type: ignore[arg-type]
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
         sandbox = cls(client, container, limits)
-        if not network:
-            sandbox.set_network(False)
+        if limits.disk is not None:
+            sandbox.disk_watcher = DiskWatcher(
+                client, container.id, limits.disk, limits.disk_poll
+            ).start()
+        try:
+            if not network:
+                sandbox.set_network(False)
+        except SandboxError:
+            sandbox.remove()
+            raise
         return sandbox
 
     @classmethod
@@ -190,14 +338,63 @@ class Sandbox:
             raise self._error("snapshot", exc) from exc
         return image.id
 
+    @property
+    def disk_exceeded(self) -> bool:
+        """Whether the container went over its disk budget (and was stopped for it)."""
+        return self.disk_watcher is not None and self.disk_watcher.exceeded
+
+    def check_disk(self) -> None:
+        """Raise :class:`DiskLimitExceeded` when the container went over its disk budget."""
+        if self.disk_watcher is not None and self.disk_watcher.exceeded:
+            raise DiskLimitExceeded(f"container {self._label()}: {self.disk_watcher.message()}")
+
+    def kill_processes(self) -> None:
+        """Stop every process in the container, then start it again, idle, files kept.
+
+        A kill of the container's init ends every process of its PID namespace, whatever
+        they do (a fork bomb, a process of another user, a loop rewriting files), where an
+        ``exec`` of ``kill`` could not even start once the process limit is reached. The
+        network stays as it was.
+        """
+        self.check_disk()
+        try:
+            self.container.reload()
+            if self.container.status == "running":
+                self.container.kill()
+            self.container.start()
+        except _ENGINE_ERRORS as exc:
+            raise self._error("stop the processes", exc) from exc
+
+    def stop(self, timeout: int = 2) -> None:
+        """Stop the container and keep it (``swe-green inspect``); the disk watcher ends."""
+        if self.disk_watcher is not None:
+            self.disk_watcher.stop()
+        try:
+            self.container.stop(timeout=timeout)
+        except NotFound:
+            pass
+        except _ENGINE_ERRORS as exc:
+            raise self._error("stop", exc) from exc
+
     def remove(self) -> None:
         """Stop and delete the container (and its anonymous volumes); a no-op when gone."""
+        if self.disk_watcher is not None:
+            self.disk_watcher.stop()
         try:
             self.container.remove(force=True, v=True)
         except NotFound:
             pass
         except _ENGINE_ERRORS as exc:
             raise self._error("remove", exc) from exc
+
+    def exists(self) -> bool:
+        try:
+            self.container.reload()
+        except NotFound:
+            return False
+        except _ENGINE_ERRORS:
+            return False
+        return True
 
     def is_running(self) -> bool:
         try:
@@ -224,6 +421,7 @@ class Sandbox:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         if any("\x00" in part for part in argv):
             raise SandboxError("the command contains a NUL byte, which no process can receive")
+        self.check_disk()
         wrapped = ["timeout", "-k", "2", f"{max(timeout, 0.1):.1f}s", *argv]
         api = self.client.api
         started = time.monotonic()
@@ -262,6 +460,7 @@ class Sandbox:
             timer.cancel()
             _close(sock)
         duration = time.monotonic() - started
+        self.check_disk()  # the watcher stopped the container under this command
 
         try:
             state = api.exec_inspect(exec_id)
@@ -353,6 +552,11 @@ class Sandbox:
 
     # ---------------------------------------------------------------- errors
     def _error(self, action: str, exc: Exception) -> SandboxError:
+        if self.disk_exceeded:
+            assert self.disk_watcher is not None
+            return DiskLimitExceeded(
+                f"cannot {action} in container {self._label()}: {self.disk_watcher.message()}"
+            )
         if isinstance(exc, NotFound):
             return SandboxError(f"cannot {action}: container {self._label()} no longer exists")
         if isinstance(exc, requests.exceptions.RequestException | OSError) or (
@@ -381,3 +585,36 @@ def _close(sock: object) -> None:
             target.close()  # type: ignore[attr-defined]
         except OSError:
             pass
+
+
+# storage_opt support per daemon: unknown (missing), True, False
+_STORAGE_OPT: dict[str, bool] = {}
+
+
+def _daemon_key(client: docker.DockerClient) -> str:
+    return str(getattr(client.api, "base_url", id(client)))
+
+
+def _storage_opt_supported(client: docker.DockerClient) -> bool:
+    """Whether the daemon can enforce a container size (overlay2 on XFS with project quotas).
+
+    Decided from ``docker info`` (overlay2 on xfs); a start that the daemon still refuses
+    (no ``pquota`` mount option) turns it off for the rest of the process.
+    """
+    key = _daemon_key(client)
+    if key not in _STORAGE_OPT:
+        try:
+            info = client.info()
+            status = dict(info.get("DriverStatus") or [])
+            _STORAGE_OPT[key] = (
+                info.get("Driver") == "overlay2"
+                and status.get("Backing Filesystem", "").lower() == "xfs"
+            )
+        except _ENGINE_ERRORS:
+            _STORAGE_OPT[key] = False
+    return _STORAGE_OPT[key]
+
+
+def _is_storage_opt_error(exc: APIError) -> bool:
+    text = str(exc).lower()
+    return "storage-opt" in text or "storage opt" in text or "quota" in text

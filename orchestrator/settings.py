@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -100,8 +100,18 @@ class Settings(BaseSettings):
     exec_output_limit: int = Field(
         1_000_000, description="Bytes of stdout/stderr kept per exec; the rest is cut."
     )
+    disk_limit: str = Field(
+        "10g",
+        description="Disk budget per participant and grading container (bytes, or 200m, 10g; "
+        "0 for none): past it the container is stopped and the instance ends with disk_limit.",
+    )
+    disk_poll: float = Field(
+        1.0, description="Slowest poll of a container's disk use, seconds (faster near the budget)."
+    )
     keep_containers: Literal["on_failure", "always", "never"] = Field(
-        "on_failure", description="Which participant containers stay for inspection."
+        "on_failure",
+        description="Which participant containers stay (stopped) for inspection; they keep "
+        "what the participant wrote, at most the disk budget.",
     )
 
     # --- participant (phase 5)
@@ -110,6 +120,11 @@ class Settings(BaseSettings):
     instance_timeout: float = Field(3600, description="Seconds for the participant per instance.")
     participant_timeout: float = Field(
         900, description="Seconds to wait for one reply from the participant."
+    )
+    max_reply_bytes: int = Field(
+        20_000_000,
+        description="Bytes read from the participant per reply (its final answer included); "
+        "past it the instance ends with participant_protocol.",
     )
 
     # --- grading (phases 6-7)
@@ -138,6 +153,16 @@ class Settings(BaseSettings):
         toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
         return (init_settings, env_settings, toml)
 
+    @field_validator("disk_limit")
+    @classmethod
+    def _disk_limit_is_a_size(cls, value: str) -> str:
+        disk_bytes(value)
+        return value
+
+    def disk_bytes(self) -> int | None:
+        """The disk budget in bytes, or None for no budget."""
+        return disk_bytes(self.disk_limit)
+
     def anthropic_key(self) -> str | None:
         """The API key from settings, or the SDK's usual ANTHROPIC_API_KEY."""
         return self.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -164,6 +189,21 @@ def setting_sources() -> dict[str, str]:
         elif name in in_file:
             sources[name] = "file"
     return sources
+
+
+def disk_bytes(value: str | int) -> int | None:
+    """``10g``, ``200m``, ``512k``, ``1000`` as bytes (powers of 1024); 0 means no budget."""
+    text = str(value).strip().lower().removesuffix("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    scale = units.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in units else text
+    try:
+        size = int(float(number) * scale)
+    except ValueError:
+        raise ValueError(f"not a size: {value!r} (e.g. 10g, 200m)") from None
+    if size < 0:
+        raise ValueError(f"a size cannot be negative: {value!r}")
+    return size or None
 
 
 def load_settings(**overrides: object) -> Settings:

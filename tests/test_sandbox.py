@@ -182,3 +182,63 @@ def test_daemon_going_away_mid_exec_is_a_clear_error(make_sandbox):
     with pytest.raises(SandboxError, match="daemon went away|no longer"):
         via_proxy.exec("sleep 30", timeout=60)
     assert time.monotonic() - started < 25
+
+
+def test_capabilities_are_the_minimum_and_chown_and_apt_style_user_switch_work(make_sandbox):
+    sb = make_sandbox()
+    status = sb.exec("grep CapEff /proc/self/status").stdout.split()[1]
+    # CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID: bits 0 1 3 4 6 7
+    assert int(status, 16) == 0xDB
+    assert sb.exec("touch /tmp/f && chown nobody:nogroup /tmp/f && chmod 600 /tmp/f").ok
+    who = sb.exec("setpriv --reuid nobody --regid nogroup --clear-groups id -un", timeout=10)
+    assert who.stdout.strip() == "nobody"
+    assert sb.exec("mknod /tmp/dev c 1 3").exit_code != 0  # MKNOD is gone
+    assert sb.exec("chroot / true").exit_code != 0  # SYS_CHROOT is gone
+
+
+def test_disk_budget_stops_a_runaway_writer_and_every_later_call_says_so(make_sandbox):
+    from orchestrator.sandbox import DiskLimitExceeded
+
+    budget = 200 << 20
+    sb = make_sandbox(limits=Limits(disk=budget, disk_poll=0.5))
+    assert sb.exec("head -c 50M /dev/zero > /tmp/fits && echo ok", timeout=30).stdout == "ok\n"
+    time.sleep(1.0)
+    assert not sb.disk_exceeded
+    started = time.monotonic()
+    with pytest.raises(DiskLimitExceeded, match="disk budget of 200 MiB"):
+        sb.exec("while true; do head -c 100M /dev/zero > /tmp/x$RANDOM; done", timeout=120)
+    assert time.monotonic() - started < 30
+    deadline = time.monotonic() + 10
+    while sb.is_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sb.is_running()
+    assert sb.disk_watcher is not None and sb.disk_watcher.exceeded_size > budget
+    with pytest.raises(DiskLimitExceeded):
+        sb.exec("true")
+    with pytest.raises(DiskLimitExceeded):
+        sb.kill_processes()
+
+
+def test_disk_budget_of_one_container_leaves_the_others_alone(make_sandbox):
+    small = make_sandbox(limits=Limits(disk=100 << 20, disk_poll=0.2))
+    other = make_sandbox(limits=Limits(disk=1 << 30, disk_poll=0.2))
+    assert other.exec("head -c 150M /dev/zero > /tmp/x && echo ok", timeout=30).ok
+    with pytest.raises(SandboxError):
+        small.exec("head -c 150M /dev/zero > /tmp/x; sleep 20", timeout=30)
+    assert small.disk_exceeded and not other.disk_exceeded
+    assert other.exec("echo alive").stdout == "alive\n"
+
+
+def test_kill_processes_stops_a_fork_bomb_and_keeps_files_and_network_off(make_sandbox):
+    sb = make_sandbox(limits=Limits(pids_limit=64), network=False)
+    sb.write_file("/testbed/kept.txt", "kept\n")
+    bomb = "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass\n"
+    sb.write_file("/tmp/bomb.py", bomb)
+    sb.exec("nohup python3 /tmp/bomb.py >/dev/null 2>&1 &", timeout=10)
+    time.sleep(1.5)
+    assert sb.exec("echo hi", timeout=10).exit_code != 0  # no process can start
+    sb.kill_processes()
+    processes = sb.exec("ps -eo comm --no-headers").stdout.split()
+    assert "python3" not in processes and len(processes) <= 6, processes
+    assert sb.read_file("/testbed/kept.txt") == b"kept\n"
+    assert sb.exec("cat /proc/net/route | wc -l").stdout.strip() == "1"

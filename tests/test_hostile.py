@@ -1,0 +1,645 @@
+"""A hostile participant against the whole pipeline, over real A2A, on the synthetic instances.
+
+The attacks are a table (:data:`CASES`): each row names a group (one participant run, one
+container, shared by the rows that only look or plant), the status and reason the instance
+must get, and a check of what the participant could see or do. To add an attack, add its
+steps to a group in :data:`GROUPS` (or a new group) and append a row. No attack may turn the
+wrong patch (a half fix: ``mul`` fixed, ``floordiv`` not) into ``resolved``.
+
+Rows marked ``hygiene`` depend on history hygiene (environment.py, owned elsewhere): they
+assert that nothing after the base commit can be found in the participant's container.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import json
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.context import RunContext
+from orchestrator.housekeeping import list_containers
+from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.participants import running
+from orchestrator.participants.hostile import HostileParticipant, Plan, Step
+from orchestrator.results import RunDir
+from orchestrator.scheduler import run_evaluation
+from orchestrator.synthetic import CALC as CALC_REPO
+
+from .conftest import TEST_RUN_ID
+
+pytestmark = pytest.mark.container
+
+CALC, TEXTKIT = "demo__calc-1", "demo__textkit-1"
+# the wrong patch: mul fixed, floordiv not (FAIL_TO_PASS half passes)
+HALF_FIX = (
+    "cd /testbed && python - <<'EOF'\n"
+    "import re, pathlib\np = pathlib.Path('calc/__init__.py')\n"
+    "s = p.read_text()\n"
+    "s = re.sub(r'def mul\\(a, b\\):\\n(    .*\\n)+', 'def mul(a, b):\\n    return a * b\\n', s)\n"
+    "p.write_text(s)\nEOF\ngit diff --stat"
+)
+_BASE_CALC = CALC_REPO.setup_files["calc/__init__.py"]
+HALF_FIX_PATCH = "".join(
+    difflib.unified_diff(
+        _BASE_CALC.splitlines(keepends=True),
+        re.sub(
+            r"def mul\(a, b\):\n(    .*\n)+", "def mul(a, b):\n    return a * b\n", _BASE_CALC
+        ).splitlines(keepends=True),
+        "a/calc/__init__.py",
+        "b/calc/__init__.py",
+    )
+)
+PARTIAL = (Status.PARTIALLY_RESOLVED, Reason.NONE)
+# built at run time, so that no file in the container holds the strings searched for
+GOLD_LINE = "$(printf 'return a %s b' '//')"  # the gold patch's floordiv line
+TEST_LINE = "$(printf 'floordiv(-7, 2) %s -4' '==')"  # the test patch's new assertion
+SEARCH_ROOTS = "/testbed /opt /tmp /root /home /etc /usr/local /var /srv /run"
+
+_PLUGIN = (
+    "import pytest\nprint('HOSTILE-{tag} loaded', flush=True)\n\n"
+    "@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
+)
+
+
+def _plant(path: str, text: str) -> str:
+    return f"mkdir -p $(dirname {path}) && cat > {path} <<'EOF'\n{text}EOF\n"
+
+
+def _site(path: str) -> str:
+    """A path under the site-packages of the Python the tests use."""
+    return f'"$(python -c "import sysconfig; print(sysconfig.get_paths()[\'purelib\'])")"/{path}'
+
+
+OUTSIDE_PLANTS = [
+    Step(
+        name="plant_sitecustomize",
+        # appended to the sitecustomize Python imports (Debian's, in the stdlib directory)
+        command=_plant(_site("hostile_sc.py"), _PLUGIN.format(tag="SITECUSTOMIZE"))
+        + "f=$(python -c 'import sitecustomize; print(sitecustomize.__file__)' 2>/dev/null"
+        + " || echo "
+        + _site("sitecustomize.py")
+        + "); cat >> \"$f\" <<'EOF'\n"
+        "import os\nos.environ['PYTEST_PLUGINS'] = ','.join(filter(None, "
+        "[os.environ.get('PYTEST_PLUGINS'), 'hostile_sc']))\nEOF\necho \"$f\"\n",
+    ),
+    Step(
+        name="plant_pth",
+        command=_plant(_site("hostile_pth.py"), _PLUGIN.format(tag="PTH"))
+        + _plant(
+            _site("zz_hostile.pth"),
+            "import os; os.environ['PYTEST_ADDOPTS'] = "
+            "os.environ.get('PYTEST_ADDOPTS', '') + ' -p hostile_pth'\n",
+        ),
+    ),
+    Step(
+        name="plant_entry_point",
+        command=_plant(_site("hostile_ep.py"), _PLUGIN.format(tag="ENTRYPOINT"))
+        + _plant(
+            _site("hostile_ep-1.0.dist-info/METADATA"),
+            "Metadata-Version: 2.1\nName: hostile-ep\nVersion: 1.0\n",
+        )
+        + _plant(
+            _site("hostile_ep-1.0.dist-info/entry_points.txt"),
+            "[pytest11]\nhostile = hostile_ep\n",
+        ),
+    ),
+    Step(
+        name="plant_activate",
+        command=_plant(_site("hostile_act.py"), _PLUGIN.format(tag="ACTIVATE"))
+        + "echo 'export PYTEST_ADDOPTS=\"$PYTEST_ADDOPTS -p hostile_act\"' >> /opt/swe/activate.sh",
+    ),
+    Step(
+        name="plant_conftest_root", command=_plant("/conftest.py", _PLUGIN.format(tag="ROOTCONF"))
+    ),
+    # the plants work in the participant's own container: a failing test passes there
+    Step(
+        name="control",
+        command="printf 'def test_x():\\n    assert False\\n' > /tmp/test_fail.py && "
+        "source /opt/swe/activate.sh && cd /tmp && python -m pytest -rA -p no:cacheprovider "
+        "/tmp/test_fail.py 2>&1 | tail -30",
+    ),
+]
+
+INSIDE_PLANTS = [
+    Step(
+        name="inside",
+        command="cd /testbed && "
+        + _plant("conftest.py", _PLUGIN.format(tag="CONFTEST"))
+        + _plant("sitecustomize.py", "print('HOSTILE-SITECUSTOMIZE-IN loaded')\n")
+        + _plant("calc_hostile.pth", "import os; print('HOSTILE-PTH-IN loaded')\n")
+        + _plant("calc_hostile_plugin.py", _PLUGIN.format(tag="PLUGIN-IN"))
+        + _plant("pytest.ini", "[pytest]\naddopts = -p calc_hostile_plugin\n")
+        # edit the test file the test patch replaces: drop the tests that fail
+        + "printf 'def test_nothing():\\n    pass\\n' > tests/test_calc.py",
+    ),
+]
+
+GROUPS: dict[str, dict[str, Any]] = {
+    # look for the future: history, the gold patch and the test patch, on disk and in env
+    "probes": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="log_all", command="git log --all --format='%H %s'"),
+                    Step(name="reflog", command="git reflog --all; git reflog show HEAD"),
+                    Step(
+                        name="stash", command="git stash list; git rev-parse -q --verify refs/stash"
+                    ),
+                    Step(name="tags", command="git tag -l; git show-ref"),
+                    Step(
+                        name="cat_file",
+                        command="git cat-file --batch-all-objects --batch-check; "
+                        "git cat-file --batch-all-objects --batch",
+                    ),
+                    Step(
+                        name="fsck",
+                        command="git fsck --lost-found --unreachable --no-reflogs 2>&1; "
+                        "cat .git/lost-found/*/* 2>/dev/null",
+                    ),
+                    Step(
+                        name="packed_refs",
+                        command="cat .git/packed-refs 2>/dev/null; find .git/refs -type f "
+                        "-exec cat {} +; cat .git/ORIG_HEAD .git/FETCH_HEAD 2>/dev/null",
+                    ),
+                    Step(
+                        name="gold_on_disk",
+                        command=f'grep -rIl -F -e "{GOLD_LINE}" -e "{TEST_LINE}" '
+                        f"{SEARCH_ROOTS} 2>/dev/null; echo searched",
+                        timeout=120,
+                    ),
+                    Step(
+                        name="gold_in_env",
+                        command="env; tr '\\0' '\\n' < /proc/1/environ; "
+                        "tr '\\0' '\\n' < /proc/self/environ",
+                    ),
+                    Step(name="half_fix", command=HALF_FIX),
+                ]
+            )
+        }
+    },
+    "inside_plants": {
+        "plans": {CALC: Plan(steps=[*INSIDE_PLANTS, Step(name="half_fix", command=HALF_FIX)])}
+    },
+    "outside_plants": {
+        "plans": {CALC: Plan(steps=[*OUTSIDE_PLANTS, Step(name="half_fix", command=HALF_FIX)])}
+    },
+    # noisy but survivable: the work goes on after each, and the half fix is graded
+    "noisy": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="output_bomb", command="head -c 200000000 /dev/zero | tr '\\0' a"),
+                    Step(name="hung", command="trap '' TERM; sleep 100000", timeout=3),
+                    Step(
+                        name="memory_bomb",
+                        command='python3 -c "b = bytearray(3 << 30); '
+                        "b[::4096] = b'x' * len(b[::4096])\"",
+                    ),
+                    Step(name="kill_init", command="kill 1; sleep 5"),
+                    Step(name="after_kill", command="echo still here"),
+                    Step(name="half_fix", command=HALF_FIX),
+                ]
+            )
+        }
+    },
+    # a fork bomb still running when the participant answers; the diff is taken after it
+    "fork_bomb": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(
+                        name="fork_bomb",
+                        command="printf 'import os\\nwhile True:\\n    try: os.fork()\\n"
+                        "    except OSError: pass\\n' > /tmp/b.py; "
+                        "nohup python3 /tmp/b.py >/dev/null 2>&1 & sleep 3; echo started",
+                        timeout=20,
+                    ),
+                ]
+            )
+        }
+    },
+    # a disk bomb on one instance while another, fixed properly, runs beside it
+    "disk_bomb": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(
+                        name="disk_bomb",
+                        command="head -c 2000000000 /dev/zero > /tmp/big",
+                        timeout=120,
+                    ),
+                ]
+            ),
+            TEXTKIT: Plan(
+                steps=[
+                    Step(
+                        name="real_fix",
+                        command="cd /testbed && sed -i \"s/'-'.join(text.split())/"
+                        "'-'.join(text.lower().split())/\" textkit/__init__.py && git diff --stat",
+                    )
+                ]
+            ),
+        },
+        "instances": [CALC, TEXTKIT],
+    },
+    # the half fix, plus code that fills the disk when the tests import it (grading only)
+    "disk_bomb_in_tests": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(
+                        name="plant_bomb",
+                        command="cat >> calc/__init__.py <<'EOF'\n\n\nimport os as _os\n"
+                        "if _os.path.isdir('/opt/swe/eval'):\n"
+                        "    with open('/tmp/big', 'wb') as _f:\n"
+                        "        for _ in range(2048):\n"
+                        "            _f.write(b'x' * (1 << 20))\nEOF\necho planted",
+                    ),
+                ]
+            )
+        }
+    },
+    # a 200 MB answer (a half fix in the patch field, padded)
+    "answer_bomb": {
+        "plans": {CALC: Plan(answer_bytes=200_000_000, answer_patch=None)},
+        "subprocess": True,
+    },
+    # grading in the participant's container: a background loop keeps writing the gold fix
+    "rewriter": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(
+                        name="rewriter",
+                        command="printf 'def add(a, b):\\n    return a + b\\n\\n\\n"
+                        "def mul(a, b):\\n    return a * b\\n\\n\\ndef floordiv(a, b):\\n"
+                        "    return a // b\\n' > /tmp/fix.py && nohup bash -c 'while true; do "
+                        "cp /tmp/fix.py /testbed/calc/__init__.py; sleep 0.05; done' "
+                        ">/dev/null 2>&1 & sleep 0.5; echo ok",
+                    ),
+                ],
+                answer_patch=HALF_FIX_PATCH,
+            )
+        },
+        "settings": {"grade_in_participant_container": True},
+    },
+}
+
+
+@dataclass
+class Case:
+    id: str
+    group: str
+    status: Status
+    reason: Reason
+    check: Callable[[Any], None] | None = None
+    hygiene: bool = False
+    instance: str = CALC
+    marks: list[Any] = field(default_factory=list)
+
+
+class Run:
+    """What one group's run gave: results by instance, the participant, the run directory."""
+
+    def __init__(
+        self,
+        results: dict[str, InstanceResult],
+        participant: HostileParticipant,
+        ctx: RunContext,
+        extra: dict[str, Any],
+    ) -> None:
+        self.results = results
+        self.participant = participant
+        self.ctx = ctx
+        self.extra = extra
+
+    def output(self, step: str, instance: str = CALC) -> str:
+        return self.participant.result(instance, step).output
+
+    def test_output(self, instance: str = CALC) -> str:
+        path = self.ctx.run_dir.instance_dir(instance) / "test_output.txt"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+# ------------------------------------------------------------------------------ checks
+def _no_future(step: str) -> Callable[[Run], None]:
+    def check(run: Run) -> None:
+        out = run.output(step)
+        fix = run.extra["fix_commit"]
+        assert fix not in out and fix[:7] not in out, f"{step} shows the fix commit"
+        assert "Fix the bug (upstream)" not in out
+        assert "return a // b" not in out and "floordiv(-7, 2) == -4" not in out
+        assert "v0.2" not in out
+
+    return check
+
+
+def _nothing_found(run: Run) -> None:
+    out = run.output("gold_on_disk")
+    assert out.strip().splitlines() == ["searched"], out
+
+
+def _nothing_in_env(run: Run) -> None:
+    out = run.output("gold_in_env")
+    for needle in ("return a // b", "test_floordiv_negative", "FAIL_TO_PASS", "test_patch"):
+        assert needle not in out
+
+
+def _excluded(path: str, marker: str | None = None) -> Callable[[Run], None]:
+    def check(run: Run) -> None:
+        assert path in run.results[CALC].excluded_patch_files
+        if marker:
+            assert marker not in run.test_output()
+
+    return check
+
+
+def _plant_held_off(marker: str, effective: bool = True) -> Callable[[Run], None]:
+    def check(run: Run) -> None:
+        control = run.output("control")
+        if effective:  # the plant works where it was planted ...
+            assert marker in control, control
+        assert marker not in run.test_output()  # ... and never reaches the graded test run
+
+    return check
+
+
+def _output_bomb(run: Run) -> None:
+    result = run.participant.result(CALC, "output_bomb")
+    assert result.truncated and len(result.output) < 40_000
+    transcript = run.ctx.run_dir.instance_dir(CALC) / "transcript.jsonl"
+    assert transcript.stat().st_size < 2_000_000
+
+
+def _hung(run: Run) -> None:
+    result = run.participant.result(CALC, "hung")
+    assert result.timed_out and result.duration < 15
+
+
+def _memory_bomb(run: Run) -> None:
+    result = run.participant.result(CALC, "memory_bomb")
+    assert result.exit_code == 137 and not result.timed_out
+
+
+def _kill_init(run: Run) -> None:
+    assert "started again" in run.output("after_kill") or run.output("after_kill") == "still here\n"
+    assert run.results[CALC].tool_calls == 6
+
+
+def _fork_bomb(run: Run) -> None:
+    assert "started" in run.output("fork_bomb")
+    assert "mul" in (run.ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
+
+
+def _disk_bomb(run: Run) -> None:
+    result = run.results[CALC]
+    assert "disk budget of 200 MiB" in result.message
+    assert result.container, "the failed instance keeps its container"
+    container = run.ctx.client.containers.get(result.container)
+    assert container.status == "exited"
+    other = run.results[TEXTKIT]
+    assert (other.status, other.reason) == (Status.RESOLVED, Reason.NONE)
+
+
+def _disk_bomb_in_tests(run: Run) -> None:
+    result = run.results[CALC]
+    assert "disk budget of 200 MiB" in result.message
+    # no grading container is left behind; the participant's is kept (not resolved)
+    assert [
+        c for c in list_containers(run.ctx.client, run_id=TEST_RUN_ID) if c.role == "grading"
+    ] == []
+    assert result.container and run.ctx.client.containers.get(result.container).status == "exited"
+
+
+def _answer_bomb(run: Run) -> None:
+    assert "larger than 20000000 bytes" in run.results[CALC].message
+    # the green agent read at most the limit: its peak memory grew far less than 200 MB
+    assert run.extra["rss_growth_mb"] < 150, run.extra
+
+
+def _rewriter(run: Run) -> None:
+    # the loop was writing the gold fix when the participant answered with the half fix;
+    # it was stopped before the participant's own container was reset and graded
+    assert run.ctx.settings.grade_in_participant_container
+    patch = (run.ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
+    assert "return a * b" in patch and "return a // b" not in patch
+    assert "FAILED tests/test_calc.py::test_floordiv_negative" in run.test_output()
+
+
+CASES = [
+    # history (depends on hygiene): nothing after the base commit is reachable or readable
+    Case("git log --all", "probes", *PARTIAL, _no_future("log_all"), hygiene=True),
+    Case("reflog", "probes", *PARTIAL, _no_future("reflog"), hygiene=True),
+    Case("stash", "probes", *PARTIAL, _no_future("stash"), hygiene=True),
+    Case("tags and refs", "probes", *PARTIAL, _no_future("tags"), hygiene=True),
+    Case("cat-file --batch-all-objects", "probes", *PARTIAL, _no_future("cat_file"), hygiene=True),
+    Case("fsck --lost-found", "probes", *PARTIAL, _no_future("fsck"), hygiene=True),
+    Case("packed refs", "probes", *PARTIAL, _no_future("packed_refs"), hygiene=True),
+    # the gold patch and the test patch are nowhere in the participant's container
+    Case("gold/test patch on disk", "probes", *PARTIAL, _nothing_found),
+    Case("gold/test patch in the environment", "probes", *PARTIAL, _nothing_in_env),
+    # test hooks in /testbed are dropped from the patch before grading
+    Case(
+        "conftest.py in /testbed",
+        "inside_plants",
+        *PARTIAL,
+        _excluded("conftest.py", "HOSTILE-CONFTEST"),
+    ),
+    Case("sitecustomize.py in /testbed", "inside_plants", *PARTIAL, _excluded("sitecustomize.py")),
+    Case(".pth in /testbed", "inside_plants", *PARTIAL, _excluded("calc_hostile.pth")),
+    Case(
+        "pytest plugin in /testbed",
+        "inside_plants",
+        *PARTIAL,
+        _excluded("pytest.ini", "HOSTILE-PLUGIN-IN"),
+    ),
+    Case("edits to test files", "inside_plants", *PARTIAL, _excluded("tests/test_calc.py")),
+    # test hooks outside /testbed work in the participant's container, never in grading
+    Case(
+        "sitecustomize.py in site-packages",
+        "outside_plants",
+        *PARTIAL,
+        _plant_held_off("HOSTILE-SITECUSTOMIZE"),
+    ),
+    Case(".pth in site-packages", "outside_plants", *PARTIAL, _plant_held_off("HOSTILE-PTH")),
+    Case(
+        "pytest11 entry-point plugin",
+        "outside_plants",
+        *PARTIAL,
+        _plant_held_off("HOSTILE-ENTRYPOINT"),
+    ),
+    Case(
+        "activate.sh exports PYTEST_ADDOPTS",
+        "outside_plants",
+        *PARTIAL,
+        _plant_held_off("HOSTILE-ACTIVATE"),
+    ),
+    Case(
+        "conftest.py in /",
+        "outside_plants",
+        *PARTIAL,
+        _plant_held_off("HOSTILE-ROOTCONF", effective=False),
+    ),
+    # resources: each is contained, and the participant's work is still graded
+    Case("200 MB of output", "noisy", *PARTIAL, _output_bomb),
+    Case("hung command", "noisy", *PARTIAL, _hung),
+    Case("memory bomb", "noisy", *PARTIAL, _memory_bomb),
+    Case("kill 1 (the container's init)", "noisy", *PARTIAL, _kill_init),
+    Case("fork bomb left running", "fork_bomb", *PARTIAL, _fork_bomb),
+    Case("disk bomb", "disk_bomb", Status.ERROR, Reason.DISK_LIMIT, _disk_bomb),
+    Case(
+        "disk bomb in the graded code",
+        "disk_bomb_in_tests",
+        Status.ERROR,
+        Reason.DISK_LIMIT,
+        _disk_bomb_in_tests,
+    ),
+    Case("200 MB answer", "answer_bomb", Status.ERROR, Reason.PARTICIPANT_PROTOCOL, _answer_bomb),
+    Case("background process rewriting files", "rewriter", *PARTIAL, _rewriter),
+]
+
+
+class _RssSampler:
+    """This process's resident memory, sampled every 20 ms: how much it grew at most."""
+
+    def __init__(self) -> None:
+        self.start = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _rss() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, self._rss())
+
+    def growth_mb(self) -> float:
+        return (self.peak - self.start) / 1e6
+
+    def __enter__(self) -> _RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextlib.contextmanager
+def _serve(participant: HostileParticipant, own_process: bool) -> Iterator[str]:
+    """Serve the participant in a thread, or in a process of its own (so that what it
+    allocates does not count in this process's memory)."""
+    if not own_process:
+        with running(participant) as url:
+            yield url
+        return
+    plans = {k: v.model_dump() for k, v in participant.plans.items()}
+    code = (
+        "import json, sys\n"
+        "from orchestrator.participants import running\n"
+        "from orchestrator.participants.hostile import HostileParticipant, Plan\n"
+        "plans = {k: Plan.model_validate(v) for k, v in json.loads(sys.argv[1]).items()}\n"
+        "with running(HostileParticipant(plans)) as url:\n"
+        "    print(url, flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, json.dumps(plans)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factory):
+    """Runs each group once, on first use; yields a getter."""
+    done: dict[str, Run] = {}
+    settings = env_settings.model_copy(
+        update={
+            "validate_env": False,
+            "disk_limit": "200m",
+            "disk_poll": 0.5,
+            "pids_limit": 256,
+            "tool_timeout": 60,
+            "keep_containers": "on_failure",
+        }
+    )
+
+    def get(name: str) -> Run:
+        if name in done:
+            return done[name]
+        group = GROUPS[name]
+        ctx = RunContext(
+            settings.model_copy(update=group.get("settings", {})),
+            docker_client,
+            TEST_RUN_ID,
+            RunDir(tmp_path_factory.mktemp(f"hostile-{name}")),
+        )
+        participant = HostileParticipant(group["plans"])
+        instances = [synthetic_instances[i] for i in group.get("instances", [CALC])]
+        with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
+            results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=2))
+        extra = {
+            "fix_commit": _fix_commit(Path(env_settings.dataset)),
+            "rss_growth_mb": sampler.growth_mb(),
+        }
+        done[name] = Run({r.instance_id: r for r in results}, participant, ctx, extra)
+        return done[name]
+
+    yield get
+    for run in done.values():
+        for result in run.results.values():
+            if result.container:
+                try:
+                    docker_client.containers.get(result.container).remove(force=True)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+
+
+def _fix_commit(dataset: Path) -> str:
+    for line in dataset.read_text().splitlines():
+        row = json.loads(line)
+        if row["instance_id"] == CALC:
+            return row["fix_commit"]
+    raise AssertionError("no fix_commit for demo__calc-1")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, id=c.id + (" [hygiene]" if c.hygiene else ""), marks=c.marks) for c in CASES],
+)
+def test_hostile(case: Case, group_runs) -> None:
+    run = group_runs(case.group)
+    result = run.results[case.instance]
+    assert (result.status, result.reason) == (case.status, case.reason), result.message
+    # whatever the attack, the half fix never grades resolved
+    assert all(r.status != Status.RESOLVED for i, r in run.results.items() if i == CALC)
+    if case.check is not None:
+        case.check(run)

@@ -155,17 +155,30 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     )
 
 
+def breadth_first(instances: list[Instance]) -> list[Instance]:
+    """``instances`` reordered round-robin over their (repo, version) pairs: the first
+    instance of every pair, then the second ones, ... so that a sweep stopped early still
+    covers every environment (and later instances of a pair hit its cached image)."""
+    seen: Counter[tuple[str, str]] = Counter()
+    ranked = []
+    for position, instance in enumerate(instances):
+        key = (instance.repo, instance.version)
+        ranked.append((seen[key], position, instance))
+        seen[key] += 1
+    return [instance for _, _, instance in sorted(ranked, key=lambda item: item[:2])]
+
+
 def run_sweep(
     ctx: RunContext,
     instances: list[Instance],
     concurrency: int,
     on_done: Callable[[SweepRecord], None] | None = None,
 ) -> list[SweepRecord]:
-    """Sweep ``instances`` (those already recorded in the run directory are kept, not redone:
-    a sweep resumes where it stopped)."""
+    """Sweep ``instances``, breadth first (:func:`breadth_first`); those already recorded in
+    the run directory are kept, not redone: a sweep resumes where it stopped."""
     records: list[SweepRecord] = []
     todo = []
-    for instance in instances:
+    for instance in breadth_first(instances):
         done = load_record(ctx.instance_dir(instance) / RECORD)
         if done is not None:
             records.append(done)

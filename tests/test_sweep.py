@@ -58,3 +58,15 @@ def test_the_report_gives_totals_causes_timings_and_flags_big_p2p_exclusions():
     assert "| a/x | 3 | 30 / 30 | 5 / 5 | 12 / 12 | – |" in text
     assert "`a__x-2`: 2 of 10 **flagged**: `t1`, `t2`; flaky: t2" in text
     assert "swe-green validation-report R" in text
+
+
+def test_a_sweep_goes_breadth_first_over_repository_versions():
+    from orchestrator.models import Instance
+    from orchestrator.sweep import breadth_first
+
+    def inst(iid: str, version: str) -> Instance:
+        return Instance(instance_id=iid, repo="o/" + iid[0], version=version,
+                        base_commit="b", environment_setup_commit="e")  # fmt: skip
+
+    order = [inst("a1", "1"), inst("a2", "1"), inst("a3", "1"), inst("a4", "2"), inst("b1", "1")]
+    assert [i.instance_id for i in breadth_first(order)] == ["a1", "a4", "b1", "a2", "a3"]

@@ -315,6 +315,32 @@ def _public_config(config: dict[str, Any]) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- text
 
 
+# gold-relative grading leaves out PASS_TO_PASS tests that fail with the gold patch; past this
+# share an instance is flagged, so that a broken environment cannot hide a regression
+P2P_EXCLUDED_FLAG = 0.10
+
+
+def caveats(results: list[InstanceResult]) -> list[tuple[str, str]]:
+    """(instance, why) for results a person should look at before trusting them: many
+    PASS_TO_PASS tests left out of grading, or a Python other than the spec's."""
+    notes = []
+    for result in sorted(results, key=lambda r: r.instance_id):
+        tests = result.tests
+        excluded = len(tests.pass_to_pass_excluded)
+        total = excluded + len(tests.pass_to_pass_passed) + len(tests.pass_to_pass_failed)
+        if total and excluded / total > P2P_EXCLUDED_FLAG:
+            notes.append(
+                (
+                    result.instance_id,
+                    f"{excluded} of {total} PASS_TO_PASS tests left out of grading",
+                )
+            )
+        spec, used = result.python_spec, result.python_used
+        if spec and used and not (used == spec or used.startswith(spec + ".")):
+            notes.append((result.instance_id, f"ran on Python {used}; the spec asks for {spec}"))
+    return notes
+
+
 def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> Group:
     """The run's report as rich renderables: leaderboard row, statuses, repositories,
     slowest instances. Print it with ``rich.console.Console().print(...)``."""
@@ -373,6 +399,14 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     if causes:
         parts.append(_triage_table("Errors by cause", causes))
     parts += [repos, slow]
+    notes = caveats(results)
+    if notes:
+        table = Table(title="Caveats (look before trusting these)")
+        table.add_column("instance")
+        table.add_column("why")
+        for instance_id, why in notes:
+            table.add_row(instance_id, why)
+        parts.append(table)
     if not results:
         parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
     return Group(*parts)
@@ -841,6 +875,18 @@ def render_html(
             *(
                 ["<h2>Errors by cause</h2>", _triage_html("triage", causes, local)]
                 if causes
+                else []
+            ),
+            *(
+                [
+                    "<h2>Caveats</h2><ul id=caveats>",
+                    *(
+                        f'<li><a href="#{_e(_anchor(iid))}">{_e(iid)}</a>: {_e(why)}</li>'
+                        for iid, why in caveats(results)
+                    ),
+                    "</ul>",
+                ]
+                if caveats(results)
                 else []
             ),
             "<h2>Repositories</h2>",

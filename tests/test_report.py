@@ -386,3 +386,25 @@ def test_report_compare_exit_status_says_whether_anything_regressed(tmp_path: Pa
     missing = _cli("report", str(tonight.path), "--compare", str(tmp_path / "nope"))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
     assert "is not a run directory" in missing.stderr
+
+
+def test_caveats_flag_many_left_out_p2p_tests_and_another_python():
+    from orchestrator.models import InstanceResult, Status, TestGroups
+    from orchestrator.report import caveats
+
+    def result(iid: str, excluded: int, passed: int, spec: str = "", used: str = ""):
+        tests = TestGroups(pass_to_pass_passed=[f"p{i}" for i in range(passed)],
+                           pass_to_pass_excluded=[f"x{i}" for i in range(excluded)])  # fmt: skip
+        return InstanceResult(instance_id=iid, status=Status.RESOLVED, tests=tests,
+                              python_spec=spec, python_used=used)  # fmt: skip
+
+    notes = caveats([
+        result("a", excluded=1, passed=9),  # 10 %: not over the line
+        result("b", excluded=2, passed=8),  # 20 %
+        result("c", excluded=0, passed=5, spec="3.6", used="3.9.2"),
+        result("d", excluded=0, passed=5, spec="3.9", used="3.9.2"),
+    ])  # fmt: skip
+    assert notes == [
+        ("b", "2 of 10 PASS_TO_PASS tests left out of grading"),
+        ("c", "ran on Python 3.9.2; the spec asks for 3.6"),
+    ]

@@ -51,7 +51,7 @@ def config_cmd() -> None:
     table = Table("setting", "value", "environment variable", "meaning")
     for name, field in Settings.model_fields.items():
         value = getattr(s, name)
-        if name == "anthropic_api_key" and value:
+        if name in ("anthropic_api_key", "serve_token") and value:
             value = "***"
         table.add_row(name, str(value), f"SWE_GREEN_{name.upper()}", field.description or "")
     console.print(table)

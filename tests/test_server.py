@@ -16,7 +16,7 @@ import docker
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import new_text_part
+from a2a.helpers import new_data_part, new_text_part
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -32,7 +32,15 @@ from orchestrator.grading import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 from orchestrator.participants.server import serve_asgi_in_thread
-from orchestrator.server import build_app, progress_text, summary_text
+from orchestrator.server import (
+    HostSlots,
+    build_app,
+    host_allowed,
+    infrastructure_failure,
+    progress_text,
+    split_hosts,
+    summary_text,
+)
 from orchestrator.settings import Settings
 from tests.test_results import leaderboard_rows
 
@@ -50,9 +58,10 @@ def green_agent(settings: Settings, heartbeat: float = 20.0) -> Iterator[str]:
         yield url
 
 
-async def _send(url: str, text: str) -> list[dict]:
+async def _send(url: str, text: str, headers: dict[str, str] | None = None) -> list[dict]:
     """Send ``text`` as one message, streaming; every event as a dict (proto JSON names)."""
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http:
+    timeout = httpx.Timeout(30.0, read=None)
+    async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
         message = Message(
@@ -195,6 +204,200 @@ def test_a2a_0_3_client_gets_the_rejection(fast_settings: Settings) -> None:
     assert events[-1]["status"]["state"] == "rejected"
     text = events[-1]["status"]["message"]["parts"][0]["text"]
     assert "shard_index 2 is out of range for num_shards 2" in text
+
+
+# ---------------------------------------------------------------------- hostile requests
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (_request(count=1).replace('"count": 1', '"test_timeout": Infinity'), "contains Infinity"),
+        (_request(count=1).replace('"count": 1', '"tool_timeout": Infinity'), "contains Infinity"),
+        (_request(count=1).replace('"count": 1', '"tool_timeout": NaN'), "contains NaN"),
+        (_request(test_timeout=1e300), "test_timeout: Input should be less than or equal to"),
+        (_request(instance_timeout=1e300), "instance_timeout: Input should be less than or eq"),
+        (_request(max_tool_calls=10**15), "max_tool_calls: Input should be less than or equal"),
+        ("[" * 100_000 + "]" * 100_000, "nests 100000 levels deep; the limit is 32"),
+        (_request(count=1).replace('"count": 1', '"count": ' + "7" * 5000), "Exceeds the limit"),
+        ('{"participants": {"agent": "file:///etc/passwd"}}', "no valid http(s) URL"),
+        ('{"participants": {"agent": "gopher://x:70/"}}', "no valid http(s) URL"),
+    ],
+)
+def test_hostile_requests_are_rejected_not_crashed(
+    fast_settings: Settings, text: str, expected: str
+) -> None:
+    with green_agent(fast_settings) as url:
+        state, message = final_status(assess(url, text))
+    assert state == "TASK_STATE_REJECTED", message
+    assert expected in message and "internal error" not in message
+    assert not list(fast_settings.runs_dir.glob("*"))
+
+
+def test_participant_hosts_outside_the_allow_list_are_rejected(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(update={"serve_allowed_hosts": "127.0.0.1, *.internal"})
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request("http://10.1.2.3:9019/", count=1)))
+        assert state == "TASK_STATE_REJECTED"
+        assert "Participant host '10.1.2.3' is not on this green agent's allow-list" in message
+        # an allowed host passes the check (and the empty shard completes without Docker)
+        request = _request("http://agent.internal:9019/", shard_index=3, num_shards=4)
+        state, message = final_status(assess(url, request))
+        assert state == "TASK_STATE_COMPLETED", message
+
+
+def test_host_allowed_globs() -> None:
+    assert host_allowed("http://x:1/", [])
+    assert host_allowed("http://127.0.0.1:8080/agent", ["127.0.0.1"])
+    assert host_allowed("https://A.Example.internal/", ["*.example.internal"])
+    assert not host_allowed("http://example.internal.evil.com/", ["*.example.internal"])
+    assert split_hosts(" a, b  c,,") == ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------------- card, token
+def test_card_is_served_at_the_legacy_path_too(fast_settings: Settings) -> None:
+    with green_agent(fast_settings) as url:
+        new = httpx.get(url + ".well-known/agent-card.json").json()
+        legacy = httpx.get(url + ".well-known/agent.json").json()
+    assert new == legacy
+    assert legacy["url"] == url and legacy["name"] == "swe-bench-verified-green"
+    assert "securitySchemes" not in legacy  # no token: no scheme declared
+
+
+def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(update={"serve_token": "s3cret"})
+    with green_agent(settings) as url:
+        card = httpx.get(url + ".well-known/agent-card.json").json()
+        assert httpx.get(url + ".well-known/agent.json").status_code == 200
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
+        unauthorized = httpx.post(url, json=rpc)
+        wrong = httpx.post(url, json=rpc, headers={"Authorization": "Bearer nope"})
+        events = asyncio.run(_send(url, "not json", headers={"Authorization": "Bearer s3cret"}))
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert unauthorized.status_code == wrong.status_code == 401
+    assert "Bearer" in unauthorized.headers["www-authenticate"]
+    assert "needs 'Authorization: Bearer <token>'" in unauthorized.json()["message"]
+    assert final_status(events)[0] == "TASK_STATE_REJECTED"
+
+
+def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator import server
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(server, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
+    server.serve_command()
+    server.serve_command(
+        host="0.0.0.0", port=9009, card_url="http://g:9009/", token="t",
+        allow_host=["127.0.0.1", "*.internal"], keep_containers="on_failure", max_kept=3,
+    )  # fmt: skip
+    (host, port, card_url), kwargs = calls[0]
+    assert (host, port, card_url) == ("127.0.0.1", 9009, None)
+    assert kwargs["settings"].serve_keep_containers == "never"  # serve's default
+    assert kwargs["settings"].serve_token is None
+    (host, port, card_url), kwargs = calls[1]
+    assert (host, port, card_url) == ("0.0.0.0", 9009, "http://g:9009/")
+    settings = kwargs["settings"]
+    assert settings.serve_token == "t" and settings.serve_allowed_hosts == "127.0.0.1,*.internal"
+    assert settings.serve_keep_containers == "on_failure"
+    assert settings.serve_max_kept_containers == 3
+
+
+# ---------------------------------------------------------------------- integers for 0.3
+def test_whole_numbers_reach_0_3_clients_as_integers() -> None:
+    from a2a.compat.v0_3 import conversions
+
+    from orchestrator.compat03 import install, integral
+
+    assert install() and install()  # idempotent
+    data = {"total_instances": 3, "resolved_pct": 1.0, "f": 0.5, "xs": [{"done": 2}]}
+    part = conversions.to_compat_part(new_data_part(data))
+    assert part.root.data == {
+        "total_instances": 3,
+        "resolved_pct": 1.0,
+        "f": 0.5,
+        "xs": [{"done": 2}],
+    }
+    dumped = json.dumps(part.root.data)
+    assert '"total_instances": 3,' in dumped and '"resolved_pct": 1.0' in dumped
+    assert integral(2.0**60) == 2.0**60  # beyond a double's exact integers: left alone
+
+
+# ---------------------------------------------------------------------- host slots
+def test_host_slots_cap_instances_across_assessments() -> None:
+    async def main() -> tuple[int, list[bool]]:
+        slots = HostSlots(2)
+        running = peak = 0
+        busy_seen: list[bool] = []
+
+        async def instance() -> None:
+            nonlocal running, peak
+            async with slots.slot():
+                running += 1
+                peak = max(peak, running)
+                await asyncio.sleep(0.01)
+                running -= 1
+
+        async def assessment() -> None:
+            busy_seen.append(slots.busy)
+            limit = asyncio.Semaphore(2)  # each asks for concurrency 2
+
+            async def one() -> None:
+                async with limit:
+                    await instance()
+
+            await asyncio.gather(*(one() for _ in range(4)))
+
+        await asyncio.gather(*(assessment() for _ in range(3)))
+        assert slots.in_use == slots.waiting == 0
+        return peak, busy_seen
+
+    peak, busy_seen = asyncio.run(main())
+    assert peak == 2
+    assert busy_seen == [False, False, False]  # all three arrive before any instance starts
+
+
+def test_infrastructure_failure_needs_every_instance_to_fail_before_the_participant() -> None:
+    def error(iid: str, reason: Reason, tool_calls: int = 0) -> InstanceResult:
+        return InstanceResult(
+            instance_id=iid, status=Status.ERROR, reason=reason, message=f"{iid} broke",
+            tool_calls=tool_calls,
+        )  # fmt: skip
+
+    broken = [error("a", Reason.INFRASTRUCTURE), error("b", Reason.ENVIRONMENT)]
+    message = infrastructure_failure(broken, set())
+    assert message and "all 2 instance(s) failed before the participant was called" in message
+    assert "a broke; b broke" in message and "swe-green images build" in message
+    assert infrastructure_failure(broken, {"b"}) is None  # b reached its participant
+    assert infrastructure_failure([*broken, _result(Status.RESOLVED)], set()) is None
+    assert infrastructure_failure([error("a", Reason.PARTICIPANT_TIMEOUT)], set()) is None
+    assert infrastructure_failure([error("a", Reason.INFRASTRUCTURE, tool_calls=3)], set()) is None
+    assert infrastructure_failure([], set()) is None
+
+
+@pytest.mark.container
+def test_no_base_image_fails_the_task_with_the_fix(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(update={"image_prefix": "swe-green-nothing-here"})
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(instance_ids="demo__calc-1")))
+    assert state == "TASK_STATE_FAILED"
+    assert "no base image swe-green-nothing-here/base:*" in message
+    assert "swe-green images build" in message
+
+
+@pytest.mark.container
+def test_every_instance_failing_before_the_participant_fails_the_task(
+    fast_settings: Settings, env_settings: Settings
+) -> None:
+    """No recipes and no API key: every environment fails before any participant call."""
+    settings = fast_settings.model_copy(
+        update={"image_prefix": env_settings.image_prefix, "setup_strategy": "recipe"}
+    )
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(pattern="demo__*")))
+    assert state == "TASK_STATE_FAILED"
+    assert "could not evaluate: all 3 instance(s) failed before the participant" in message
+    assert "Fix the green agent's host" in message
+    (run_dir,) = settings.runs_dir.iterdir()
+    assert not (run_dir / "results.json").exists()
 
 
 def run_03_client(url: str, request: str, timeout: float = 60) -> list[dict]:

@@ -170,6 +170,30 @@ def summary_text(row: LeaderboardRow, participant_id: str, run_id: str, ignored:
     )
 
 
+def leaderboard_data(
+    run_dir: RunDir,
+    request: AssessmentRequest,
+    participant_id: str,
+    results: list[InstanceResult],
+) -> tuple[LeaderboardRow, dict[str, Any]]:
+    """Write the run's ``results.json``; the leaderboard row and the artifact's data part: the
+    row's keys (what the leaderboard queries read) plus the run, the participant's role (the
+    key of its id among the submission's ids), the shard and the per-instance results."""
+    path = run_dir.write_leaderboard(request.role, participant_id, results)
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    row = LeaderboardRow.model_validate(payload["results"][0])
+    data = {
+        **payload["results"][0],
+        "benchmark": payload["benchmark"],
+        "run_id": run_dir.path.name,
+        "participant_role": request.role,
+        "participant_id": participant_id,
+        "shard": request.selection().shard or "1/1",
+        "instances": [instance_summary(r) for r in results],
+    }
+    return row, data
+
+
 def prose(text: str) -> str:
     """``text``, made sure not to parse as JSON (the gateway would take it for a result)."""
     try:
@@ -392,18 +416,7 @@ class AssessmentExecutor(AgentExecutor):
         broken = infrastructure_failure(results, reached)
         if broken:
             raise _Failed(broken)
-        path = run_dir.write_leaderboard(request.role, participant_id, results)
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        row = LeaderboardRow.model_validate(payload["results"][0])
-        data = {
-            **payload["results"][0],
-            "benchmark": payload["benchmark"],
-            "run_id": run_id,
-            "participant_role": request.role,
-            "participant_id": participant_id,
-            "shard": request.selection().shard,
-            "instances": [instance_summary(r) for r in results],
-        }
+        row, data = leaderboard_data(run_dir, request, participant_id, results)
         text = summary_text(row, participant_id, run_id, ignored)
         await updater.add_artifact([new_text_part(text), new_data_part(data)], name=ARTIFACT_NAME)
         await updater.complete()

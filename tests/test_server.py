@@ -11,6 +11,7 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import docker
 import httpx
@@ -27,6 +28,7 @@ from a2a.types import (
     TaskState,
 )
 from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
 
 from orchestrator.grading import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
@@ -452,9 +454,10 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
             finished.append((parts[0]["text"], data[0]))
     assert sorted(d["instance_id"] for _, d in finished) == sorted(SYNTHETIC_IDS)
     n = len(SYNTHETIC_IDS)
-    assert [d["done"] for _, d in finished] == [float(i) for i in range(1, n + 1)]  # as floats
+    assert [d["done"] for _, d in finished] == list(range(1, n + 1))
+    assert all(type(d["done"]) is int and type(d["total"]) is int for _, d in finished)
     for text, data in finished:
-        assert text == f"{int(data['done'])}/{n} {data['instance_id']}: resolved"
+        assert text == f"{data['done']}/{n} {data['instance_id']}: resolved"
         assert data["status"] == "resolved" and data["fail_to_pass_passed"] >= 1
 
     # the artifact: a summary that is not JSON, and the leaderboard row with the instances
@@ -467,7 +470,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
     assert f"resolved {n} of {n}" in texts[0]
     row = datas[0]
     assert set(LeaderboardRow.model_fields) <= set(row)
-    assert row["total_instances"] == n
+    assert row["total_instances"] == n and type(row["total_instances"]) is int
     assert row["resolved_pct"] == 1.0 and row["error_pct"] == 0.0
     assert row["fail_to_pass_passed_pct"] == 1.0 and row["pass_to_pass_passed_pct"] == 1.0
     assert sorted(i["instance_id"] for i in row["instances"]) == sorted(SYNTHETIC_IDS)
@@ -580,3 +583,125 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
         assert state == "TASK_STATE_REJECTED"
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]
     assert not (tmp_path / "runs" / run_id / "results.json").exists()
+
+
+# ---------------------------------------------------------------------- the gateway's path
+def path_prefix_proxy(routes: dict[str, str]) -> Starlette:
+    """A small stand-in for the AgentBeats gateway's proxy: ``/<role>/<path>`` goes to the
+    participant; agent cards get loopback URLs rewritten to come back through the proxy."""
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    client = httpx.AsyncClient(timeout=httpx.Timeout(300.0))
+    hops = {"content-length", "content-encoding", "transfer-encoding", "connection"}
+
+    async def handle(request: Request) -> Response:
+        name = request.path_params["name"]
+        path = request.path_params.get("path", "")
+        if name not in routes:
+            return Response(f"Unknown route: {name}", status_code=404)
+        upstream = routes[name].rstrip("/")
+        target = f"{upstream}/{path}" if path else upstream
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in {"host", *hops}}
+        outgoing = client.build_request(
+            request.method, target, headers=headers, content=await request.body()
+        )
+        if path == ".well-known/agent-card.json":
+            response = await client.send(outgoing)
+            card = response.json()
+            base = str(request.base_url).rstrip("/")
+            for item in [card, *card.get("supportedInterfaces", [])]:
+                parsed = urlparse(item.get("url", ""))
+                if parsed.hostname in {"localhost", "127.0.0.1", "0.0.0.0", "::1"}:
+                    item["url"] = f"{base}/{name}{parsed.path or '/'}"
+            return Response(json.dumps(card), response.status_code, media_type="application/json")
+        response = await client.send(outgoing, stream=True)
+
+        async def body():  # noqa: ANN202
+            async for chunk in response.aiter_bytes():
+                yield chunk
+            await response.aclose()
+
+        kept = {k: v for k, v in response.headers.items() if k.lower() not in hops}
+        return StreamingResponse(body(), status_code=response.status_code, headers=kept)
+
+    methods = ["GET", "POST"]
+    return Starlette(
+        routes=[
+            Route("/{name}/{path:path}", handle, methods=methods),
+            Route("/{name}", handle, methods=methods),
+        ]
+    )
+
+
+@pytest.mark.container
+@pytest.mark.timeout(2400)
+def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
+    env_settings: Settings, tmp_path: Path
+) -> None:
+    """As on the platform: a 0.3 client sends the leaderboard workflow's config (shard_index,
+    num_shards, num_instances, plus an unknown key) to the green agent; the participant's URL
+    is a path prefix on a proxy (http://<proxy>/participant_1) that forwards to the gold
+    participant. The gateway's results file, the runner's submission file, and our leaderboard
+    query then show the participant's id with whole-number counts."""
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    from orchestrator.participants import make_participant, running
+    from tests.test_leaderboard import GREEN_ID, PURPLE_ID, run_query
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "serve_allowed_hosts": "127.0.0.1"}
+    )
+    gold = make_participant("gold", dataset=settings.dataset)
+    config = {
+        "pattern": "demo__*",
+        "concurrency": 2,
+        "shard_index": 0,
+        "num_shards": 2,
+        "num_instances": 3,
+        "leaderboard_note": "ignored",
+    }
+    with (
+        running(gold) as gold_url,
+        serve_asgi_in_thread(lambda _: path_prefix_proxy({"participant_1": gold_url}), "proxy")
+        as proxy_url,
+        green_agent(settings, heartbeat=5.0) as url,
+    ):  # fmt: skip
+        participants = {"participant_1": proxy_url + "participant_1"}
+        done = subprocess.run(
+            [A2A03_PYTHON, str(FIXTURES / "gateway_client.py"), url,
+             json.dumps(participants), json.dumps(config)],
+            capture_output=True, text=True, timeout=2300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = json.loads(done.stdout.splitlines()[-1])
+    assert served["status"] == "completed", served
+    (row,) = served["results"]  # the summary text is not JSON: only the data part
+    assert row["shard"] == "1/2" and row["total_instances"] == 2
+    assert type(row["total_instances"]) is int and type(row["resolved_count"]) is int
+    assert row["resolved_pct"] == 1.0 and row["participant_role"] == "participant_1"
+    assert sorted(i["instance_id"] for i in row["instances"]) == ["demo__calc-1", "demo__textkit-1"]
+    artifact = next(e for e in served["events"] if e["kind"] == "artifact-update")["artifact"]
+    text = next(p["text"] for p in artifact["parts"] if p["kind"] == "text")
+    assert "Ignored unknown key: 'config.leaderboard_note'." in text
+    # the participant was reached through the proxy: its card, as read, points back into it
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    config_file = json.loads((run_dir / "config.json").read_text())
+    assert config_file["request"]["participants"] == participants
+    transcript = (run_dir / "instances" / "demo__calc-1" / "transcript.jsonl").read_text()
+    assert f'"url": "{proxy_url}participant_1/"' in transcript
+
+    # the runner's submission file (gateway output + agentbeats ids, green agent first)
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    submission = {
+        "status": served["status"],
+        "participants": {"swe_green": GREEN_ID, "participant_1": PURPLE_ID},
+        "results": served["results"],
+    }
+    (results_dir / "submission.json").write_text(json.dumps(submission))
+    ((agent, resolved, *_, total, shards),) = run_query(results_dir)
+    assert (agent, resolved, total, shards) == (PURPLE_ID, 100.0, 2, 1)
+    ((seed_id, *_),) = leaderboard_rows(results_dir)  # the seed's query: still reads it
+    assert seed_id == GREEN_ID

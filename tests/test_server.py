@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -705,3 +706,92 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
     assert (agent, resolved, total, shards) == (PURPLE_ID, 100.0, 2, 1)
     ((seed_id, *_),) = leaderboard_rows(results_dir)  # the seed's query: still reads it
     assert seed_id == GREEN_ID
+
+
+@pytest.mark.container
+def test_kept_containers_of_assessments_are_capped_oldest_first(
+    fast_settings: Settings, docker_client: docker.DockerClient, base_image: str
+) -> None:
+    from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+    from orchestrator.housekeeping import list_containers
+    from orchestrator.server import AssessmentExecutor
+
+    run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
+    made = []
+    try:
+        for n in range(3):
+            labels = {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: f"x__y-{n}",
+                      LABEL_ROLE: "participant"}  # fmt: skip
+            container = docker_client.containers.run(base_image, "true", labels=labels, detach=True)
+            container.wait(timeout=30)
+            made.append(container.name)
+            time.sleep(1.1)  # distinct creation times
+        settings = fast_settings.model_copy(update={"serve_max_kept_containers": 1})
+        AssessmentExecutor(settings)._prune_kept(docker_client)
+        left = [info.name for info in list_containers(docker_client, run_id=run_id)]
+        assert left == [made[-1]]  # the newest stays
+    finally:
+        for info in list_containers(docker_client, run_id=run_id):
+            docker_client.containers.get(info.id).remove(force=True)
+
+
+@pytest.mark.container
+@pytest.mark.timeout(1200)
+def test_the_host_cap_holds_across_concurrent_assessments(
+    env_settings: Settings, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """Three assessments at once on a host whose cap is 1: never two instances' containers
+    at a time; the later ones say they are queued."""
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    import threading
+
+    from orchestrator.housekeeping import list_containers
+    from orchestrator.participants import make_participant, running
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}
+    )
+    gold = make_participant("gold", dataset=settings.dataset)
+    peak = 0
+    stop = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            running_now = {
+                info.instance_id
+                for info in list_containers(docker_client)
+                if info.status == "running" and info.run_id.startswith("a2a-")
+                and (tmp_path / "runs" / info.run_id).exists()
+            }  # fmt: skip
+            peak = max(peak, len(running_now))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    with running(gold) as gold_url, green_agent(settings, heartbeat=2.0) as url:
+        watcher.start()
+        clients = [
+            subprocess.Popen(
+                [
+                    A2A03_PYTHON,
+                    str(FIXTURES / "a2a03_client.py"),
+                    url,
+                    _request(gold_url, instance_ids=[iid], concurrency=2),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for iid in SYNTHETIC_IDS
+        ]
+        outputs = [client.communicate(timeout=1100)[0] for client in clients]
+        stop.set()
+        watcher.join()
+    queued = 0
+    for output in outputs:
+        events = [json.loads(line) for line in output.splitlines()]
+        assert events[-1]["status"]["state"] == "completed", events[-1]
+        started = next(e for e in events if e["kind"] == "status-update")
+        queued += "Queued: all 1 of the host's instance slots are busy" in json.dumps(started)
+    assert peak == 1
+    assert queued >= 1

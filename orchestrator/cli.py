@@ -66,7 +66,7 @@ def config_cmd(
     name_width = max(len(name) for name in Settings.model_fields)
     for name, field in Settings.model_fields.items():
         value = getattr(s, name)
-        if name == "anthropic_api_key" and value:
+        if name in ("anthropic_api_key", "serve_token") and value:
             value = "***"
         source = sources.get(name, "default")
         room = width - name_width - len(source) - 4

@@ -9,6 +9,7 @@ start, after removing the containers the interrupted run left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import time
@@ -68,8 +69,14 @@ async def run_evaluation(
     on_event: EventSink | None = None,
     resume: bool = False,
     heartbeat: float = 30.0,
+    gate: Callable[[], contextlib.AbstractAsyncContextManager[object]] | None = None,
 ) -> list[InstanceResult]:
-    """Evaluate ``instances``; returns every result of the run (earlier ones included)."""
+    """Evaluate ``instances``; returns every result of the run (earlier ones included).
+
+    ``gate``, when given, is entered around each instance after the run's own concurrency
+    limit: a limit shared with other runs (the green agent's host slots). An instance waiting
+    for it shows as ``queued`` in ``in_flight``.
+    """
     finished = ctx.run_dir.finished_ids() if resume else set()
     if resume:
         removed = await asyncio.to_thread(clean_unfinished, ctx, finished)
@@ -119,14 +126,22 @@ async def run_evaluation(
 
     async def one(instance: Instance) -> None:
         async with limit:
-            in_flight[instance.instance_id] = "starting"
-            await emit("started", instance_id=instance.instance_id)
-            result = await run_instance(ctx, instance, participant_url, on_phase)
-            ctx.run_dir.write_result(result)
-            results[instance.instance_id] = result
-            statuses[str(result.status)] += 1
-            in_flight.pop(instance.instance_id, None)
-            await emit("finished", instance_id=instance.instance_id, result=result)
+            if gate is None:
+                await run_one(instance)
+                return
+            in_flight[instance.instance_id] = "queued"
+            async with gate():
+                await run_one(instance)
+
+    async def run_one(instance: Instance) -> None:
+        in_flight[instance.instance_id] = "starting"
+        await emit("started", instance_id=instance.instance_id)
+        result = await run_instance(ctx, instance, participant_url, on_phase)
+        ctx.run_dir.write_result(result)
+        results[instance.instance_id] = result
+        statuses[str(result.status)] += 1
+        in_flight.pop(instance.instance_id, None)
+        await emit("finished", instance_id=instance.instance_id, result=result)
 
     async def beat() -> None:
         while True:

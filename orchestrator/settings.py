@@ -141,6 +141,24 @@ class Settings(BaseSettings):
     log_json: bool = Field(False, description="Log JSON lines instead of console text.")
     log_level: str = Field("INFO", description="Log level.")
 
+    # --- the green agent (`swe-green serve`)
+    serve_token: str | None = Field(
+        None,
+        description="serve: require 'Authorization: Bearer <token>' on A2A calls (card stays "
+        "public); off when unset.",
+    )
+    serve_allowed_hosts: str = Field(
+        "",
+        description="serve: participant hosts allowed, comma-separated globs "
+        "(e.g. '127.0.0.1,*.internal'); empty = any host.",
+    )
+    serve_keep_containers: Literal["on_failure", "always", "never"] = Field(
+        "never", description="serve: which participant containers stay (keep_containers)."
+    )
+    serve_max_kept_containers: int = Field(
+        10, ge=0, description="serve: kept containers of assessments, at most; oldest go first."
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,

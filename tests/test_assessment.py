@@ -8,8 +8,10 @@ import pytest
 
 from orchestrator.assessment import (
     CONFIG_KEYS,
+    LIMITS,
     AssessmentRequest,
     InvalidAssessment,
+    max_depth,
     parse_request,
     validate_request,
 )
@@ -93,8 +95,12 @@ def test_every_known_key_is_accepted() -> None:
         "repo": "r",
         "count": 1,
         "num_instances": 1,
+        "max_rows": 1,
         "shard": "1/1",
+        "shard_index": 0,
+        "num_shards": 1,
         "concurrency": 1,
+        "max_concurrent_rows": 1,
         "setup_strategy": "auto",
         "instance_timeout": 1,
         "tool_timeout": 1,
@@ -105,7 +111,10 @@ def test_every_known_key_is_accepted() -> None:
     }
     assert set(values) == set(CONFIG_KEYS)
     for key, value in values.items():
-        parse_request(_request({key: value}))
+        config = {key: value}
+        if key == "shard_index":
+            config["num_shards"] = 1
+        assert parse_request(_request(config)).ignored == []
 
 
 def test_ids_as_comma_string() -> None:
@@ -122,7 +131,64 @@ def test_integral_floats_from_data_parts_are_whole_numbers() -> None:
 def test_num_instances_is_a_synonym_of_count() -> None:
     assert parse_request(_request({"num_instances": 5})).selection().count == 5
     message = _problem(_request({"num_instances": 5, "count": 4}))
-    assert '"count"' in message and '"num_instances"' in message
+    assert "'count' and 'num_instances', which mean the same" in message
+
+
+@pytest.mark.parametrize("key", ["count", "num_instances", "max_rows"])
+@pytest.mark.parametrize("all_value", [-1, -1.0, None])
+def test_minus_one_or_null_count_means_all(key: str, all_value: object) -> None:
+    assert parse_request(_request({key: all_value})).selection().count is None
+
+
+def test_max_rows_and_max_concurrent_rows_are_synonyms() -> None:
+    request = parse_request(_request({"max_rows": 7, "max_concurrent_rows": 2.0}))
+    assert request.selection().count == 7
+    assert request.to_settings_overrides() == {"concurrency": 2}
+    message = _problem(_request({"max_concurrent_rows": 2, "concurrency": 3}))
+    assert "'concurrency' and 'max_concurrent_rows'" in message
+
+
+def test_the_workflows_config_maps_to_a_1_based_shard() -> None:
+    """The leaderboard workflows add shard_index (0-based), num_shards, num_instances."""
+    for index, expected in [(0, "1/4"), (3, "4/4")]:
+        config = {"shard_index": index, "num_shards": 4, "num_instances": 20}
+        request = parse_request(_request(config))
+        assert request.selection().shard == expected and request.selection().count == 20
+        assert request.ignored == []
+    # as floats too, the way a data part carries them
+    request = parse_request(_request({"shard_index": 1.0, "num_shards": 2.0}))
+    assert request.selection().shard == "2/2"
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"shard_index": 2, "num_shards": 2}, "shard_index 2 is out of range for num_shards 2"),
+        ({"shard_index": 0}, '"shard_index" without "num_shards"'),
+        ({"shard_index": -1, "num_shards": 2}, "shard_index: Input should be greater than or"),
+        ({"shard_index": "0", "num_shards": "two"}, "num_shards: Input should be a valid int"),
+        ({"shard": "1/2", "shard_index": 0, "num_shards": 2}, "which mean the same"),
+        ({"num_shards": 0}, "num_shards: Input should be greater than or equal to 1"),
+        ({"num_instances": 0}, "count: Input should be greater than or equal to 1"),
+        ({"num_instances": -2}, "count: Input should be greater than or equal to 1"),
+        ({"num_instances": "all"}, "count: Input should be a valid integer"),
+    ],
+)
+def test_wrong_workflow_values_are_rejected(config: dict, expected: str) -> None:
+    assert expected in _problem(_request(config))
+
+
+def test_unknown_keys_are_ignored_and_named() -> None:
+    config = {"instance_id": ["x"], "bogus": 1, "count": 2}
+    request = parse_request(_request(config, extra={"a": 1}))
+    assert request.selection().count == 2
+    assert request.ignored == [
+        "'extra'",
+        "'config.instance_id' (did you mean 'instance_ids'?)",
+        "'config.bogus'",
+    ]
+    assert request.ignored_text().startswith("Ignored unknown keys: 'extra', ")
+    assert parse_request(_request({"count": 1})).ignored_text() == ""
 
 
 def test_request_in_a_data_part() -> None:
@@ -139,18 +205,9 @@ def test_fenced_json_text() -> None:
     assert parse_request(text).selection().count == 1
 
 
-def test_unknown_config_keys_are_named_with_the_known_ones() -> None:
-    message = _problem(_request({"instance_id": ["x"], "bogus": 1}))
-    assert "Unknown config keys" in message
-    assert "'instance_id' (did you mean 'instance_ids'?)" in message
-    assert "'bogus'" in message
-    for key in CONFIG_KEYS:
-        assert key in message
-
-
-def test_unknown_top_level_key_is_rejected() -> None:
-    message = _problem(json.dumps({"participants": {"agent": URL}, "configs": {"count": 1}}))
-    assert "Unknown request key: 'configs' (did you mean 'config'?)" in message
+def test_unknown_top_level_key_is_ignored_with_a_hint() -> None:
+    request = parse_request(json.dumps({"participants": {"agent": URL}, "configs": {}}))
+    assert request.ignored == ["'configs' (did you mean 'config'?)"]
 
 
 @pytest.mark.parametrize(
@@ -181,10 +238,10 @@ def test_malformed_requests(text: str, expected: str) -> None:
     [
         ({"shard": "3/2"}, "shard: Shard '3/2' is out of range"),
         ({"shard": "half"}, "shard: Shard 'half' is not of the form i/n"),
-        ({"count": 0}, "count: Input should be greater than 0"),
+        ({"count": 0}, "count: Input should be greater than or equal to 1"),
         ({"count": 2.5}, "count: Input should be a valid integer, got a number with a fractional"),
         ({"count": True}, "count: expected a number, not true/false"),
-        ({"concurrency": -1}, "concurrency: Input should be greater than 0"),
+        ({"concurrency": -1}, "concurrency: Input should be greater than or equal to 1"),
         ({"instance_timeout": 0}, "instance_timeout: Input should be greater than 0"),
         ({"setup_strategy": "magic"}, "setup_strategy: Input should be 'auto', 'recipe' or 'llm'"),
         ({"instance_ids": []}, "instance_ids: no instance id given"),
@@ -207,3 +264,72 @@ def test_validate_request_takes_a_decoded_object() -> None:
     request = validate_request({"participants": {"purple": f" {URL} "}})
     assert isinstance(request, AssessmentRequest)
     assert request.participants == {"purple": URL}
+
+
+# ---------------------------------------------------------------------- hostile requests
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"tool_timeout": 1e300}, "tool_timeout: Input should be less than or equal to 3600"),
+        ({"test_timeout": 1e300}, "test_timeout: Input should be less than or equal to 14400"),
+        ({"instance_timeout": 86401}, "instance_timeout: Input should be less than or equal"),
+        ({"participant_timeout": 1e9}, "participant_timeout: Input should be less than or eq"),
+        ({"max_tool_calls": 10**15}, "max_tool_calls: Input should be less than or equal to 1"),
+        ({"count": 10**6}, "count: Input should be less than or equal to 100000"),
+        ({"concurrency": 65}, "concurrency: Input should be less than or equal to 64"),
+        ({"num_shards": 10**5}, "num_shards: Input should be less than or equal to 10000"),
+        ({"test_timeout": "inf"}, "test_timeout: expected a finite number, not infinity or NaN"),
+        ({"tool_timeout": "NaN"}, "tool_timeout: expected a finite number, not infinity or NaN"),
+    ],
+)
+def test_every_limit_has_an_upper_bound(config: dict, expected: str) -> None:
+    message = _problem(_request(config))
+    assert expected in message
+
+
+def test_limits_at_their_bound_are_accepted() -> None:
+    config = {key: value for key, value in LIMITS.items() if key != "num_shards"}
+    request = parse_request(_request(config))
+    assert request.to_settings_overrides()["test_timeout"] == LIMITS["test_timeout"]
+
+
+@pytest.mark.parametrize("constant", ["Infinity", "-Infinity", "NaN"])
+@pytest.mark.parametrize("key", ["test_timeout", "tool_timeout", "count"])
+def test_infinity_and_nan_in_the_text_are_rejected(constant: str, key: str) -> None:
+    text = _request({key: 1}).replace("1}}", constant + "}}")
+    message = _problem(text)
+    assert f"not plain JSON: it contains {constant}" in message
+
+
+def test_inf_and_nan_in_a_data_part_are_rejected() -> None:
+    for value in (float("inf"), float("nan")):
+        payload = {"participants": {"agent": URL}, "config": {"test_timeout": value}}
+        assert "test_timeout: expected a finite number, not infinity or NaN" in _problem(
+            "", [payload]
+        )
+
+
+def test_deep_nesting_is_rejected_before_parsing() -> None:
+    text = "[" * 100_000 + "]" * 100_000
+    assert "nests 100000 levels deep; the limit is 32" in _problem(text)
+    nested = _request({"instance_ids": ["x"]})[:-1] + ', "deep": ' + "[" * 40 + "]" * 40 + "}"
+    assert "nests 41 levels deep" in _problem(nested)
+    # brackets inside strings do not count
+    request = parse_request(_request({"pattern": "[[[[" * 20 + "*"}))
+    assert request.selection().pattern.startswith("[[[[")
+
+
+def test_a_number_with_thousands_of_digits_is_rejected() -> None:
+    text = _request({"count": 1}).replace("1}}", "9" * 5000 + "}}")
+    message = _problem(text)
+    assert message.startswith("The assessment request cannot be read as JSON: Exceeds the limit")
+
+
+def test_an_overlong_request_is_rejected() -> None:
+    text = _request({"instance_ids": ["a__b-1"] * 200_000})
+    assert "characters long; the limit is 1,000,000" in _problem(text)
+
+
+def test_max_depth_counts_brackets_outside_strings() -> None:
+    assert max_depth('{"a": [1, {"b": "]]]{{{\\"}]}') == 3
+    assert max_depth('"[[["') == 0

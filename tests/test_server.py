@@ -8,15 +8,17 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import docker
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import new_text_part
+from a2a.helpers import new_data_part, new_text_part
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -27,12 +29,21 @@ from a2a.types import (
     TaskState,
 )
 from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
 
 from orchestrator.grading import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 from orchestrator.participants.server import serve_asgi_in_thread
-from orchestrator.server import build_app, progress_text, summary_text
+from orchestrator.server import (
+    HostSlots,
+    build_app,
+    host_allowed,
+    infrastructure_failure,
+    progress_text,
+    split_hosts,
+    summary_text,
+)
 from orchestrator.settings import Settings
 from tests.test_results import leaderboard_rows
 
@@ -50,9 +61,10 @@ def green_agent(settings: Settings, heartbeat: float = 20.0) -> Iterator[str]:
         yield url
 
 
-async def _send(url: str, text: str) -> list[dict]:
+async def _send(url: str, text: str, headers: dict[str, str] | None = None) -> list[dict]:
     """Send ``text`` as one message, streaming; every event as a dict (proto JSON names)."""
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http:
+    timeout = httpx.Timeout(30.0, read=None)
+    async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
         message = Message(
@@ -132,12 +144,13 @@ def test_malformed_requests_are_rejected_with_the_reason(fast_settings: Settings
     with green_agent(fast_settings) as url:
         cases = {
             "please evaluate my agent": "The assessment request is not JSON",
-            _request(cont=2): "Unknown config key: 'cont' (did you mean 'count'?)",
+            _request(count=0): "count: Input should be greater than or equal to 1",
             json.dumps(
                 {"participants": {"a": "http://x:1/", "b": "http://y:2/"}}
             ): "names 2 participants (a, b)",
             _request(instance_ids=["nope__nope-1"]): "Unknown instance id(s): nope__nope-1",
-            _request(pattern="demo__*", shard="4/4", count=3): "picks no instance",
+            _request(pattern="nope__*"): "No instance id matches the pattern 'nope__*'",
+            _request(repo="demo/calc", instance_ids=["demo__units-1"]): "picks no instance",
         }
         for text, expected in cases.items():
             events = assess(url, text)
@@ -148,12 +161,20 @@ def test_malformed_requests_are_rejected_with_the_reason(fast_settings: Settings
     assert not list((fast_settings.runs_dir).glob("*")), "a rejected request made a run dir"
 
 
-def test_unknown_config_key_lists_the_known_keys(fast_settings: Settings) -> None:
+def test_unknown_keys_are_ignored_and_named_in_the_summary(fast_settings: Settings) -> None:
+    """The workflows' keys are accepted; unknown ones are named, never fatal. Shard 4/4 of
+    the 3 synthetic instances is empty: completed, a summary, no leaderboard row."""
+    request = _request(pattern="demo__*", shard_index=3, num_shards=4, num_instances=-1, cont=2)
     with green_agent(fast_settings) as url:
-        state, message = final_status(assess(url, _request(instance_id="demo__calc-1")))
-    assert state == "TASK_STATE_REJECTED"
-    assert "'instance_id' (did you mean 'instance_ids'?)" in message
-    assert "known keys: instance_ids, pattern, repo, count" in message
+        events = assess(url, request)
+    state, _ = final_status(events)
+    assert state == "TASK_STATE_COMPLETED"
+    (artifact,) = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
+    (part,) = artifact["parts"]
+    assert "shard 4/4 of this selection holds no instance" in part["text"]
+    assert "Ignored unknown key: 'config.cont' (did you mean 'count'?)." in part["text"]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(part["text"])
 
 
 def test_no_docker_daemon_fails_the_task_and_the_server_lives_on(
@@ -181,10 +202,206 @@ def test_a2a_0_3_client_gets_the_rejection(fast_settings: Settings) -> None:
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
     with green_agent(fast_settings) as url:
-        events = run_03_client(url, _request(bogus=1))
+        events = run_03_client(url, _request(shard_index=2, num_shards=2))
     assert events[-1]["kind"] == "status-update" and events[-1]["final"] is True
     assert events[-1]["status"]["state"] == "rejected"
-    assert "Unknown config key: 'bogus'" in events[-1]["status"]["message"]["parts"][0]["text"]
+    text = events[-1]["status"]["message"]["parts"][0]["text"]
+    assert "shard_index 2 is out of range for num_shards 2" in text
+
+
+# ---------------------------------------------------------------------- hostile requests
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (_request(count=1).replace('"count": 1', '"test_timeout": Infinity'), "contains Infinity"),
+        (_request(count=1).replace('"count": 1', '"tool_timeout": Infinity'), "contains Infinity"),
+        (_request(count=1).replace('"count": 1', '"tool_timeout": NaN'), "contains NaN"),
+        (_request(test_timeout=1e300), "test_timeout: Input should be less than or equal to"),
+        (_request(instance_timeout=1e300), "instance_timeout: Input should be less than or eq"),
+        (_request(max_tool_calls=10**15), "max_tool_calls: Input should be less than or equal"),
+        ("[" * 100_000 + "]" * 100_000, "nests 100000 levels deep; the limit is 32"),
+        (_request(count=1).replace('"count": 1', '"count": ' + "7" * 5000), "Exceeds the limit"),
+        ('{"participants": {"agent": "file:///etc/passwd"}}', "no valid http(s) URL"),
+        ('{"participants": {"agent": "gopher://x:70/"}}', "no valid http(s) URL"),
+    ],
+)
+def test_hostile_requests_are_rejected_not_crashed(
+    fast_settings: Settings, text: str, expected: str
+) -> None:
+    with green_agent(fast_settings) as url:
+        state, message = final_status(assess(url, text))
+    assert state == "TASK_STATE_REJECTED", message
+    assert expected in message and "internal error" not in message
+    assert not list(fast_settings.runs_dir.glob("*"))
+
+
+def test_participant_hosts_outside_the_allow_list_are_rejected(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(update={"serve_allowed_hosts": "127.0.0.1, *.internal"})
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request("http://10.1.2.3:9019/", count=1)))
+        assert state == "TASK_STATE_REJECTED"
+        assert "Participant host '10.1.2.3' is not on this green agent's allow-list" in message
+        # an allowed host passes the check (and the empty shard completes without Docker)
+        request = _request("http://agent.internal:9019/", shard_index=3, num_shards=4)
+        state, message = final_status(assess(url, request))
+        assert state == "TASK_STATE_COMPLETED", message
+
+
+def test_host_allowed_globs() -> None:
+    assert host_allowed("http://x:1/", [])
+    assert host_allowed("http://127.0.0.1:8080/agent", ["127.0.0.1"])
+    assert host_allowed("https://A.Example.internal/", ["*.example.internal"])
+    assert not host_allowed("http://example.internal.evil.com/", ["*.example.internal"])
+    assert split_hosts(" a, b  c,,") == ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------------- card, token
+def test_card_is_served_at_the_legacy_path_too(fast_settings: Settings) -> None:
+    with green_agent(fast_settings) as url:
+        new = httpx.get(url + ".well-known/agent-card.json").json()
+        legacy = httpx.get(url + ".well-known/agent.json").json()
+    assert new == legacy
+    assert legacy["url"] == url and legacy["name"] == "swe-bench-verified-green"
+    assert "securitySchemes" not in legacy  # no token: no scheme declared
+
+
+def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(update={"serve_token": "s3cret"})
+    with green_agent(settings) as url:
+        card = httpx.get(url + ".well-known/agent-card.json").json()
+        assert httpx.get(url + ".well-known/agent.json").status_code == 200
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
+        unauthorized = httpx.post(url, json=rpc)
+        wrong = httpx.post(url, json=rpc, headers={"Authorization": "Bearer nope"})
+        events = asyncio.run(_send(url, "not json", headers={"Authorization": "Bearer s3cret"}))
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert unauthorized.status_code == wrong.status_code == 401
+    assert "Bearer" in unauthorized.headers["www-authenticate"]
+    assert "needs 'Authorization: Bearer <token>'" in unauthorized.json()["message"]
+    assert final_status(events)[0] == "TASK_STATE_REJECTED"
+
+
+def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator import server
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(server, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
+    server.serve_command()
+    server.serve_command(
+        host="0.0.0.0", port=9009, card_url="http://g:9009/", token="t",
+        allow_host=["127.0.0.1", "*.internal"], keep_containers="on_failure", max_kept=3,
+    )  # fmt: skip
+    (host, port, card_url), kwargs = calls[0]
+    assert (host, port, card_url) == ("127.0.0.1", 9009, None)
+    assert kwargs["settings"].serve_keep_containers == "never"  # serve's default
+    assert kwargs["settings"].serve_token is None
+    (host, port, card_url), kwargs = calls[1]
+    assert (host, port, card_url) == ("0.0.0.0", 9009, "http://g:9009/")
+    settings = kwargs["settings"]
+    assert settings.serve_token == "t" and settings.serve_allowed_hosts == "127.0.0.1,*.internal"
+    assert settings.serve_keep_containers == "on_failure"
+    assert settings.serve_max_kept_containers == 3
+
+
+# ---------------------------------------------------------------------- integers for 0.3
+def test_whole_numbers_reach_0_3_clients_as_integers() -> None:
+    from a2a.compat.v0_3 import conversions
+
+    from orchestrator.compat03 import install, integral
+
+    assert install() and install()  # idempotent
+    data = {"total_instances": 3, "resolved_pct": 1.0, "f": 0.5, "xs": [{"done": 2}]}
+    part = conversions.to_compat_part(new_data_part(data))
+    assert part.root.data == {
+        "total_instances": 3,
+        "resolved_pct": 1.0,
+        "f": 0.5,
+        "xs": [{"done": 2}],
+    }
+    loaded = json.loads(json.dumps(part.root.data))  # what a 0.3 client's JSON reads as
+    assert type(loaded["total_instances"]) is int and type(loaded["resolved_pct"]) is float
+    assert type(loaded["xs"][0]["done"]) is int and loaded["f"] == 0.5
+    assert integral(2.0**60) == 2.0**60  # beyond a double's exact integers: left alone
+
+
+# ---------------------------------------------------------------------- host slots
+def test_host_slots_cap_instances_across_assessments() -> None:
+    async def main() -> tuple[int, list[bool]]:
+        slots = HostSlots(2)
+        running = peak = 0
+        busy_seen: list[bool] = []
+
+        async def instance() -> None:
+            nonlocal running, peak
+            async with slots.slot():
+                running += 1
+                peak = max(peak, running)
+                await asyncio.sleep(0.01)
+                running -= 1
+
+        async def assessment() -> None:
+            busy_seen.append(slots.busy)
+            limit = asyncio.Semaphore(2)  # each asks for concurrency 2
+
+            async def one() -> None:
+                async with limit:
+                    await instance()
+
+            await asyncio.gather(*(one() for _ in range(4)))
+
+        await asyncio.gather(*(assessment() for _ in range(3)))
+        assert slots.in_use == slots.waiting == 0
+        return peak, busy_seen
+
+    peak, busy_seen = asyncio.run(main())
+    assert peak == 2
+    assert busy_seen == [False, False, False]  # all three arrive before any instance starts
+
+
+def test_infrastructure_failure_needs_every_instance_to_fail_before_the_participant() -> None:
+    def error(iid: str, reason: Reason, tool_calls: int = 0) -> InstanceResult:
+        return InstanceResult(
+            instance_id=iid, status=Status.ERROR, reason=reason, message=f"{iid} broke",
+            tool_calls=tool_calls,
+        )  # fmt: skip
+
+    broken = [error("a", Reason.INFRASTRUCTURE), error("b", Reason.ENVIRONMENT)]
+    message = infrastructure_failure(broken, set())
+    assert message and "all 2 instance(s) failed before the participant was called" in message
+    assert "a broke; b broke" in message and "swe-green images build" in message
+    assert infrastructure_failure(broken, {"b"}) is None  # b reached its participant
+    assert infrastructure_failure([*broken, _result(Status.RESOLVED)], set()) is None
+    assert infrastructure_failure([error("a", Reason.PARTICIPANT_TIMEOUT)], set()) is None
+    assert infrastructure_failure([error("a", Reason.INFRASTRUCTURE, tool_calls=3)], set()) is None
+    assert infrastructure_failure([], set()) is None
+
+
+@pytest.mark.container
+def test_no_base_image_fails_the_task_with_the_fix(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(update={"image_prefix": "swe-green-nothing-here"})
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(instance_ids="demo__calc-1")))
+    assert state == "TASK_STATE_FAILED"
+    assert "no base image swe-green-nothing-here/base:*" in message
+    assert "swe-green images build" in message
+
+
+@pytest.mark.container
+def test_every_instance_failing_before_the_participant_fails_the_task(
+    fast_settings: Settings, env_settings: Settings
+) -> None:
+    """No recipes and no API key: every environment fails before any participant call."""
+    settings = fast_settings.model_copy(
+        update={"image_prefix": env_settings.image_prefix, "setup_strategy": "recipe"}
+    )
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(pattern="demo__*")))
+    assert state == "TASK_STATE_FAILED"
+    assert "could not evaluate: all 3 instance(s) failed before the participant" in message
+    assert "Fix the green agent's host" in message
+    (run_dir,) = settings.runs_dir.iterdir()
+    assert not (run_dir / "results.json").exists()
 
 
 def run_03_client(url: str, request: str, timeout: float = 60) -> list[dict]:
@@ -238,9 +455,10 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
             finished.append((parts[0]["text"], data[0]))
     assert sorted(d["instance_id"] for _, d in finished) == sorted(SYNTHETIC_IDS)
     n = len(SYNTHETIC_IDS)
-    assert [d["done"] for _, d in finished] == [float(i) for i in range(1, n + 1)]  # as floats
+    assert [d["done"] for _, d in finished] == list(range(1, n + 1))
+    assert all(type(d["done"]) is int and type(d["total"]) is int for _, d in finished)
     for text, data in finished:
-        assert text == f"{int(data['done'])}/{n} {data['instance_id']}: resolved"
+        assert text == f"{data['done']}/{n} {data['instance_id']}: resolved"
         assert data["status"] == "resolved" and data["fail_to_pass_passed"] >= 1
 
     # the artifact: a summary that is not JSON, and the leaderboard row with the instances
@@ -253,7 +471,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
     assert f"resolved {n} of {n}" in texts[0]
     row = datas[0]
     assert set(LeaderboardRow.model_fields) <= set(row)
-    assert row["total_instances"] == n
+    assert row["total_instances"] == n and type(row["total_instances"]) is int
     assert row["resolved_pct"] == 1.0 and row["error_pct"] == 0.0
     assert row["fail_to_pass_passed_pct"] == 1.0 and row["pass_to_pass_passed_pct"] == 1.0
     assert sorted(i["instance_id"] for i in row["instances"]) == sorted(SYNTHETIC_IDS)
@@ -366,3 +584,214 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
         assert state == "TASK_STATE_REJECTED"
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]
     assert not (tmp_path / "runs" / run_id / "results.json").exists()
+
+
+# ---------------------------------------------------------------------- the gateway's path
+def path_prefix_proxy(routes: dict[str, str]) -> Starlette:
+    """A small stand-in for the AgentBeats gateway's proxy: ``/<role>/<path>`` goes to the
+    participant; agent cards get loopback URLs rewritten to come back through the proxy."""
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    client = httpx.AsyncClient(timeout=httpx.Timeout(300.0))
+    hops = {"content-length", "content-encoding", "transfer-encoding", "connection"}
+
+    async def handle(request: Request) -> Response:
+        name = request.path_params["name"]
+        path = request.path_params.get("path", "")
+        if name not in routes:
+            return Response(f"Unknown route: {name}", status_code=404)
+        upstream = routes[name].rstrip("/")
+        target = f"{upstream}/{path}" if path else upstream
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in {"host", *hops}}
+        outgoing = client.build_request(
+            request.method, target, headers=headers, content=await request.body()
+        )
+        if path == ".well-known/agent-card.json":
+            response = await client.send(outgoing)
+            card = response.json()
+            base = str(request.base_url).rstrip("/")
+            for item in [card, *card.get("supportedInterfaces", [])]:
+                parsed = urlparse(item.get("url", ""))
+                if parsed.hostname in {"localhost", "127.0.0.1", "0.0.0.0", "::1"}:
+                    item["url"] = f"{base}/{name}{parsed.path or '/'}"
+            return Response(json.dumps(card), response.status_code, media_type="application/json")
+        response = await client.send(outgoing, stream=True)
+
+        async def body():  # noqa: ANN202
+            async for chunk in response.aiter_bytes():
+                yield chunk
+            await response.aclose()
+
+        kept = {k: v for k, v in response.headers.items() if k.lower() not in hops}
+        return StreamingResponse(body(), status_code=response.status_code, headers=kept)
+
+    methods = ["GET", "POST"]
+    return Starlette(
+        routes=[
+            Route("/{name}/{path:path}", handle, methods=methods),
+            Route("/{name}", handle, methods=methods),
+        ]
+    )
+
+
+@pytest.mark.container
+@pytest.mark.timeout(2400)
+def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
+    env_settings: Settings, tmp_path: Path
+) -> None:
+    """As on the platform: a 0.3 client sends the leaderboard workflow's config (shard_index,
+    num_shards, num_instances, plus an unknown key) to the green agent; the participant's URL
+    is a path prefix on a proxy (http://<proxy>/participant_1) that forwards to the gold
+    participant. The gateway's results file, the runner's submission file, and our leaderboard
+    query then show the participant's id with whole-number counts."""
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    from orchestrator.participants import make_participant, running
+    from tests.test_leaderboard import GREEN_ID, PURPLE_ID, run_query
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "serve_allowed_hosts": "127.0.0.1"}
+    )
+    gold = make_participant("gold", dataset=settings.dataset)
+    config = {
+        "pattern": "demo__*",
+        "concurrency": 2,
+        "shard_index": 0,
+        "num_shards": 2,
+        "num_instances": 3,
+        "leaderboard_note": "ignored",
+    }
+    with (
+        running(gold) as gold_url,
+        serve_asgi_in_thread(lambda _: path_prefix_proxy({"participant_1": gold_url}), "proxy")
+        as proxy_url,
+        green_agent(settings, heartbeat=5.0) as url,
+    ):  # fmt: skip
+        participants = {"participant_1": proxy_url + "participant_1"}
+        done = subprocess.run(
+            [A2A03_PYTHON, str(FIXTURES / "gateway_client.py"), url,
+             json.dumps(participants), json.dumps(config)],
+            capture_output=True, text=True, timeout=2300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    served = json.loads(done.stdout.splitlines()[-1])
+    assert served["status"] == "completed", served
+    (row,) = served["results"]  # the summary text is not JSON: only the data part
+    assert row["shard"] == "1/2" and row["total_instances"] == 2
+    assert type(row["total_instances"]) is int and type(row["resolved_count"]) is int
+    assert row["resolved_pct"] == 1.0 and row["participant_role"] == "participant_1"
+    assert sorted(i["instance_id"] for i in row["instances"]) == ["demo__calc-1", "demo__textkit-1"]
+    artifact = next(e for e in served["events"] if e["kind"] == "artifact-update")["artifact"]
+    text = next(p["text"] for p in artifact["parts"] if p["kind"] == "text")
+    assert "Ignored unknown key: 'config.leaderboard_note'." in text
+    # the participant was reached through the proxy: its card, as read, points back into it
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    config_file = json.loads((run_dir / "config.json").read_text())
+    assert config_file["request"]["participants"] == participants
+    transcript = (run_dir / "instances" / "demo__calc-1" / "transcript.jsonl").read_text()
+    assert f'"url": "{proxy_url}participant_1/"' in transcript
+
+    # the runner's submission file (gateway output + agentbeats ids, green agent first)
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    submission = {
+        "status": served["status"],
+        "participants": {"swe_green": GREEN_ID, "participant_1": PURPLE_ID},
+        "results": served["results"],
+    }
+    (results_dir / "submission.json").write_text(json.dumps(submission))
+    ((agent, resolved, *_, total, shards),) = run_query(results_dir)
+    assert (agent, resolved, total, shards) == (PURPLE_ID, 100.0, 2, 1)
+    ((seed_id, *_),) = leaderboard_rows(results_dir)  # the seed's query: still reads it
+    assert seed_id == GREEN_ID
+
+
+@pytest.mark.container
+def test_kept_containers_of_assessments_are_capped_oldest_first(
+    fast_settings: Settings, docker_client: docker.DockerClient, base_image: str
+) -> None:
+    from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+    from orchestrator.housekeeping import list_containers
+    from orchestrator.server import AssessmentExecutor
+
+    run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
+    made = []
+    try:
+        for n in range(3):
+            labels = {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: f"x__y-{n}",
+                      LABEL_ROLE: "participant"}  # fmt: skip
+            container = docker_client.containers.run(base_image, "true", labels=labels, detach=True)
+            container.wait(timeout=30)
+            made.append(container.name)
+            time.sleep(1.1)  # distinct creation times
+        settings = fast_settings.model_copy(update={"serve_max_kept_containers": 1})
+        AssessmentExecutor(settings)._prune_kept(docker_client)
+        left = [info.name for info in list_containers(docker_client, run_id=run_id)]
+        assert left == [made[-1]]  # the newest stays
+    finally:
+        for info in list_containers(docker_client, run_id=run_id):
+            docker_client.containers.get(info.id).remove(force=True)
+
+
+@pytest.mark.container
+@pytest.mark.timeout(1200)
+def test_the_host_cap_holds_across_concurrent_assessments(
+    env_settings: Settings, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """Three assessments at once on a host whose cap is 1: never two instances' containers
+    at a time; the later ones say they are queued."""
+    if not A2A03_PYTHON:
+        pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
+    import threading
+
+    from orchestrator.housekeeping import list_containers
+    from orchestrator.participants import make_participant, running
+
+    settings = env_settings.model_copy(
+        update={"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}
+    )
+    gold = make_participant("gold", dataset=settings.dataset)
+    peak = 0
+    stop = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            running_now = {
+                info.instance_id
+                for info in list_containers(docker_client)
+                if info.status == "running" and info.run_id.startswith("a2a-")
+                and (tmp_path / "runs" / info.run_id).exists()
+            }  # fmt: skip
+            peak = max(peak, len(running_now))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    with running(gold) as gold_url, green_agent(settings, heartbeat=2.0) as url:
+        watcher.start()
+        clients = [
+            subprocess.Popen(
+                [
+                    A2A03_PYTHON,
+                    str(FIXTURES / "a2a03_client.py"),
+                    url,
+                    _request(gold_url, instance_ids=[iid], concurrency=2),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for iid in SYNTHETIC_IDS
+        ]
+        outputs = [client.communicate(timeout=1100)[0] for client in clients]
+        stop.set()
+        watcher.join()
+    queued = 0
+    for output in outputs:
+        events = [json.loads(line) for line in output.splitlines()]
+        assert events[-1]["status"]["state"] == "completed", events[-1]
+        started = next(e for e in events if e["kind"] == "status-update")
+        queued += "Queued: all 1 of the host's instance slots are busy" in json.dumps(started)
+    assert peak == 1
+    assert queued >= 1

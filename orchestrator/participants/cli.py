@@ -52,8 +52,17 @@ def _serve(kind: str, host: str, port: int, card_url: str | None, **options: obj
 
 @app.command("gold")
 def gold(
-    dataset: Annotated[str, typer.Option("--dataset", help="Dataset name, file or directory.")],
-    split: Annotated[str, typer.Option("--split", help="Dataset split.")] = "test",
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset",
+            envvar="SWE_GREEN_DATASET",
+            help="Dataset name, file or directory (default: $SWE_GREEN_DATASET).",
+        ),
+    ],
+    split: Annotated[
+        str, typer.Option("--split", envvar="SWE_GREEN_DATASET_SPLIT", help="Dataset split.")
+    ] = "test",
     host: Host = "127.0.0.1",
     port: Port = 9019,
     card_url: CardUrl = None,

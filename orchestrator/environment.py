@@ -36,6 +36,7 @@ from .recipes import Recipe, load_recipes, pins_for, recipe_key, reinstall_neede
 from .repo_cache import (
     GitError,
     changed_paths,
+    check_complete,
     ensure_mirror,
     export_clean_git,
     prepare_checkout,
@@ -557,6 +558,11 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     timings: dict[str, float] = {}
     started = time.monotonic()
     plan = plan_environment(ctx, instance)
+    if not image_exists(ctx.client, instance_image_name(ctx, instance, plan)):
+        try:
+            check_complete(ctx.settings, instance)
+        except UserError as exc:
+            raise SetupFailed(f"checkout: {exc}") from exc
     env = ensure_env_image(ctx, instance, plan, log_path)
     timings["setup"] = time.monotonic() - started
     started = time.monotonic()

@@ -221,6 +221,40 @@ def prepare_checkout(settings: Settings, instance: Instance, dest: Path) -> Path
     return dest
 
 
+def missing_objects(mirror: Path, commit: str) -> list[str]:
+    """``path (object)`` of every file of ``commit``'s tree that ``mirror`` lacks (a partial
+    clone's snapshot may lack a few large blobs): such a commit cannot be checked out.
+    ``rev-list --missing=print`` never fetches what is missing from a promisor remote."""
+    listed = _git(["rev-list", "--objects", "--missing=print", f"{commit}^{{tree}}"], mirror)
+    missing = [line[1:].strip() for line in listed.splitlines() if line.startswith("?")]
+    if not missing:
+        return []
+    paths = {}
+    for line in _git(["ls-tree", "-r", "--full-tree", commit], mirror).splitlines():
+        meta, _, path = line.partition("\t")
+        paths[meta.split()[2]] = path
+    return [f"{paths.get(sha, '?')} ({sha})" for sha in missing]
+
+
+def check_complete(settings: Settings, instance: Instance) -> None:
+    """Fail early, naming the repository and the objects, when the mirror lacks a file of the
+    setup or the base commit (rather than after building the environment)."""
+    mirror = ensure_mirror(
+        settings, instance.repo, [instance.environment_setup_commit, instance.base_commit]
+    )
+    for commit in dict.fromkeys([instance.environment_setup_commit, instance.base_commit]):
+        missing = missing_objects(mirror, commit)
+        if missing:
+            shown = ", ".join(missing[:3]) + (
+                f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            )
+            raise RepoError(
+                f"The mirror of {instance.repo} lacks {len(missing)} object(s) of commit "
+                f"{commit[:12]}: {shown} (missing blob)",
+                "mirror the full repository (git clone --mirror) where the internet is reachable.",
+            )
+
+
 def changed_paths(mirror: Path, old: str, new: str) -> list[str]:
     """The paths that differ between two commits of ``mirror``."""
     out = _git(["diff", "--name-only", "--no-renames", old, new, "--"], mirror)

@@ -396,12 +396,12 @@ def partial_clone_mirror(full: Path, dest: Path) -> Path:
     keeps every object), its config names ``full`` as the promisor remote. Every blob is
     present (the filter only leaves out blobs over 1 MB), so checkouts work."""
     shutil.rmtree(dest, ignore_errors=True)
+    # upload-pack reads the serving repository's config (not the client's -c / environment)
+    subprocess.run(["git", "config", "uploadpack.allowFilter", "true"], cwd=full, check=True)
     subprocess.run(
-        ["git", "-c", "uploadpack.allowFilter=true", "clone", "-q", "--bare",
-         "--filter=blob:limit=1m", "--no-local", f"file://{full}", str(dest)],
+        ["git", "clone", "-q", "--bare", "--filter=blob:limit=1m", "--no-local",
+         f"file://{full}", str(dest)],
         check=True, capture_output=True,
-        env={**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "uploadpack.allowFilter",
-             "GIT_CONFIG_VALUE_0": "true"},
     )  # fmt: skip
     return dest
 

@@ -212,3 +212,30 @@ def test_prepare_checkout_for_an_instance(settings, upstream, tmp_path):
     dest = prepare_checkout(settings, instance, tmp_path / "out")
     assert git("rev-parse", "HEAD", cwd=dest) == upstream.setup
     git("cat-file", "-e", upstream.base, cwd=dest)
+
+
+def test_a_snapshot_lacking_a_blob_fails_early_naming_the_repository_and_the_object(tmp_path):
+    """Partial snapshots may lack large blobs: the check names them before any build."""
+    from orchestrator.repo_cache import check_complete, missing_objects
+
+    work = tmp_path / "work"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work)
+    setup = commit(work, "small.txt", "small")
+    big = commit(work, "big.dat", "x" * 5000)  # over the filter's limit: not in the snapshot
+    full = tmp_path / "full.git"
+    git("clone", "-q", "--bare", str(work), str(full), cwd=tmp_path)
+    snapshots = tmp_path / "snapshots"
+    git("config", "uploadpack.allowFilter", "true", cwd=full)  # upload-pack reads its repo's
+    git("clone", "-q", "--bare", "--no-local", "--filter=blob:limit=1k", f"file://{full}",
+        str(snapshots / "acme__widget.git"), cwd=tmp_path)  # fmt: skip
+    partial = snapshots / "acme__widget.git"
+    git("config", "--unset", "remote.origin.promisor", cwd=partial)  # no lazy fetch: a snapshot
+    assert missing_objects(partial, setup) == []
+    blob = git("rev-parse", f"{big}:big.dat", cwd=full)
+    assert missing_objects(partial, big) == [f"big.dat ({blob})"]
+    settings = Settings(data_dir=tmp_path / "data", mirror_dir=snapshots)
+    instance = Instance(instance_id="acme__widget-1", repo=REPO, base_commit=big,
+                        environment_setup_commit=setup)  # fmt: skip
+    with pytest.raises(RepoError, match=rf"acme/widget lacks 1 object.*big\.dat \({blob}\)"):
+        check_complete(settings, instance)

@@ -40,6 +40,7 @@ class SweepRecord(BaseModel):
     cause: str = ""  # the root-cause category of a failure (see ROOT_CAUSES)
     excluded_p2p: list[str] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)
+    f2p_at_base: list[str] = Field(default_factory=list)  # FAIL_TO_PASS passing at the base
     p2p_total: int = 0
     python_spec: str = ""
     python_used: str = ""
@@ -150,6 +151,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
         cause="" if check.ok else root_cause(check.message),
         excluded_p2p=check.excluded_p2p,
         flaky=check.flaky,
+        f2p_at_base=check.f2p_passing_at_base,
         validation_cached=check.cached,
         timings={k: round(v, 1) for k, v in timings.items()},
     )
@@ -321,6 +323,13 @@ def validation_markdown(
     lines += ["", "## Instances that do not validate", ""]
     for r in sorted((r for r in records if not r.ok), key=lambda r: r.instance_id):
         lines.append(f"- `{r.instance_id}` ({r.cause}, at {r.stage}): {_one_line(r.message)}")
+    at_base = [r for r in ok if r.f2p_at_base]
+    if at_base:
+        lines += ["", "## FAIL_TO_PASS tests that already pass at the base", "",
+                  "Valid (other FAIL_TO_PASS tests fail at the base and pass with the gold "
+                  "patch), but these tests cannot tell a fix from none here:", ""]  # fmt: skip
+        for r in sorted(at_base, key=lambda r: r.instance_id):
+            lines.append(f"- `{r.instance_id}`: {', '.join(f'`{n}`' for n in r.f2p_at_base)}")
     lines += ["", "## PASS_TO_PASS tests left out of grading", ""]
     for r in sorted(ok, key=lambda r: r.instance_id):
         if r.excluded_p2p:

@@ -115,7 +115,8 @@ def _judge(
         return Validation(
             ok=False, message=f"FAIL_TO_PASS tests fail even with the gold patch: {names}"
         )
-    if at_base.fail_to_pass_passed:
+    if at_base.fail_to_pass_passed and not at_base.fail_to_pass_failed:
+        # nothing to fix here: an empty patch would resolve the instance
         names = ", ".join(at_base.fail_to_pass_passed[:5])
         return Validation(
             ok=False,
@@ -123,10 +124,24 @@ def _judge(
             f2p_passing_at_base=at_base.fail_to_pass_passed,
         )
     excluded = with_gold.pass_to_pass_failed
-    note = f"{len(excluded)} PASS_TO_PASS test(s) fail with the gold patch and are left out" * bool(
-        excluded
+    notes = []
+    if excluded:
+        notes.append(
+            f"{len(excluded)} PASS_TO_PASS test(s) fail with the gold patch and are left out"
+        )
+    if at_base.fail_to_pass_passed:
+        # SWE-bench saw them fail at the base (often a flaky network call); some others still
+        # fail here, so the instance tells a fix from none
+        notes.append(
+            f"{len(at_base.fail_to_pass_passed)} of {len(instance.FAIL_TO_PASS)} FAIL_TO_PASS "
+            "test(s) already pass at the base"
+        )
+    return Validation(
+        ok=True,
+        message="; ".join(notes),
+        excluded_p2p=excluded,
+        f2p_passing_at_base=at_base.fail_to_pass_passed,
     )
-    return Validation(ok=True, message=note, excluded_p2p=excluded)
 
 
 def flaky_tests(runs: list[dict[str, TestStatus]]) -> list[str]:

@@ -70,3 +70,29 @@ def test_a_sweep_goes_breadth_first_over_repository_versions():
 
     order = [inst("a1", "1"), inst("a2", "1"), inst("a3", "1"), inst("a4", "2"), inst("b1", "1")]
     assert [i.instance_id for i in breadth_first(order)] == ["a1", "a4", "b1", "a2", "a3"]
+
+
+@pytest.mark.parametrize(
+    ("at_base", "ok"),
+    [
+        ({"f1": F, "f2": F}, True),
+        ({"f1": P, "f2": F}, True),  # one already passes (a flaky network test upstream)
+        ({"f1": P, "f2": P}, False),  # nothing to fix: an empty patch would resolve it
+    ],
+)
+def test_validation_needs_one_fail_to_pass_test_failing_at_the_base(at_base, ok):
+    from orchestrator.evaluation import TestRun
+    from orchestrator.models import Instance
+    from orchestrator.validation import _judge
+
+    instance = Instance(instance_id="o__r-1", repo="o/r", base_commit="b",
+                        environment_setup_commit="e", FAIL_TO_PASS=["f1", "f2"],
+                        PASS_TO_PASS=["p1"])  # fmt: skip
+    base = TestRun(outcomes={**at_base, "p1": P}, section="x", exit_code=1)
+    gold = TestRun(outcomes={"f1": P, "f2": P, "p1": P}, section="x", exit_code=0)
+    check = _judge(instance, base, True, "", gold)
+    assert check.ok is ok
+    passing = [name for name, status in at_base.items() if status == P]
+    assert check.f2p_passing_at_base == passing
+    if ok and passing:
+        assert "1 of 2 FAIL_TO_PASS test(s) already pass at the base" in check.message

@@ -32,6 +32,7 @@ from .images import available_pythons, image_exists, image_name
 from .models import Instance
 from .recipes import Recipe, load_recipes, pins_for, recipe_key
 from .repo_cache import prepare_checkout
+from .safe_git import SHELL_GIT_FUNCTION
 from .sandbox import Sandbox
 
 TESTBED = "/testbed"
@@ -364,6 +365,7 @@ def base_commit_script(instance: Instance, reinstall: str | None) -> str:
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+{SHELL_GIT_FUNCTION}
 source {ACTIVATE} 2>/dev/null || cd {TESTBED}
 cd {TESTBED}
 git reset -q --hard && git -c advice.detachedHead=false checkout -q -f {instance.base_commit} \\

@@ -63,6 +63,7 @@ class Reason(StrEnum):
     NONE = ""
     EMPTY_PATCH = "empty_patch"
     PATCH_APPLY_FAILED = "patch_apply_failed"
+    PATCH_PATH_REFUSED = "patch_path_refused"
     ENVIRONMENT = "environment"
     PARTICIPANT_UNREACHABLE = "participant_unreachable"
     PARTICIPANT_TIMEOUT = "participant_timeout"
@@ -70,6 +71,7 @@ class Reason(StrEnum):
     PARTICIPANT_LIMIT = "participant_limit"
     TEST_TIMEOUT = "test_timeout"
     TEST_CRASH = "test_crash"
+    TEST_OUTPUT_FORGED = "test_output_forged"
     INFRASTRUCTURE = "infrastructure"
     CANCELLED = "cancelled"
 
@@ -104,6 +106,8 @@ class InstanceResult(BaseModel):
     tests: TestGroups = Field(default_factory=TestGroups)
     apply_strategy: str | None = None
     excluded_patch_files: list[str] = Field(default_factory=list)
+    # why a person should look at this result (the patch touches the runner's machinery)
+    suspicious: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     tool_calls: int = 0

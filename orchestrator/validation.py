@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .context import RunContext
-from .evaluation import TestRun, run_tests
+from .evaluation import TEST_USER, TestRun, run_tests
 from .grading import grade_tests
 from .models import Instance
 from .patch_apply import apply_patch
@@ -48,9 +48,10 @@ def validate_instance(
     timeout = ctx.settings.test_timeout
     out_dir = ctx.instance_dir(instance)
 
+    user = TEST_USER if ctx.settings.unprivileged_tests else None
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
-        base = run_tests(sandbox, instance, recipe, timeout=timeout)
+        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
     finally:
         sandbox.remove()
     (out_dir / "validation_base_output.txt").write_text(base.output)
@@ -58,7 +59,11 @@ def validate_instance(
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
         applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.patch_fuzz)
-        gold = run_tests(sandbox, instance, recipe, timeout=timeout) if applied.applied else None
+        gold = (
+            run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
+            if applied.applied
+            else None
+        )
     finally:
         sandbox.remove()
     if gold is not None:
@@ -77,6 +82,9 @@ def _judge(
 ) -> Validation:
     if base.timed_out or (gold is not None and gold.timed_out):
         return Validation(ok=False, message="the tests timed out during validation")
+    for name, run in (("at the base commit", base), ("with the gold patch", gold)):
+        if run is not None and run.forged:
+            return Validation(ok=False, message=f"the test output {name} is unusable: {run.forged}")
     if base.crash:
         return Validation(ok=False, message=f"tests do not run at the base commit: {base.crash}")
     if not gold_applied:

@@ -7,6 +7,7 @@ session; every test grades in a fresh container started from one.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from orchestrator.context import RunContext
 from orchestrator.environment import prepare_instance
 from orchestrator.evaluation import (
     REPO_DIR,
+    TEST_USER,
     drop_test_infrastructure,
     eval_script,
     evaluate,
@@ -121,9 +123,9 @@ def test_eval_script_runs_its_steps_in_order(instances, recipes):
         "test_files=(tests/test_calc.py)",
         "\nreset_test_files\n",
         "git apply -v /opt/swe/eval/test.patch",
-        "echo '>>>>> SWE_GREEN_START'",
-        "( pytest -rA tests/test_calc.py ) || rc=$?",
-        'echo ">>>>> SWE_GREEN_END exit=$rc"',
+        'echo ">>>>> SWE_GREEN_START $nonce"',
+        "( as_test_user 'pytest -rA tests/test_calc.py' ) || rc=$?",
+        'echo ">>>>> SWE_GREEN_END $nonce exit=$rc"',
     ]
     positions = [script.index(step) for step in steps]
     assert positions == sorted(positions)
@@ -201,7 +203,10 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
 @pytest.mark.parametrize("instance_id", [CALC.instance_id, TEXTKIT.instance_id, UNITS.instance_id])
 def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
     sandbox, instance, recipe = grading(instance_id)
-    result = evaluate(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path)
+    result = evaluate(
+        sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path,
+        test_user=TEST_USER,
+    )  # fmt: skip
     assert (result.status, result.reason) == (Status.RESOLVED, Reason.NONE), result.message
     assert result.apply is not None and result.apply.strategy == "git apply"
     assert result.groups is not None
@@ -214,7 +219,8 @@ def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
         "graded.patch",
         "test_output.txt",
     ]
-    assert ">>>>> SWE_GREEN_END exit=0" in (tmp_path / "test_output.txt").read_text()
+    output = (tmp_path / "test_output.txt").read_text()
+    assert re.search(r"^>>>>> SWE_GREEN_END [0-9a-f]{32} exit=0$", output, re.MULTILINE)
 
 
 @pytest.mark.container

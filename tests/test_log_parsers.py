@@ -283,11 +283,18 @@ def test_failing_report_beats_passing_report() -> None:
         "PASSED tests/t.py::test_b\n"
         "SKIPPED tests/t.py::test_c\n"
         "PASSED tests/t.py::test_c\n"
+        "XFAIL tests/t.py::test_d\n"
+        "PASSED tests/t.py::test_d\n"
+        "PASSED tests/t.py::test_e\n"
+        "PASSED tests/t.py::test_e\n"
     )
     assert parse_test_log("pytest", text) == {
         "tests/t.py::test_a": E,
         "tests/t.py::test_b": F,
-        "tests/t.py::test_c": S,
+        # two different outcomes for one test: something else printed one, it fails
+        "tests/t.py::test_c": F,
+        "tests/t.py::test_d": F,
+        "tests/t.py::test_e": P,
     }
 
 

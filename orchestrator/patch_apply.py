@@ -310,7 +310,7 @@ def _attempt(
     for argv in commands:
         result = sandbox.exec(argv, workdir=repo_dir, timeout=APPLY_TIMEOUT)
         output = result.output.strip()
-        log.append(f"$ {shlex.join(argv)}\n{output}\n[exit {result.exit_code}]")
+        log.append(f"[{strategy}] $ {shlex.join(argv)}\n{output}\n[exit {result.exit_code}]")
         if not result.ok:
             reason = "timed out" if result.timed_out else f"exit code {result.exit_code}"
             return False, f"{strategy}: {output or reason}"

@@ -26,7 +26,7 @@ _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for name, pattern in (
         ("imports pytest's internals", r"\b_pytest\b|\bpluggy\b"),
         ("uses unittest.TestCase", r"\bTestCase\b|\bTestResult\b|\bTextTestRunner\b"),
-        ("changes sys.modules", r"\bsys\.modules\b"),
+        ("uses sys.modules", r"\bsys\.modules\b"),
         ("touches builtins", r"\b__builtins__\b|\bbuiltins\b"),
         ("registers an atexit handler", r"\batexit\b"),
         ("exits the process with os._exit", r"\bos\._exit\b|\b_exit\s*\("),

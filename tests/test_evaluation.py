@@ -23,8 +23,10 @@ from orchestrator.evaluation import (
     eval_script,
     evaluate,
     is_test_infrastructure,
+    no_op_groups,
     run_tests,
     runner_files,
+    shadows_a_module,
 )
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
@@ -194,6 +196,44 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
     gold_changes_setup_cfg = instance.model_copy(update={"patch": instance.patch + setup_cfg})
     kept, dropped = drop_test_infrastructure(source + setup_cfg, gold_changes_setup_cfg, recipe)
     assert (kept, dropped) == (source + setup_cfg, [])
+
+
+@pytest.mark.parametrize(
+    ("path", "dirs", "module"),
+    [
+        ("unittest.py", ("",), "unittest"),
+        ("traceback.py", ("bin",), None),
+        ("bin/traceback.py", ("", "bin"), "traceback"),
+        ("pytest/__init__.py", ("",), "pytest"),
+        ("_pytest.cpython-311-x86_64-linux-gnu.so", ("",), "_pytest"),
+        ("calc/unittest.py", ("",), None),  # inside a package: calc.unittest, no shadow
+        ("calc.py", ("",), None),
+        ("bin/test", ("", "bin"), None),
+    ],
+)
+def test_modules_that_shadow_the_standard_library_or_the_runner(path, dirs, module):
+    assert shadows_a_module(path, dirs) == module
+
+
+def test_new_shadowing_modules_are_left_out_but_edits_are_not(instances, recipes):
+    instance = instances[UNITS.instance_id]
+    recipe = recipes[instance.repo]
+    new = (
+        "diff --git a/bin/traceback.py b/bin/traceback.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/bin/traceback.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    edit = "--- a/bin/traceback.py\n+++ b/bin/traceback.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert drop_test_infrastructure(new, instance, recipe) == ("", ["bin/traceback.py"])
+    assert drop_test_infrastructure(edit, instance, recipe) == (edit, [])
+
+
+def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
+    instance = instances[CALC.instance_id]
+    groups = no_op_groups(instance, excluded_p2p=["tests/test_calc.py::test_add"])
+    assert groups.fail_to_pass_failed == instance.FAIL_TO_PASS
+    assert groups.fail_to_pass_passed == [] and groups.pass_to_pass_failed == []
+    assert groups.pass_to_pass_passed == instance.PASS_TO_PASS[1:]
+    assert groups.pass_to_pass_excluded == ["tests/test_calc.py::test_add"]
 
 
 # --------------------------------------------------------------------------- in containers

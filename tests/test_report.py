@@ -192,3 +192,22 @@ def test_html_renders_and_sorts_in_chromium(run: RunDir, tmp_path: Path) -> None
 
     by_calls = rows(_dump_dom(page, "#sort=tool_calls", tmp_path / "profile"))
     assert by_calls == [row[0] for row in sorted(ROWS, key=lambda row: row[6])]
+
+
+def test_suspicious_results_are_flagged_in_both_reports(run: RunDir) -> None:
+    run.write_result(
+        InstanceResult(
+            instance_id="demo__calc-1",
+            repo="demo/calc",
+            status=Status.RESOLVED,
+            tests=_groups((2, 0), (5, 0)),
+            suspicious=["exits the process with os._exit: calc/__init__.py"],
+        )
+    )
+    text = _text(run)
+    flagged = text[text.index("Suspicious") :]
+    assert "demo__calc-1" in flagged and "os._exit: calc/__init__.py" in flagged
+    html = Path(write_html(run)).read_text()
+    assert 'class="suspicious" title="exits the process with os._exit: calc/__init__.py"' in html
+    assert html.count('class="suspicious"') == 1
+    assert "Suspicious" not in _text(RunDir(run.path.parent / "none"))

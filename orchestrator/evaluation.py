@@ -24,9 +24,17 @@ test command names (``bin/test``, ``tests/runtests.py``). The grading environmen
 reinstalled, so the packaging metadata in those config files has no effect on the test run
 anyway. Files the gold patch itself changes are exempt (one Verified gold patch changes
 ``setup.cfg``), so the gold patch always survives whole. The dropped files are reported
-(``Evaluation.excluded_files``). What remains possible: code under test that tampers with
-the runner from inside (e.g. a fix to pytest itself); :func:`grading.detect_test_crash`
-catches forged result lines that the runner did not count.
+(``Evaluation.excluded_files``), as are new top-level modules that shadow a standard-library
+or runner module on the runner's ``sys.path[0]``.
+
+**Test output the code under test cannot rewrite cheaply**: the markers carry a nonce the
+test process never sees (:func:`run_tests`), the tests can run as an unprivileged user
+(:func:`eval_script`), a section with imitated markers or several runner summaries counts
+every test as failing (``test_output_forged``), and :func:`grading.detect_test_crash`
+catches result lines the runner did not count. What remains possible, tampering with the
+runner in memory from inside the test process, is flagged ``suspicious`` on a resolved
+result (:mod:`orchestrator.tamper_check`). The no-op outcomes (empty patch, only excluded
+files, not applied) record the tests by name as the base measured them (:func:`no_op_groups`).
 """
 
 from __future__ import annotations

@@ -511,6 +511,7 @@ def demo_cmd(
     os.environ["SWE_GREEN_DATASET"] = str(demo_dir / "instances.jsonl")
     os.environ["SWE_GREEN_MIRROR_DIR"] = str(demo_dir / "mirrors")
     os.environ["SWE_GREEN_RECIPES_FILE"] = str(demo_dir / "recipes.json")
+    os.environ.setdefault("SWE_GREEN_UNPRIVILEGED_TESTS", "true")
     os.environ.setdefault("SWE_GREEN_SETUP_STRATEGY", "recipe")
     run_cmd(participant=participant, concurrency=concurrency, participant_id=f"{participant}-demo")
 

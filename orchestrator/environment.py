@@ -41,6 +41,7 @@ from .repo_cache import (
     export_clean_git,
     prepare_checkout,
 )
+from .safe_git import SHELL_GIT_FUNCTION
 from .sandbox import Sandbox
 
 TESTBED = "/testbed"
@@ -483,6 +484,7 @@ def base_commit_script(instance: Instance, reinstall: str | None) -> str:
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+{SHELL_GIT_FUNCTION}
 source {ACTIVATE} 2>/dev/null || cd {TESTBED}
 cd {TESTBED}
 git reset -q --hard && git -c advice.detachedHead=false checkout -q -f {instance.base_commit} \\

@@ -24,15 +24,26 @@ test command names (``bin/test``, ``tests/runtests.py``). The grading environmen
 reinstalled, so the packaging metadata in those config files has no effect on the test run
 anyway. Files the gold patch itself changes are exempt (one Verified gold patch changes
 ``setup.cfg``), so the gold patch always survives whole. The dropped files are reported
-(``Evaluation.excluded_files``). What remains possible: code under test that tampers with
-the runner from inside (e.g. a fix to pytest itself); :func:`grading.detect_test_crash`
-catches forged result lines that the runner did not count.
+(``Evaluation.excluded_files``), as are new top-level modules that shadow a standard-library
+or runner module on the runner's ``sys.path[0]``.
+
+**Test output the code under test cannot rewrite cheaply**: the markers carry a nonce the
+test process never sees (:func:`run_tests`), the tests can run as an unprivileged user
+(:func:`eval_script`), a section with imitated markers or several runner summaries counts
+every test as failing (``test_output_forged``), and :func:`grading.detect_test_crash`
+catches result lines the runner did not count. What remains possible, tampering with the
+runner in memory from inside the test process, is flagged ``suspicious`` on a resolved
+result (:mod:`orchestrator.tamper_check`). The no-op outcomes (empty patch, only excluded
+files, not applied) record the tests by name as the base measured them (:func:`no_op_groups`).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
+import secrets
 import shlex
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,13 +51,20 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.grading import classify, detect_test_crash, grade_tests
-from orchestrator.log_parsers import extract_between_markers, parse_test_log, wrap_test_command
+from orchestrator.log_parsers import (
+    extract_between_markers,
+    forged_output,
+    parse_test_log,
+    wrap_test_command,
+)
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patch_apply import ApplyOutcome, apply_patch, join_patch, split_patch
 from orchestrator.recipes import Recipe, test_command, test_files
 from orchestrator.reinstall import reinstall_after_patch
+from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox
 from orchestrator.services import service_start_lines, service_stop_lines
+from orchestrator.tamper_check import tamper_reasons
 
 REPO_DIR = "/testbed"
 ACTIVATE_SCRIPT = "/opt/swe/activate.sh"
@@ -54,6 +72,9 @@ EVAL_DIR = "/opt/swe/eval"
 EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
 TEST_PATCH_PATH = f"{EVAL_DIR}/test.patch"
 OUTPUT_PATH = f"{EVAL_DIR}/output.txt"
+NONCE_VARIABLE = "SWE_GREEN_NONCE"
+# the unprivileged user the tests run as (``unprivileged_tests`` setting); Debian's nobody
+TEST_USER = "nobody"
 TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 # a test run printing more than this is treated as a crash instead of being read in
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024
@@ -77,6 +98,17 @@ _INFRA_NAMES = frozenset(
         "tests.py",
     }
 )
+# modules a new top-level file must not shadow on the runner's sys.path[0]
+SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "py",
+    "iniconfig",
+    "nose",
+}
+_MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)(?:\.[\w-]+)*\.(?:py|pyc|pyw|so)$")
+_CREATES = re.compile(r"^(?:new file mode |--- /dev/null|rename to |copy to |@@ -0,0 )", re.M)
 
 
 class TestRun(BaseModel):
@@ -87,6 +119,7 @@ class TestRun(BaseModel):
     outcomes: dict[str, TestStatus] = Field(default_factory=dict)
     section: str | None = None  # the output between the start and end markers
     exit_code: int | None = None  # the test command's, from the end marker
+    forged: str | None = None  # why the section cannot all come from the runner
     output: str = ""  # the whole output, cut to OUTPUT_KEEP characters
     timed_out: bool = False
     crash: str | None = None  # why the output cannot be graded
@@ -103,6 +136,7 @@ class Evaluation(BaseModel):
     test_run: TestRun | None = None
     groups: TestGroups | None = None  # set when the tests ran and could be graded
     excluded_files: list[str] = Field(default_factory=list)
+    suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
 
 
@@ -118,6 +152,22 @@ def is_test_infrastructure(path: str, runner_files: Iterable[str] = ()) -> bool:
         or name.endswith("_test.py")
         or any(part in _TEST_DIRS for part in parts[:-1])
     )
+
+
+def shadows_a_module(path: str, runner_dirs: Iterable[str] = ("",)) -> str | None:
+    """The standard-library or runner module that a file at ``path`` would shadow, if it
+    lies in one of ``runner_dirs`` (the directories on the runner's ``sys.path[0]``: the
+    repository root, the runner script's directory) as a module or package."""
+    directory, name = posixpath.split(path)
+    if name == "__init__.py":
+        directory, name = posixpath.split(directory)
+        module = name
+    else:
+        match = _MODULE_FILE.match(name)
+        module = match.group(1) if match else ""
+    if module in SHADOWED_MODULES and directory in set(runner_dirs):
+        return module
+    return None
 
 
 def runner_files(recipe: Recipe) -> list[str]:
@@ -138,14 +188,26 @@ def drop_test_infrastructure(
 ) -> tuple[str, list[str]]:
     """``patch`` without its test-infrastructure files, and the files dropped.
 
-    Files that the instance's gold patch changes are never dropped.
+    New top-level modules that would shadow a standard-library or runner module on the
+    runner's ``sys.path[0]`` (``/testbed/unittest.py`` next to ``runtests.py``,
+    ``bin/traceback.py`` next to ``bin/test``) are dropped too. Files that the instance's
+    gold patch changes are never dropped.
     """
     preamble, parts = split_patch(patch)
     gold = {path for part in split_patch(instance.patch)[1] for path in part.paths}
     runners = runner_files(recipe)
+    runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
     kept, dropped = [], []
     for part in parts:
-        if any(is_test_infrastructure(p, runners) and p not in gold for p in part.paths):
+        creates = bool(_CREATES.search(part.text))
+        if any(
+            p not in gold
+            and (
+                is_test_infrastructure(p, runners)
+                or (creates and shadows_a_module(p, runner_dirs) is not None)
+            )
+            for p in part.paths
+        ):
             dropped.extend(part.paths)
         else:
             kept.append(part)
@@ -154,20 +216,41 @@ def drop_test_infrastructure(
     return join_patch(preamble, kept), list(dict.fromkeys(dropped))
 
 
-def eval_script(instance: Instance, recipe: Recipe) -> str:
+def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None) -> str:
     """The bash script that runs the instance's tests; it can run again (idempotent).
 
-    It expects the test patch at :data:`TEST_PATCH_PATH`. Order: the environment, the
-    recipe's environment variables and eval commands, reset the files the test patch touches
-    to the base commit (remove those that do not exist there), apply the test patch, run the
-    test command between the markers, restore the test files.
+    It expects the test patch at :data:`TEST_PATCH_PATH` and the run's nonce in
+    ``$SWE_GREEN_NONCE`` (it makes one when that is unset), which it takes out of the
+    environment at once: only its own ``echo`` lines print it, the test process never gets
+    it. Order: the environment, the recipe's environment variables and eval commands, reset
+    the files the test patch touches to the base commit (remove those that do not exist
+    there), apply the test patch, run the test command between the markers, restore the test
+    files. Every git command runs with hooks and fsmonitor off.
+
+    With ``test_user`` the test command runs as that user (``setpriv``), with a home of its
+    own: every directory of the working tree (not ``.git``) becomes the user's, with the
+    sticky bit, so the tests can create files anywhere in the repository but cannot change,
+    rename or delete the files that are there (source, runner scripts, test files), nor
+    touch ``.git``, the environment or the eval directory, which stay root's. Whatever the
+    user left running is killed before the end marker.
     """
     base = shlex.quote(instance.base_commit)
     files = " ".join(shlex.quote(f) for f in test_files(instance.test_patch))
+    user = shlex.quote(test_user) if test_user else ""
     lines = [
         "#!/bin/bash",
         f"# Grading script of {instance.instance_id}, written by swe-green. Safe to run again.",
         "exec 2>&1",
+        "umask 022",
+        f'nonce=${{{NONCE_VARIABLE}:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d " \\n")}}',
+        f"unset {NONCE_VARIABLE}",
+        SHELL_GIT_FUNCTION,
+        f"test_user={user}",
+        "as_test_user() {",
+        '    if [ -z "$test_user" ]; then bash -c "$1"; return; fi',
+        '    setpriv --reuid="$test_user" --regid="$(id -g "$test_user")" --clear-groups \\',
+        '        env HOME="$test_home" USER="$test_user" LOGNAME="$test_user" bash -c "$1"',
+        "}",
         f"source {ACTIVATE_SCRIPT}",
         *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),
         *recipe.eval_commands,
@@ -190,7 +273,16 @@ def eval_script(instance: Instance, recipe: Recipe) -> str:
         "    reset_test_files",
         "    exit 3",
         "fi",
-        wrap_test_command(test_command(recipe, instance)),
+        'if [ -n "$test_user" ]; then',
+        f"    find {REPO_DIR} -path {REPO_DIR}/.git -prune -o -type d \\",
+        '        -exec chown "$test_user:" {} + -exec chmod u+rwx,+t {} +',
+        '    test_home=$(mktemp -d /tmp/swe-green-home.XXXXXX) && chown "$test_user:" "$test_home"',
+        "fi",
+        wrap_test_command(
+            test_command(recipe, instance),
+            prefix="as_test_user",
+            after='[ -z "$test_user" ] || as_test_user "kill -KILL -1" >/dev/null 2>&1',
+        ),
         *service_stop_lines(recipe),
         "reset_test_files",
         "",
@@ -205,19 +297,31 @@ def run_tests(
     *,
     timeout: float,
     log_dir: Path | None = None,
+    test_user: str | None = None,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
-    The network stays off afterwards. With ``log_dir``, ``eval.sh`` and the whole output
+    The markers carry a nonce made here for this run and given only to the eval script
+    (:func:`eval_script`); the output file and the eval directory are root's alone, so a
+    test process of ``test_user`` can neither read the nonce back nor the script. The
+    network stays off afterwards. With ``log_dir``, ``eval.sh`` and the whole output
     (``test_output.txt``) are written there.
     """
     sandbox.set_network(False)
-    script = eval_script(instance, recipe)
+    script = eval_script(instance, recipe, test_user)
     sandbox.write_file(TEST_PATCH_PATH, instance.test_patch.encode("utf-8", "surrogateescape"))
-    sandbox.write_file(EVAL_SCRIPT_PATH, script, mode=0o755)
+    sandbox.write_file(EVAL_SCRIPT_PATH, script, mode=0o700)
+    nonce = secrets.token_hex(16)
     started = time.monotonic()
     result = sandbox.exec(
-        ["bash", "-c", f"bash {EVAL_SCRIPT_PATH} > {OUTPUT_PATH} 2>&1"], timeout=timeout
+        [
+            "bash",
+            "-c",
+            f"chmod 700 {EVAL_DIR} && (umask 077 && : > {OUTPUT_PATH}) "
+            f"&& bash {EVAL_SCRIPT_PATH} > {OUTPUT_PATH} 2>&1",
+        ],
+        timeout=timeout,
+        env={NONCE_VARIABLE: nonce},
     )
     duration = time.monotonic() - started
     output, too_large = _read_output(sandbox)
@@ -227,10 +331,11 @@ def run_tests(
         log_dir.mkdir(parents=True, exist_ok=True)
         (log_dir / "eval.sh").write_text(script)
         (log_dir / "test_output.txt").write_text(output, errors="replace")
-    section, exit_code = extract_between_markers(output)
+    section, exit_code = extract_between_markers(output, nonce=nonce)
     outcomes = parse_test_log(recipe.log_format, section or "")
+    forged = forged_output(section) if section is not None else None
     crash = None
-    if not result.timed_out:
+    if not result.timed_out and forged is None:
         if too_large:
             crash = f"the test output is larger than {MAX_OUTPUT_BYTES} bytes"
         elif TEST_PATCH_FAILED in output:
@@ -241,6 +346,7 @@ def run_tests(
         outcomes=outcomes,
         section=section,
         exit_code=exit_code,
+        forged=forged,
         output=_cap(output, OUTPUT_KEEP),
         timed_out=result.timed_out,
         crash=crash,
@@ -258,10 +364,19 @@ def evaluate(
     fuzz: int = 3,
     excluded_p2p: Iterable[str] = (),
     log_dir: Path | None = None,
+    test_user: str | None = None,
 ) -> Evaluation:
-    """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit)."""
+    """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
+
+    The tests run as ``test_user`` when given (see :func:`eval_script`). A resolved patch
+    that :func:`orchestrator.tamper_check.tamper_reasons` finds reasons in is flagged
+    ``suspicious``.
+    """
+    unchanged = no_op_groups(instance, excluded_p2p)
     if patch is None or not patch.strip():
-        return Evaluation(status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch")
+        return Evaluation(
+            status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch", groups=unchanged
+        )
     sandbox.set_network(False)
     gradeable, excluded = drop_test_infrastructure(patch, instance, recipe)
     logs: dict[str, str] = {}
@@ -276,6 +391,7 @@ def evaluate(
             message="the patch only changes test infrastructure, which grading leaves out: "
             + ", ".join(excluded),
             excluded_files=excluded,
+            groups=unchanged,
             logs=logs,
         )
     applied = apply_patch(sandbox, gradeable, repo_dir=REPO_DIR, fuzz=fuzz)
@@ -286,8 +402,9 @@ def evaluate(
     if not applied.applied:
         return Evaluation(
             status=Status.NO_OP,
-            reason=Reason.PATCH_APPLY_FAILED,
+            reason=Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED,
             message=applied.error,
+            groups=unchanged,
             **common,
         )
     # a patch that changes what the build reads (a new dependency) is installed again
@@ -296,7 +413,9 @@ def evaluate(
         ok, tail = reinstalled
         (log_dir / "reinstall.log").write_text(f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
         logs["reinstall"] = str(log_dir / "reinstall.log")
-    run = run_tests(sandbox, instance, recipe, timeout=timeout, log_dir=log_dir)
+    run = run_tests(
+        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user
+    )
     if log_dir is not None:
         logs |= {"eval_script": str(log_dir / "eval.sh"), "tests": str(log_dir / "test_output.txt")}
     if run.timed_out:
@@ -307,12 +426,46 @@ def evaluate(
             test_run=run,
             **common,
         )
+    if run.forged:  # nothing of the section can be trusted: every test counts as failing
+        groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p)
+        return Evaluation(
+            status=classify(groups),
+            reason=Reason.TEST_OUTPUT_FORGED,
+            message=f"the test output is forged, every test counts as failing: {run.forged}",
+            groups=groups,
+            test_run=run,
+            **common,
+        )
     if run.crash:
         return Evaluation(
             status=Status.ERROR, reason=Reason.TEST_CRASH, message=run.crash, test_run=run, **common
         )
     groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p)
-    return Evaluation(status=classify(groups), groups=groups, test_run=run, **common)
+    status = classify(groups)
+    suspicious: list[str] = []
+    if status == Status.RESOLVED:
+        suspicious = tamper_reasons(gradeable, runner_files(recipe), instance.patch)
+    return Evaluation(
+        status=status,
+        groups=groups,
+        test_run=run,
+        suspicious=suspicious,
+        message="suspicious: " + "; ".join(suspicious) if suspicious else "",
+        **common,
+    )
+
+
+def no_op_groups(instance: Instance, excluded_p2p: Iterable[str] = ()) -> TestGroups:
+    """The test groups of a patch that changes nothing the tests see (empty, only excluded
+    files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
+    PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
+    excluded = set(excluded_p2p)
+    p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
+    return TestGroups(
+        fail_to_pass_failed=list(dict.fromkeys(instance.FAIL_TO_PASS)),
+        pass_to_pass_passed=[name for name in p2p if name not in excluded],
+        pass_to_pass_excluded=[name for name in p2p if name in excluded],
+    )
 
 
 def _read_output(sandbox: Sandbox) -> tuple[str, bool]:

@@ -19,6 +19,7 @@ The eval script prints :data:`START_MARKER` before the test command and
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict
@@ -60,47 +61,57 @@ FAILING = frozenset({TestStatus.FAILED, TestStatus.ERROR})
 # --------------------------------------------------------------------------- markers
 
 
-def format_end_line(exit_code: int | str) -> str:
-    """The line the eval script prints after the test command, e.g. ``... exit=1``.
+def format_end_line(exit_code: int | str, nonce: str = "") -> str:
+    """The line the eval script prints after the test command, e.g. ``... <nonce> exit=1``.
 
-    Pass a shell expansion such as ``"$rc"`` to build the script's ``echo`` line.
+    Pass shell expansions such as ``"$rc"`` and ``"$nonce"`` to build the script's line.
     """
-    return f"{END_MARKER} exit={exit_code}"
+    return f"{END_MARKER} {nonce} exit={exit_code}" if nonce else f"{END_MARKER} exit={exit_code}"
 
 
-def wrap_test_command(test_command: str) -> str:
+def wrap_test_command(
+    test_command: str, nonce: str = "$nonce", prefix: str = "", after: str = ""
+) -> str:
     """Shell lines that run ``test_command`` in a subshell between the markers.
 
-    The end line carries the command's exit code, also under ``set -e``.
+    The markers carry ``nonce`` (a shell expansion: the script's secret of this run, never
+    given to the test process); the end line carries the command's exit code, also under
+    ``set -e``. ``prefix`` is put before the quoted command (e.g. a function that runs it
+    as another user); without one the command runs as written. ``after`` runs between the
+    command and the end marker.
     """
+    command = f"{prefix} {shlex.quote(test_command)}" if prefix else test_command
     return "\n".join(
         [
-            f"echo '{START_MARKER}'",
+            f'echo "{START_MARKER} {nonce}"',
             "rc=0",
-            f"( {test_command} ) || rc=$?",
-            f'echo "{format_end_line("$rc")}"',
+            f"( {command} ) || rc=$?",
+            *([after] if after else []),
+            f'echo "{format_end_line("$rc", nonce)}"',
         ]
     )
 
 
 def extract_between_markers(
-    text: str, start: str = START_MARKER, end: str = END_MARKER
+    text: str, start: str = START_MARKER, end: str = END_MARKER, nonce: str = ""
 ) -> tuple[str | None, int | None]:
     """The output between the start and end marker lines, and the exit code after the end one.
 
-    The last end line counts (ours is the last thing the eval script prints) and the last
+    With ``nonce`` only marker lines that carry it count: the code under test cannot predict
+    it. The last end line counts (ours is the last thing the eval script prints) and the last
     start line before it: anything printed earlier, e.g. by a patched ``setup.py`` during a
     reinstall, stays outside the section. Returns ``(None, None)`` without an end line and
     ``(None, exit_code)`` without a start line before it; the exit code is ``None`` when the
     end line carries none.
     """
-    end_re = re.compile(rf"^{re.escape(end)}(?:[ \t]+exit=(-?\d+))?[ \t]*\r?$", re.MULTILINE)
+    tag = rf"[ \t]+{re.escape(nonce)}" if nonce else ""
+    end_re = re.compile(rf"^{re.escape(end)}{tag}(?:[ \t]+exit=(-?\d+))?[ \t]*\r?$", re.MULTILINE)
     ends = list(end_re.finditer(text))
     if not ends:
         return None, None
     last_end = ends[-1]
     exit_code = int(last_end.group(1)) if last_end.group(1) is not None else None
-    start_re = re.compile(rf"^{re.escape(start)}[ \t]*\r?$", re.MULTILINE)
+    start_re = re.compile(rf"^{re.escape(start)}{tag}[ \t]*\r?$", re.MULTILINE)
     starts = [m for m in start_re.finditer(text, 0, last_end.start())]
     if not starts:
         return None, exit_code
@@ -121,11 +132,18 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _fold(events: Iterable[Event]) -> dict[str, TestStatus]:
+    """One outcome per test. Reports that disagree make the test fail: a failing report wins,
+    and a pass next to a skip or an expected failure is a FAILED (a test has one outcome;
+    two different ones mean that something other than the runner printed one)."""
     outcomes: dict[str, TestStatus] = {}
     for name, status in events:
         old = outcomes.get(name)
-        if old is None or _RANK[status] >= _RANK[old]:
+        if old is None or old == status:
             outcomes[name] = status
+        elif _RANK[status] == 2 or _RANK[old] == 2:
+            outcomes[name] = status if _RANK[status] >= _RANK[old] else old
+        else:
+            outcomes[name] = TestStatus.FAILED
     return outcomes
 
 
@@ -516,6 +534,34 @@ def runner_summary(text: str) -> RunnerSummary | None:
     if not found:
         return None
     return max(found, key=lambda summary: _last_index(lines, summary.line))
+
+
+def forged_output(text: str) -> str | None:
+    """Why the section ``text`` (between our markers) cannot all come from the test runner,
+    or ``None``. Every test it reports then counts as failing. Reasons:
+
+    * a line that looks like one of our markers: only the eval script prints them, outside
+      the test process, with a nonce the code under test does not know;
+    * more than one closing summary of the runner where one is expected: pytest's
+      ``=== ... in Xs ===`` after its last ``short test summary info`` header (nested runs,
+      e.g. pytester output shown with ``-rA``, come before that header), django's ``Ran N
+      tests``, sympy's ``tests finished``.
+    """
+    lines = list(_lines(text))
+    for line in lines:
+        if START_MARKER[6:] in line or END_MARKER[6:] in line:
+            return f"a line in the test output imitates the eval script's markers: {line[:120]!r}"
+    header = _last_match(_PYTEST_SUMMARY_HEADER, lines)
+    after = lines[header[0] + 1 :] if header else []
+    counts = {
+        "pytest": sum(bool(_PYTEST_FINAL.match(line)) for line in after),
+        "django": sum(bool(_DJANGO_RAN.match(line)) for line in lines),
+        "sympy": sum(bool(_SYMPY_FINAL.match(line)) for line in lines),
+    }
+    for runner, count in counts.items():
+        if count > 1:
+            return f"{count} closing {runner} summaries where the runner prints one"
+    return None
 
 
 def _last_index(lines: list[str], line: str) -> int:

@@ -63,6 +63,7 @@ class Reason(StrEnum):
     NONE = ""
     EMPTY_PATCH = "empty_patch"
     PATCH_APPLY_FAILED = "patch_apply_failed"
+    PATCH_PATH_REFUSED = "patch_path_refused"
     ENVIRONMENT = "environment"
     PARTICIPANT_UNREACHABLE = "participant_unreachable"
     PARTICIPANT_TIMEOUT = "participant_timeout"
@@ -71,6 +72,7 @@ class Reason(StrEnum):
     TEST_TIMEOUT = "test_timeout"
     TEST_CRASH = "test_crash"
     DISK_LIMIT = "disk_limit"
+    TEST_OUTPUT_FORGED = "test_output_forged"
     INFRASTRUCTURE = "infrastructure"
     CANCELLED = "cancelled"
 
@@ -105,6 +107,8 @@ class InstanceResult(BaseModel):
     tests: TestGroups = Field(default_factory=TestGroups)
     apply_strategy: str | None = None
     excluded_patch_files: list[str] = Field(default_factory=list)
+    # why a person should look at this result (the patch touches the runner's machinery)
+    suspicious: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     python_spec: str = ""  # the Python the SWE-bench spec asks for

@@ -16,21 +16,38 @@ newline. Binary changes without their data (``Binary files a/x and b/x differ``,
 ``GIT binary patch`` without its literal) fail at once with a clear message: no strategy can
 apply them, and ``patch`` would silently apply the rest.
 
+**A patch may only change the repository's files.** Before any strategy runs, every path the
+patch names (``diff --git``, ``---``/``+++``/``***``, ``Index:``, ``rename``/``copy``
+lines, with and without their first component) is checked (:func:`patch_path_problems`): no
+``.git`` component (any case, as git itself refuses ``.GIT`` and ``git~1``), no ``..``, no
+absolute path, nothing below a symbolic link the patch itself creates. Then, in the container,
+nothing may go through a symbolic link of the tree, nor write through one as if it were a file.
+A refused patch is not applied at all: :attr:`ApplyOutcome.refused` is set and the error says
+which path and why. Two more guards stand behind these checks: when ``git apply`` refuses a
+path as invalid (``invalid path``, ``beyond a symbolic link``), no later strategy is tried,
+and the names ``patch --dry-run`` reports it would write are checked again before ``patch``
+writes anything (it reads file names from lines :func:`split_patch` does not know, e.g. context
+diffs). Every git command runs with hooks and fsmonitor off (:mod:`orchestrator.safe_git`).
+
 The pure helpers (:func:`split_patch`, :func:`join_patch`, :func:`binary_stubs`) are shared
 with the grading, which drops some files from a participant's patch before applying it.
 """
 
 from __future__ import annotations
 
+import codecs
+import posixpath
 import re
 import shlex
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
 from orchestrator.errors import SandboxError
 from orchestrator.recipes import test_files
+from orchestrator.safe_git import GIT, SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox
 
 APPLY_TIMEOUT = 120.0
@@ -43,29 +60,56 @@ _HUNK_LINE = {" ": (1, 1), "": (1, 1), "-": (1, 0), "+": (0, 1), "\\": (0, 0)}
 _BINARY_STUB = re.compile(r"^Binary files (.*) differ\r?$", re.MULTILINE)
 _BINARY_DATA = re.compile(r"^(?:literal|delta) \d+\r?$")
 # undo a failed attempt: put back the touched paths and the index as they were
-_BACKUP = """set -e
+_BACKUP = f"""set -e
+{SHELL_GIT_FUNCTION}
 work=$1
 index=$(git rev-parse --git-path index 2>/dev/null) || index=
 if [ -n "$index" ] && [ -f "$index" ]; then cp -p "$index" "$work/index"; fi
 tar --null -T "$work/paths" --ignore-failed-read -cf "$work/backup.tar" 2>/dev/null
 """
-_RESTORE = """set -e
+_RESTORE = f"""set -e
+{SHELL_GIT_FUNCTION}
 work=$1
 xargs -0 -r rm -rf -- < "$work/paths"
 tar -xpf "$work/backup.tar"
 index=$(git rev-parse --git-path index 2>/dev/null) || index=
 if [ -f "$work/index" ] && [ -n "$index" ]; then cp -p "$work/index" "$index"; fi
 """
-_RESTORE_INDEX = """set -e
+_RESTORE_INDEX = f"""set -e
+{SHELL_GIT_FUNCTION}
 index=$(git rev-parse --git-path index)
 if [ -f "$1/index" ]; then cp -p "$1/index" "$index"; fi
 """
+# for each NUL-separated path: "through" lines for a symbolic link on the way, "is" when the
+# path itself is one (printed NUL-separated: kind, link, path)
+_SYMLINKS = r"""cd -- "$2"
+while IFS= read -r -d '' p; do
+  rest=$p cur=
+  while [[ $rest == */* ]]; do
+    cur=${cur:+$cur/}${rest%%/*}; rest=${rest#*/}
+    if [ -L "$cur" ]; then printf 'through\0%s\0%s\0' "$cur" "$p"; fi
+  done
+  if [ -L "$p" ]; then printf 'is\0%s\0%s\0' "$p" "$p"; fi
+done < "$1"
+"""
+PATH_REFUSED = "the patch may only change the repository's files"
+# what git apply says when it refuses a path as unsafe: no other strategy may write it
+_GIT_REFUSED_PATH = re.compile(
+    r"invalid path|beyond a symbolic link|outside (?:the )?repository", re.IGNORECASE
+)
+_NAME_LINE = re.compile(
+    r"^(?:(?P<header>---|\+\+\+|\*\*\*) |Index: |(?:rename|copy) (?:from|to) |"
+    r"rename (?:old|new) )(?P<name>.*)$"
+)
+_DRY_RUN_NAME = re.compile(r"^checking file (.*?)(?: \((?:renamed|copied) from (.*)\))?$")
+_SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode|index \S+) 120000\s*$", re.MULTILINE)
 
 
 class ApplyOutcome(BaseModel):
     """What happened to a patch: applied or not, by which strategy, and why not."""
 
     applied: bool
+    refused: bool = False  # a path of the patch is not the repository's to change
     strategy: str | None = None
     error: str = ""  # the last strategy's error output, or why none was tried
     log: str = ""  # every attempt: its command and output
@@ -179,16 +223,29 @@ def apply_patch(
                 "strategy can apply it: make the patch with `git diff --binary`"
             ),
         )
+    problems = patch_path_problems(patch)
+    if problems:
+        return _refused(problems)
     work = f"/tmp/swe-green-apply-{uuid.uuid4().hex[:12]}"
     patch_file = f"{work}/patch.diff"
+    touched = _touched_paths(patch)
     sandbox.write_file(patch_file, patch.encode("utf-8", errors="surrogateescape"))
-    sandbox.write_file(f"{work}/paths", "".join(f"{p}\0" for p in _touched_paths(patch)))
+    sandbox.write_file(f"{work}/paths", "".join(f"{p}\0" for p in touched))
     log: list[str] = []
     try:
+        problems = _tree_problems(sandbox, work, repo_dir, touched, _symlink_sections(patch))
+        if problems:
+            return _refused(problems)
         _run_script(sandbox, _BACKUP, "back up", work, repo_dir)
         error = ""
         for strategy, commands, may_write in _strategies(patch_file, fuzz):
             ok, error = _attempt(sandbox, strategy, commands, repo_dir, log)
+            if not ok and strategy.startswith("git") and _GIT_REFUSED_PATH.search(error):
+                if may_write:
+                    _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
+                return _refused([error], log)
+            if not ok and strategy.startswith("patch") and error.startswith(PATH_REFUSED):
+                return _refused([error.removeprefix(PATH_REFUSED + ": ")], log)
             if ok:
                 if "--3way" in strategy:  # keep its result, unstaged like the others
                     _run_script(sandbox, _RESTORE_INDEX, "unstage", work, repo_dir)
@@ -223,7 +280,7 @@ def _touched_paths(patch: str) -> list[str]:
 
 def _strategies(patch_file: str, fuzz: int) -> list[tuple[str, list[list[str]], bool]]:
     """``(name, commands, may_write_on_failure)``; the commands run in order, all must pass."""
-    git_apply = ["git", "apply", "--verbose"]
+    git_apply = [*GIT, "apply", "--verbose"]
     patch_cmd = [
         "patch",
         "-p1",
@@ -253,11 +310,165 @@ def _attempt(
     for argv in commands:
         result = sandbox.exec(argv, workdir=repo_dir, timeout=APPLY_TIMEOUT)
         output = result.output.strip()
-        log.append(f"$ {shlex.join(argv)}\n{output}\n[exit {result.exit_code}]")
+        log.append(f"[{strategy}] $ {shlex.join(argv)}\n{output}\n[exit {result.exit_code}]")
         if not result.ok:
             reason = "timed out" if result.timed_out else f"exit code {result.exit_code}"
             return False, f"{strategy}: {output or reason}"
+        if "--dry-run" in argv:  # the names patch would write, checked before it writes them
+            names = dry_run_names(result.stdout)
+            problems = path_problems(names) or _tree_problems(
+                sandbox, posixpath.dirname(argv[-2]), repo_dir, names, set()
+            )
+            if problems:
+                return False, f"{PATH_REFUSED}: " + "; ".join(problems)
     return True, ""
+
+
+def patch_path_problems(patch: str) -> list[str]:
+    """Why the paths of ``patch`` are not the repository's to change (empty: they are).
+
+    Every name the patch gives (see the module doc) is checked with :func:`path_problems`,
+    and no path may lie below a symbolic link the patch itself creates.
+    """
+    problems = path_problems(_named_paths(patch))
+    links = _symlink_sections(patch)
+    for part in split_patch(patch)[1]:
+        for path in part.paths:
+            for link in links:
+                if path.startswith(link.rstrip("/") + "/"):
+                    problems.append(
+                        f"{path}: goes through the symbolic link {link} the patch creates"
+                    )
+    return list(dict.fromkeys(problems))
+
+
+def path_problems(paths: Iterable[str]) -> list[str]:
+    """Why each of ``paths`` (as a patch names them) is not a repository file's path."""
+    problems: list[str] = []
+    for path in dict.fromkeys(paths):
+        if path == "/dev/null" or not path:
+            continue
+        parts = path.split("/")
+        shown = path[2:] if path[:2] in ("a/", "b/") else path
+        if path.startswith("/"):
+            problems.append(f"{shown}: an absolute path")
+        elif ".." in parts:
+            problems.append(f"{shown}: leaves the repository ('..')")
+        elif any(_is_git_dir(part) for part in parts):
+            problems.append(f"{shown}: inside .git (git's own data and hooks)")
+    return list(dict.fromkeys(problems))
+
+
+def dry_run_names(output: str) -> list[str]:
+    """The files ``patch --dry-run`` says it would write (both names of a rename)."""
+    names: list[str] = []
+    for line in output.splitlines():
+        match = _DRY_RUN_NAME.match(line.rstrip("\r"))
+        if match:
+            names.extend(_unquote_shell(n) for n in match.groups() if n is not None)
+    return names
+
+
+def _is_git_dir(part: str) -> bool:
+    folded = part.casefold().rstrip(". ")
+    return folded == ".git" or folded == "git~1"
+
+
+def _named_paths(patch: str) -> list[str]:
+    """Every path any header line of ``patch`` names, raw and without its first component.
+
+    Hunk lines are skipped by their counts, so a removed line ``-- x`` is no header.
+    """
+    names: list[str] = []
+    old_left = new_left = 0
+    for line in patch.splitlines():
+        bare = line.rstrip("\r")
+        if old_left > 0 or new_left > 0:
+            step = _HUNK_LINE.get(bare[:1])
+            if step is not None:
+                old_left, new_left = old_left - step[0], new_left - step[1]
+                continue
+            old_left = new_left = 0
+        if hunk := _HUNK.match(bare):
+            old_left, new_left = int(hunk.group(1) or 1), int(hunk.group(2) or 1)
+            continue
+        if bare.startswith("diff --git "):
+            rest = bare[len("diff --git ") :]
+            candidates = re.findall(r'"(?:[^"\\]|\\.)*"|\S+', rest)
+        elif match := _NAME_LINE.match(bare):
+            rest = match["name"]
+            if match["header"] == "***" and re.match(r"^\d+(,\d+)? \*\*\*\*$", rest):
+                continue  # a context diff's hunk range
+            candidates = [rest.split("\t")[0], *rest.split()[:1]]
+        else:
+            continue
+        for candidate in candidates:
+            name = _unquote_c(candidate.strip())
+            names.append(name)
+            if "/" in name.lstrip("/"):
+                names.append(name.lstrip("/").split("/", 1)[1])
+    return names
+
+
+def _symlink_sections(patch: str) -> set[str]:
+    """Paths the patch creates or changes as symbolic links (mode 120000)."""
+    return {
+        part.paths[-1]
+        for part in split_patch(patch)[1]
+        if part.paths and _SYMLINK_MODE.search(part.text)
+    }
+
+
+def _tree_problems(
+    sandbox: Sandbox, work: str, repo_dir: str, paths: Iterable[str], links_ok: set[str]
+) -> list[str]:
+    """Symbolic links of the tree that ``paths`` would go through or write through.
+
+    A path that is itself a symbolic link may only be changed by a section that treats it as
+    one (``links_ok``); a path may never lie below one.
+    """
+    paths = [p for p in dict.fromkeys(paths) if p and p != "/dev/null"]
+    if not paths:
+        return []
+    listing = f"{work}/check-{uuid.uuid4().hex[:8]}"
+    sandbox.write_file(listing, "".join(f"{p}\0" for p in paths))
+    result = sandbox.exec(
+        ["bash", "-c", _SYMLINKS, "symlinks", listing, repo_dir], timeout=APPLY_TIMEOUT
+    )
+    if not result.ok:
+        raise SandboxError(f"could not check the patch's paths in {repo_dir}: {result.output}")
+    fields = result.stdout.split("\0")
+    problems = []
+    for kind, link, path in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
+        if kind == "through":
+            problems.append(f"{path}: goes through the symbolic link {link}")
+        elif kind == "is" and path not in links_ok:
+            problems.append(f"{path}: is a symbolic link; the patch would write through it")
+    return problems
+
+
+def _refused(problems: list[str], log: list[str] | None = None) -> ApplyOutcome:
+    return ApplyOutcome(
+        applied=False,
+        refused=True,
+        error=f"{PATH_REFUSED}, refused: " + "; ".join(problems),
+        log="\n".join(log or []),
+    )
+
+
+def _unquote_c(text: str) -> str:
+    """Undo git's C-style quoting of a path (``"a/t\\303\\251st.py"``)."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        raw = codecs.escape_decode(text[1:-1].encode())[0]
+        return raw.decode("utf-8", errors="surrogateescape")
+    return text
+
+
+def _unquote_shell(text: str) -> str:
+    """A name as ``patch`` prints it: plain, or in single quotes (``'a b'``)."""
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("'\\''", "'")
+    return _unquote_c(text)
 
 
 def _run_script(sandbox: Sandbox, script: str, action: str, work: str, repo_dir: str) -> None:

@@ -350,7 +350,8 @@ def drop_files(patch: str, files: Iterable[str]) -> tuple[str, list[str]]:
 _DIFF_SCRIPT = r"""set -eu
 base=$1 out=$2
 cd -- "$3"
-git=(git -c safe.directory='*' -c core.quotepath=true)
+git=(git -c safe.directory='*' -c core.quotepath=true -c core.hooksPath=/dev/null \
+     -c core.fsmonitor=false)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 index=$("${git[@]}" rev-parse --git-path index)

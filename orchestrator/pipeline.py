@@ -19,12 +19,13 @@ import structlog
 from .context import RunContext
 from .environment import PreparedInstance, SetupFailed, prepare_instance
 from .errors import SandboxError, UserError
-from .evaluation import evaluate
+from .evaluation import TEST_USER, evaluate
 from .housekeeping import keep_stopped
 from .models import Instance, InstanceResult, Reason, Status
 from .participant_client import ParticipantLimits, run_participant, sandbox_tool_runner
 from .patch_extract import ContainerDiffError, container_diff, drop_files, extract_patch
 from .recipes import Recipe, test_files
+from .safe_git import SHELL_GIT_FUNCTION
 from .sandbox import DiskLimitExceeded, Sandbox
 from .tools_host import install_tools
 from .validation import validate_instance
@@ -167,7 +168,7 @@ async def run_instance(
             evaluation = await asyncio.to_thread(
                 evaluate, grader, instance, recipe, patch,
                 timeout=ctx.settings.test_timeout, fuzz=ctx.settings.patch_fuzz,
-                excluded_p2p=excluded_p2p, log_dir=out_dir,
+                excluded_p2p=excluded_p2p, log_dir=out_dir, test_user=test_user(ctx),
             )  # fmt: skip
         finally:
             if own:
@@ -181,6 +182,7 @@ async def run_instance(
         if evaluation.groups is not None:
             result.tests = evaluation.groups
         result.excluded_patch_files += evaluation.excluded_files
+        result.suspicious = evaluation.suspicious
         result.logs.update(evaluation.logs)
         result.message = evaluation.message
     except _Failed as exc:
@@ -211,9 +213,16 @@ async def run_instance(
     return result
 
 
+def test_user(ctx: RunContext) -> str | None:
+    """The user the tests run as: unprivileged when the settings ask for it, else root."""
+    return TEST_USER if ctx.settings.unprivileged_tests else None
+
+
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
     sandbox.exec(
-        f"cd /testbed && git reset -q --hard {instance.base_commit} && git clean -fdq", timeout=120
+        f"{SHELL_GIT_FUNCTION}\ncd /testbed && git reset -q --hard {instance.base_commit} "
+        "&& git clean -fdq",
+        timeout=120,
     )
 
 

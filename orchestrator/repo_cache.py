@@ -33,6 +33,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 from orchestrator.errors import UserError
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
+from orchestrator.safe_git import GIT
 from orchestrator.settings import Settings
 
 _GIT_ENV = {
@@ -321,7 +322,7 @@ def _missing(mirror: Path, commits: Iterable[str]) -> list[str]:
     missing = []
     for commit in commits:
         done = subprocess.run(
-            ["git", "cat-file", "-e", f"{commit}^{{commit}}"],
+            [*GIT, "cat-file", "-e", f"{commit}^{{commit}}"],
             cwd=mirror,
             env=os.environ | _GIT_ENV,
             capture_output=True,
@@ -382,7 +383,7 @@ def _git_retrying(args: list[str], cwd: Path | None = None) -> str:
 
 def _git(args: list[str], cwd: Path | None = None) -> str:
     done = subprocess.run(
-        ["git", *args],
+        [*GIT, *args],
         cwd=cwd,
         env=os.environ | _GIT_ENV,
         capture_output=True,

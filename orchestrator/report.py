@@ -407,6 +407,14 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
         for instance_id, why in notes:
             table.add_row(instance_id, why)
         parts.append(table)
+    flagged = [result for result in results if result.suspicious]
+    if flagged:
+        suspicious = Table(title="Suspicious: resolved, but the patch touches the test runner")
+        suspicious.add_column("instance")
+        suspicious.add_column("why a person should look", overflow="fold")
+        for result in flagged:
+            suspicious.add_row(result.instance_id, "; ".join(result.suspicious))
+        parts.append(suspicious)
     if not results:
         parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
     return Group(*parts)
@@ -538,6 +546,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.sortable th { cursor: pointer; user-select: none; white-space: nowrap; }
 table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
 table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
+.suspicious { color: #b45309; font-weight: 600; cursor: help; }
 .status { display: inline-block; padding: 0 .45rem; border-radius: .6rem; color: #fff;
   font-size: .8rem; white-space: nowrap; }
 .message { max-width: 28rem; overflow-wrap: anywhere; }
@@ -660,7 +669,14 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
     cells = [
         f'<td class="id">{_e(result.instance_id)}</td>',
         f"<td>{_e(repo_of(result))}</td>",
-        f'<td data-sort="{STATUS_ORDER.index(result.status)}">{_status_badge(result.status)}</td>',
+        f'<td data-sort="{STATUS_ORDER.index(result.status)}">{_status_badge(result.status)}'
+        + (
+            f' <span class="suspicious" title="{_e("; ".join(result.suspicious))}">'
+            "suspicious</span>"
+            if result.suspicious
+            else ""
+        )
+        + "</td>",
         f"<td>{_e(result.reason.value)}</td>",
         f'<td class="num" data-sort="{result.fail_to_pass_fraction:.6f}">'
         f"{_fraction_text(f_passed, f_failed)}</td>",

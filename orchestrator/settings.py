@@ -131,7 +131,14 @@ class Settings(BaseSettings):
     patch_fuzz: int = Field(3, description="patch -p1 --fuzz=N as the last apply strategy.")
     test_timeout: float = Field(1800, description="Seconds for one test run.")
     grade_in_participant_container: bool = Field(
-        False, description="Grade in the participant's container instead of a fresh one."
+        False,
+        description="Grade in the participant's container instead of a fresh one "
+        "(unsafe for untrusted participants: whatever they planted there runs in the tests).",
+    )
+    unprivileged_tests: bool = Field(
+        False,
+        description="Run the tests as an unprivileged user that can only create files in the "
+        "repository (on for `swe-green demo`; not yet verified on every real test suite).",
     )
 
     # --- run

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .context import RunContext
-from .evaluation import TestRun, run_tests
+from .evaluation import TEST_USER, TestRun, run_tests
 from .grading import grade_tests
 from .models import Instance, TestStatus
 from .patch_apply import apply_patch
@@ -55,9 +55,10 @@ def validate_instance(
     timeout = ctx.settings.test_timeout
     out_dir = ctx.instance_dir(instance)
 
+    user = TEST_USER if ctx.settings.unprivileged_tests else None
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
-        base = run_tests(sandbox, instance, recipe, timeout=timeout)
+        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
     finally:
         sandbox.remove()
     (out_dir / "validation_base_output.txt").write_text(base.output)
@@ -75,7 +76,7 @@ def validate_instance(
                 )
         if applied.applied:  # the eval script restores the test files: it can run again
             for _ in range(ctx.settings.validation_runs):
-                golds.append(run_tests(sandbox, instance, recipe, timeout=timeout))
+                golds.append(run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user))
                 if golds[-1].timed_out or golds[-1].crash:
                     break
     finally:
@@ -101,6 +102,9 @@ def _judge(
 ) -> Validation:
     if base.timed_out or (gold is not None and gold.timed_out):
         return Validation(ok=False, message="the tests timed out during validation")
+    for name, run in (("at the base commit", base), ("with the gold patch", gold)):
+        if run is not None and run.forged:
+            return Validation(ok=False, message=f"the test output {name} is unusable: {run.forged}")
     if base.crash:
         return Validation(ok=False, message=f"tests do not run at the base commit: {base.crash}")
     if not gold_applied:

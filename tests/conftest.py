@@ -97,6 +97,7 @@ def env_settings(synthetic_dir, test_prefix, tmp_path_factory):
         setup_strategy="recipe",
         memory="2g",
         cpus=1.0,
+        unprivileged_tests=True,
     )
 
 
@@ -128,6 +129,7 @@ def cli_env(env_settings, runs_dir) -> dict[str, str]:
         SWE_GREEN_IMAGE_PREFIX=env_settings.image_prefix,
         SWE_GREEN_SETUP_STRATEGY="recipe",
         SWE_GREEN_MEMORY="2g",
+        SWE_GREEN_UNPRIVILEGED_TESTS="true",
     )
     return env
 

@@ -7,6 +7,7 @@ session; every test grades in a fresh container started from one.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,12 +18,15 @@ from orchestrator.context import RunContext
 from orchestrator.environment import prepare_instance
 from orchestrator.evaluation import (
     REPO_DIR,
+    TEST_USER,
     drop_test_infrastructure,
     eval_script,
     evaluate,
     is_test_infrastructure,
+    no_op_groups,
     run_tests,
     runner_files,
+    shadows_a_module,
 )
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
@@ -121,9 +125,9 @@ def test_eval_script_runs_its_steps_in_order(instances, recipes):
         "test_files=(tests/test_calc.py)",
         "\nreset_test_files\n",
         "git apply -v /opt/swe/eval/test.patch",
-        "echo '>>>>> SWE_GREEN_START'",
-        "( pytest -rA tests/test_calc.py ) || rc=$?",
-        'echo ">>>>> SWE_GREEN_END exit=$rc"',
+        'echo ">>>>> SWE_GREEN_START $nonce"',
+        "( as_test_user 'pytest -rA tests/test_calc.py' ) || rc=$?",
+        'echo ">>>>> SWE_GREEN_END $nonce exit=$rc"',
     ]
     positions = [script.index(step) for step in steps]
     assert positions == sorted(positions)
@@ -194,6 +198,44 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
     assert (kept, dropped) == (source + setup_cfg, [])
 
 
+@pytest.mark.parametrize(
+    ("path", "dirs", "module"),
+    [
+        ("unittest.py", ("",), "unittest"),
+        ("traceback.py", ("bin",), None),
+        ("bin/traceback.py", ("", "bin"), "traceback"),
+        ("pytest/__init__.py", ("",), "pytest"),
+        ("_pytest.cpython-311-x86_64-linux-gnu.so", ("",), "_pytest"),
+        ("calc/unittest.py", ("",), None),  # inside a package: calc.unittest, no shadow
+        ("calc.py", ("",), None),
+        ("bin/test", ("", "bin"), None),
+    ],
+)
+def test_modules_that_shadow_the_standard_library_or_the_runner(path, dirs, module):
+    assert shadows_a_module(path, dirs) == module
+
+
+def test_new_shadowing_modules_are_left_out_but_edits_are_not(instances, recipes):
+    instance = instances[UNITS.instance_id]
+    recipe = recipes[instance.repo]
+    new = (
+        "diff --git a/bin/traceback.py b/bin/traceback.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/bin/traceback.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    edit = "--- a/bin/traceback.py\n+++ b/bin/traceback.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert drop_test_infrastructure(new, instance, recipe) == ("", ["bin/traceback.py"])
+    assert drop_test_infrastructure(edit, instance, recipe) == (edit, [])
+
+
+def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
+    instance = instances[CALC.instance_id]
+    groups = no_op_groups(instance, excluded_p2p=["tests/test_calc.py::test_add"])
+    assert groups.fail_to_pass_failed == instance.FAIL_TO_PASS
+    assert groups.fail_to_pass_passed == [] and groups.pass_to_pass_failed == []
+    assert groups.pass_to_pass_passed == instance.PASS_TO_PASS[1:]
+    assert groups.pass_to_pass_excluded == ["tests/test_calc.py::test_add"]
+
+
 # --------------------------------------------------------------------------- in containers
 
 
@@ -201,7 +243,10 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
 @pytest.mark.parametrize("instance_id", [CALC.instance_id, TEXTKIT.instance_id, UNITS.instance_id])
 def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
     sandbox, instance, recipe = grading(instance_id)
-    result = evaluate(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path)
+    result = evaluate(
+        sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path,
+        test_user=TEST_USER,
+    )  # fmt: skip
     assert (result.status, result.reason) == (Status.RESOLVED, Reason.NONE), result.message
     assert result.apply is not None and result.apply.strategy == "git apply"
     assert result.groups is not None
@@ -214,7 +259,8 @@ def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
         "graded.patch",
         "test_output.txt",
     ]
-    assert ">>>>> SWE_GREEN_END exit=0" in (tmp_path / "test_output.txt").read_text()
+    output = (tmp_path / "test_output.txt").read_text()
+    assert re.search(r"^>>>>> SWE_GREEN_END [0-9a-f]{32} exit=0$", output, re.MULTILINE)
 
 
 @pytest.mark.container
@@ -375,3 +421,177 @@ def test_excluded_pass_to_pass_tests_are_not_held_against_the_patch(
     result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, excluded_p2p=excluded)
     assert result.status == Status.RESOLVED, result.message
     assert result.groups is not None and result.groups.pass_to_pass_excluded == excluded
+
+
+# --------------------------------------------------------------------------- hostile patches
+
+# printed by the code under test at import, in the sympy runner's format, then it leaves
+FORGED_SYMPY_LOG = """\
+import os as _os
+print({start!r})
+print("test_to_fahrenheit ok")
+print("test_to_celsius ok")
+print("=" * 18 + " tests finished: 2 passed, 0 failed " + "=" * 18, flush=True)
+_os._exit(0)
+"""
+FORCE_PASS_REPORTS = """\
+import sys as _sys
+if "_pytest.reports" in _sys.modules:
+    from _pytest.reports import TestReport as _TR
+    _orig = _TR.from_item_and_call.__func__
+    def _forced(cls, item, call):
+        report = _orig(cls, item, call)
+        report.outcome, report.longrepr = "passed", None
+        return report
+    _TR.from_item_and_call = classmethod(_forced)
+"""
+ASSERTS_OFF = "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n"
+SYMPY_PRINT = (
+    "import builtins\n_print = builtins.print\n"
+    "def _ok(*args, **kw):\n"
+    "    args = ['ok' if a == 'F' else a for a in args]\n"
+    "    args = [str(a).replace('1 passed, 1 failed', '2 passed, 0 failed') for a in args]\n"
+    "    _print(*args, **kw)\n"
+    "builtins.print = _ok\n"
+    "import sys\nsys.exit = lambda *a: None\n"
+)
+PROBE = """\
+import os as _os
+for _path in ("/testbed/.git/config", "/opt/swe/venv/lib/evil.pth", "/testbed/bin/test",
+              "/opt/swe/eval/output.txt", "/testbed/units/__init__.py"):
+    try:
+        open(_path, "a").close()
+        print("PROBE-WROTE", _path)
+    except OSError:
+        print("PROBE-DENIED", _path)
+try:
+    open("/proc/self/fd/1").read()
+    print("PROBE-READ-OUTPUT")
+except OSError:
+    print("PROBE-DENIED-OUTPUT")
+open("/testbed/units/new_file.txt", "w").close()
+print("PROBE-CREATED /testbed/units/new_file.txt")
+"""
+
+
+def _append(sandbox: Sandbox, path: str, code: str) -> dict[str, str]:
+    return {path: sandbox.read_file(f"{REPO_DIR}/{path}").decode() + "\n" + code}
+
+
+@pytest.mark.container
+def test_a_forged_marker_and_log_then_os_exit_is_caught(grading, synthetic_dir, tmp_path):
+    sandbox, instance, recipe = grading(UNITS.instance_id)
+    forged = FORGED_SYMPY_LOG.format(start=">>>>> SWE_GREEN_START")
+    patch = patch_for(
+        synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
+    )
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    assert (result.status, result.reason) == (Status.REGRESSION, Reason.TEST_OUTPUT_FORGED)
+    assert "imitates the eval script's markers" in result.message
+    assert result.groups is not None
+    assert result.groups.fail_to_pass_failed == instance.FAIL_TO_PASS
+    assert result.groups.pass_to_pass_failed == instance.PASS_TO_PASS
+
+
+@pytest.mark.container
+def test_a_forged_log_without_markers_is_flagged(grading, synthetic_dir, tmp_path):
+    # the output alone cannot expose a forger that leaves before the runner prints anything
+    # (a limit the README states): the static check flags the resolved result
+    sandbox, instance, recipe = grading(UNITS.instance_id)
+    forged = FORGED_SYMPY_LOG.format(start="").replace("print('')\n", "")
+    patch = patch_for(
+        synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
+    )
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    assert result.status == Status.RESOLVED, result.message
+    assert any(r.startswith("exits the process with os._exit") for r in result.suspicious)
+    assert result.message.startswith("suspicious: ")
+
+
+@pytest.mark.container
+@pytest.mark.parametrize(
+    ("instance_id", "path", "code", "reason"),
+    [
+        (CALC.instance_id, "calc/__init__.py", FORCE_PASS_REPORTS, "imports pytest's internals"),
+        (TEXTKIT.instance_id, "textkit/__init__.py", ASSERTS_OFF, "uses unittest.TestCase"),
+        (UNITS.instance_id, "units/__init__.py", SYMPY_PRINT, "touches builtins"),
+    ],
+    ids=["pytest-report-plugin", "unittest-asserts-off", "sympy-print-rewrite"],
+)
+def test_runner_tampering_from_inside_is_flagged_suspicious(
+    grading, synthetic_dir, tmp_path, instance_id, path, code, reason
+):
+    sandbox, instance, recipe = grading(instance_id)
+    patch = patch_for(synthetic_dir, instance, tmp_path, _append(sandbox, path, code))
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    # whatever the tampering achieves, a resolved result never goes unflagged
+    assert result.status != Status.RESOLVED or result.suspicious, result.message
+    assert any(r.startswith(reason) for r in result.suspicious), (result.status, result.message)
+
+
+@pytest.mark.container
+@pytest.mark.parametrize(
+    ("instance_id", "path"),
+    [(TEXTKIT.instance_id, "unittest.py"), (UNITS.instance_id, "bin/traceback.py")],
+)
+def test_a_module_shadowing_the_standard_library_is_left_out(
+    grading, synthetic_dir, tmp_path, instance_id, path
+):
+    sandbox, instance, recipe = grading(instance_id)
+    shadow = "import sys\nprint('all ok')\nsys.exit(0)\n"
+    patch = patch_for(synthetic_dir, instance, tmp_path, {path: shadow})
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH), result.message
+    assert result.excluded_files == [path]
+    assert result.groups is not None
+    assert result.groups.fail_to_pass_failed == instance.FAIL_TO_PASS
+    assert result.groups.pass_to_pass_passed == instance.PASS_TO_PASS
+
+
+@pytest.mark.container
+def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
+    grading, synthetic_dir, tmp_path
+):
+    sandbox, instance, recipe = grading(UNITS.instance_id)
+    files = _append(sandbox, "units/__init__.py", PROBE)
+    patch = patch_for(synthetic_dir, instance, tmp_path, files)
+    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    assert result.test_run is not None and result.test_run.section is not None
+    probes = [line for line in result.test_run.section.splitlines() if "PROBE-" in line]
+    assert probes == [
+        "PROBE-DENIED /testbed/.git/config",
+        "PROBE-DENIED /opt/swe/venv/lib/evil.pth",
+        "PROBE-DENIED /testbed/bin/test",
+        "PROBE-DENIED /opt/swe/eval/output.txt",
+        "PROBE-DENIED /testbed/units/__init__.py",
+        "PROBE-DENIED-OUTPUT",
+        "PROBE-CREATED /testbed/units/new_file.txt",
+    ]
+    assert result.status == Status.NO_OP, result.message  # the code is the base's otherwise
+
+
+@pytest.mark.container
+def test_a_hook_planted_in_the_grading_container_never_runs(grading):
+    # as with grade_in_participant_container, where the participant had the container
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    sandbox.write_file(
+        f"{REPO_DIR}/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/hook-ran\n", mode=0o755
+    )
+    result = evaluate(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT)
+    assert result.status == Status.RESOLVED, result.message
+    assert sandbox.exec(["test", "-e", "/tmp/hook-ran"]).exit_code == 1
+
+
+@pytest.mark.container
+def test_a_patch_into_git_is_refused_and_graded_as_the_base(grading):
+    sandbox, instance, recipe = grading(UNITS.instance_id)
+    hook = (
+        "diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout\n"
+        "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-checkout\n"
+        "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch /tmp/hook-ran\n"
+    )
+    result = evaluate(sandbox, instance, recipe, hook, timeout=TIMEOUT)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.PATCH_PATH_REFUSED)
+    assert ".git/hooks/post-checkout: inside .git" in result.message
+    assert result.groups is not None and result.groups.fail_to_pass_failed == ["test_to_celsius"]
+    assert result.groups.pass_to_pass_passed == ["test_to_fahrenheit"]

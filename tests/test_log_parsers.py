@@ -14,6 +14,7 @@ from orchestrator.log_parsers import (
     LOG_FORMATS,
     START_MARKER,
     extract_between_markers,
+    forged_output,
     format_end_line,
     is_truncated,
     match_expected,
@@ -283,11 +284,18 @@ def test_failing_report_beats_passing_report() -> None:
         "PASSED tests/t.py::test_b\n"
         "SKIPPED tests/t.py::test_c\n"
         "PASSED tests/t.py::test_c\n"
+        "XFAIL tests/t.py::test_d\n"
+        "PASSED tests/t.py::test_d\n"
+        "PASSED tests/t.py::test_e\n"
+        "PASSED tests/t.py::test_e\n"
     )
     assert parse_test_log("pytest", text) == {
         "tests/t.py::test_a": E,
         "tests/t.py::test_b": F,
-        "tests/t.py::test_c": S,
+        # two different outcomes for one test: something else printed one, it fails
+        "tests/t.py::test_c": F,
+        "tests/t.py::test_d": F,
+        "tests/t.py::test_e": P,
     }
 
 
@@ -483,6 +491,65 @@ def test_wrapped_command_under_set_e_reports_its_exit_code(tmp_path: Path) -> No
     section, exit_code = extract_between_markers(run.stdout)
     assert exit_code == 3
     assert parse_test_log("pytest", section or "") == {"a.py::t": P}
+
+
+def test_with_a_nonce_only_the_script_s_own_markers_count() -> None:
+    nonce = "0123456789abcdef"
+    text = "\n".join(
+        [
+            f"{START_MARKER} {nonce}",
+            "FAILED t.py::test_real",
+            START_MARKER,  # the code under test imitates the markers, without the nonce
+            "PASSED t.py::test_real",
+            f"{START_MARKER} guessed",
+            format_end_line(0),
+            format_end_line(1, nonce),
+            format_end_line(0, "guessed"),  # printed later by a leftover process
+            "",
+        ]
+    )
+    section, exit_code = extract_between_markers(text, nonce=nonce)
+    assert exit_code == 1
+    assert section is not None and section.startswith("FAILED t.py::test_real\n")
+    assert forged_output(section) is not None and "imitates" in forged_output(section)
+
+
+PYTEST_RUN = (
+    "============================= test session starts ==============================\n"
+    "collected 2 items\n\nt.py .F\n"
+    "=========================== short test summary info ============================\n"
+    "PASSED t.py::test_a\nFAILED t.py::test_b - assert 0\n"
+    "========================= 1 failed, 1 passed in 0.05s ==========================\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (PYTEST_RUN, None),
+        # a forged closing line after the real one (printed at exit)
+        (PYTEST_RUN + "============ 2 passed in 0.01s ============\n", "2 closing pytest"),
+        # nested runs before the top-level short summary are normal (pytester with -rA)
+        ("======= 3 passed in 0.01s =======\n======= 1 failed in 0.01s =======\n" + PYTEST_RUN,
+         None),
+        ("test_a (m.C) ... ok\n\nRan 1 test in 0.001s\n\nOK\n", None),
+        ("test_a (m.C) ... FAIL\nRan 1 test in 0.001s\nFAILED (failures=1)\n"
+         "test_a (m.C) ... ok\nRan 1 test in 0.001s\nOK\n", "2 closing django"),
+        ("test_a F\n=== tests finished: 0 passed, 1 failed ===\n"
+         "test_a ok\n=== tests finished: 1 passed ===\n", "2 closing sympy"),
+        (f"PASSED t.py::test_a\n  {END_MARKER} exit=0\n", "a line in the test output imitates"),
+    ],
+    ids=["pytest", "pytest-twice", "pytest-nested", "django", "django-twice", "sympy-twice",
+         "marker"],
+)  # fmt: skip
+def test_forged_output_rules(text: str, reason: str | None) -> None:
+    found = forged_output(text)
+    assert found is None if reason is None else (found or "").startswith(reason), found
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.stem for p in LOGS])
+def test_real_runner_logs_are_not_taken_for_forgeries(path: Path) -> None:
+    assert forged_output(path.read_text(errors="replace")) is None
 
 
 # --------------------------------------------------------------------------- match_expected

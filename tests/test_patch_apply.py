@@ -11,8 +11,10 @@ from orchestrator.patch_apply import (
     EMPTY_PATCH,
     apply_patch,
     binary_stubs,
+    dry_run_names,
     join_patch,
     normalize_patch,
+    patch_path_problems,
     split_patch,
 )
 
@@ -121,6 +123,61 @@ def test_binary_changes_without_data_are_found(tmp_path):
     assert binary_stubs(host_diff(tmp_path / "2", BASE_FILES, after)) == ["logo.bin"]
     header_only = with_data.split("GIT binary patch")[0] + "GIT binary patch\n"
     assert binary_stubs(header_only) == ["logo.bin"]
+
+
+HOOK_PATCH = (
+    "diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout\n"
+    "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-checkout\n"
+    "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch /tmp/hook-ran\n"
+)
+GIT_CONFIG_PATCH = (
+    "--- a/.git/config\n+++ b/.git/config\n@@ -1,1 +1,2 @@\n [core]\n+\tfsmonitor = touch /tmp/x\n"
+)
+
+
+def _new_file(path: str, mode: str = "100644", line: str = "x") -> str:
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode {mode}\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1 @@\n+{line}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("patch", "problem"),
+    [
+        (HOOK_PATCH, ".git/hooks/post-checkout: inside .git"),
+        (GIT_CONFIG_PATCH, ".git/config: inside .git"),
+        (_new_file("pkg/.GIT/config"), "pkg/.GIT/config: inside .git"),
+        (_new_file("git~1/config"), "git~1/config: inside .git"),
+        ("--- a/../out.py\n+++ b/../out.py\n@@ -1 +1 @@\n-a\n+b\n", "../out.py: leaves"),
+        ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "/etc/passwd: an absolute"),
+        ("*** a/.git/config\n--- b/.git/config\n***************\n*** 1 ****\n! a\n"
+         "--- 1 ----\n! b\n", ".git/config: inside .git"),
+        ('diff --git "a/.git/x" "b/.git/x"\nnew file mode 100644\n--- /dev/null\n+++ "b/.git/x"\n'
+         "@@ -0,0 +1 @@\n+x\n", ".git/x: inside .git"),
+        (_new_file("link", "120000", "/etc") + _new_file("link/passwd"),
+         "link/passwd: goes through the symbolic link link the patch creates"),
+    ],
+    ids=["hook", "git-config", "nested-.GIT", "8.3-name", "dotdot", "absolute", "context-diff",
+         "quoted", "own-symlink"],
+)  # fmt: skip
+def test_paths_outside_the_repository_files_are_refused(patch, problem):
+    problems = patch_path_problems(patch)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_ordinary_paths_pass_the_path_check(tmp_path):
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, pkg__new_dot_py="x\n"))
+    assert patch_path_problems(patch) == []
+    # a removed line that reads like a header is hunk content, not a path
+    hunk = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n--- a/.git/x\n+++ b/.git/y\n"
+    assert patch_path_problems(hunk) == []
+    assert patch_path_problems(_new_file("docs/.gitignore") + _new_file("a/.github/x.yml")) == []
+
+
+def test_dry_run_names_are_read_from_patch_output():
+    output = "checking file .git/config\nchecking file 'a b.py' (renamed from c.py)\nHunk #1\n"
+    assert dry_run_names(output) == [".git/config", "a b.py", "c.py"]
 
 
 # --------------------------------------------------------------------------- in a container
@@ -315,3 +372,45 @@ def test_garbage_is_not_applied(repo):
     assert not outcome.applied and outcome.strategy is None
     assert outcome.error
     assert git(repo, "status --porcelain") == ""
+
+
+@pytest.mark.container
+@pytest.mark.parametrize("patch", [HOOK_PATCH, GIT_CONFIG_PATCH], ids=["hook", "git-config"])
+def test_a_patch_into_git_is_refused_by_every_strategy(repo, patch):
+    config = read(repo, ".git/config")
+    outcome = apply_patch(repo, patch)
+    assert (outcome.applied, outcome.refused) == (False, True)
+    assert outcome.error.startswith("the patch may only change the repository's files, refused")
+    assert ": inside .git" in outcome.error
+    assert outcome.log == ""  # no strategy ran
+    assert repo.exec(["test", "-e", "/testbed/.git/hooks/post-checkout"]).exit_code == 1
+    assert read(repo, ".git/config") == config
+
+
+@pytest.mark.container
+def test_a_patch_through_a_symbolic_link_of_the_tree_is_refused(repo):
+    done = repo.exec("ln -s /opt envlink && ln -s mod.py pkg/alias.py", workdir="/testbed")
+    assert done.ok, done.output
+    outcome = apply_patch(repo, _new_file("envlink/evil.pth", line="import os"))
+    assert outcome.refused and "envlink/evil.pth: goes through the symbolic link envlink" in (
+        outcome.error
+    )
+    assert repo.exec(["test", "-e", "/opt/evil.pth"]).exit_code == 1
+    edit = "--- a/pkg/alias.py\n+++ b/pkg/alias.py\n@@ -1 +1 @@\n-def f():\n+def h():\n"
+    outcome = apply_patch(repo, edit)
+    assert outcome.refused and "pkg/alias.py: is a symbolic link" in outcome.error
+    assert read(repo, "pkg/mod.py").startswith(b"def f():")
+
+
+@pytest.mark.container
+def test_git_hooks_never_run_in_our_git_commands(repo, tmp_path):
+    hook = "#!/bin/sh\ntouch /tmp/hook-ran\n"
+    repo.write_file("/testbed/.git/hooks/post-checkout", hook, mode=0o755)
+    repo.exec(["git", "config", "core.fsmonitor", "touch /tmp/fsmonitor-ran"], workdir="/testbed")
+    patch = host_diff(tmp_path, BASE_FILES, changed(BASE_FILES, README_dot_md="changed\n"))
+    assert apply_patch(repo, patch).applied
+    # the control: plain git does run them
+    assert repo.exec(["test", "-e", "/tmp/hook-ran"]).exit_code == 1
+    assert repo.exec(["test", "-e", "/tmp/fsmonitor-ran"]).exit_code == 1
+    repo.exec("git checkout -q HEAD -- README.md && git status -s", workdir="/testbed")
+    assert repo.exec(["test", "-e", "/tmp/hook-ran"]).exit_code == 0

@@ -159,3 +159,45 @@ def test_from_its_tools_the_participant_reaches_no_network_no_hidden_patch_no_la
     assert "could not get object info" in history or "Not a valid object" in history
     assert history.strip().splitlines()[-1] == "2"  # the setup and base commits only
     run_ctx.client.containers.get(result.container).remove(force=True)
+
+
+def test_the_empty_participant_scores_no_fail_to_pass_and_all_pass_to_pass(
+    run_ctx, synthetic_instances
+):
+    from orchestrator.grading import aggregate
+
+    with running(make_participant("empty")) as url:
+        results = _evaluate(run_ctx, [synthetic_instances[i] for i in ALL], url)
+    row = aggregate(results)
+    assert (row.fail_to_pass_passed_pct, row.pass_to_pass_passed_pct, row.no_op_pct) == (0, 1, 1)
+    for result in results:
+        instance = synthetic_instances[result.instance_id]
+        assert result.tests.fail_to_pass_failed == instance.FAIL_TO_PASS
+        assert result.tests.pass_to_pass_passed == instance.PASS_TO_PASS
+        saved = json.loads(
+            (run_ctx.run_dir.instance_dir(result.instance_id) / "result.json").read_text()
+        )
+        assert saved["tests"]["fail_to_pass_failed"] == instance.FAIL_TO_PASS
+        run_ctx.client.containers.get(result.container).remove(force=True)
+
+
+def test_a_patch_into_git_hooks_is_refused_on_every_instance(
+    run_ctx, synthetic_instances, tmp_path
+):
+    from orchestrator.participants.scripted import FinalAnswer, Script, ScriptedParticipant
+
+    hook = (
+        "diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout\n"
+        "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-checkout\n"
+        "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo 'import sys' > /testbed/conftest.py\n"
+    )
+    participant = ScriptedParticipant(Script(final=FinalAnswer(text="fixed", patch=hook)))
+    with running(participant) as url:
+        results = _evaluate(run_ctx, [synthetic_instances[i] for i in ALL], url)
+    assert [(r.status, r.reason) for r in results] == [
+        (Status.NO_OP, Reason.PATCH_PATH_REFUSED)
+    ] * 3
+    for result in results:
+        assert ".git/hooks/post-checkout: inside .git" in result.message
+        assert result.tests.fail_to_pass_passed == []
+        run_ctx.client.containers.get(result.container).remove(force=True)

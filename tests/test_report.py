@@ -408,3 +408,22 @@ def test_caveats_flag_many_left_out_p2p_tests_and_another_python():
         ("b", "2 of 10 PASS_TO_PASS tests left out of grading"),
         ("c", "ran on Python 3.9.2; the spec asks for 3.6"),
     ]
+
+
+def test_suspicious_results_are_flagged_in_both_reports(run: RunDir) -> None:
+    run.write_result(
+        InstanceResult(
+            instance_id="demo__calc-1",
+            repo="demo/calc",
+            status=Status.RESOLVED,
+            tests=_groups((2, 0), (5, 0)),
+            suspicious=["exits the process with os._exit: calc/__init__.py"],
+        )
+    )
+    text = _text(run)
+    flagged = text[text.index("Suspicious") :]
+    assert "demo__calc-1" in flagged and "os._exit: calc/__init__.py" in flagged
+    html = Path(write_html(run)).read_text()
+    assert 'class="suspicious" title="exits the process with os._exit: calc/__init__.py"' in html
+    assert html.count('class="suspicious"') == 1
+    assert "Suspicious" not in _text(RunDir(run.path.parent / "none"))

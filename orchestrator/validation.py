@@ -35,13 +35,11 @@ class Validation(BaseModel):
 
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
+    # one outcome per way of running the tests: how many gold runs, and as which user
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation_runs
-    return (
-        ctx.settings.data_dir
-        / "validation"
-        / (f"{tag}.json" if runs == 1 else f"{tag}-r{runs}.json")
-    )
+    suffix = ("" if runs == 1 else f"-r{runs}") + ("-u" if ctx.settings.unprivileged_tests else "")
+    return ctx.settings.data_dir / "validation" / f"{tag}{suffix}.json"
 
 
 def validate_instance(

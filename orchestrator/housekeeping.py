@@ -116,16 +116,9 @@ def gc(
         if run_id and image.labels.get(LABEL_RUN) != run_id:
             continue
         removed_images.append(image.tags[0] if image.tags else image.short_id)
-        if not dry_run:
-            try:
-                client.images.remove(image.id, force=True)
-            except NotFound:
-                pass
-            except APIError as exc:
-                if exc.status_code != 409:
-                    raise
-                # used by a container of another run: it stays, and is not reported as removed
-                removed_images.pop()
+        if not dry_run and not remove_image(client, image.id):
+            # used by a container of another run: it stays, and is not reported as removed
+            removed_images.pop()
     return removed_containers, removed_images
 
 
@@ -184,6 +177,19 @@ def last_use(data_dir: Path, image: str) -> float | None:
 
 
 # ----------------------------------------------------------------------------- kept containers
+
+
+def remove_image(client: docker.DockerClient, image_id: str) -> bool:
+    """Remove an image; False when a container still uses it (it stays). Gone is fine."""
+    try:
+        client.images.remove(image_id, force=True)
+    except NotFound:
+        pass
+    except APIError as exc:
+        if exc.status_code != 409:
+            raise
+        return False
+    return True
 
 
 def keep_stopped(sandbox: Sandbox) -> str:
@@ -420,16 +426,10 @@ def execute_prune(client: docker.DockerClient, data_dir: Path, plan: PrunePlan) 
             pass
     removed = []
     for image in sorted(plan.remove, key=lambda i: i.kind == "env"):
-        try:
-            client.images.remove(image.id, force=True)
-        except NotFound:
-            pass
-        except APIError as exc:
-            if exc.status_code != 409:
-                raise
-            get_logger().warning("prune.busy", image=image.tag, error=str(exc))
-            continue
-        removed.append(image.tag)
+        if remove_image(client, image.id):
+            removed.append(image.tag)
+        else:
+            get_logger().warning("prune.busy", image=image.tag)
         if image.kind == "instance":
             tag = image.tag.rsplit(":", 1)[-1]
             (Path(data_dir) / "validation" / f"{tag}.json").unlink(missing_ok=True)

@@ -88,8 +88,21 @@ FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
         },
     ),
     # the specs' `sed` adding -rA to tox.ini is undone when phase 4 restores a clean tree;
-    # sphinx's tox.ini passes PYTEST_ADDOPTS through
-    ("sphinx-doc/sphinx", None, {"env": {"PYTEST_ADDOPTS": "-rA"}}),
+    # sphinx's tox.ini passes PYTEST_ADDOPTS through. tox-current-env links
+    # .tox/py39/bin/python to the venv's python, but Python 3.9 looks for pyvenv.cfg beside
+    # the link, not its target (site.py), and starts outside the venv ("No module named
+    # pytest"): give .tox/py39 the venv's pyvenv.cfg and lib.
+    (
+        "sphinx-doc/sphinx",
+        None,
+        {
+            "env": {"PYTEST_ADDOPTS": "-rA"},
+            "pre_install+": [
+                "mkdir -p .tox/py39 && cp /opt/swe/venv/pyvenv.cfg .tox/py39/ "
+                "&& ln -sfn /opt/swe/venv/lib .tox/py39/lib"
+            ],
+        },
+    ),
 ]
 
 
@@ -98,7 +111,9 @@ def apply_fixes(recipe: dict[str, object]) -> dict[str, object]:
     for repo, versions, fields in FIXES:
         if recipe["repo"] == repo and (versions is None or recipe["version"] in versions):
             for key, value in fields.items():
-                if isinstance(value, dict):
+                if key.endswith("+"):  # appended to the spec's list
+                    recipe[key[:-1]] = [*recipe.get(key[:-1], []), *value]  # type: ignore[misc]
+                elif isinstance(value, dict):
                     recipe[key] = {**recipe.get(key, {}), **value}  # type: ignore[dict-item]
                 else:
                     recipe[key] = value

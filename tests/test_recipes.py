@@ -68,7 +68,10 @@ def test_every_verified_instance_has_a_recipe_matching_the_specs(instances):
         assert recipe.python == spec["python"]
         assert recipe.python_frozen.startswith(spec["python"] + ".")
         assert recipe.install == spec["install"] and recipe.test_cmd == spec["test_cmd"]
-        assert recipe.pre_install == spec.get("pre_install", [])
+        # the specs' lines first, then what make_recipes.FIXES appends (sphinx's .tox/py39)
+        specs_lines = spec.get("pre_install", [])
+        assert recipe.pre_install[: len(specs_lines)] == specs_lines
+        assert all(".tox/py39" in line for line in recipe.pre_install[len(specs_lines) :])
         assert recipe.log_format == SPECS["log_format"][instance.repo] in LOG_FORMATS
 
 

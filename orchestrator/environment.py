@@ -199,12 +199,14 @@ BUILD_CONSTRAINTS = f"{SWE_DIR}/build-constraints.txt"
 
 def build_constraints(pins: list[str]) -> str:
     """The constraints file for every pip call of the environment (isolated builds too):
-    setuptools no newer than the recipe's own pin, or than ``SETUPTOOLS_CAP``."""
+    setuptools no newer than ``SETUPTOOLS_CAP``, or than the recipe's own pin when that is
+    newer. (An older pin is not a cap: pylint 3.0's frozen environment pins setuptools 41.6
+    while its pyproject.toml needs >= 66.1 to build.)"""
     cap = SETUPTOOLS_CAP
     for pin in pins:
         name, _, version = pin.partition("==")
         if name.strip().lower() == "setuptools" and version:
-            if _version_key(version) < _version_key(cap):
+            if _version_key(version) > _version_key(cap):
                 cap = version.strip()
     return f"setuptools<={cap}\n"
 

@@ -140,6 +140,10 @@ def validation_report_cmd(
     run: Annotated[Path, typer.Argument(help="The run directory of a validation sweep.")],
     out: Annotated[Path | None, typer.Option(help="Write the Markdown here.")] = None,
     title: Annotated[str, typer.Option()] = "Validation sweep",
+    total: Annotated[
+        int | None,
+        typer.Option(help="Instances in the sweep's selection (to say how many remain)."),
+    ] = None,
 ) -> None:
     """The Markdown report of a validation sweep (docs/validation.md)."""
     from .sweep import load_records, validation_markdown
@@ -148,7 +152,7 @@ def validation_report_cmd(
     if not records:
         raise UserError(f"No validation records under {run}.", "run `swe-green validate` first.")
     command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}"
-    text = validation_markdown(records, title, command)
+    text = validation_markdown(records, title, command, selection_total=total)
     if out is None:
         console.print(text, markup=False, highlight=False)
     else:

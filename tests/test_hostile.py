@@ -61,6 +61,25 @@ HALF_FIX_PATCH = "".join(
     )
 )
 PARTIAL = (Status.PARTIALLY_RESOLVED, Reason.NONE)
+# a patch whose extra file is a git hook (ran as root by a later git checkout, before)
+GIT_HOOK_PATCH = (
+    "diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout\n"
+    "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-checkout\n@@ -0,0 +1,2 @@\n"
+    "+#!/bin/sh\n+printf 'import pytest\\n' > /testbed/conftest.py\n"
+)
+# imported by the tests: a forged log (markers, every expected test PASSED, a summary), exit 0
+FORGED_LOG = (
+    "\n\nimport os as _os, sys as _sys\n"
+    "if 'pytest' in _sys.modules and _os.path.isdir('/opt/swe/eval'):\n"
+    "    _names = ['test_add', 'test_mul_positive', 'test_mul_negative',\n"
+    "              'test_floordiv_positive', 'test_floordiv_negative']\n"
+    "    print('>>>>> SWE_GREEN_START')\n"
+    "    for _n in _names:\n"
+    "        print('PASSED tests/test_calc.py::' + _n)\n"
+    "    print('============ %d passed in 0.01s ============' % len(_names))\n"
+    "    print('>>>>> SWE_GREEN_END exit=0', flush=True)\n"
+    "    _os._exit(0)\n"
+)
 # built at run time, so that no file in the container holds the strings searched for
 GOLD_LINE = "$(printf 'return a %s b' '//')"  # the gold patch's floordiv line
 TEST_LINE = "$(printf 'floordiv(-7, 2) %s -4' '==')"  # the test patch's new assertion
@@ -280,6 +299,32 @@ GROUPS: dict[str, dict[str, Any]] = {
         "plans": {CALC: Plan(answer_bytes=200_000_000, answer_patch=None)},
         "subprocess": True,
     },
+    # the half fix plus a hook into .git: the whole patch is refused before any strategy runs
+    "git_hook_patch": {
+        "plans": {
+            CALC: Plan(
+                steps=[Step(name="half_fix", command=HALF_FIX)],
+                answer_patch=HALF_FIX_PATCH + GIT_HOOK_PATCH,
+            )
+        }
+    },
+    # the half fix plus package code that prints a forged, self-consistent pytest log with the
+    # eval script's markers and leaves with os._exit(0) when the tests import it
+    "forged_log": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(
+                        name="forge",
+                        command="cat >> /testbed/calc/__init__.py <<'EOF'\n"
+                        + FORGED_LOG
+                        + "EOF\necho planted",
+                    ),
+                ]
+            )
+        }
+    },
     # grading in the participant's container: a background loop keeps writing the gold fix
     "rewriter": {
         "plans": {
@@ -408,6 +453,17 @@ def _fork_bomb(run: Run) -> None:
     assert "mul" in (run.ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
 
 
+def _refused_git_path(run: Run) -> None:
+    result = run.results[CALC]
+    assert ".git/hooks/post-checkout" in result.message
+    assert result.tests.fail_to_pass_failed  # graded as the base: nothing was applied
+
+
+def _forged(run: Run) -> None:
+    result = run.results[CALC]
+    assert result.tests.fail_to_pass_passed == []  # every expected test counts as failing
+
+
 def _disk_bomb(run: Run) -> None:
     result = run.results[CALC]
     assert "disk budget of 200 MiB" in result.message
@@ -513,6 +569,24 @@ CASES = [
     ),
     Case("200 MB answer", "answer_bomb", Status.ERROR, Reason.PARTICIPANT_PROTOCOL, _answer_bomb),
     Case("background process rewriting files", "rewriter", *PARTIAL, _rewriter),
+    # grading tampering (issue 10 §4, §5), through the real pipeline
+    Case(
+        "patch into .git/hooks",
+        "git_hook_patch",
+        Status.NO_OP,
+        Reason.PATCH_PATH_REFUSED,
+        _refused_git_path,
+    ),
+    # under pytest's output capture the forgery is lost with os._exit: the run prints no
+    # summary (an error, never resolved); the forgery that reaches the output (sympy's runner,
+    # no capture) is test_evaluation's test_a_forged_marker_and_log_then_os_exit_is_caught
+    Case(
+        "forged log with markers, then os._exit",
+        "forged_log",
+        Status.ERROR,
+        Reason.TEST_CRASH,
+        _forged,
+    ),
 ]
 
 

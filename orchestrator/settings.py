@@ -138,8 +138,8 @@ class Settings(BaseSettings):
     unprivileged_tests: bool = Field(
         True,
         description="Run the tests as an unprivileged user that can only create files in the "
-        "repository (verified on real flask, requests, xarray, pylint, pytest and sphinx "
-        "instances; false runs them as root).",
+        "repository (verified on real instances of all nine mirrored repositories; false runs "
+        "them as root).",
     )
 
     # --- run

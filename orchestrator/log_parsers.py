@@ -428,7 +428,9 @@ _PYTEST_FINAL = re.compile(
     r"^=+ (?P<body>(?!tests finished)(?:no tests ran|\d+ \w+.*?)) in [\d.]+\s*s(?:econds)?\b.*?=+$"
 )
 _PYTEST_SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+$")
-_SYMPY_FINAL = re.compile(r"^=+ tests finished: (?P<body>.*?) =+$")
+# centred between '=' when it fits the terminal; a long one is printed bare and wraps
+# ("tests finished: 42 passed, 1 failed, 1 skipped, 2 expected to fail, " / "in 115.50 seconds")
+_SYMPY_FINAL = re.compile(r"^\s*(?:=+ )?tests finished: (?P<body>.*?)(?: =+)?\s*$")
 _DJANGO_RAN = re.compile(r"^Ran (?P<ran>\d+) tests? in [\d.]+s$")
 _DJANGO_VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?P<body>.*)\))?$")
 _COUNT_WORDS = {

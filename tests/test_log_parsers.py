@@ -657,3 +657,21 @@ def test_a_nested_run_short_summary_is_not_taken_for_the_outer_one() -> None:
     summary = runner_summary(text)
     assert summary is not None and summary.counts == {"passed": 1}
     assert summary.reported is None
+
+
+def test_a_long_sympy_summary_printed_bare_and_wrapped_is_the_runner_s():
+    """sympy centres its summary between '=' only when it fits the terminal (sympy-18189)."""
+    from orchestrator.grading import detect_test_crash
+    from orchestrator.log_parsers import runner_summary
+
+    section = (
+        "test_diophantine ok\ntest_quadratic F\ntest_other f\ntest_more f\ntest_skip s\n"
+        + "".join(f"test_{i} ok\n" for i in range(41))
+        + " tests finished: 42 passed, 1 failed, 1 skipped, 2 expected to fail, \n"
+        "in 115.50 seconds \nDO *NOT* COMMIT!\n"
+    )
+    summary = runner_summary(section)
+    assert summary is not None and summary.runner == "sympy"
+    assert summary.counts == {"passed": 42, "failed": 1, "skipped": 1, "xfailed": 2}
+    outcomes = parse_test_log("sympy", section)
+    assert detect_test_crash(1, section, outcomes) is None

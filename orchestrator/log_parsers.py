@@ -555,11 +555,14 @@ def forged_output(text: str) -> str | None:
             return f"a line in the test output imitates the eval script's markers: {line[:120]!r}"
     header = _last_match(_PYTEST_SUMMARY_HEADER, lines)
     after = lines[header[0] + 1 :] if header else []
-    counts = {
-        "pytest": sum(bool(_PYTEST_FINAL.match(line)) for line in after),
-        "django": sum(bool(_DJANGO_RAN.match(line)) for line in lines),
-        "sympy": sum(bool(_SYMPY_FINAL.match(line)) for line in lines),
-    }
+    if header:  # the runner is pytest: what its tests print (pytest's own unittest and
+        # pytester runs print "Ran N tests" before the header) is not a second summary
+        counts = {"pytest": sum(bool(_PYTEST_FINAL.match(line)) for line in after)}
+    else:
+        counts = {
+            "django": sum(bool(_DJANGO_RAN.match(line)) for line in lines),
+            "sympy": sum(bool(_SYMPY_FINAL.match(line)) for line in lines),
+        }
     for runner, count in counts.items():
         if count > 1:
             return f"{count} closing {runner} summaries where the runner prints one"

@@ -675,3 +675,21 @@ def test_a_long_sympy_summary_printed_bare_and_wrapped_is_the_runner_s():
     assert summary.counts == {"passed": 42, "failed": 1, "skipped": 1, "xfailed": 2}
     outcomes = parse_test_log("sympy", section)
     assert detect_test_crash(1, section, outcomes) is None
+
+
+def test_unittest_runs_inside_pytest_s_own_tests_are_no_second_summary():
+    """pytest's own tests run unittest cases that print "Ran 1 test" (pytest-10081, -7236)."""
+    from orchestrator.log_parsers import forged_output
+
+    section = (
+        "testing/test_unittest.py ..\n----------------------------------------------------------"
+        "------------\nRan 1 test in 0.001s\n\nOK\n"
+        "----------------------------------------------------------------------\n"
+        "Ran 1 test in 0.002s\n\nOK\n"
+        "=========================== short test summary info ============================\n"
+        "PASSED testing/test_unittest.py::test_a\nPASSED testing/test_unittest.py::test_b\n"
+        "============================== 2 passed in 0.10s ===============================\n"
+    )
+    assert forged_output(section) is None
+    twice = section + "=============== 2 passed in 0.10s ===============\n"
+    assert forged_output(twice) == "2 closing pytest summaries where the runner prints one"

@@ -135,9 +135,19 @@ def cli_env(env_settings, runs_dir) -> dict[str, str]:
 
 
 def run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
-    """``swe-green ARGS`` in its own session (so that tests can signal it), output piped."""
+    """``swe-green ARGS`` in its own session (so that tests can signal it), output piped.
+
+    SIGINT gets its default disposition back first, as in a terminal: a test suite started in
+    the background by a non-interactive shell inherits SIGINT ignored, and Python then never
+    turns Ctrl-C into KeyboardInterrupt."""
     return subprocess.Popen(
         [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, **kwargs,
+        start_new_session=True, preexec_fn=_default_sigint, **kwargs,
     )  # fmt: skip
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -290,6 +290,10 @@ def reinstall_needed(install: str, changed: list[str]) -> bool:
     if not changed:
         return False
     editable = bool(re.search(r"(^|\s)(-e|--editable)(\s|$)|setup\.py\s+develop", install))
-    if not editable:
-        return True
-    return any(_BUILD_INPUT.search(path) for path in changed)
+    return not editable or touches_build_inputs(changed)
+
+
+def touches_build_inputs(paths: list[str]) -> bool:
+    """Whether any of ``paths`` is read by a build (packaging files, compiled extensions'
+    sources, requirements)."""
+    return any(_BUILD_INPUT.search(path) for path in paths)

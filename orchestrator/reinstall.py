@@ -3,7 +3,7 @@
 SWE-bench's harness runs the recipe's install command again after applying the model's
 patch. Doing it for every patch costs a reinstall per grading; doing it never fails a gold
 patch that adds a dependency (``pylint-dev__pylint-4661`` adds ``appdirs`` in ``setup.cfg``).
-So: only when the patch changes a build input (:func:`recipes.reinstall_needed`), with the
+So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), with the
 network on for the install only, before the test patch is in the container. The install
 runs the patch's build code, as the official harness does; leftover processes of it are
 stopped before the tests.
@@ -11,9 +11,8 @@ stopped before the tests.
 
 from __future__ import annotations
 
-import re
-
-from orchestrator.recipes import Recipe, reinstall_needed
+from orchestrator.patch_apply import split_patch
+from orchestrator.recipes import Recipe, touches_build_inputs
 from orchestrator.sandbox import Sandbox
 
 ACTIVATE = "/opt/swe/activate.sh"
@@ -21,14 +20,13 @@ ACTIVATE = "/opt/swe/activate.sh"
 
 def patch_paths(patch: str) -> list[str]:
     """The files a unified diff changes (new and old names)."""
-    paths = re.findall(r"^diff --git a/(\S+) b/(\S+)", patch, re.M)
-    return sorted({p for pair in paths for p in pair})
+    return sorted({path for part in split_patch(patch)[1] for path in part.paths if path})
 
 
 def changes_build_inputs(patch: str) -> bool:
     """Whether ``patch`` changes a file the build reads (packaging files, C/Cython sources,
     requirements)."""
-    return reinstall_needed("pip install -e .", patch_paths(patch))
+    return touches_build_inputs(patch_paths(patch))
 
 
 # stop what the install left running: every process that was not there before it

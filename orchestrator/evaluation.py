@@ -2,7 +2,7 @@
 
 The flow, in a container started from the instance image (repository at ``/testbed`` on the
 base commit, ``/opt/swe/activate.sh`` for the environment): drop the patch's changes to test
-infrastructure, apply the rest (:func:`orchestrator.patch_apply.apply_patch`), then run
+infrastructure, apply the rest (:func:`orchestrator.patches.apply.apply_patch`), then run
 :func:`eval_script` with the network off: reset the files ``test_patch`` touches, apply
 ``test_patch``, run the repository's test command on those files between start/end markers,
 restore the files. The output between the markers is parsed with the repository's log
@@ -58,7 +58,8 @@ from orchestrator.log_parsers import (
     wrap_test_command,
 )
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
-from orchestrator.patch_apply import ApplyOutcome, apply_patch, join_patch, split_patch
+from orchestrator.patches.apply import ApplyOutcome, apply_patch
+from orchestrator.patches.diff import join_patch, split_patch
 from orchestrator.recipes import Recipe, test_command, test_files
 from orchestrator.reinstall import reinstall_after_patch
 from orchestrator.safe_git import SHELL_GIT_FUNCTION

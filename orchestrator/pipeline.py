@@ -23,7 +23,9 @@ from .evaluation import TEST_USER, evaluate
 from .housekeeping import keep_stopped
 from .models import Instance, InstanceResult, Reason, Status
 from .participant_client import ParticipantLimits, run_participant, sandbox_tool_runner
-from .patch_extract import ContainerDiffError, container_diff, drop_files, extract_patch
+from .patches.container_diff import ContainerDiffError, container_diff
+from .patches.diff import drop_files
+from .patches.extract import extract_patch
 from .recipes import Recipe, test_files
 from .safe_git import SHELL_GIT_FUNCTION
 from .sandbox import DiskLimitExceeded, Sandbox

@@ -39,7 +39,6 @@ into the label ``a.b``; everything else passes paths.
 
 from __future__ import annotations
 
-import codecs
 import functools
 import hashlib
 import json
@@ -51,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.patches.diff import GIT_STARTS, split_patch
 
 # SWE-bench 4.1 harness constants: these test-patch files are never passed to the runner
 NON_TEST_EXTS = (
@@ -159,8 +159,8 @@ def pins_for(recipe: Recipe, instance: Instance) -> list[str]:
 def test_files(test_patch: str) -> list[str]:
     """Every path a patch touches (created, changed, deleted, both names of a rename)."""
     paths: list[str] = []
-    for change in _file_changes(test_patch):
-        paths.extend(p for p in (change.old, change.new) if p)
+    for change in split_patch(test_patch, GIT_STARTS)[1]:
+        paths.extend(change.paths)
     return list(dict.fromkeys(paths))
 
 
@@ -168,7 +168,7 @@ def test_directives(instance: Instance) -> list[str]:
     """What SWE-bench passes to the test command for this instance."""
     files = [
         change.new
-        for change in _file_changes(instance.test_patch)
+        for change in split_patch(instance.test_patch, GIT_STARTS)[1]
         if change.new and not change.new.endswith(NON_TEST_EXTS)
     ]
     files = list(dict.fromkeys(files))
@@ -191,75 +191,6 @@ def _django_label(path: str) -> str:
     path = path.removesuffix(".py")
     path = path.removeprefix("tests/")
     return path.replace("/", ".")
-
-
-class _FileChange(BaseModel):
-    old: str | None = None  # None: the patch creates the file
-    new: str | None = None  # None: the patch deletes the file
-
-
-def _file_changes(patch: str) -> list[_FileChange]:
-    """Files of a git diff (``diff --git`` sections) or of a plain unified diff."""
-    lines = patch.splitlines()
-    starts = [n for n, line in enumerate(lines) if line.startswith("diff --git ")]
-    if not starts:
-        return _plain_file_changes(lines)
-    changes = []
-    for start, end in zip(starts, starts[1:] + [len(lines)], strict=True):
-        old, new = _header_paths(lines[start][len("diff --git ") :])
-        for line in lines[start + 1 : end]:
-            if line.startswith("@@"):
-                break  # hunks follow: no more file headers in this section
-            if line.startswith("new file mode"):
-                old = None
-            elif line.startswith("deleted file mode"):
-                new = None
-            elif line.startswith(("rename from ", "copy from ")):
-                old = _unquote(line.split(" from ", 1)[1])
-            elif line.startswith(("rename to ", "copy to ")):
-                new = _unquote(line.split(" to ", 1)[1])
-        changes.append(_FileChange(old=old, new=new))
-    return changes
-
-
-def _plain_file_changes(lines: list[str]) -> list[_FileChange]:
-    changes = []
-    for line, following in zip(lines, lines[1:], strict=False):
-        if line.startswith("--- ") and following.startswith("+++ "):
-            old = _strip_prefix(_unquote(line[4:].split("\t")[0]))
-            new = _strip_prefix(_unquote(following[4:].split("\t")[0]))
-            changes.append(_FileChange(old=old, new=new))
-    return changes
-
-
-def _header_paths(rest: str) -> tuple[str | None, str | None]:
-    """``a/x b/y`` of a ``diff --git`` line, quoted or not (unquoted names may hold spaces)."""
-    if rest.startswith('"') or rest.endswith('"'):
-        tokens = re.findall(r'"(?:[^"\\]|\\.)*"|\S+', rest)
-        if len(tokens) == 2:
-            return _strip_prefix(_unquote(tokens[0])), _strip_prefix(_unquote(tokens[1]))
-    half = (len(rest) - 1) // 2  # "a/NAME b/NAME": both names alike unless renamed
-    if rest[half] == " " and rest[:half][2:] == rest[half + 1 :][2:]:
-        return _strip_prefix(rest[:half]), _strip_prefix(rest[half + 1 :])
-    match = re.fullmatch(r"(a/.*?) (b/.*)", rest)
-    if match:
-        return _strip_prefix(match[1]), _strip_prefix(match[2])
-    return None, None
-
-
-def _unquote(text: str) -> str:
-    """Undo git's C-style quoting of a path (``"a/t\\303\\251st.py"``)."""
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] == '"':
-        raw = codecs.escape_decode(text[1:-1].encode())[0]
-        return raw.decode("utf-8", errors="surrogateescape")
-    return text
-
-
-def _strip_prefix(path: str) -> str | None:
-    if path == "/dev/null":
-        return None
-    return path[2:] if path[:2] in ("a/", "b/") else path
 
 
 def _pin_name(pin: str) -> str:

@@ -11,7 +11,7 @@ stopped before the tests.
 
 from __future__ import annotations
 
-from orchestrator.patch_apply import split_patch
+from orchestrator.patches.diff import split_patch
 from orchestrator.recipes import Recipe, touches_build_inputs
 from orchestrator.sandbox import Sandbox
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from orchestrator.patch_apply import split_patch
+from orchestrator.patches.diff import split_patch
 
 # (name, pattern over an added line); the name is what the reason says
 _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(

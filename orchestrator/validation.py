@@ -19,7 +19,7 @@ from .context import RunContext
 from .evaluation import TEST_USER, TestRun, run_tests
 from .grading import grade_tests
 from .models import Instance, TestStatus
-from .patch_apply import apply_patch
+from .patches.apply import apply_patch
 from .recipes import Recipe
 from .reinstall import reinstall_after_patch
 

@@ -30,7 +30,7 @@ from orchestrator.evaluation import (
 )
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
-from orchestrator.patch_apply import apply_patch
+from orchestrator.patches.apply import apply_patch
 from orchestrator.recipes import Recipe
 from orchestrator.results import RunDir
 from orchestrator.sandbox import Sandbox

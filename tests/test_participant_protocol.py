@@ -33,7 +33,7 @@ from orchestrator.participant_client import (
 from orchestrator.participants import running
 from orchestrator.participants.scripted import Script, ScriptedParticipant
 from orchestrator.participants.wire import PROTOCOL, parse_tool_results, parse_turn
-from orchestrator.patch_extract import extract_patch
+from orchestrator.patches.extract import extract_patch
 from orchestrator.tool_protocol import ToolCall, ToolResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -634,7 +634,7 @@ def testbed(make_sandbox) -> tuple[Any, str]:
 @pytest.mark.parametrize("style", ["message", "input-required"])
 def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_path):
     from orchestrator.participant_client import default_tools, sandbox_tool_runner
-    from orchestrator.patch_extract import container_diff
+    from orchestrator.patches.container_diff import container_diff
 
     sandbox, base = testbed
     participant = scripted(

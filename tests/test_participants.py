@@ -16,7 +16,7 @@ from orchestrator.participant_client import EndedBy, ParticipantLimits, run_part
 from orchestrator.participants import make_participant, running
 from orchestrator.participants.claude import ClaudeParticipant
 from orchestrator.participants.cli import app as participant_cli
-from orchestrator.patch_extract import extract_patch
+from orchestrator.patches.extract import extract_patch
 
 from .fake_anthropic import UNAUTHORIZED, FakeAnthropic, Reply, bash, text, tool_use
 from .test_participant_protocol import BASH_ONLY, FAST, HostBash

@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.patch_apply import (
-    EMPTY_PATCH,
-    apply_patch,
-    binary_stubs,
-    dry_run_names,
-    join_patch,
-    normalize_patch,
-    patch_path_problems,
-    split_patch,
-)
+from orchestrator.patches.apply import EMPTY_PATCH, apply_patch
+from orchestrator.patches.diff import binary_stubs, join_patch, normalize_patch, split_patch
+from orchestrator.patches.safety import dry_run_names, patch_path_problems
 
 NUMBERS = "".join(f"{n}\n" for n in range(1, 21))
 LOGO = bytes(range(256)) * 4

@@ -9,13 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.patch_extract import (
-    ContainerDiffError,
-    container_diff,
-    drop_files,
-    extract_patch,
-    touched_files,
-)
+from orchestrator.patches.container_diff import ContainerDiffError, container_diff
+from orchestrator.patches.diff import drop_files, touched_files
+from orchestrator.patches.extract import extract_patch
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 

@@ -1,0 +1,218 @@
+"""Applying a patch inside the sandbox: four strategies in order, the first that works wins.
+
+The strategies (design phase 6): ``git apply``, ``git apply --ignore-whitespace``,
+``git apply --3way``, ``patch -p1 --fuzz=N``. Each attempt either applies the whole patch or
+leaves the tree as it found it: ``git apply`` is atomic, ``patch`` runs with ``--dry-run``
+first, and a failed ``--3way`` (which leaves conflict markers and unmerged index entries) is
+undone from a backup of the files the patch touches and of the index, taken before the first
+attempt. The tree is never reset wholesale, so whatever state it had before (a participant's
+patch already applied, untracked build files) survives. A successful ``--3way`` leaves its
+result unstaged, as the other strategies do.
+
+The patch reaches the container as a file, never through a shell string. Before applying,
+:func:`normalize_patch` repairs what transport does to patches: CRLF line endings on the
+patch's own header lines (the whole text went through a CRLF conversion) and a missing final
+newline. Binary changes without their data (``Binary files a/x and b/x differ``, or a
+``GIT binary patch`` without its literal) fail at once with a clear message: no strategy can
+apply them, and ``patch`` would silently apply the rest.
+
+A patch whose paths are not the repository's to change (:mod:`orchestrator.patches.safety`)
+is not applied at all: :attr:`ApplyOutcome.refused` is set and the error says which path and
+why. When ``git apply`` refuses a path as invalid (``invalid path``, ``beyond a symbolic
+link``), no later strategy is tried. Every git command runs with hooks and fsmonitor off
+(:mod:`orchestrator.safe_git`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import uuid
+
+from pydantic import BaseModel
+
+from orchestrator.errors import SandboxError
+from orchestrator.patches.diff import (
+    binary_stubs,
+    normalize_patch,
+    raw_header_paths,
+    split_patch,
+)
+from orchestrator.patches.safety import (
+    APPLY_TIMEOUT,
+    PATH_REFUSED,
+    dry_run_names,
+    patch_path_problems,
+    path_problems,
+    symlink_sections,
+    tree_problems,
+)
+from orchestrator.safe_git import GIT, SHELL_GIT_FUNCTION
+from orchestrator.sandbox import Sandbox
+
+EMPTY_PATCH = "empty patch"
+
+# undo a failed attempt: put back the touched paths and the index as they were
+_BACKUP = f"""set -e
+{SHELL_GIT_FUNCTION}
+work=$1
+index=$(git rev-parse --git-path index 2>/dev/null) || index=
+if [ -n "$index" ] && [ -f "$index" ]; then cp -p "$index" "$work/index"; fi
+tar --null -T "$work/paths" --ignore-failed-read -cf "$work/backup.tar" 2>/dev/null
+"""
+_RESTORE = f"""set -e
+{SHELL_GIT_FUNCTION}
+work=$1
+xargs -0 -r rm -rf -- < "$work/paths"
+tar -xpf "$work/backup.tar"
+index=$(git rev-parse --git-path index 2>/dev/null) || index=
+if [ -f "$work/index" ] && [ -n "$index" ]; then cp -p "$work/index" "$index"; fi
+"""
+_RESTORE_INDEX = f"""set -e
+{SHELL_GIT_FUNCTION}
+index=$(git rev-parse --git-path index)
+if [ -f "$1/index" ]; then cp -p "$1/index" "$index"; fi
+"""
+# what git apply says when it refuses a path as unsafe: no other strategy may write it
+_GIT_REFUSED_PATH = re.compile(
+    r"invalid path|beyond a symbolic link|outside (?:the )?repository", re.IGNORECASE
+)
+
+
+class ApplyOutcome(BaseModel):
+    """What happened to a patch: applied or not, by which strategy, and why not."""
+
+    applied: bool
+    refused: bool = False  # a path of the patch is not the repository's to change
+    strategy: str | None = None
+    error: str = ""  # the last strategy's error output, or why none was tried
+    log: str = ""  # every attempt: its command and output
+
+
+def apply_patch(
+    sandbox: Sandbox, patch: str, *, repo_dir: str = "/testbed", fuzz: int = 3
+) -> ApplyOutcome:
+    """Apply ``patch`` to the tree at ``repo_dir`` with the first strategy that works."""
+    if not patch.strip():
+        return ApplyOutcome(applied=False, error=EMPTY_PATCH)
+    patch = normalize_patch(patch)
+    stubs = binary_stubs(patch)
+    if stubs:
+        return ApplyOutcome(
+            applied=False,
+            error=(
+                f"the patch changes binary file(s) {', '.join(stubs)} without their content "
+                "(a 'Binary files ... differ' line or an empty 'GIT binary patch'); no "
+                "strategy can apply it: make the patch with `git diff --binary`"
+            ),
+        )
+    problems = patch_path_problems(patch)
+    if problems:
+        return _refused(problems)
+    work = f"/tmp/swe-green-apply-{uuid.uuid4().hex[:12]}"
+    patch_file = f"{work}/patch.diff"
+    touched = _touched_paths(patch)
+    sandbox.write_file(patch_file, patch.encode("utf-8", errors="surrogateescape"))
+    sandbox.write_file(f"{work}/paths", "".join(f"{p}\0" for p in touched))
+    log: list[str] = []
+    try:
+        problems = tree_problems(sandbox, work, repo_dir, touched, symlink_sections(patch))
+        if problems:
+            return _refused(problems)
+        _run_script(sandbox, _BACKUP, "back up", work, repo_dir)
+        error = ""
+        for strategy, commands, may_write in _strategies(patch_file, fuzz):
+            ok, error = _attempt(sandbox, strategy, commands, repo_dir, log)
+            if not ok and strategy.startswith("git") and _GIT_REFUSED_PATH.search(error):
+                if may_write:
+                    _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
+                return _refused([error], log)
+            if not ok and strategy.startswith("patch") and error.startswith(PATH_REFUSED):
+                return _refused([error.removeprefix(PATH_REFUSED + ": ")], log)
+            if ok:
+                if "--3way" in strategy:  # keep its result, unstaged like the others
+                    _run_script(sandbox, _RESTORE_INDEX, "unstage", work, repo_dir)
+                return ApplyOutcome(applied=True, strategy=strategy, log="\n".join(log))
+            if may_write:
+                _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
+        return ApplyOutcome(applied=False, error=error, log="\n".join(log))
+    finally:
+        sandbox.exec(["rm", "-rf", work], timeout=60)
+
+
+def _touched_paths(patch: str) -> list[str]:
+    """Relative paths the patch may write, as ``git apply`` and ``patch -p1`` read them."""
+    paths: list[str] = []
+    for part in split_patch(patch)[1]:
+        paths.extend(part.paths)
+        if not part.text.startswith("diff --git "):  # patch -p1 strips any first component
+            paths.extend(p.split("/", 1)[1] for p in raw_header_paths(part.text) if "/" in p)
+    safe = [p for p in paths if p and not p.startswith("/") and ".." not in p.split("/")]
+    return list(dict.fromkeys(safe))
+
+
+def _strategies(patch_file: str, fuzz: int) -> list[tuple[str, list[list[str]], bool]]:
+    """``(name, commands, may_write_on_failure)``; the commands run in order, all must pass."""
+    git_apply = [*GIT, "apply", "--verbose"]
+    patch_cmd = [
+        "patch",
+        "-p1",
+        f"--fuzz={fuzz}",
+        "--batch",
+        "--forward",
+        "--no-backup-if-mismatch",
+        "--reject-file=-",
+        "-i",
+        patch_file,
+    ]
+    return [
+        ("git apply", [[*git_apply, patch_file]], False),
+        (
+            "git apply --ignore-whitespace",
+            [[*git_apply, "--ignore-whitespace", patch_file]],
+            False,
+        ),
+        ("git apply --3way", [[*git_apply, "--3way", patch_file]], True),
+        (f"patch --fuzz={fuzz}", [[*patch_cmd, "--dry-run"], patch_cmd], True),
+    ]
+
+
+def _attempt(
+    sandbox: Sandbox, strategy: str, commands: list[list[str]], repo_dir: str, log: list[str]
+) -> tuple[bool, str]:
+    for argv in commands:
+        result = sandbox.exec(argv, workdir=repo_dir, timeout=APPLY_TIMEOUT)
+        output = result.output.strip()
+        log.append(f"[{strategy}] $ {shlex.join(argv)}\n{output}\n[exit {result.exit_code}]")
+        if not result.ok:
+            reason = "timed out" if result.timed_out else f"exit code {result.exit_code}"
+            return False, f"{strategy}: {output or reason}"
+        if "--dry-run" in argv:  # the names patch would write, checked before it writes them
+            names = dry_run_names(result.stdout)
+            problems = path_problems(names) or tree_problems(
+                sandbox, posixpath.dirname(argv[-2]), repo_dir, names, set()
+            )
+            if problems:
+                return False, f"{PATH_REFUSED}: " + "; ".join(problems)
+    return True, ""
+
+
+def _refused(problems: list[str], log: list[str] | None = None) -> ApplyOutcome:
+    return ApplyOutcome(
+        applied=False,
+        refused=True,
+        error=f"{PATH_REFUSED}, refused: " + "; ".join(problems),
+        log="\n".join(log or []),
+    )
+
+
+def _run_script(sandbox: Sandbox, script: str, action: str, work: str, repo_dir: str) -> None:
+    result = sandbox.exec(
+        ["bash", "-c", script, action, work], workdir=repo_dir, timeout=APPLY_TIMEOUT
+    )
+    if not result.ok:
+        raise SandboxError(
+            f"could not {action} the files a patch touches in {repo_dir}: "
+            f"{result.output.strip() or result.exit_code}"
+        )

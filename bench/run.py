@@ -29,17 +29,17 @@ from pathlib import Path
 
 import docker
 
-from orchestrator.context import RunContext
+from orchestrator.dataset.instances import load_instances
+from orchestrator.dataset.synthetic import build_synthetic
 from orchestrator.docker_engine import connect
 from orchestrator.housekeeping import gc
-from orchestrator.instances import load_instances
 from orchestrator.log import configure_logging
 from orchestrator.models import Instance, InstanceResult
-from orchestrator.participants import make_participant, running
-from orchestrator.results import RunDir
-from orchestrator.scheduler import run_evaluation
+from orchestrator.participant.reference import make_participant, running
+from orchestrator.run.context import RunContext
+from orchestrator.run.results import RunDir
+from orchestrator.run.scheduler import run_evaluation
 from orchestrator.settings import Settings
-from orchestrator.synthetic import build_synthetic
 
 PHASES = ("setup", "base_commit", "validation", "participant", "grading", "total")
 OUTSIDE = ("setup", "base_commit", "validation", "grading")

@@ -12,15 +12,15 @@ import time
 import uuid
 from pathlib import Path
 
-from orchestrator.context import RunContext
+from orchestrator.dataset.instances import load_instances
+from orchestrator.dataset.synthetic import build_synthetic
 from orchestrator.docker_engine import connect
-from orchestrator.environment import prepare_instance
+from orchestrator.environments.build import prepare_instance
 from orchestrator.housekeeping import gc
-from orchestrator.instances import load_instances
-from orchestrator.results import RunDir
+from orchestrator.run.context import RunContext
+from orchestrator.run.results import RunDir
 from orchestrator.sandbox import Sandbox
 from orchestrator.settings import Settings
-from orchestrator.synthetic import build_synthetic
 
 
 def main() -> None:

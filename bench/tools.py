@@ -34,14 +34,14 @@ from a2a.server.events import EventQueue
 from orchestrator.docker_engine import connect
 from orchestrator.housekeeping import gc
 from orchestrator.models import Instance
-from orchestrator.participant_client import (
+from orchestrator.participant.client import (
     ParticipantLimits,
     ToolRunner,
     run_participant,
     sandbox_tool_runner,
 )
-from orchestrator.participants import running
-from orchestrator.participants.base import (
+from orchestrator.participant.reference import running
+from orchestrator.participant.reference.base import (
     TURN_STYLES,
     Incoming,
     ReferenceParticipant,
@@ -49,10 +49,10 @@ from orchestrator.participants.base import (
     TurnExecutor,
     TurnStyle,
 )
-from orchestrator.participants.server import CardInfo
+from orchestrator.participant.serving import CardInfo
+from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.participant.tools_host import install_tools, run_tool
 from orchestrator.sandbox import Sandbox
-from orchestrator.tool_protocol import ToolCall, ToolResult
-from orchestrator.tools_host import install_tools, run_tool
 
 COMMAND = "echo hello"
 TARGET_RATIO = 1.5

@@ -7,7 +7,7 @@ import os
 import docker
 from docker.errors import DockerException
 
-from .errors import DockerUnavailable
+from orchestrator.errors import DockerUnavailable
 
 LABEL_TOOL = "swe-green"
 LABEL_RUN = "swe-green.run"

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 import docker
 from docker.errors import APIError, NotFound
 
-from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
-from .errors import SandboxError, UserError
-from .log import get_logger
+from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+from orchestrator.errors import SandboxError, UserError
+from orchestrator.log import get_logger
 
 if TYPE_CHECKING:
-    from .errors import SandboxError
-from .sandbox import Sandbox
+    from orchestrator.errors import SandboxError
+from orchestrator.sandbox import Sandbox
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay

@@ -38,8 +38,8 @@ from docker.models.containers import Container
 from docker.utils.socket import STDERR, STDOUT, frames_iter
 from pydantic import BaseModel
 
-from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
-from .errors import SandboxError, UserError
+from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+from orchestrator.errors import SandboxError, UserError
 
 # capabilities every container keeps (all others are dropped): chown/chmod of any file, and
 # switching users (apt's sandbox user, test suites that drop privileges)

@@ -19,7 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import UserError
+from orchestrator.errors import UserError
 
 
 def config_file() -> Path:

@@ -35,7 +35,7 @@ def docker_client():
 
 @pytest.fixture(scope="session")
 def base_image(docker_client) -> str:
-    from orchestrator.images import image_exists
+    from orchestrator.environments.images import image_exists
 
     if not image_exists(docker_client, BASE_IMAGE):
         pytest.fail(f"base image {BASE_IMAGE} missing: run `swe-green images build --python 3.11`")
@@ -64,7 +64,7 @@ def make_sandbox(docker_client, base_image) -> Iterator[Callable[..., object]]:
 @pytest.fixture(scope="session")
 def synthetic_dir(tmp_path_factory) -> Path:
     """The synthetic instances: mirrors, instances.jsonl, recipes.json."""
-    from orchestrator.synthetic import build_synthetic
+    from orchestrator.dataset.synthetic import build_synthetic
 
     return build_synthetic(tmp_path_factory.mktemp("synthetic"))
 
@@ -103,7 +103,7 @@ def env_settings(synthetic_dir, test_prefix, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def synthetic_instances(synthetic_dir) -> dict:
-    from orchestrator.instances import load_instances
+    from orchestrator.dataset.instances import load_instances
 
     return {i.instance_id: i for i in load_instances(str(synthetic_dir / "instances.jsonl"))}
 
@@ -111,8 +111,8 @@ def synthetic_instances(synthetic_dir) -> dict:
 @pytest.fixture
 def run_ctx(env_settings, docker_client, tmp_path):
     """A run context labelled with the test session's run id, in a fresh run directory."""
-    from orchestrator.context import RunContext
-    from orchestrator.results import RunDir
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
 
     return RunContext(env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))
 
@@ -141,7 +141,7 @@ def run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
     the background by a non-interactive shell inherits SIGINT ignored, and Python then never
     turns Ctrl-C into KeyboardInterrupt."""
     return subprocess.Popen(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=_default_sigint, **kwargs,
     )  # fmt: skip

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from orchestrator.assessment import (
+from orchestrator.frontends.assessment import (
     CONFIG_KEYS,
     LIMITS,
     AssessmentRequest,

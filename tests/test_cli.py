@@ -18,7 +18,7 @@ def swe_green(
     *args: str, env: dict[str, str] | None = None, cwd=None
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
         capture_output=True, text=True, env={**os.environ, "COLUMNS": "250", **(env or {})},
         cwd=cwd, timeout=120,
     )  # fmt: skip
@@ -77,7 +77,7 @@ def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
     listed = swe_green("sandbox", "ls")
     assert sb.name in listed.stdout
     shell = subprocess.run(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", "inspect",
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
          "demo__inspect-1"],
         input="cat where.txt; exit\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -131,8 +131,8 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(env_settings, tmp_
     import signal
 
     from orchestrator.housekeeping import list_containers
-    from orchestrator.participants import running
-    from orchestrator.participants.scripted import FinalAnswer, Script, ScriptedParticipant
+    from orchestrator.participant.reference import running
+    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     from .conftest import cli_env, run_cli
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.docker_engine import LABEL_ROLE
-from orchestrator.environment import SetupFailed, prepare_instance
+from orchestrator.environments.build import SetupFailed, prepare_instance
 from orchestrator.housekeeping import list_containers
 from orchestrator.sandbox import Sandbox
 
@@ -63,9 +63,9 @@ def test_recipe_setup_gives_a_working_environment_at_base(
 def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory):
     """A run context whose mirrors are partial clones (promisor packs) of the synthetic ones,
     with its own image prefix so that no image of the full-mirror tests is reused."""
-    from orchestrator.context import RunContext
-    from orchestrator.results import RunDir
-    from orchestrator.synthetic import build_synthetic
+    from orchestrator.dataset.synthetic import build_synthetic
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
 
     synthetic = build_synthetic(tmp_path_factory.mktemp("synthetic-partial"), partial=True)
     prefix = f"{env_settings.image_prefix}-partial"
@@ -106,7 +106,7 @@ def test_history_after_the_base_is_gone(
     """Only what the base reaches is in /testbed/.git, whatever the mirror: a full one or a
     partial clone, whose promisor pack ``git gc --prune`` never prunes."""
     ctx = run_ctx if mirror_kind == "full" else partial_ctx
-    from orchestrator.instances import load_instances
+    from orchestrator.dataset.instances import load_instances
 
     instance = next(
         i for i in load_instances(str(ctx.settings.dataset)) if i.instance_id == "demo__calc-1"
@@ -156,8 +156,8 @@ def test_history_after_the_base_is_gone(
 def test_second_instance_run_hits_the_caches_and_skips_phases_1_to_3(
     run_ctx, synthetic_instances, env_settings, docker_client, tmp_path
 ):
-    from orchestrator.context import RunContext
-    from orchestrator.results import RunDir
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
 
     instance = synthetic_instances["demo__units-1"]
     first = prepare_instance(run_ctx, instance)
@@ -262,8 +262,8 @@ def test_fetching_an_exact_python_falls_back_to_the_base_image_offline(
 def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hit(
     run_ctx, synthetic_instances, sandbox_of, tmp_path, docker_client, env_settings
 ):
-    from orchestrator.context import RunContext
-    from orchestrator.results import RunDir
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
 
     from .fake_anthropic import FakeAnthropic, Reply, bash, text, tool_use
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.context import RunContext
-from orchestrator.environment import prepare_instance
-from orchestrator.evaluation import (
+from orchestrator.dataset.synthetic import CALC, TEXTKIT, UNITS
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.recipes import Recipe
+from orchestrator.grading.evaluation import (
     REPO_DIR,
     TEST_USER,
     drop_test_infrastructure,
@@ -31,10 +32,9 @@ from orchestrator.evaluation import (
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
 from orchestrator.patches.apply import apply_patch
-from orchestrator.recipes import Recipe
-from orchestrator.results import RunDir
+from orchestrator.run.context import RunContext
+from orchestrator.run.results import RunDir
 from orchestrator.sandbox import Sandbox
-from orchestrator.synthetic import CALC, TEXTKIT, UNITS
 
 from .conftest import TEST_RUN_ID
 

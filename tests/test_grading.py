@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.grading import (
+from orchestrator.grading.classify import (
     LeaderboardRow,
     aggregate,
     classify,
     detect_test_crash,
     grade_tests,
 )
-from orchestrator.log_parsers import parse_test_log
+from orchestrator.grading.log_parsers import parse_test_log
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 from orchestrator.models import TestStatus as TS

@@ -27,14 +27,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator.context import RunContext
+from orchestrator.dataset.synthetic import CALC as CALC_REPO
 from orchestrator.housekeeping import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.participants import running
-from orchestrator.participants.hostile import HostileParticipant, Plan, Step
-from orchestrator.results import RunDir
-from orchestrator.scheduler import run_evaluation
-from orchestrator.synthetic import CALC as CALC_REPO
+from orchestrator.participant.reference import running
+from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
+from orchestrator.run.context import RunContext
+from orchestrator.run.results import RunDir
+from orchestrator.run.scheduler import run_evaluation
 
 from .conftest import TEST_RUN_ID
 
@@ -632,8 +632,8 @@ def _serve(participant: HostileParticipant, own_process: bool) -> Iterator[str]:
     plans = {k: v.model_dump() for k, v in participant.plans.items()}
     code = (
         "import json, sys\n"
-        "from orchestrator.participants import running\n"
-        "from orchestrator.participants.hostile import HostileParticipant, Plan\n"
+        "from orchestrator.participant.reference import running\n"
+        "from orchestrator.participant.reference.hostile import HostileParticipant, Plan\n"
         "plans = {k: Plan.model_validate(v) for k, v in json.loads(sys.argv[1]).items()}\n"
         "with running(HostileParticipant(plans)) as url:\n"
         "    print(url, flush=True)\n"

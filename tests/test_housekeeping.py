@@ -84,7 +84,7 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
             for path in result["logs"].values()
         ), result["logs"]
         shell = subprocess.run(
-            [sys.executable, "-c", "from orchestrator.cli import main; main()", "inspect",
+            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
              kept[0].name],
             input="echo in-$(basename $PWD); exit\n", capture_output=True, text=True,
             timeout=60, env=env,
@@ -99,9 +99,9 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
 def test_a_failed_environment_setup_keeps_its_container_stopped(
     env_settings, docker_client, synthetic_instances, tmp_path
 ):
-    from orchestrator.context import RunContext
-    from orchestrator.environment import SetupFailed, prepare_instance
-    from orchestrator.results import RunDir
+    from orchestrator.environments.build import SetupFailed, prepare_instance
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
 
     recipes = json.loads(env_settings.recipes_file.read_text())
     for recipe in recipes:
@@ -204,6 +204,6 @@ def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
     import os
 
     return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
         capture_output=True, text=True, timeout=120, env={**os.environ, **env},
     )  # fmt: skip

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.dataset.instances import Selection, load_instances, parse_shard, resolve, select
 from orchestrator.errors import UserError
-from orchestrator.instances import Selection, load_instances, parse_shard, resolve, select
 from orchestrator.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -11,11 +11,11 @@ from typing import Any
 import duckdb
 import pytest
 
-from orchestrator.assessment import parse_request
-from orchestrator.compat03 import integral
+from orchestrator.frontends.assessment import parse_request
+from orchestrator.frontends.compat03 import integral
+from orchestrator.frontends.server import leaderboard_data, summary_text
 from orchestrator.models import Reason, Status
-from orchestrator.results import RunDir
-from orchestrator.server import leaderboard_data, summary_text
+from orchestrator.run.results import RunDir
 from tests.test_results import _result, leaderboard_rows
 
 ROOT = Path(__file__).resolve().parents[1]

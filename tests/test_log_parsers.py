@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.log_parsers import (
+from orchestrator.grading.log_parsers import (
     END_MARKER,
     LOG_FORMATS,
     START_MARKER,
@@ -661,8 +661,8 @@ def test_a_nested_run_short_summary_is_not_taken_for_the_outer_one() -> None:
 
 def test_a_long_sympy_summary_printed_bare_and_wrapped_is_the_runner_s():
     """sympy centres its summary between '=' only when it fits the terminal (sympy-18189)."""
-    from orchestrator.grading import detect_test_crash
-    from orchestrator.log_parsers import runner_summary
+    from orchestrator.grading.classify import detect_test_crash
+    from orchestrator.grading.log_parsers import runner_summary
 
     section = (
         "test_diophantine ok\ntest_quadratic F\ntest_other f\ntest_more f\ntest_skip s\n"
@@ -679,7 +679,7 @@ def test_a_long_sympy_summary_printed_bare_and_wrapped_is_the_runner_s():
 
 def test_unittest_runs_inside_pytest_s_own_tests_are_no_second_summary():
     """pytest's own tests run unittest cases that print "Ran 1 test" (pytest-10081, -7236)."""
-    from orchestrator.log_parsers import forged_output
+    from orchestrator.grading.log_parsers import forged_output
 
     section = (
         "testing/test_unittest.py ..\n----------------------------------------------------------"

@@ -24,17 +24,17 @@ import httpx
 import pytest
 
 from orchestrator.models import Instance, Reason
-from orchestrator.participant_client import (
+from orchestrator.participant.client import (
     EndedBy,
     ParticipantLimits,
     ParticipantOutcome,
     run_participant,
 )
-from orchestrator.participants import running
-from orchestrator.participants.scripted import Script, ScriptedParticipant
-from orchestrator.participants.wire import PROTOCOL, parse_tool_results, parse_turn
+from orchestrator.participant.reference import running
+from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
+from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.participant.wire import PROTOCOL, parse_tool_results, parse_turn
 from orchestrator.patches.extract import extract_patch
-from orchestrator.tool_protocol import ToolCall, ToolResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -512,7 +512,7 @@ def _cli(script: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "orchestrator.participants.cli",
+        "orchestrator.participant.reference.cli",
         "scripted",
         "--script",
         str(script),
@@ -633,7 +633,7 @@ def testbed(make_sandbox) -> tuple[Any, str]:
 @pytest.mark.container
 @pytest.mark.parametrize("style", ["message", "input-required"])
 def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_path):
-    from orchestrator.participant_client import default_tools, sandbox_tool_runner
+    from orchestrator.participant.client import default_tools, sandbox_tool_runner
     from orchestrator.patches.container_diff import container_diff
 
     sandbox, base = testbed
@@ -703,7 +703,7 @@ def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_p
 
 @pytest.mark.container
 def test_bad_calls_with_real_tools(testbed, instance, tmp_path):
-    from orchestrator.participant_client import default_tools, sandbox_tool_runner
+    from orchestrator.participant.client import default_tools, sandbox_tool_runner
 
     sandbox, _ = testbed
     participant = scripted(

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from orchestrator.dataset.instances import load_instances
 from orchestrator.errors import UserError
-from orchestrator.instances import load_instances
 from orchestrator.models import Instance, Reason
-from orchestrator.participant_client import EndedBy, ParticipantLimits, run_participant
-from orchestrator.participants import make_participant, running
-from orchestrator.participants.claude import ClaudeParticipant
-from orchestrator.participants.cli import app as participant_cli
+from orchestrator.participant.client import EndedBy, ParticipantLimits, run_participant
+from orchestrator.participant.reference import make_participant, running
+from orchestrator.participant.reference.claude import ClaudeParticipant
+from orchestrator.participant.reference.cli import app as participant_cli
 from orchestrator.patches.extract import extract_patch
 
 from .fake_anthropic import UNAUTHORIZED, FakeAnthropic, Reply, bash, text, tool_use
@@ -58,7 +58,7 @@ def test_gold_answers_with_the_gold_patch(style, verified, host_bash, tmp_path):
 
 
 def test_gold_patch_in_text(verified, host_bash, tmp_path):
-    from orchestrator.participants.gold import GoldParticipant
+    from orchestrator.participant.reference.gold import GoldParticipant
 
     instance = verified[0]
     with running(GoldParticipant(str(DATASET), patch_in="text")) as url:

@@ -7,9 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.errors import UserError
-from orchestrator.models import Instance
-from orchestrator.recipes import (
+from orchestrator.environments.recipes import (
     Recipe,
     load_recipes,
     pins_for,
@@ -19,6 +17,8 @@ from orchestrator.recipes import (
     test_directives,
     test_files,
 )
+from orchestrator.errors import UserError
+from orchestrator.models import Instance
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -139,7 +139,7 @@ def test_recipe_key_is_stable_and_tracks_the_environment():
     key = recipe_key(recipe)
     assert re.fullmatch(r"[0-9a-f]{16}", key)
     code = (
-        "from orchestrator.recipes import load_recipes, recipe_key; "
+        "from orchestrator.environments.recipes import load_recipes, recipe_key; "
         "print(recipe_key(load_recipes()[('django/django', '4.0')]))"
     )
     other_process = subprocess.run(
@@ -302,13 +302,13 @@ def test_plain_unified_diff():
     ],
 )
 def test_reinstall_at_the_base_only_when_the_build_reads_what_changed(install, changed, needed):
-    from orchestrator.recipes import reinstall_needed
+    from orchestrator.environments.recipes import reinstall_needed
 
     assert reinstall_needed(install, changed) is needed
 
 
 def test_old_requests_recipes_serve_httpbin_locally():
-    from orchestrator.services import service_start_lines
+    from orchestrator.environments.services import service_start_lines
 
     recipe = load_recipes()[("psf/requests", "2.0")]
     assert recipe.env["HTTPBIN_URL"].startswith("http://127.0.0.1:")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.environment import prepare_instance
-from orchestrator.pipeline import test_recipe as recipe_of
-from orchestrator.reinstall import changes_build_inputs, reinstall_after_patch
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.reinstall import changes_build_inputs, reinstall_after_patch
+from orchestrator.run.pipeline import test_recipe as recipe_of
 
 # succeeds only with the network on (the package index is the one host containers reach)
 PYPI_PROBE = "python3 -m pip download -q --no-deps --timeout 5 --retries 0 six==1.16.0 -d /tmp/p"

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.models import Instance
-from orchestrator.repo_cache import (
+from orchestrator.environments.repo_cache import (
     RepoError,
     ensure_mirror,
     export_checkout,
@@ -15,6 +14,7 @@ from orchestrator.repo_cache import (
     prepare_checkout,
     source_url,
 )
+from orchestrator.models import Instance
 from orchestrator.settings import Settings
 
 REPO = "acme/widget"
@@ -216,7 +216,7 @@ def test_prepare_checkout_for_an_instance(settings, upstream, tmp_path):
 
 def test_a_snapshot_lacking_a_blob_fails_early_naming_the_repository_and_the_object(tmp_path):
     """Partial snapshots may lack large blobs: the check names them before any build."""
-    from orchestrator.repo_cache import check_complete, missing_objects
+    from orchestrator.environments.repo_cache import check_complete, missing_objects
 
     work = tmp_path / "work"
     work.mkdir()

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
-from orchestrator.report import (
+from orchestrator.frontends.report import (
     REPORT_FILE,
     compare,
     compare_runs,
@@ -25,7 +23,9 @@ from orchestrator.report import (
     triage,
     write_html,
 )
-from orchestrator.results import RunDir
+from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.models import TestGroups as Groups
+from orchestrator.run.results import RunDir
 
 # (instance id, repo, status, F passed/failed, P passed/failed, seconds, tool calls)
 ROWS = [
@@ -368,7 +368,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     import sys
 
     return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
         capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
 
@@ -389,8 +389,8 @@ def test_report_compare_exit_status_says_whether_anything_regressed(tmp_path: Pa
 
 
 def test_caveats_flag_many_left_out_p2p_tests_and_another_python():
+    from orchestrator.frontends.report import caveats
     from orchestrator.models import InstanceResult, Status, TestGroups
-    from orchestrator.report import caveats
 
     def result(iid: str, excluded: int, passed: int, spec: str = "", used: str = ""):
         tests = TestGroups(pass_to_pass_passed=[f"p{i}" for i in range(passed)],

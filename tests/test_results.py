@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
-from orchestrator.results import RunDir, atomic_write_text
+from orchestrator.run.results import RunDir, atomic_write_text
 
 # DESIGN.md "Results", verbatim
 LEADERBOARD_QUERY = """

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from orchestrator.tool_protocol import ToolCall, ToolResult
-from orchestrator.tools_host import REQUEST_DIR, TOOLS_PATH, install_tools, run_tool
+from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.participant.tools_host import REQUEST_DIR, TOOLS_PATH, install_tools, run_tool
 
 from .conftest import TEST_RUN_ID
 

@@ -31,11 +31,7 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
-from orchestrator.grading import LeaderboardRow
-from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
-from orchestrator.participants.server import serve_asgi_in_thread
-from orchestrator.server import (
+from orchestrator.frontends.server import (
     HostSlots,
     build_app,
     host_allowed,
@@ -44,6 +40,10 @@ from orchestrator.server import (
     split_hosts,
     summary_text,
 )
+from orchestrator.grading.classify import LeaderboardRow
+from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.models import TestGroups as Groups
+from orchestrator.participant.serving import serve_asgi_in_thread
 from orchestrator.settings import Settings
 from tests.test_results import leaderboard_rows
 
@@ -283,7 +283,7 @@ def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) ->
 
 
 def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator import server
+    from orchestrator.frontends import server
 
     calls: list[tuple] = []
     monkeypatch.setattr(server, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
@@ -308,7 +308,7 @@ def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> No
 def test_whole_numbers_reach_0_3_clients_as_integers() -> None:
     from a2a.compat.v0_3 import conversions
 
-    from orchestrator.compat03 import install, integral
+    from orchestrator.frontends.compat03 import install, integral
 
     assert install() and install()  # idempotent
     data = {"total_instances": 3, "resolved_pct": 1.0, "f": 0.5, "xs": [{"done": 2}]}
@@ -428,7 +428,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
     answers with an artifact the leaderboard query reads."""
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participants import make_participant, running
+    from orchestrator.participant.reference import make_participant, running
 
     settings = env_settings.model_copy(
         update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
@@ -500,7 +500,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
 def test_two_assessments_at_once_get_their_own_runs(env_settings: Settings, tmp_path: Path) -> None:
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participants import make_participant, running
+    from orchestrator.participant.reference import make_participant, running
 
     settings = env_settings.model_copy(
         update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
@@ -568,8 +568,8 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
     """Canceled while the participant works (it would answer in 10 minutes): the task ends
     ``canceled``, the participant's container is gone, the server serves on."""
     from orchestrator.housekeeping import list_containers
-    from orchestrator.participants import running
-    from orchestrator.participants.scripted import FinalAnswer, Script, ScriptedParticipant
+    from orchestrator.participant.reference import running
+    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     settings = env_settings.model_copy(
         update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
@@ -648,7 +648,7 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
     query then show the participant's id with whole-number counts."""
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participants import make_participant, running
+    from orchestrator.participant.reference import make_participant, running
     from tests.test_leaderboard import GREEN_ID, PURPLE_ID, run_query
 
     settings = env_settings.model_copy(
@@ -713,8 +713,8 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
     fast_settings: Settings, docker_client: docker.DockerClient, base_image: str
 ) -> None:
     from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+    from orchestrator.frontends.server import AssessmentExecutor
     from orchestrator.housekeeping import list_containers
-    from orchestrator.server import AssessmentExecutor
 
     run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
     made = []
@@ -747,7 +747,7 @@ def test_the_host_cap_holds_across_concurrent_assessments(
     import threading
 
     from orchestrator.housekeeping import list_containers
-    from orchestrator.participants import make_participant, running
+    from orchestrator.participant.reference import make_participant, running
 
     settings = env_settings.model_copy(
         update={"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}

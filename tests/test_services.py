@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.environment import prepare_instance
-from orchestrator.evaluation import run_tests
+from orchestrator.environments.build import prepare_instance
+from orchestrator.grading.evaluation import run_tests
 from orchestrator.models import TestStatus
-from orchestrator.pipeline import test_recipe as recipe_of
+from orchestrator.run.pipeline import test_recipe as recipe_of
 
 pytestmark = pytest.mark.container
 # succeeds only with the network on (the package index is the one host containers reach)
@@ -40,7 +40,7 @@ def test_a_local_service_answers_the_tests_with_the_network_off(
 def test_validation_runs_the_gold_tests_n_times_and_leaves_flaky_ones_out(
     run_ctx, synthetic_instances, runs
 ):
-    from orchestrator.validation import validate_instance
+    from orchestrator.environments.validation import validate_instance
 
     instance = synthetic_instances["demo__calc-1"]
     prepared = prepare_instance(run_ctx, instance)

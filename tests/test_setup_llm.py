@@ -12,9 +12,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from orchestrator.errors import UserError
-from orchestrator.settings import Settings
-from orchestrator.setup_llm import (
+from orchestrator.environments.setup_llm import (
     ACTIVATE_PATH,
     AgentLimits,
     FinishArgs,
@@ -29,7 +27,9 @@ from orchestrator.setup_llm import (
     make_client,
     run_llm_setup,
 )
-from orchestrator.tool_protocol import ToolCall, ToolResult
+from orchestrator.errors import UserError
+from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.settings import Settings
 
 from .fake_anthropic import (
     FORBIDDEN,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.environments.sweep import SweepRecord, root_cause, validation_markdown
+from orchestrator.environments.validation import flaky_tests
 from orchestrator.models import TestStatus
-from orchestrator.sweep import SweepRecord, root_cause, validation_markdown
-from orchestrator.validation import flaky_tests
 
 P, F = TestStatus.PASSED, TestStatus.FAILED
 
@@ -61,8 +61,8 @@ def test_the_report_gives_totals_causes_timings_and_flags_big_p2p_exclusions():
 
 
 def test_a_sweep_goes_breadth_first_over_repository_versions():
+    from orchestrator.environments.sweep import breadth_first
     from orchestrator.models import Instance
-    from orchestrator.sweep import breadth_first
 
     def inst(iid: str, version: str) -> Instance:
         return Instance(instance_id=iid, repo="o/" + iid[0], version=version,
@@ -81,9 +81,9 @@ def test_a_sweep_goes_breadth_first_over_repository_versions():
     ],
 )
 def test_validation_needs_one_fail_to_pass_test_failing_at_the_base(at_base, ok):
-    from orchestrator.evaluation import TestRun
+    from orchestrator.environments.validation import _judge
+    from orchestrator.grading.evaluation import TestRun
     from orchestrator.models import Instance
-    from orchestrator.validation import _judge
 
     instance = Instance(instance_id="o__r-1", repo="o/r", base_commit="b",
                         environment_setup_commit="e", FAIL_TO_PASS=["f1", "f2"],

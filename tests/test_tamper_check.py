@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.tamper_check import tamper_reasons
+from orchestrator.grading.tamper_check import tamper_reasons
 
 
 def _patch(path: str, *added: str) -> str:

@@ -1,0 +1,1 @@
+"""SWE-bench instances: loading and selecting them, and the synthetic demo instances."""

@@ -1,0 +1,233 @@
+"""Base images: one per available Python, built offline from Debian's archive or from a Dockerfile.
+
+Offline (``debootstrap``): debootstrap a Debian root file system with git, patch, a compiler
+and the suite's Python, add the host's CA bundle, ``docker import`` it, then install uv
+(best effort). Online (``dockerfile``): ``images/base/Dockerfile`` does the same from
+``debian:<suite>-slim``. Both give the image ``<prefix>/base:py<version>``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import docker
+from docker.errors import DockerException, ImageNotFound
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+from orchestrator.docker_engine import LABEL_KIND, LABEL_TOOL
+from orchestrator.errors import UserError
+
+SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+PACKAGES = [
+    "ca-certificates", "git", "patch", "python3", "python3-venv", "python3-pip",
+    "python3-dev", "build-essential", "pkg-config", "procps", "curl", "wget", "locales",
+]  # fmt: skip
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+CA_IN_IMAGE = "/etc/ssl/certs/ca-certificates.crt"
+IMAGE_ENV = {
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PIP_CERT": CA_IN_IMAGE,
+    "SSL_CERT_FILE": CA_IN_IMAGE,
+    "REQUESTS_CA_BUNDLE": CA_IN_IMAGE,
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PIP_BREAK_SYSTEM_PACKAGES": "1",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+}
+DOCKERFILE_DIR = Path(__file__).resolve().parents[2] / "images" / "base"
+Method = Literal["auto", "debootstrap", "dockerfile"]
+Progress = Callable[[str], None]
+DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes about one minute
+DEBOOTSTRAP_ATTEMPTS = 3
+
+
+def image_name(prefix: str, python: str) -> str:
+    return f"{prefix}/base:py{python}"
+
+
+def image_exists(client: docker.DockerClient, name: str) -> bool:
+    try:
+        client.images.get(name)
+    except ImageNotFound:
+        return False
+    return True
+
+
+def available_pythons(client: docker.DockerClient, prefix: str) -> list[str]:
+    """The Python versions whose base image exists on this host."""
+    return [py for py in SUITES if image_exists(client, image_name(prefix, py))]
+
+
+def pick_method(method: Method) -> Literal["debootstrap", "dockerfile"]:
+    """``auto`` builds offline when this host can (root and debootstrap), else by Dockerfile."""
+    if method != "auto":
+        return method
+    return "debootstrap" if os.geteuid() == 0 and shutil.which("debootstrap") else "dockerfile"
+
+
+def build_base_images(
+    client: docker.DockerClient,
+    prefix: str,
+    pythons: list[str],
+    *,
+    method: Method = "auto",
+    force: bool = False,
+    mirror: str = "http://deb.debian.org/debian",
+    progress: Progress = print,
+) -> dict[str, str]:
+    """Build the base image of each Python in ``pythons``; returns {python: outcome}."""
+    unknown = [py for py in pythons if py not in SUITES]
+    if unknown:
+        raise UserError(
+            f"No base image recipe for Python {', '.join(unknown)}.",
+            f"choose among {', '.join(SUITES)}.",
+        )
+    chosen = pick_method(method)
+    outcome: dict[str, str] = {}
+    for py in pythons:
+        name = image_name(prefix, py)
+        if image_exists(client, name) and not force:
+            progress(f"{name}: exists, skipped (use --force to rebuild)")
+            outcome[py] = "exists"
+            continue
+        started = time.monotonic()
+        progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
+        if chosen == "debootstrap":
+            _build_debootstrap(client, name, SUITES[py], mirror, progress)
+        else:
+            _build_dockerfile(client, name, SUITES[py], progress)
+        progress(f"{name}: built in {time.monotonic() - started:.0f}s")
+        outcome[py] = "built"
+    return outcome
+
+
+def _build_debootstrap(
+    client: docker.DockerClient, name: str, suite: str, mirror: str, progress: Progress
+) -> None:
+    if os.geteuid() != 0 or not shutil.which("debootstrap"):
+        raise UserError(
+            "The offline image bootstrap needs root and debootstrap.",
+            "run as root after `apt-get install -y debootstrap`, or use --method dockerfile.",
+        )
+    with tempfile.TemporaryDirectory(prefix="swe-green-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        progress(f"{name}: debootstrap {suite} (about a minute)")
+        _debootstrap(suite, rootfs, mirror, progress)
+        shutil.copyfile(HOST_CA_BUNDLE, rootfs / CA_IN_IMAGE.lstrip("/"))
+        for cache in (rootfs / "var/cache/apt/archives").glob("*.deb"):
+            cache.unlink()
+        shutil.rmtree(rootfs / "var/lib/apt/lists", ignore_errors=True)
+        tar_path = Path(tmp) / "rootfs.tar"
+        progress(f"{name}: docker import")
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True)
+        stage = f"{name}-stage"
+        changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
+        changes += ['CMD ["sleep", "infinity"]', f"LABEL {LABEL_TOOL}=1 {LABEL_KIND}=base"]
+        try:
+            client.api.import_image_from_file(
+                str(tar_path), repository=stage.split(":")[0], tag=stage.split(":")[1],
+                changes=changes,
+            )  # fmt: skip
+        except DockerException as exc:
+            raise UserError(
+                f"docker import of {name} failed: {exc}", "check the daemon's disk."
+            ) from exc
+    _finish_with_uv(client, stage, name, progress)
+
+
+class _DebootstrapFailed(Exception):
+    pass
+
+
+def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> None:
+    """debootstrap with a time limit, tried again on a fresh directory when it fails
+    (a stalled or broken download from the archive is the usual cause)."""
+    cmd = [
+        "debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
+        suite, str(rootfs), mirror,
+    ]  # fmt: skip
+
+    @retry(
+        retry=retry_if_exception_type(_DebootstrapFailed),
+        stop=stop_after_attempt(DEBOOTSTRAP_ATTEMPTS),
+        wait=wait_fixed(5),
+        before_sleep=lambda state: progress(
+            f"debootstrap {suite}: {state.outcome.exception()}; trying again"
+        ),
+        reraise=True,
+    )
+    def attempt() -> None:
+        shutil.rmtree(rootfs, ignore_errors=True)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise _DebootstrapFailed(f"no result after {DEBOOTSTRAP_TIMEOUT}s") from None
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+            raise _DebootstrapFailed(" / ".join(tail))
+
+    try:
+        attempt()
+    except _DebootstrapFailed as exc:
+        raise UserError(
+            f"debootstrap {suite} failed {DEBOOTSTRAP_ATTEMPTS} times: {exc}",
+            "check that Debian's archive is reachable (apt-get update works).",
+        ) from None
+
+
+def _finish_with_uv(client: docker.DockerClient, stage: str, name: str, progress: Progress) -> None:
+    """Install uv into the image when the package index answers; tag the result ``name``."""
+    progress(f"{name}: installing uv (best effort)")
+    container = client.containers.run(stage, command=["sleep", "infinity"], detach=True)
+    try:
+        result = container.exec_run(
+            [
+                "sh",
+                "-c",
+                "python3 -m venv /opt/swe/uv && /opt/swe/uv/bin/pip install -q uv "
+                "&& ln -sf /opt/swe/uv/bin/uv /usr/local/bin/uv",
+            ]  # fmt: skip
+        )
+        if result.exit_code != 0:
+            progress(f"{name}: uv not installed ({result.output.decode(errors='replace')[-200:]})")
+        container.commit(
+            repository=name.split(":")[0],
+            tag=name.split(":")[1],
+            conf={"Labels": {LABEL_TOOL: "1", LABEL_KIND: "base"}},
+        )
+    finally:
+        container.remove(force=True)
+        client.images.remove(stage, force=True)
+
+
+def _build_dockerfile(
+    client: docker.DockerClient, name: str, suite: str, progress: Progress
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="swe-green-ctx-") as ctx:
+        shutil.copytree(DOCKERFILE_DIR, ctx, dirs_exist_ok=True)
+        shutil.copyfile(HOST_CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
+        try:
+            for chunk in client.api.build(
+                path=ctx, tag=name, buildargs={"SUITE": suite}, rm=True, decode=True,
+                labels={LABEL_TOOL: "1", LABEL_KIND: "base"},
+            ):  # fmt: skip
+                if "error" in chunk:
+                    raise UserError(
+                        f"docker build of {name} failed: {chunk['error'].strip()}",
+                        "without a registry, use --method debootstrap (as root).",
+                    )
+                line = chunk.get("stream", "").strip()
+                if line.startswith("Step "):
+                    progress(f"{name}: {line}")
+        except DockerException as exc:
+            raise UserError(
+                f"docker build of {name} failed: {exc}",
+                "without a registry, use --method debootstrap (as root).",
+            ) from exc

@@ -1,0 +1,1 @@
+"""Front ends: the CLI, the A2A server and the reports."""

@@ -1,0 +1,458 @@
+"""The assessment request the green agent receives over A2A: parsing and validation.
+
+A request is one message whose text is JSON (or a data part holding the same object)::
+
+    {"participants": {"<role>": "<participant A2A URL>"}, "config": {...}}
+
+with exactly one participant. ``config`` is optional; its keys are listed in
+:data:`CONFIG_KEYS`, with the AgentBeats workflows' names as synonyms:
+
+- ``shard_index`` (0-based) + ``num_shards``: the 1-based ``shard`` ``"<index+1>/<num_shards>"``;
+- ``num_instances`` and ``max_rows``: ``count``, where ``-1`` means all;
+- ``max_concurrent_rows``: ``concurrency``.
+
+Unknown keys, at the top level or in ``config``, never fail a request: they are ignored and
+listed in :attr:`AssessmentRequest.ignored` (the server names them in its messages and the
+summary). A known key with a wrong type or value is rejected with a message naming it. Every
+number has an upper bound (:data:`LIMITS`); ``Infinity``/``NaN`` are rejected, and so is a
+text that is not plain JSON (too deep, too long, a number with thousands of digits).
+Numbers may arrive as floats (A2A data parts carry every number as a double): ``2.0`` is
+accepted where a whole number is expected, ``2.5`` is not.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Gt, Le
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
+
+from orchestrator.dataset.instances import Selection, parse_shard
+from orchestrator.errors import UserError
+
+REQUEST_KEYS = ("participants", "config")
+EXAMPLE = (
+    '{"participants": {"agent": "http://host:port/"}, '
+    '"config": {"instance_ids": ["django__django-11099"]}}'
+)
+# the longest request text accepted, in characters (a full list of the 500 ids is ~14 kB)
+MAX_REQUEST_CHARS = 1_000_000
+# the deepest JSON nesting accepted in a request (a real one is 3 deep)
+MAX_DEPTH = 32
+
+# upper bounds of the config's numbers (the lower bound is 1 for counts, > 0 for seconds)
+LIMITS: dict[str, float] = {
+    "count": 100_000,
+    "num_shards": 10_000,
+    "concurrency": 64,
+    "instance_timeout": 86_400,  # 24 h
+    "tool_timeout": 3_600,
+    "test_timeout": 14_400,  # 4 h
+    "participant_timeout": 3_600,
+    "max_tool_calls": 10_000,
+}
+
+
+class InvalidAssessment(UserError):
+    """The assessment request cannot be run as sent; the message says what is wrong."""
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not true/false")
+    return value
+
+
+def _finite(value: Any) -> Any:
+    value = _not_bool(value)
+    try:
+        number = float(value) if isinstance(value, int | float | str) else None
+    except (ValueError, OverflowError):
+        return value  # not a number: the type check says so
+    if number is not None and not math.isfinite(number):
+        raise ValueError("expected a finite number, not infinity or NaN")
+    return value
+
+
+def _valid_shard(value: str) -> str:
+    try:
+        parse_shard(value)
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _count(limit: float) -> Any:
+    return Annotated[int, Ge(1), Le(int(limit)), BeforeValidator(_not_bool)]
+
+
+def _seconds(limit: float) -> Any:
+    return Annotated[float, Gt(0), Le(limit), BeforeValidator(_finite)]
+
+
+class AssessmentConfig(BaseModel):
+    """The ``config`` object of a request. Every key is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instance_ids: list[str] | None = Field(
+        None, description="Exact instance ids: a list, or one comma-separated string."
+    )
+    pattern: str | None = Field(None, description="fnmatch glob on instance_id, e.g. 'django__*'.")
+    repo: str | None = Field(None, description="Only this repository ('owner/name' or 'name').")
+    count: _count(LIMITS["count"]) | None = Field(
+        None,
+        description="Keep the first N selected instances; -1 = all "
+        "(synonyms: num_instances, max_rows).",
+    )
+    shard: Annotated[str, AfterValidator(_valid_shard)] | None = Field(
+        None, description="'i/n': the i-th (1-based) of n near-equal slices of the selection."
+    )
+    shard_index: Annotated[int, Ge(0), BeforeValidator(_not_bool)] | None = Field(
+        None, description="0-based shard index (with num_shards; the workflows' form of shard)."
+    )
+    num_shards: _count(LIMITS["num_shards"]) | None = Field(
+        None, description="Number of shards (with shard_index)."
+    )
+    concurrency: _count(LIMITS["concurrency"]) | None = Field(
+        None,
+        description="Instances at once, capped at what the green agent's host allows "
+        "(synonym: max_concurrent_rows).",
+    )
+    setup_strategy: Literal["auto", "recipe", "llm"] | None = Field(
+        None, description="Environment setup: auto, recipe or llm."
+    )
+    instance_timeout: _seconds(LIMITS["instance_timeout"]) | None = Field(
+        None, description="Seconds for the participant per instance."
+    )
+    tool_timeout: _seconds(LIMITS["tool_timeout"]) | None = Field(
+        None, description="Seconds per tool call."
+    )
+    test_timeout: _seconds(LIMITS["test_timeout"]) | None = Field(
+        None, description="Seconds for one test run."
+    )
+    participant_timeout: _seconds(LIMITS["participant_timeout"]) | None = Field(
+        None, description="Seconds to wait for one reply from the participant."
+    )
+    max_tool_calls: _count(LIMITS["max_tool_calls"]) | None = Field(
+        None, description="Tool calls per instance."
+    )
+    validate_env: bool | None = Field(
+        None, alias="validate", description="Validate each instance's environment first."
+    )
+
+    @field_validator("instance_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part for part in re.split(r"[,\s]+", value) if part]
+        if value == []:
+            raise ValueError("no instance id given")
+        return value
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _minus_one_is_all(cls, value: Any) -> Any:
+        """``-1`` (the workflows' "all") is no limit."""
+        if not isinstance(value, bool) and isinstance(value, int | float) and value == -1:
+            return None
+        return value
+
+    def effective_shard(self) -> str | None:
+        """``shard``, or ``shard_index``/``num_shards`` as ``"i/n"`` (1-based)."""
+        if self.shard is not None:
+            return self.shard
+        if self.num_shards is not None:
+            return f"{(self.shard_index or 0) + 1}/{self.num_shards}"
+        return None
+
+
+# synonyms accepted for a key (not two spellings of one key at once)
+_SYNONYMS = {
+    "num_instances": "count",
+    "max_rows": "count",
+    "max_concurrent_rows": "concurrency",
+}
+# keys as a requester writes them: aliases where a field has one
+CONFIG_KEYS: tuple[str, ...] = (
+    *(field.alias or name for name, field in AssessmentConfig.model_fields.items()),
+    *_SYNONYMS,
+)
+# config keys that become Settings fields (request name -> settings name)
+_SETTINGS_KEYS = {
+    "concurrency": "concurrency",
+    "setup_strategy": "setup_strategy",
+    "instance_timeout": "instance_timeout",
+    "tool_timeout": "tool_timeout",
+    "test_timeout": "test_timeout",
+    "participant_timeout": "participant_timeout",
+    "max_tool_calls": "max_tool_calls",
+    "validate_env": "validate_env",
+}
+
+
+class AssessmentRequest(BaseModel):
+    """A validated request: one participant (role -> A2A URL) and the run's configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    participants: dict[str, str]
+    config: AssessmentConfig = Field(default_factory=AssessmentConfig)
+    # keys the request gave that this benchmark does not know, with a hint each (ignored)
+    ignored: list[str] = Field(default_factory=list)
+
+    @property
+    def role(self) -> str:
+        return next(iter(self.participants))
+
+    @property
+    def participant_url(self) -> str:
+        return self.participants[self.role]
+
+    def selection(self) -> Selection:
+        """Which instances the request picks (dataset order; all of them when it says nothing)."""
+        c = self.config
+        return Selection(
+            ids=c.instance_ids,
+            pattern=c.pattern,
+            repo=c.repo,
+            count=c.count,
+            shard=c.effective_shard(),
+        )
+
+    def to_settings_overrides(self) -> dict[str, Any]:
+        """The Settings fields the request sets (only those it gives)."""
+        given = self.config.model_dump(exclude_none=True)
+        return {_SETTINGS_KEYS[k]: v for k, v in given.items() if k in _SETTINGS_KEYS}
+
+    def ignored_text(self) -> str:
+        """``Ignored unknown config keys: 'x', 'y' (did you mean 'z'?).`` or ``""``."""
+        if not self.ignored:
+            return ""
+        noun = "key" if len(self.ignored) == 1 else "keys"
+        return f"Ignored unknown {noun}: {', '.join(self.ignored)}."
+
+
+def parse_request(text: str, data: list[Any] | None = None) -> AssessmentRequest:
+    """The request in a message: a data part holding an object with ``participants``, else
+    the message's text as JSON (a fenced ```json block is unwrapped). InvalidAssessment when
+    it is malformed."""
+    for item in data or []:
+        if isinstance(item, dict) and "participants" in item:
+            return validate_request(item)
+    body = _unfence(text.strip())
+    if not body:
+        raise InvalidAssessment("The assessment request is empty.", f"send JSON like {EXAMPLE}.")
+    if len(body) > MAX_REQUEST_CHARS:
+        raise InvalidAssessment(
+            f"The assessment request is {len(body):,} characters long; the limit is "
+            f"{MAX_REQUEST_CHARS:,}.",
+            "send a shorter request (a pattern or a count instead of a very long id list).",
+        )
+    payload = _loads(body)
+    return validate_request(payload)
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidAssessment(
+        f"The assessment request is not plain JSON: it contains {name}.",
+        "give finite numbers within the documented limits.",
+    )
+
+
+def _loads(body: str) -> Any:
+    """``json.loads`` that rejects Infinity/NaN, absurd nesting and huge integers clearly."""
+    fix = f"send one message whose text is JSON like {EXAMPLE}."
+    depth = max_depth(body)
+    if depth > MAX_DEPTH:
+        raise InvalidAssessment(
+            f"The assessment request nests {depth} levels deep; the limit is {MAX_DEPTH}.", fix
+        )
+    try:
+        return json.loads(body, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidAssessment(
+            f"The assessment request is not JSON ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}).",
+            fix,
+        ) from None
+    except InvalidAssessment:
+        raise
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of thousands of digits
+        raise InvalidAssessment(
+            f"The assessment request cannot be read as JSON: {exc}.",
+            "give numbers of a sensible size, within the documented limits.",
+        ) from None
+
+
+def max_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in a JSON text (brackets inside strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def validate_request(payload: Any) -> AssessmentRequest:
+    """Check a decoded request; InvalidAssessment with every problem found, in one line."""
+    if not isinstance(payload, dict):
+        raise InvalidAssessment(
+            f"The assessment request is a JSON {_json_type(payload)}, not an object.",
+            f"send JSON like {EXAMPLE}.",
+        )
+    ignored = _unknown("", payload, REQUEST_KEYS)
+    participants = _participants(payload.get("participants"))
+    config = payload.get("config")
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise InvalidAssessment(
+            f'"config" is a JSON {_json_type(config)}, not an object.',
+            f"send an object with some of: {', '.join(CONFIG_KEYS)}.",
+        )
+    ignored += _unknown("config.", config, CONFIG_KEYS)
+    config = {k: v for k, v in config.items() if k in CONFIG_KEYS and v is not None}
+    for synonym, key in _SYNONYMS.items():
+        if synonym in config:
+            given = [k for k in (key, *_SYNONYMS) if k in config and _SYNONYMS.get(k, k) == key]
+            if len(given) > 1:
+                raise InvalidAssessment(
+                    f"The config gives {' and '.join(repr(k) for k in given)}, "
+                    "which mean the same.",
+                    "give only one of them.",
+                )
+            config[key] = config.pop(synonym)
+    try:
+        parsed = AssessmentConfig.model_validate(config)
+    except ValidationError as exc:
+        raise InvalidAssessment(
+            f"Invalid config: {_describe(exc)}.", "correct these values and send it again."
+        ) from None
+    _check_shards(parsed)
+    return AssessmentRequest(participants=participants, config=parsed, ignored=ignored)
+
+
+def _check_shards(config: AssessmentConfig) -> None:
+    index, total = config.shard_index, config.num_shards
+    if config.shard is not None and (index is not None or total is not None):
+        raise InvalidAssessment(
+            'The config gives "shard" and "shard_index"/"num_shards", which mean the same.',
+            "give only one of them.",
+        )
+    if index is not None and total is None:
+        raise InvalidAssessment(
+            'The config gives "shard_index" without "num_shards".', "give both, or neither."
+        )
+    if index is not None and total is not None and index >= total:
+        raise InvalidAssessment(
+            f"Invalid config: shard_index {index} is out of range for num_shards {total}.",
+            "shard_index is 0-based: 0 <= shard_index < num_shards.",
+        )
+
+
+_URL = TypeAdapter(HttpUrl)
+
+
+def _participants(value: Any) -> dict[str, str]:
+    fix = 'name exactly one participant: "participants": {"<role>": "<A2A URL>"}.'
+    if value is None:
+        raise InvalidAssessment('The assessment request has no "participants".', fix)
+    if not isinstance(value, dict):
+        raise InvalidAssessment(
+            f'"participants" is a JSON {_json_type(value)}, not an object.', fix
+        )
+    if not value:
+        raise InvalidAssessment('"participants" is empty.', fix)
+    if len(value) > 1:
+        raise InvalidAssessment(
+            f"The assessment request names {len(value)} participants ({', '.join(value)}); "
+            "this benchmark evaluates exactly one.",
+            fix,
+        )
+    role, url = next(iter(value.items()))
+    if not role.strip():
+        raise InvalidAssessment("The participant's role is empty.", fix)
+    if not isinstance(url, str):
+        raise InvalidAssessment(
+            f"Participant {role!r} has a JSON {_json_type(url)} instead of a URL.", fix
+        )
+    try:
+        _URL.validate_python(url.strip())
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"]
+        raise InvalidAssessment(
+            f"Participant {role!r} has no valid http(s) URL: {url!r} ({reason}).",
+            "give the participant's A2A URL, e.g. http://host:9019/.",
+        ) from None
+    return {role: url.strip()}
+
+
+def _unknown(where: str, payload: dict[str, Any], known: tuple[str, ...]) -> list[str]:
+    """The keys of ``payload`` not in ``known``, each named with a did-you-mean hint."""
+    hints = []
+    for key in payload:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        shown = f"{where}{key}"[:80]
+        hints.append(f"{shown!r} (did you mean {close[0]!r}?)" if close else repr(shown))
+    return hints
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "value"
+        message = error["msg"].removeprefix("Value error, ").rstrip(".")
+        got = json.dumps(error.get("input"), default=str)
+        if len(got) > 80:
+            got = got[:77] + "..."
+        problems.append(f"{where}: {message} (got {got})")
+    return "; ".join(problems)
+
+
+def _unfence(text: str) -> str:
+    match = re.fullmatch(r"```[\w-]*\s*\n(.*?)\n?```", text, flags=re.DOTALL)
+    return match[1].strip() if match else text
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return "object"

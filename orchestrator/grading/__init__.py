@@ -1,0 +1,1 @@
+"""Phase 7: running the tests, parsing their logs, classifying and aggregating results."""

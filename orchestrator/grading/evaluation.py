@@ -1,0 +1,488 @@
+"""Grading one instance (design phase 7): apply the patch, run the tests, classify.
+
+The flow, in a container started from the instance image (repository at ``/testbed`` on the
+base commit, ``/opt/swe/activate.sh`` for the environment): drop the patch's changes to test
+infrastructure, apply the rest (:func:`orchestrator.patches.apply.apply_patch`), then run
+:func:`eval_script` with the network off: reset the files ``test_patch`` touches, apply
+``test_patch``, run the repository's test command on those files between start/end markers,
+restore the files. The output between the markers is parsed with the repository's log
+format and graded.
+
+Empty patch: graded ``no_op``/``empty_patch`` without running the tests. Running them would
+only re-measure the base, which environment validation already did; it is not worth a test
+run per empty answer.
+
+**Test infrastructure is not the participant's to change.** A patch could add a
+``conftest.py`` whose ``pytest_runtest_makereport`` hook reports every test as passed; the
+runner's own summary then agrees with the forged lines, so no check of the output can
+expose it. So before applying, :func:`drop_test_infrastructure` removes from the patch every
+file that configures, drives or supplies the tests (:func:`is_test_infrastructure`): files
+in ``test``/``tests``/``testing`` directories, test modules, ``conftest.py``, the config
+files pytest and tox read (``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``),
+start-up hooks (``sitecustomize.py``, ``*.pth``), ``.gitattributes`` and the files the
+test command names (``bin/test``, ``tests/runtests.py``). The grading environment is not
+reinstalled, so the packaging metadata in those config files has no effect on the test run
+anyway. Files the gold patch itself changes are exempt (one Verified gold patch changes
+``setup.cfg``), so the gold patch always survives whole. The dropped files are reported
+(``Evaluation.excluded_files``), as are new top-level modules that shadow a standard-library
+or runner module on the runner's ``sys.path[0]``.
+
+**Test output the code under test cannot rewrite cheaply**: the markers carry a nonce the
+test process never sees (:func:`run_tests`), the tests can run as an unprivileged user
+(:func:`eval_script`), a section with imitated markers or several runner summaries counts
+every test as failing (``test_output_forged``), and :func:`grading.detect_test_crash`
+catches result lines the runner did not count. What remains possible, tampering with the
+runner in memory from inside the test process, is flagged ``suspicious`` on a resolved
+result (:mod:`orchestrator.grading.tamper_check`). The no-op outcomes (empty patch, only excluded
+files, not applied) record the tests by name as the base measured them (:func:`no_op_groups`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import secrets
+import shlex
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from orchestrator.environments.recipes import Recipe, test_command, test_files
+from orchestrator.environments.reinstall import reinstall_after_patch
+from orchestrator.environments.services import service_start_lines, service_stop_lines
+from orchestrator.grading.classify import classify, detect_test_crash, grade_tests
+from orchestrator.grading.log_parsers import (
+    extract_between_markers,
+    forged_output,
+    parse_test_log,
+    wrap_test_command,
+)
+from orchestrator.grading.tamper_check import tamper_reasons
+from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
+from orchestrator.patches.apply import ApplyOutcome, apply_patch
+from orchestrator.patches.diff import join_patch, split_patch
+from orchestrator.safe_git import SHELL_GIT_FUNCTION
+from orchestrator.sandbox import Sandbox
+
+REPO_DIR = "/testbed"
+ACTIVATE_SCRIPT = "/opt/swe/activate.sh"
+EVAL_DIR = "/opt/swe/eval"
+EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
+TEST_PATCH_PATH = f"{EVAL_DIR}/test.patch"
+OUTPUT_PATH = f"{EVAL_DIR}/output.txt"
+NONCE_VARIABLE = "SWE_GREEN_NONCE"
+# the unprivileged user the tests run as (``unprivileged_tests`` setting); Debian's nobody
+TEST_USER = "nobody"
+TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
+# a test run printing more than this is treated as a crash instead of being read in
+MAX_OUTPUT_BYTES = 128 * 1024 * 1024
+# characters of output kept in TestRun.output (the head and, mostly, the tail)
+OUTPUT_KEEP = 1_000_000
+
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+_INFRA_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+        ".gitattributes",
+        "runtests.py",
+        "testing.py",
+        "tests.py",
+    }
+)
+# modules a new top-level file must not shadow on the runner's sys.path[0]
+SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "py",
+    "iniconfig",
+    "nose",
+}
+_MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)(?:\.[\w-]+)*\.(?:py|pyc|pyw|so)$")
+_CREATES = re.compile(r"^(?:new file mode |--- /dev/null|rename to |copy to |@@ -0,0 )", re.M)
+
+
+class TestRun(BaseModel):
+    """One run of the eval script: parsed outcomes and what is needed to judge them."""
+
+    __test__ = False  # not a test class, despite its name
+
+    outcomes: dict[str, TestStatus] = Field(default_factory=dict)
+    section: str | None = None  # the output between the start and end markers
+    exit_code: int | None = None  # the test command's, from the end marker
+    forged: str | None = None  # why the section cannot all come from the runner
+    output: str = ""  # the whole output, cut to OUTPUT_KEEP characters
+    timed_out: bool = False
+    crash: str | None = None  # why the output cannot be graded
+    duration: float = 0.0
+
+
+class Evaluation(BaseModel):
+    """The grading of one patch; the caller turns it into an InstanceResult."""
+
+    status: Status
+    reason: Reason = Reason.NONE
+    message: str = ""
+    apply: ApplyOutcome | None = None
+    test_run: TestRun | None = None
+    groups: TestGroups | None = None  # set when the tests ran and could be graded
+    excluded_files: list[str] = Field(default_factory=list)
+    suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
+    logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
+
+
+def is_test_infrastructure(path: str, runner_files: Iterable[str] = ()) -> bool:
+    """Whether ``path`` configures, drives or supplies the tests (see the module doc)."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        path in set(runner_files)
+        or name in _INFRA_NAMES
+        or name.endswith(".pth")
+        or (name.startswith("test_") and name.endswith(".py"))
+        or name.endswith("_test.py")
+        or any(part in _TEST_DIRS for part in parts[:-1])
+    )
+
+
+def shadows_a_module(path: str, runner_dirs: Iterable[str] = ("",)) -> str | None:
+    """The standard-library or runner module that a file at ``path`` would shadow, if it
+    lies in one of ``runner_dirs`` (the directories on the runner's ``sys.path[0]``: the
+    repository root, the runner script's directory) as a module or package."""
+    directory, name = posixpath.split(path)
+    if name == "__init__.py":
+        directory, name = posixpath.split(directory)
+        module = name
+    else:
+        match = _MODULE_FILE.match(name)
+        module = match.group(1) if match else ""
+    if module in SHADOWED_MODULES and directory in set(runner_dirs):
+        return module
+    return None
+
+
+def runner_files(recipe: Recipe) -> list[str]:
+    """Repository files the test command runs (``bin/test``, ``tests/runtests.py``)."""
+    try:
+        words = shlex.split(recipe.test_cmd)
+    except ValueError:
+        words = recipe.test_cmd.split()
+    return [
+        posixpath.normpath(word)
+        for word in words
+        if "=" not in word and not word.startswith("-") and ("/" in word or word.endswith(".py"))
+    ]
+
+
+def drop_test_infrastructure(
+    patch: str, instance: Instance, recipe: Recipe
+) -> tuple[str, list[str]]:
+    """``patch`` without its test-infrastructure files, and the files dropped.
+
+    New top-level modules that would shadow a standard-library or runner module on the
+    runner's ``sys.path[0]`` (``/testbed/unittest.py`` next to ``runtests.py``,
+    ``bin/traceback.py`` next to ``bin/test``) are dropped too. Files that the instance's
+    gold patch changes are never dropped.
+    """
+    preamble, parts = split_patch(patch)
+    gold = {path for part in split_patch(instance.patch)[1] for path in part.paths}
+    runners = runner_files(recipe)
+    runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
+    kept, dropped = [], []
+    for part in parts:
+        creates = bool(_CREATES.search(part.text))
+        if any(
+            p not in gold
+            and (
+                is_test_infrastructure(p, runners)
+                or (creates and shadows_a_module(p, runner_dirs) is not None)
+            )
+            for p in part.paths
+        ):
+            dropped.extend(part.paths)
+        else:
+            kept.append(part)
+    if not dropped:
+        return patch, []
+    return join_patch(preamble, kept), list(dict.fromkeys(dropped))
+
+
+def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None) -> str:
+    """The bash script that runs the instance's tests; it can run again (idempotent).
+
+    It expects the test patch at :data:`TEST_PATCH_PATH` and the run's nonce in
+    ``$SWE_GREEN_NONCE`` (it makes one when that is unset), which it takes out of the
+    environment at once: only its own ``echo`` lines print it, the test process never gets
+    it. Order: the environment, the recipe's environment variables and eval commands, reset
+    the files the test patch touches to the base commit (remove those that do not exist
+    there), apply the test patch, run the test command between the markers, restore the test
+    files. Every git command runs with hooks and fsmonitor off.
+
+    With ``test_user`` the test command runs as that user (``setpriv``), with a home of its
+    own: every directory of the working tree (not ``.git``) becomes the user's, with the
+    sticky bit, so the tests can create files anywhere in the repository but cannot change,
+    rename or delete the files that are there (source, runner scripts, test files), nor
+    touch ``.git``, the environment or the eval directory, which stay root's. Whatever the
+    user left running is killed before the end marker.
+    """
+    base = shlex.quote(instance.base_commit)
+    files = " ".join(shlex.quote(f) for f in test_files(instance.test_patch))
+    user = shlex.quote(test_user) if test_user else ""
+    lines = [
+        "#!/bin/bash",
+        f"# Grading script of {instance.instance_id}, written by swe-green. Safe to run again.",
+        "exec 2>&1",
+        "umask 022",
+        f'nonce=${{{NONCE_VARIABLE}:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d " \\n")}}',
+        f"unset {NONCE_VARIABLE}",
+        SHELL_GIT_FUNCTION,
+        f"test_user={user}",
+        "as_test_user() {",
+        '    if [ -z "$test_user" ]; then bash -c "$1"; return; fi',
+        '    setpriv --reuid="$test_user" --regid="$(id -g "$test_user")" --clear-groups \\',
+        '        env HOME="$test_home" USER="$test_user" LOGNAME="$test_user" bash -c "$1"',
+        "}",
+        f"source {ACTIVATE_SCRIPT}",
+        *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),
+        *recipe.eval_commands,
+        *service_start_lines(recipe, EVAL_DIR),
+        f"cd {REPO_DIR}",
+        f"test_files=({files})",
+        "reset_test_files() {",
+        "    local f",
+        '    for f in "${test_files[@]}"; do',
+        f'        if git cat-file -e {base}:"$f" 2>/dev/null; then',
+        f'            git checkout -q {base} -- "$f"',
+        "        else",
+        '            rm -rf -- "$f"',
+        "        fi",
+        "    done",
+        "}",
+        "reset_test_files",
+        f"if ! git apply -v {TEST_PATCH_PATH}; then",
+        f"    echo '{TEST_PATCH_FAILED}'",
+        "    reset_test_files",
+        "    exit 3",
+        "fi",
+        'if [ -n "$test_user" ]; then',
+        f"    find {REPO_DIR} -path {REPO_DIR}/.git -prune -o -type d \\",
+        '        -exec chown "$test_user:" {} + -exec chmod u+rwx,+t {} +',
+        '    test_home=$(mktemp -d /tmp/swe-green-home.XXXXXX) && chown "$test_user:" "$test_home"',
+        "fi",
+        wrap_test_command(
+            test_command(recipe, instance),
+            prefix="as_test_user",
+            after='[ -z "$test_user" ] || as_test_user "kill -KILL -1" >/dev/null 2>&1',
+        ),
+        *service_stop_lines(recipe),
+        "reset_test_files",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run_tests(
+    sandbox: Sandbox,
+    instance: Instance,
+    recipe: Recipe,
+    *,
+    timeout: float,
+    log_dir: Path | None = None,
+    test_user: str | None = None,
+) -> TestRun:
+    """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
+
+    The markers carry a nonce made here for this run and given only to the eval script
+    (:func:`eval_script`); the output file and the eval directory are root's alone, so a
+    test process of ``test_user`` can neither read the nonce back nor the script. The
+    network stays off afterwards. With ``log_dir``, ``eval.sh`` and the whole output
+    (``test_output.txt``) are written there.
+    """
+    sandbox.set_network(False)
+    script = eval_script(instance, recipe, test_user)
+    sandbox.write_file(TEST_PATCH_PATH, instance.test_patch.encode("utf-8", "surrogateescape"))
+    sandbox.write_file(EVAL_SCRIPT_PATH, script, mode=0o700)
+    nonce = secrets.token_hex(16)
+    started = time.monotonic()
+    result = sandbox.exec(
+        [
+            "bash",
+            "-c",
+            f"chmod 700 {EVAL_DIR} && (umask 077 && : > {OUTPUT_PATH}) "
+            f"&& bash {EVAL_SCRIPT_PATH} > {OUTPUT_PATH} 2>&1",
+        ],
+        timeout=timeout,
+        env={NONCE_VARIABLE: nonce},
+    )
+    duration = time.monotonic() - started
+    output, too_large = _read_output(sandbox)
+    if result.output.strip():  # the wrapper's own complaints, e.g. no space for the output
+        output += result.output
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / "eval.sh").write_text(script)
+        (log_dir / "test_output.txt").write_text(output, errors="replace")
+    section, exit_code = extract_between_markers(output, nonce=nonce)
+    outcomes = parse_test_log(recipe.log_format, section or "")
+    forged = forged_output(section) if section is not None else None
+    crash = None
+    if not result.timed_out and forged is None:
+        if too_large:
+            crash = f"the test output is larger than {MAX_OUTPUT_BYTES} bytes"
+        elif TEST_PATCH_FAILED in output:
+            crash = "the test patch does not apply after the patch (see the test output)"
+        else:
+            crash = detect_test_crash(exit_code, section, outcomes)
+    return TestRun(
+        outcomes=outcomes,
+        section=section,
+        exit_code=exit_code,
+        forged=forged,
+        output=_cap(output, OUTPUT_KEEP),
+        timed_out=result.timed_out,
+        crash=crash,
+        duration=duration,
+    )
+
+
+def evaluate(
+    sandbox: Sandbox,
+    instance: Instance,
+    recipe: Recipe,
+    patch: str | None,
+    *,
+    timeout: float,
+    fuzz: int = 3,
+    excluded_p2p: Iterable[str] = (),
+    log_dir: Path | None = None,
+    test_user: str | None = None,
+) -> Evaluation:
+    """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
+
+    The tests run as ``test_user`` when given (see :func:`eval_script`). A resolved patch
+    that :func:`orchestrator.grading.tamper_check.tamper_reasons` finds reasons in is flagged
+    ``suspicious``.
+    """
+    unchanged = no_op_groups(instance, excluded_p2p)
+    if patch is None or not patch.strip():
+        return Evaluation(
+            status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch", groups=unchanged
+        )
+    sandbox.set_network(False)
+    gradeable, excluded = drop_test_infrastructure(patch, instance, recipe)
+    logs: dict[str, str] = {}
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / "graded.patch").write_text(gradeable, errors="replace")
+        logs["graded_patch"] = str(log_dir / "graded.patch")
+    if not gradeable.strip():
+        return Evaluation(
+            status=Status.NO_OP,
+            reason=Reason.EMPTY_PATCH,
+            message="the patch only changes test infrastructure, which grading leaves out: "
+            + ", ".join(excluded),
+            excluded_files=excluded,
+            groups=unchanged,
+            logs=logs,
+        )
+    applied = apply_patch(sandbox, gradeable, repo_dir=REPO_DIR, fuzz=fuzz)
+    if log_dir is not None:
+        (log_dir / "apply.log").write_text(applied.log or applied.error, errors="replace")
+        logs["apply"] = str(log_dir / "apply.log")
+    common = {"apply": applied, "excluded_files": excluded, "logs": logs}
+    if not applied.applied:
+        return Evaluation(
+            status=Status.NO_OP,
+            reason=Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED,
+            message=applied.error,
+            groups=unchanged,
+            **common,
+        )
+    # a patch that changes what the build reads (a new dependency) is installed again
+    reinstalled = reinstall_after_patch(sandbox, recipe, gradeable, timeout=timeout)
+    if reinstalled is not None and log_dir is not None:
+        ok, tail = reinstalled
+        (log_dir / "reinstall.log").write_text(f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
+        logs["reinstall"] = str(log_dir / "reinstall.log")
+    run = run_tests(
+        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user
+    )
+    if log_dir is not None:
+        logs |= {"eval_script": str(log_dir / "eval.sh"), "tests": str(log_dir / "test_output.txt")}
+    if run.timed_out:
+        return Evaluation(
+            status=Status.ERROR,
+            reason=Reason.TEST_TIMEOUT,
+            message=f"the tests ran longer than {timeout:g} s",
+            test_run=run,
+            **common,
+        )
+    if run.forged:  # nothing of the section can be trusted: every test counts as failing
+        groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p)
+        return Evaluation(
+            status=classify(groups),
+            reason=Reason.TEST_OUTPUT_FORGED,
+            message=f"the test output is forged, every test counts as failing: {run.forged}",
+            groups=groups,
+            test_run=run,
+            **common,
+        )
+    if run.crash:
+        return Evaluation(
+            status=Status.ERROR, reason=Reason.TEST_CRASH, message=run.crash, test_run=run, **common
+        )
+    groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p)
+    status = classify(groups)
+    suspicious: list[str] = []
+    if status == Status.RESOLVED:
+        suspicious = tamper_reasons(gradeable, runner_files(recipe), instance.patch)
+    return Evaluation(
+        status=status,
+        groups=groups,
+        test_run=run,
+        suspicious=suspicious,
+        message="suspicious: " + "; ".join(suspicious) if suspicious else "",
+        **common,
+    )
+
+
+def no_op_groups(instance: Instance, excluded_p2p: Iterable[str] = ()) -> TestGroups:
+    """The test groups of a patch that changes nothing the tests see (empty, only excluded
+    files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
+    PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
+    excluded = set(excluded_p2p)
+    p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
+    return TestGroups(
+        fail_to_pass_failed=list(dict.fromkeys(instance.FAIL_TO_PASS)),
+        pass_to_pass_passed=[name for name in p2p if name not in excluded],
+        pass_to_pass_excluded=[name for name in p2p if name in excluded],
+    )
+
+
+def _read_output(sandbox: Sandbox) -> tuple[str, bool]:
+    """The eval script's output file, and whether it was too large to read."""
+    size = sandbox.exec(["stat", "-c", "%s", OUTPUT_PATH], timeout=30)
+    if size.ok and size.stdout.strip().isdigit() and int(size.stdout) > MAX_OUTPUT_BYTES:
+        tail = sandbox.exec(["tail", "-c", str(OUTPUT_KEEP), OUTPUT_PATH], timeout=60)
+        return tail.stdout, True
+    if not size.ok:
+        return "", False
+    return sandbox.read_file(OUTPUT_PATH).decode("utf-8", errors="replace"), False
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit // 10
+    cut = len(text) - limit
+    return text[:head] + f"\n[... {cut} characters cut ...]\n" + text[-(limit - head) :]

@@ -1,0 +1,48 @@
+"""Starting a run: its id, its directory and ``config.json``; one way for every front end.
+
+The CLI (``run``, ``validate``, ``demo``) and the A2A server start runs the same way: a run id
+``<kind>-<UTC timestamp>-<8 hex>`` (unique, safe for paths and container labels), a run
+directory under ``runs_dir`` unless one is given, and a ``config.json`` holding the run id,
+where the run came from, the participant's id, the instances and the effective settings
+(secrets left out), plus what the front end needs to resume or explain the run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+from typing import Any
+
+import docker
+
+from orchestrator.run.context import RunContext
+from orchestrator.run.results import RunDir
+from orchestrator.settings import Settings
+
+SECRET_SETTINGS = {"anthropic_api_key", "serve_token"}
+
+
+def new_run_id(kind: str) -> str:
+    """``<kind>-<UTC timestamp>-<8 hex>``, e.g. ``a2a-20260101-120000-1a2b3c4d``."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{kind}-{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def start_run(
+    settings: Settings,
+    client: docker.DockerClient,
+    *,
+    kind: str,
+    run_id: str | None = None,
+    run_dir: Path | None = None,
+    config: dict[str, Any] | None = None,
+) -> RunContext:
+    """The context of a new (or, with ``run_id``/``run_dir``, resumed) run; ``config``
+    (``None``: none is written) goes to ``config.json`` with the run id and the settings."""
+    run_id = run_id or new_run_id(kind)
+    ctx = RunContext(settings, client, run_id, RunDir(run_dir or settings.runs_dir / run_id))
+    if config is not None:
+        settings_record = settings.model_dump(mode="json", exclude=SECRET_SETTINGS)
+        ctx.run_dir.write_config({"run_id": run_id, **config, "settings": settings_record})
+    return ctx

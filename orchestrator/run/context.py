@@ -1,0 +1,72 @@
+"""What every phase of one run needs: settings, the Docker client, the run's id and directory."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import structlog
+from docker.errors import APIError
+
+from orchestrator.errors import SandboxError
+from orchestrator.housekeeping import container_name, record_image_use, unique_container_name
+from orchestrator.log import get_logger
+from orchestrator.models import Instance
+from orchestrator.run.results import RunDir
+from orchestrator.sandbox import Limits, Sandbox
+from orchestrator.settings import Settings
+
+# the containers whose disk use is budgeted (setting disk_limit)
+DISK_BUDGET_ROLES = ("participant", "grading")
+
+
+@dataclass
+class RunContext:
+    settings: Settings
+    client: docker.DockerClient
+    run_id: str
+    run_dir: RunDir
+    log: structlog.typing.FilteringBoundLogger = field(init=False)
+    # set when the run is interrupted: no new container starts after that
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.log = get_logger(run_id=self.run_id)
+
+    def instance_dir(self, instance: Instance) -> Path:
+        return self.run_dir.instance_dir(instance.instance_id)
+
+    def instance_log(self, instance: Instance) -> structlog.typing.FilteringBoundLogger:
+        return self.log.bind(instance_id=instance.instance_id)
+
+    def limits(self, role: str = "") -> Limits:
+        """The container limits; participant and grading containers get the disk budget."""
+        s = self.settings
+        return Limits(
+            cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit,
+            disk=s.disk_bytes() if role in DISK_BUDGET_ROLES else None, disk_poll=s.disk_poll,
+        )  # fmt: skip
+
+    def start_sandbox(self, image: str, instance: Instance, role: str, *, network: bool) -> Sandbox:
+        """A container of this run for ``instance``, with the configured limits."""
+        if self.cancelled.is_set():
+            raise SandboxError("the run was interrupted")
+        # named for what it holds, so that `docker ps -a` alone tells what is what
+        name = container_name(self.run_id, instance.instance_id, role)
+        for attempt in range(3):
+            try:
+                sandbox = Sandbox.start(
+                    self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
+                    role=role, limits=self.limits(role), network=network,
+                    name=unique_container_name(self.client, name),
+                )  # fmt: skip
+            except SandboxError as exc:
+                conflict = isinstance(exc.__cause__, APIError) and exc.__cause__.status_code == 409
+                if not conflict or attempt == 2:
+                    raise
+                continue  # another container took the name meanwhile: a suffixed one
+            record_image_use(self.settings.data_dir, image)
+            return sandbox
+        raise AssertionError("unreachable")

@@ -1,0 +1,180 @@
+"""The run directory on disk.
+
+Layout::
+
+    <run>/config.json                      the run's configuration
+    <run>/results.json                     the leaderboard file (DESIGN "Results")
+    <run>/instances/<instance_id>/         one directory per instance:
+        result.json                        its InstanceResult
+        patch.diff, transcript.jsonl, test_output.txt, setup.log, ...
+
+Every file is written atomically (a temporary file in the same directory, then
+``os.replace``), so a reader or a resumed run never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from orchestrator.grading.classify import aggregate
+from orchestrator.log import get_logger
+from orchestrator.models import InstanceResult
+
+CONFIG_FILE = "config.json"
+LEADERBOARD_FILE = "results.json"
+INSTANCES_DIR = "instances"
+RESULT_FILE = "result.json"
+BENCHMARK = "swe-bench-verified"
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not _SAFE_NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"unsafe {kind} for a file name: {name!r}")
+    return name
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def relative_logs(instance_dir: Path, logs: dict[str, str]) -> dict[str, str]:
+    """``logs`` with each path inside ``instance_dir`` relative to it. A relative path is one
+    relative to the instance directory already, unless it names a file under it from the
+    working directory (``runs/<run>/instances/<id>/apply.log``). Others are kept as given."""
+    base = instance_dir.resolve()
+    relative = {}
+    for label, value in logs.items():
+        candidate = Path(value)
+        try:
+            relative[label] = candidate.resolve().relative_to(base).as_posix()
+        except (ValueError, OSError):
+            relative[label] = value
+    return relative
+
+
+class RunDir:
+    """A run's directory: configuration, per-instance results and logs, leaderboard file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def leaderboard_path(self) -> Path:
+        return self.path / LEADERBOARD_FILE
+
+    def write_config(self, config: dict[str, Any]) -> Path:
+        atomic_write_text(self.config_path, json.dumps(config, indent=2, default=str) + "\n")
+        return self.config_path
+
+    def read_config(self) -> dict[str, Any]:
+        """The run's configuration; empty when none was written."""
+        if not self.config_path.is_file():
+            return {}
+        return json.loads(self.config_path.read_text(encoding="utf-8"))
+
+    def instance_dir(self, instance_id: str) -> Path:
+        """The instance's directory (created). Raises ValueError for an unsafe id."""
+        path = self.path / INSTANCES_DIR / _check_name("instance id", instance_id)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def result_path(self, instance_id: str) -> Path:
+        return self.instance_dir(instance_id) / RESULT_FILE
+
+    def write_result(self, result: InstanceResult) -> Path:
+        """Write ``result.json``; its ``logs`` paths become relative to the instance
+        directory (a path given relative to the working directory or absolute too)."""
+        path = self.result_path(result.instance_id)
+        logs = relative_logs(path.parent, result.logs)
+        if logs != result.logs:
+            result = result.model_copy(update={"logs": logs})
+        atomic_write_text(path, result.model_dump_json(indent=2) + "\n")
+        return path
+
+    def write_text(self, instance_id: str, name: str, text: str) -> Path:
+        """Write a file such as ``patch.diff`` into the instance's directory."""
+        path = self.instance_dir(instance_id) / _check_name("file name", name)
+        atomic_write_text(path, text)
+        return path
+
+    def _result_files(self) -> list[Path]:
+        return sorted((self.path / INSTANCES_DIR).glob(f"*/{RESULT_FILE}"))
+
+    def load_results(self) -> list[InstanceResult]:
+        """Every instance result, sorted by instance id; unreadable files are logged, skipped."""
+        results = []
+        for path in self._result_files():
+            try:
+                results.append(InstanceResult.model_validate_json(path.read_bytes()))
+            except (OSError, ValidationError) as exc:
+                get_logger().warning("unreadable instance result", path=str(path), error=str(exc))
+        return sorted(results, key=lambda result: result.instance_id)
+
+    def finished_ids(self) -> set[str]:
+        """Ids of the instances that have a result (what a resumed run skips)."""
+        return {result.instance_id for result in self.load_results()}
+
+    def write_leaderboard(
+        self,
+        participant_role: str,
+        participant_id: str,
+        results: Iterable[InstanceResult] | None = None,
+    ) -> Path:
+        """Write ``results.json``: the participant, the leaderboard row, and per-instance rows.
+
+        ``results`` defaults to the results on disk. The layout is the one the AgentBeats
+        leaderboard query reads (DESIGN "Results"); ``instances`` and ``benchmark`` are
+        extra keys with a fixed shape, so files of several runs read together.
+        """
+        chosen = self.load_results() if results is None else list(results)
+        row = aggregate(chosen)
+        payload = {
+            "participants": {participant_role: participant_id},
+            "results": [row.model_dump()],
+            "benchmark": BENCHMARK,
+            "instances": [
+                {
+                    "instance_id": result.instance_id,
+                    "repo": result.repo,
+                    "status": result.status.value,
+                    "reason": result.reason.value,
+                    "fail_to_pass_passed": len(result.tests.fail_to_pass_passed),
+                    "fail_to_pass_total": len(result.tests.fail_to_pass_passed)
+                    + len(result.tests.fail_to_pass_failed),
+                    "pass_to_pass_passed": len(result.tests.pass_to_pass_passed),
+                    "pass_to_pass_total": len(result.tests.pass_to_pass_passed)
+                    + len(result.tests.pass_to_pass_failed),
+                }
+                for result in sorted(chosen, key=lambda result: result.instance_id)
+            ],
+        }
+        atomic_write_text(self.leaderboard_path, json.dumps(payload, indent=2) + "\n")
+        return self.leaderboard_path

@@ -1,0 +1,171 @@
+"""Running a selection of instances: bounded concurrency, progress events, resume.
+
+``run_evaluation`` never lets one instance's failure stop the others. Each finished instance
+is written to the run directory at once (atomically), so an interrupted run loses at most the
+instances in flight; ``resume=True`` keeps the finished ones and redoes the rest from their
+start, after removing the containers the interrupted run left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.housekeeping import active_run, list_containers, stop_run_containers
+from orchestrator.models import Instance, InstanceResult
+from orchestrator.run.context import RunContext
+from orchestrator.run.pipeline import run_instance
+
+
+class ProgressEvent(BaseModel):
+    kind: Literal["started", "phase", "finished", "heartbeat", "run_finished"]
+    instance_id: str = ""
+    phase: str = ""
+    result: InstanceResult | None = None
+    done: int = 0
+    total: int = 0
+    statuses: dict[str, int] = Field(default_factory=dict)
+    in_flight: dict[str, str] = Field(default_factory=dict)
+    elapsed: float = 0.0
+
+
+EventSink = Callable[[ProgressEvent], None | Awaitable[None]]
+
+
+def default_concurrency() -> int:
+    """What fits the host: one instance per core, and at most one per 6 GB of memory."""
+    cores = os.cpu_count() or 1
+    try:
+        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError):
+        mem_gb = 8.0
+    return max(1, min(cores, int(mem_gb // 6)))
+
+
+def clean_unfinished(ctx: RunContext, finished: set[str]) -> list[str]:
+    """Remove the containers an interrupted run left for instances that did not finish."""
+    removed = []
+    for info in list_containers(ctx.client, run_id=ctx.run_id):
+        if info.instance_id not in finished:
+            ctx.client.containers.get(info.id).remove(force=True, v=True)
+            removed.append(info.name)
+    return removed
+
+
+async def run_evaluation(
+    ctx: RunContext,
+    instances: list[Instance],
+    participant_url: str,
+    *,
+    concurrency: int | None = None,
+    on_event: EventSink | None = None,
+    resume: bool = False,
+    heartbeat: float = 30.0,
+    gate: Callable[[], contextlib.AbstractAsyncContextManager[object]] | None = None,
+) -> list[InstanceResult]:
+    """Evaluate ``instances``; returns every result of the run (earlier ones included).
+
+    ``gate``, when given, is entered around each instance after the run's own concurrency
+    limit: a limit shared with other runs (the green agent's host slots). An instance waiting
+    for it shows as ``queued`` in ``in_flight``.
+    """
+    finished = ctx.run_dir.finished_ids() if resume else set()
+    if resume:
+        removed = await asyncio.to_thread(clean_unfinished, ctx, finished)
+        if removed:
+            ctx.log.info("resume.cleaned", containers=removed)
+    results = {r.instance_id: r for r in ctx.run_dir.load_results() if r.instance_id in finished}
+    todo = [i for i in instances if i.instance_id not in finished]
+    total = len(instances)
+    statuses = Counter(str(r.status) for r in results.values())
+    in_flight: dict[str, str] = {}
+    started = time.monotonic()
+    limit = asyncio.Semaphore(concurrency or ctx.settings.concurrency or default_concurrency())
+
+    async def emit(kind: str, **fields: object) -> None:
+        if on_event is None:
+            return
+        event = ProgressEvent(
+            kind=kind,  # type: ignore[arg-type]
+            done=len(results),
+            total=total,
+            statuses=dict(statuses),
+            in_flight=dict(in_flight),
+            elapsed=time.monotonic() - started,
+            **fields,  # type: ignore[arg-type]
+        )
+        outcome = on_event(event)
+        if inspect.isawaitable(outcome):
+            await outcome
+
+    def on_phase(instance_id: str, phase: str) -> None:
+        in_flight[instance_id] = phase
+        if on_event is not None:
+            outcome = on_event(
+                ProgressEvent(
+                    kind="phase",
+                    instance_id=instance_id,
+                    phase=phase,
+                    done=len(results),
+                    total=total,
+                    statuses=dict(statuses),
+                    in_flight=dict(in_flight),
+                    elapsed=time.monotonic() - started,
+                )  # fmt: skip
+            )
+            if inspect.isawaitable(outcome):
+                asyncio.ensure_future(outcome)
+
+    async def one(instance: Instance) -> None:
+        async with limit:
+            if gate is None:
+                await run_one(instance)
+                return
+            in_flight[instance.instance_id] = "queued"
+            async with gate():
+                await run_one(instance)
+
+    async def run_one(instance: Instance) -> None:
+        in_flight[instance.instance_id] = "starting"
+        await emit("started", instance_id=instance.instance_id)
+        result = await run_instance(ctx, instance, participant_url, on_phase)
+        ctx.run_dir.write_result(result)
+        results[instance.instance_id] = result
+        statuses[str(result.status)] += 1
+        in_flight.pop(instance.instance_id, None)
+        await emit("finished", instance_id=instance.instance_id, result=result)
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(heartbeat)
+            await emit("heartbeat")
+
+    beater = asyncio.create_task(beat())
+    # marks the run in progress, so that `envs prune` spares its images
+    with active_run(ctx.settings.data_dir, ctx.run_id, [i.instance_id for i in instances]):
+        tasks = [asyncio.create_task(one(i)) for i in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # interrupted: start nothing new, and end the work in flight by removing its containers
+            ctx.cancelled.set()
+            await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
+            raise
+        finally:
+            beater.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            # kept containers are stopped as their instances end; this is the backstop
+            await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.client, ctx.run_id))
+    await emit("run_finished")
+    order = {i.instance_id: n for n, i in enumerate(instances)}
+    return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))

@@ -2,16 +2,22 @@
 
 The TOML file is ``swe-green.toml`` in the working directory, or the path in
 ``SWE_GREEN_CONFIG``. Precedence: explicit arguments > environment > TOML file > defaults.
-Every field below is documented with its default; ``swe-green config`` prints them all.
+
+Settings are grouped per component (:class:`Settings` holds one model per group, and each
+component receives only its group), but every setting keeps its one flat name: the
+environment variable ``SWE_GREEN_<NAME>``, the TOML key ``name`` (a ``[group]`` table works
+too) and the keyword of :func:`load_settings`. ``swe-green config`` prints them all.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,30 +27,41 @@ from pydantic_settings import (
 
 from orchestrator.errors import UserError
 
+ENV_PREFIX = "SWE_GREEN_"
+
 
 def config_file() -> Path:
     """The TOML settings file (it need not exist)."""
     return Path(os.environ.get("SWE_GREEN_CONFIG", "swe-green.toml"))
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SWE_GREEN_", extra="forbid")
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    # --- where things live
+
+class StorageSettings(_Group):
+    """Where things live on the host."""
+
     data_dir: Path = Field(
         Path.home() / ".cache" / "swe-green",
         description="Host cache: repository mirrors, locks.",
     )
     runs_dir: Path = Field(Path("runs"), description="Where run directories are written.")
 
-    # --- instances (phase 0)
+
+class DatasetSettings(_Group):
+    """The instances (phase 0)."""
+
     dataset: str = Field(
         "princeton-nlp/SWE-bench_Verified",
         description="Hugging Face dataset name, or a local .jsonl/.json/.parquet file or dir.",
     )
     dataset_split: str = Field("test", description="Dataset split to load.")
 
-    # --- repositories (phase 1)
+
+class RepoSettings(_Group):
+    """The repository cache (phase 1)."""
+
     repo_url_template: str = Field(
         "https://github.com/{repo}.git",
         description="Clone URL; {repo}=owner/name, {owner}, {name}, {owner_name}=owner__name.",
@@ -54,7 +71,10 @@ class Settings(BaseSettings):
         description="Local directory of bare mirrors named owner__name.git; overrides the URL.",
     )
 
-    # --- environment setup (phases 2-4)
+
+class EnvironmentSettings(_Group):
+    """Environment setup, the image cache and validation (phases 2-4)."""
+
     recipes_file: Path | None = Field(
         None, description="Extra recipes (JSON list of Recipe objects) that override shipped ones."
     )
@@ -81,19 +101,32 @@ class Settings(BaseSettings):
         "`uv python install` of a recipe's exact Python reads it (UV_PYTHON_INSTALL_MIRROR). "
         "Implies fetch_python.",
     )
+    install_timeout: float = Field(2400, description="Recipe install commands: timeout, s.")
+    image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")
+    base_python: str = Field("3.11", description="Default base image Python (3.9/3.11/3.13).")
+
+    def base_image(self, python: str | None = None) -> str:
+        return f"{self.image_prefix}/base:py{python or self.base_python}"
+
+
+class SetupAgentSettings(_Group):
+    """The LLM setup agent (the ``llm`` strategy)."""
+
     anthropic_api_key: str | None = Field(None, description="API key for the llm strategy.")
     anthropic_base_url: str | None = Field(None, description="Messages API base URL override.")
     setup_model: str = Field("claude-sonnet-4-5", description="Model of the LLM setup agent.")
     setup_max_turns: int = Field(40, description="LLM setup agent: max turns.")
     setup_max_tokens: int = Field(400_000, description="LLM setup agent: max total tokens.")
     setup_timeout: float = Field(1800, description="LLM setup agent: wall time limit, seconds.")
-    install_timeout: float = Field(2400, description="Recipe install commands: timeout, s.")
 
-    # --- images
-    image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")
-    base_python: str = Field("3.11", description="Default base image Python (3.9/3.11/3.13).")
+    def anthropic_key(self) -> str | None:
+        """The API key from settings, or the SDK's usual ANTHROPIC_API_KEY."""
+        return self.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY")
 
-    # --- sandbox limits
+
+class SandboxSettings(_Group):
+    """The limits of every container, and which containers stay."""
+
     cpus: float = Field(2.0, description="CPUs per instance container.")
     memory: str = Field("6g", description="Memory limit per instance container.")
     pids_limit: int = Field(2048, description="Max processes per instance container.")
@@ -114,7 +147,20 @@ class Settings(BaseSettings):
         "what the participant wrote, at most the disk budget.",
     )
 
-    # --- participant (phase 5)
+    @field_validator("disk_limit")
+    @classmethod
+    def _disk_limit_is_a_size(cls, value: str) -> str:
+        disk_bytes(value)
+        return value
+
+    def disk_bytes(self) -> int | None:
+        """The disk budget in bytes, or None for no budget."""
+        return disk_bytes(self.disk_limit)
+
+
+class ParticipantSettings(_Group):
+    """The participant's limits (phase 5)."""
+
     max_tool_calls: int = Field(250, description="Tool calls per instance.")
     tool_timeout: float = Field(180, description="Seconds per tool call.")
     instance_timeout: float = Field(3600, description="Seconds for the participant per instance.")
@@ -127,7 +173,10 @@ class Settings(BaseSettings):
         "past it the instance ends with participant_protocol.",
     )
 
-    # --- grading (phases 6-7)
+
+class GradingSettings(_Group):
+    """Applying the patch and running the tests (phases 6-7)."""
+
     patch_fuzz: int = Field(3, description="patch -p1 --fuzz=N as the last apply strategy.")
     test_timeout: float = Field(1800, description="Seconds for one test run.")
     grade_in_participant_container: bool = Field(
@@ -142,14 +191,20 @@ class Settings(BaseSettings):
         "them as root).",
     )
 
-    # --- run
+
+class RunSettings(_Group):
+    """A run: how many instances at once, and its log."""
+
     concurrency: int | None = Field(
         None, description="Instances at once; default from the host's cores and memory."
     )
     log_json: bool = Field(False, description="Log JSON lines instead of console text.")
     log_level: str = Field("INFO", description="Log level.")
 
-    # --- the green agent (`swe-green serve`)
+
+class ServeSettings(_Group):
+    """The green agent (`swe-green serve`)."""
+
     serve_token: str | None = Field(
         None,
         description="serve: require 'Authorization: Bearer <token>' on A2A calls (card stays "
@@ -167,6 +222,76 @@ class Settings(BaseSettings):
         10, ge=0, description="serve: kept containers of assessments, at most; oldest go first."
     )
 
+
+GROUPS: dict[str, type[_Group]] = {
+    "storage": StorageSettings,
+    "dataset": DatasetSettings,
+    "repos": RepoSettings,
+    "environment": EnvironmentSettings,
+    "setup_agent": SetupAgentSettings,
+    "sandbox": SandboxSettings,
+    "participant": ParticipantSettings,
+    "grading": GradingSettings,
+    "run": RunSettings,
+    "serve": ServeSettings,
+}
+# every setting's flat name -> its group
+GROUP_OF: dict[str, str] = {
+    name: group for group, model in GROUPS.items() for name in model.model_fields
+}
+SECRETS = ("anthropic_api_key", "serve_token")
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """Flat setting names (``cpus``) put into their groups (``sandbox.cpus``); a group given
+    whole (a dict, or a TOML table) is merged; unknown names stay for validation to name."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key in GROUPS and isinstance(value, dict):
+            nested.setdefault(key, {}).update(value)
+        elif key in GROUP_OF:
+            nested.setdefault(GROUP_OF[key], {})[key] = value
+        else:
+            nested[key] = value
+    return nested
+
+
+class _FlatEnv(PydanticBaseSettingsSource):
+    """``SWE_GREEN_<NAME>`` for every setting, whatever its group."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        env = {key.upper(): value for key, value in os.environ.items()}
+        names = {f"{ENV_PREFIX}{name.upper()}": name for name in GROUP_OF}
+        return _nest({names[key]: value for key, value in env.items() if key in names})
+
+
+class _NestedToml(TomlConfigSettingsSource):
+    def __call__(self) -> dict[str, Any]:
+        return _nest(super().__call__())
+
+
+class Settings(BaseSettings):
+    """Every setting, one model per component's group."""
+
+    model_config = SettingsConfigDict(extra="forbid")
+
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    dataset: DatasetSettings = Field(default_factory=DatasetSettings)
+    repos: RepoSettings = Field(default_factory=RepoSettings)
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
+    setup_agent: SetupAgentSettings = Field(default_factory=SetupAgentSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    participant: ParticipantSettings = Field(default_factory=ParticipantSettings)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**_nest(values))
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -176,25 +301,34 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file())
-        return (init_settings, env_settings, toml)
+        toml = _NestedToml(settings_cls, toml_file=config_file())
+        return (init_settings, _FlatEnv(settings_cls), toml)
 
-    @field_validator("disk_limit")
-    @classmethod
-    def _disk_limit_is_a_size(cls, value: str) -> str:
-        disk_bytes(value)
-        return value
+    def items(self) -> Iterator[tuple[str, FieldInfo, Any]]:
+        """Every setting by its flat name: ``(name, field, value)``, in documented order."""
+        for group in GROUPS:
+            part = getattr(self, group)
+            for name, field in type(part).model_fields.items():
+                yield name, field, getattr(part, name)
 
-    def disk_bytes(self) -> int | None:
-        """The disk budget in bytes, or None for no budget."""
-        return disk_bytes(self.disk_limit)
+    def flat(self, *, secrets: bool = True) -> dict[str, Any]:
+        """Every setting by its flat name (JSON-ready values); secrets left out if asked."""
+        dumped = {k: v for group in self.model_dump(mode="json").values() for k, v in group.items()}
+        return {k: v for k, v in dumped.items() if secrets or k not in SECRETS}
 
-    def anthropic_key(self) -> str | None:
-        """The API key from settings, or the SDK's usual ANTHROPIC_API_KEY."""
-        return self.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY")
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some settings (by flat name) changed, validated."""
+        groups = {group: getattr(self, group).model_dump() for group in GROUPS}
+        for group, values in _nest(changes).items():
+            if group not in GROUPS:
+                raise ValueError(f"unknown setting {group!r}")
+            groups[group].update(values)
+        return type(self).model_validate(groups)
 
-    def base_image(self, python: str | None = None) -> str:
-        return f"{self.image_prefix}/base:py{python or self.base_python}"
+
+def setting_names() -> list[str]:
+    """Every setting's flat name, in documented order."""
+    return list(GROUP_OF)
 
 
 def setting_sources() -> dict[str, str]:
@@ -209,8 +343,9 @@ def setting_sources() -> dict[str, str]:
         in_file = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, tomllib.TOMLDecodeError):
         in_file = {}
-    for name in Settings.model_fields:
-        if f"SWE_GREEN_{name.upper()}" in env_names:
+    in_file = {k for group in _nest(in_file).values() if isinstance(group, dict) for k in group}
+    for name in GROUP_OF:
+        if f"{ENV_PREFIX}{name.upper()}" in env_names:
             sources[name] = "env"
         elif name in in_file:
             sources[name] = "file"
@@ -241,7 +376,8 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = ".".join(str(part) for part in first["loc"]) or "?"
+        loc = [str(part) for part in first["loc"]]
+        name = loc[-1] if len(loc) == 2 and loc[0] in GROUPS else ".".join(loc) or "?"
         problem = (
             f"Unknown setting {name!r}."
             if first["type"] == "extra_forbidden"

@@ -121,12 +121,12 @@ def cli_env(env_settings, runs_dir) -> dict[str, str]:
     """The environment for running the swe-green CLI on the synthetic instances."""
     env = dict(os.environ)
     env.update(
-        SWE_GREEN_DATA_DIR=str(env_settings.data_dir),
+        SWE_GREEN_DATA_DIR=str(env_settings.storage.data_dir),
         SWE_GREEN_RUNS_DIR=str(runs_dir),
-        SWE_GREEN_DATASET=str(env_settings.dataset),
-        SWE_GREEN_MIRROR_DIR=str(env_settings.mirror_dir),
-        SWE_GREEN_RECIPES_FILE=str(env_settings.recipes_file),
-        SWE_GREEN_IMAGE_PREFIX=env_settings.image_prefix,
+        SWE_GREEN_DATASET=str(env_settings.dataset.dataset),
+        SWE_GREEN_MIRROR_DIR=str(env_settings.repos.mirror_dir),
+        SWE_GREEN_RECIPES_FILE=str(env_settings.environment.recipes_file),
+        SWE_GREEN_IMAGE_PREFIX=env_settings.environment.image_prefix,
         SWE_GREEN_SETUP_STRATEGY="recipe",
         SWE_GREEN_MEMORY="2g",
         SWE_GREEN_UNPRIVILEGED_TESTS="true",

@@ -68,10 +68,10 @@ def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory):
     from orchestrator.run.results import RunDir
 
     synthetic = build_synthetic(tmp_path_factory.mktemp("synthetic-partial"), partial=True)
-    prefix = f"{env_settings.image_prefix}-partial"
+    prefix = f"{env_settings.environment.image_prefix}-partial"
     docker_client.images.get(base_image).tag(f"{prefix}/base", "py3.11")
-    settings = env_settings.model_copy(
-        update={
+    settings = env_settings.replace(
+        **{
             "mirror_dir": synthetic / "mirrors",
             "dataset": str(synthetic / "instances.jsonl"),
             "data_dir": tmp_path_factory.mktemp("data-partial"),
@@ -109,12 +109,14 @@ def test_history_after_the_base_is_gone(
     from orchestrator.dataset.instances import load_instances
 
     instance = next(
-        i for i in load_instances(str(ctx.settings.dataset)) if i.instance_id == "demo__calc-1"
+        i
+        for i in load_instances(str(ctx.settings.dataset.dataset))
+        if i.instance_id == "demo__calc-1"
     )
-    fix = _fix_commit(Path(str(ctx.settings.dataset)).parent, instance.instance_id)
-    later = _later_history(ctx.settings.mirror_dir, instance.repo, instance.base_commit)
+    fix = _fix_commit(Path(str(ctx.settings.dataset.dataset)).parent, instance.instance_id)
+    later = _later_history(ctx.settings.repos.mirror_dir, instance.repo, instance.base_commit)
     fixed_source = subprocess.run(
-        ["git", "--git-dir", str(ctx.settings.mirror_dir / "demo__calc.git"), "rev-parse",
+        ["git", "--git-dir", str(ctx.settings.repos.mirror_dir / "demo__calc.git"), "rev-parse",
          f"{fix}:calc/__init__.py"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
@@ -179,7 +181,7 @@ def test_two_instances_needing_one_missing_environment_build_it_once(
         recipe["env"] = {"SWE_GREEN_VARIANT": "concurrency"}  # a new key: not cached yet
     variant = tmp_path / "recipes.json"
     variant.write_text(json.dumps(recipes))
-    run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": variant})
+    run_ctx.settings = run_ctx.settings.replace(**{"recipes_file": variant})
     instance = synthetic_instances["demo__textkit-1"]
     outcomes: list = []
     threads = [
@@ -217,7 +219,7 @@ def test_failing_install_keeps_the_container_with_a_readable_reason(
         recipe["install"] = "echo 'no such build backend' >&2; exit 3"
     broken = tmp_path / "recipes.json"
     broken.write_text(json.dumps(recipes))
-    run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": broken})
+    run_ctx.settings = run_ctx.settings.replace(**{"recipes_file": broken})
     with pytest.raises(SetupFailed, match="install command") as failure:
         prepare_instance(run_ctx, synthetic_instances["demo__units-1"])
     assert "no such build backend" in str(failure.value)
@@ -228,13 +230,13 @@ def test_failing_install_keeps_the_container_with_a_readable_reason(
 
 def _with_recipe(run_ctx, instance):
     """Point the recipes file's demo/calc recipe at the instance's (renamed) repo."""
-    path = run_ctx.settings.recipes_file
+    path = run_ctx.settings.environment.recipes_file
     recipes = json.loads(path.read_text())
     if not any(r["repo"] == instance.repo for r in recipes):
         clone = dict(next(r for r in recipes if r["repo"] == "demo/calc"), repo=instance.repo)
         extended = path.parent / f"recipes-{instance.repo.replace('/', '_')}.json"
         extended.write_text(json.dumps([*recipes, clone]))
-        run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": extended})
+        run_ctx.settings = run_ctx.settings.replace(**{"recipes_file": extended})
     return instance
 
 
@@ -246,9 +248,7 @@ def test_fetching_an_exact_python_falls_back_to_the_base_image_offline(
         recipe["python"] = "3.10"  # no base image has it; uv cannot download it here
     wanted = tmp_path / "recipes.json"
     wanted.write_text(json.dumps(recipes))
-    run_ctx.settings = run_ctx.settings.model_copy(
-        update={"recipes_file": wanted, "fetch_python": True}
-    )
+    run_ctx.settings = run_ctx.settings.replace(**{"recipes_file": wanted, "fetch_python": True})
     instance = synthetic_instances["demo__units-1"]
     prepared = prepare_instance(run_ctx, instance)
     assert (prepared.plan.python, prepared.plan.fetch_python) == ("3.11", "3.10")
@@ -289,8 +289,8 @@ def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hi
     ]
     instance = synthetic_instances["demo__units-1"]
     with FakeAnthropic(script) as fake:
-        run_ctx.settings = run_ctx.settings.model_copy(
-            update={
+        run_ctx.settings = run_ctx.settings.replace(
+            **{
                 "setup_strategy": "llm",
                 "anthropic_api_key": "test",
                 "anthropic_base_url": fake.url,

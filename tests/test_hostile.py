@@ -493,7 +493,7 @@ def _answer_bomb(run: Run) -> None:
 def _rewriter(run: Run) -> None:
     # the loop was writing the gold fix when the participant answered with the half fix;
     # it was stopped before the participant's own container was reset and graded
-    assert run.ctx.settings.grade_in_participant_container
+    assert run.ctx.settings.grading.grade_in_participant_container
     patch = (run.ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
     assert "return a * b" in patch and "return a // b" not in patch
     assert "FAILED tests/test_calc.py::test_floordiv_negative" in run.test_output()
@@ -655,8 +655,8 @@ def _serve(participant: HostileParticipant, own_process: bool) -> Iterator[str]:
 def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factory):
     """Runs each group once, on first use; yields a getter."""
     done: dict[str, Run] = {}
-    settings = env_settings.model_copy(
-        update={
+    settings = env_settings.replace(
+        **{
             "validate_env": False,
             "disk_limit": "200m",
             "disk_poll": 0.5,
@@ -671,7 +671,7 @@ def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factor
             return done[name]
         group = GROUPS[name]
         ctx = RunContext(
-            settings.model_copy(update=group.get("settings", {})),
+            settings.replace(**group.get("settings", {})),
             docker_client,
             TEST_RUN_ID,
             RunDir(tmp_path_factory.mktemp(f"hostile-{name}")),
@@ -681,7 +681,7 @@ def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factor
         with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
             results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=2))
         extra = {
-            "fix_commit": _fix_commit(Path(env_settings.dataset)),
+            "fix_commit": _fix_commit(Path(env_settings.dataset.dataset)),
             "rss_growth_mb": sampler.growth_mb(),
         }
         done[name] = Run({r.instance_id: r for r in results}, participant, ctx, extra)

@@ -32,7 +32,7 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
     from orchestrator.housekeeping import keep_stopped, list_containers, stop_run_containers
 
     instance = synthetic_instances["demo__units-1"]
-    image = run_ctx.settings.base_image()
+    image = run_ctx.settings.environment.base_image()
     first = run_ctx.start_sandbox(image, instance, "participant", network=False)
     second = run_ctx.start_sandbox(image, instance, "participant", network=False)
     try:
@@ -46,7 +46,7 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
         # the image's use is recorded for `envs prune`
         from orchestrator.housekeeping import last_use
 
-        assert last_use(run_ctx.settings.data_dir, image) is not None
+        assert last_use(run_ctx.settings.storage.data_dir, image) is not None
     finally:
         first.remove()
         second.remove()
@@ -103,12 +103,12 @@ def test_a_failed_environment_setup_keeps_its_container_stopped(
     from orchestrator.run.context import RunContext
     from orchestrator.run.results import RunDir
 
-    recipes = json.loads(env_settings.recipes_file.read_text())
+    recipes = json.loads(env_settings.environment.recipes_file.read_text())
     for recipe in recipes:
         recipe["install"] = "echo 'editable mode requires setup.py' >&2; exit 3"
     broken = tmp_path / "recipes.json"
     broken.write_text(json.dumps(recipes))
-    settings = env_settings.model_copy(update={"recipes_file": broken})
+    settings = env_settings.replace(**{"recipes_file": broken})
     ctx = RunContext(settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))
     with pytest.raises(SetupFailed) as failed:
         prepare_instance(ctx, synthetic_instances["demo__units-1"])

@@ -12,8 +12,8 @@ import duckdb
 import pytest
 
 from orchestrator.frontends.assessment import parse_request
+from orchestrator.frontends.assessment_text import leaderboard_data, summary_text
 from orchestrator.frontends.compat03 import integral
-from orchestrator.frontends.server import leaderboard_data, summary_text
 from orchestrator.models import Reason, Status
 from orchestrator.run.results import RunDir
 from tests.test_results import _result, leaderboard_rows

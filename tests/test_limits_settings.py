@@ -19,8 +19,8 @@ def test_disk_sizes(text, expected):
 
 def test_defaults_are_ten_gigabytes_and_twenty_megabytes():
     settings = load_settings()
-    assert settings.disk_bytes() == 10 << 30
-    assert settings.max_reply_bytes == 20_000_000
+    assert settings.sandbox.disk_bytes() == 10 << 30
+    assert settings.participant.max_reply_bytes == 20_000_000
 
 
 def test_a_bad_disk_limit_is_a_one_line_user_error():

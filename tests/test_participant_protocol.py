@@ -633,7 +633,7 @@ def testbed(make_sandbox) -> tuple[Any, str]:
 @pytest.mark.container
 @pytest.mark.parametrize("style", ["message", "input-required"])
 def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_path):
-    from orchestrator.participant.client import default_tools, sandbox_tool_runner
+    from orchestrator.participant.tools_host import default_tools, sandbox_tool_runner
     from orchestrator.patches.container_diff import container_diff
 
     sandbox, base = testbed
@@ -703,7 +703,7 @@ def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_p
 
 @pytest.mark.container
 def test_bad_calls_with_real_tools(testbed, instance, tmp_path):
-    from orchestrator.participant.client import default_tools, sandbox_tool_runner
+    from orchestrator.participant.tools_host import default_tools, sandbox_tool_runner
 
     sandbox, _ = testbed
     participant = scripted(

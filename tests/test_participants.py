@@ -180,7 +180,7 @@ def test_limits_from_settings():
     settings = Settings(
         max_tool_calls=5, tool_timeout=7, instance_timeout=60, participant_timeout=11
     )
-    limits = ParticipantLimits.from_settings(settings)
+    limits = ParticipantLimits.from_settings(settings.participant)
     assert (
         limits.max_tool_calls,
         limits.tool_timeout,

@@ -84,7 +84,7 @@ def test_validation_catches_a_broken_environment(
             recipe["packages"] = []  # no pytest: the test command cannot run
     broken = tmp_path / "recipes.json"
     broken.write_text(json.dumps(recipes))
-    run_ctx.settings = run_ctx.settings.model_copy(update={"recipes_file": broken})
+    run_ctx.settings = run_ctx.settings.replace(**{"recipes_file": broken})
     [result] = _evaluate(run_ctx, [synthetic_instances["demo__calc-1"]], gold_url)
     assert (result.status, result.reason) == (Status.ERROR, Reason.ENVIRONMENT)
     assert "validation" in result.message

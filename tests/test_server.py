@@ -31,15 +31,13 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
-from orchestrator.frontends.server import (
-    HostSlots,
-    build_app,
-    host_allowed,
+from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
+from orchestrator.frontends.assessment_text import (
     infrastructure_failure,
     progress_text,
-    split_hosts,
     summary_text,
 )
+from orchestrator.frontends.server import build_app
 from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
@@ -158,7 +156,7 @@ def test_malformed_requests_are_rejected_with_the_reason(fast_settings: Settings
             assert state == "TASK_STATE_REJECTED", (text, message)
             assert expected in message
             assert events[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
-    assert not list((fast_settings.runs_dir).glob("*")), "a rejected request made a run dir"
+    assert not list((fast_settings.storage.runs_dir).glob("*")), "a rejected request made a run dir"
 
 
 def test_unknown_keys_are_ignored_and_named_in_the_summary(fast_settings: Settings) -> None:
@@ -191,7 +189,7 @@ def test_no_docker_daemon_fails_the_task_and_the_server_lives_on(
 
 
 def test_unreadable_dataset_fails_the_task(fast_settings: Settings, tmp_path: Path) -> None:
-    settings = fast_settings.model_copy(update={"dataset": str(tmp_path / "missing.jsonl")})
+    settings = fast_settings.replace(**{"dataset": str(tmp_path / "missing.jsonl")})
     with green_agent(settings) as url:
         state, message = final_status(assess(url, _request(count=1)))
     assert state == "TASK_STATE_FAILED"
@@ -232,11 +230,11 @@ def test_hostile_requests_are_rejected_not_crashed(
         state, message = final_status(assess(url, text))
     assert state == "TASK_STATE_REJECTED", message
     assert expected in message and "internal error" not in message
-    assert not list(fast_settings.runs_dir.glob("*"))
+    assert not list(fast_settings.storage.runs_dir.glob("*"))
 
 
 def test_participant_hosts_outside_the_allow_list_are_rejected(fast_settings: Settings) -> None:
-    settings = fast_settings.model_copy(update={"serve_allowed_hosts": "127.0.0.1, *.internal"})
+    settings = fast_settings.replace(**{"serve_allowed_hosts": "127.0.0.1, *.internal"})
     with green_agent(settings) as url:
         state, message = final_status(assess(url, _request("http://10.1.2.3:9019/", count=1)))
         assert state == "TASK_STATE_REJECTED"
@@ -266,7 +264,7 @@ def test_card_is_served_at_the_legacy_path_too(fast_settings: Settings) -> None:
 
 
 def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) -> None:
-    settings = fast_settings.model_copy(update={"serve_token": "s3cret"})
+    settings = fast_settings.replace(**{"serve_token": "s3cret"})
     with green_agent(settings) as url:
         card = httpx.get(url + ".well-known/agent-card.json").json()
         assert httpx.get(url + ".well-known/agent.json").status_code == 200
@@ -294,14 +292,17 @@ def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> No
     )  # fmt: skip
     (host, port, card_url), kwargs = calls[0]
     assert (host, port, card_url) == ("127.0.0.1", 9009, None)
-    assert kwargs["settings"].serve_keep_containers == "never"  # serve's default
-    assert kwargs["settings"].serve_token is None
+    assert kwargs["settings"].serve.serve_keep_containers == "never"  # serve's default
+    assert kwargs["settings"].serve.serve_token is None
     (host, port, card_url), kwargs = calls[1]
     assert (host, port, card_url) == ("0.0.0.0", 9009, "http://g:9009/")
     settings = kwargs["settings"]
-    assert settings.serve_token == "t" and settings.serve_allowed_hosts == "127.0.0.1,*.internal"
-    assert settings.serve_keep_containers == "on_failure"
-    assert settings.serve_max_kept_containers == 3
+    assert (
+        settings.serve.serve_token == "t"
+        and settings.serve.serve_allowed_hosts == "127.0.0.1,*.internal"
+    )
+    assert settings.serve.serve_keep_containers == "on_failure"
+    assert settings.serve.serve_max_kept_containers == 3
 
 
 # ---------------------------------------------------------------------- integers for 0.3
@@ -379,7 +380,7 @@ def test_infrastructure_failure_needs_every_instance_to_fail_before_the_particip
 
 @pytest.mark.container
 def test_no_base_image_fails_the_task_with_the_fix(fast_settings: Settings) -> None:
-    settings = fast_settings.model_copy(update={"image_prefix": "swe-green-nothing-here"})
+    settings = fast_settings.replace(**{"image_prefix": "swe-green-nothing-here"})
     with green_agent(settings) as url:
         state, message = final_status(assess(url, _request(instance_ids="demo__calc-1")))
     assert state == "TASK_STATE_FAILED"
@@ -392,15 +393,15 @@ def test_every_instance_failing_before_the_participant_fails_the_task(
     fast_settings: Settings, env_settings: Settings
 ) -> None:
     """No recipes and no API key: every environment fails before any participant call."""
-    settings = fast_settings.model_copy(
-        update={"image_prefix": env_settings.image_prefix, "setup_strategy": "recipe"}
+    settings = fast_settings.replace(
+        **{"image_prefix": env_settings.environment.image_prefix, "setup_strategy": "recipe"}
     )
     with green_agent(settings) as url:
         state, message = final_status(assess(url, _request(pattern="demo__*")))
     assert state == "TASK_STATE_FAILED"
     assert "could not evaluate: all 3 instance(s) failed before the participant" in message
     assert "Fix the green agent's host" in message
-    (run_dir,) = settings.runs_dir.iterdir()
+    (run_dir,) = settings.storage.runs_dir.iterdir()
     assert not (run_dir / "results.json").exists()
 
 
@@ -430,10 +431,8 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
     from orchestrator.participant.reference import make_participant, running
 
-    settings = env_settings.model_copy(
-        update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
-    )
-    gold = make_participant("gold", dataset=settings.dataset)
+    settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
+    gold = make_participant("gold", dataset=settings.dataset.dataset)
     with running(gold) as gold_url, green_agent(settings, heartbeat=5.0) as url:
         request = _request(gold_url, instance_ids=",".join(SYNTHETIC_IDS), concurrency=3)
         events = run_03_client(url, request, timeout=2300)
@@ -502,10 +501,8 @@ def test_two_assessments_at_once_get_their_own_runs(env_settings: Settings, tmp_
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
     from orchestrator.participant.reference import make_participant, running
 
-    settings = env_settings.model_copy(
-        update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
-    )
-    gold = make_participant("gold", dataset=settings.dataset)
+    settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
+    gold = make_participant("gold", dataset=settings.dataset.dataset)
     with running(gold) as gold_url, green_agent(settings) as url:
         request = _request(gold_url, instance_ids=["demo__units-1"])
         clients = [
@@ -571,9 +568,7 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
     from orchestrator.participant.reference import running
     from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
-    settings = env_settings.model_copy(
-        update={"runs_dir": tmp_path / "runs", "keep_containers": "never"}
-    )
+    settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=600)))
     with running(slow) as slow_url, green_agent(settings) as url:
         request = _request(slow_url, instance_ids=["demo__units-1"])
@@ -651,10 +646,10 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
     from orchestrator.participant.reference import make_participant, running
     from tests.test_leaderboard import GREEN_ID, PURPLE_ID, run_query
 
-    settings = env_settings.model_copy(
-        update={"runs_dir": tmp_path / "runs", "serve_allowed_hosts": "127.0.0.1"}
+    settings = env_settings.replace(
+        **{"runs_dir": tmp_path / "runs", "serve_allowed_hosts": "127.0.0.1"}
     )
-    gold = make_participant("gold", dataset=settings.dataset)
+    gold = make_participant("gold", dataset=settings.dataset.dataset)
     config = {
         "pattern": "demo__*",
         "concurrency": 2,
@@ -713,7 +708,7 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
     fast_settings: Settings, docker_client: docker.DockerClient, base_image: str
 ) -> None:
     from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
-    from orchestrator.frontends.server import AssessmentExecutor
+    from orchestrator.frontends.assessment_executor import AssessmentExecutor
     from orchestrator.housekeeping import list_containers
 
     run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
@@ -726,7 +721,7 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
             container.wait(timeout=30)
             made.append(container.name)
             time.sleep(1.1)  # distinct creation times
-        settings = fast_settings.model_copy(update={"serve_max_kept_containers": 1})
+        settings = fast_settings.replace(**{"serve_max_kept_containers": 1})
         AssessmentExecutor(settings)._prune_kept(docker_client)
         left = [info.name for info in list_containers(docker_client, run_id=run_id)]
         assert left == [made[-1]]  # the newest stays
@@ -749,10 +744,10 @@ def test_the_host_cap_holds_across_concurrent_assessments(
     from orchestrator.housekeeping import list_containers
     from orchestrator.participant.reference import make_participant, running
 
-    settings = env_settings.model_copy(
-        update={"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}
+    settings = env_settings.replace(
+        **{"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}
     )
-    gold = make_participant("gold", dataset=settings.dataset)
+    gold = make_participant("gold", dataset=settings.dataset.dataset)
     peak = 0
     stop = threading.Event()
 

@@ -12,24 +12,26 @@ from pathlib import Path
 import anthropic
 import pytest
 
+from orchestrator.environments.setup_agent import SetupAgent
 from orchestrator.environments.setup_llm import (
+    activate_script,
+    check_llm_settings,
+    make_client,
+    run_llm_setup,
+)
+from orchestrator.environments.setup_log import SetupLog
+from orchestrator.environments.setup_models import (
     ACTIVATE_PATH,
     AgentLimits,
     FinishArgs,
     FinishCheck,
     LlmSetupResult,
     RetryPolicy,
-    SetupAgent,
     SetupFacts,
-    SetupLog,
-    activate_script,
-    check_llm_settings,
-    make_client,
-    run_llm_setup,
 )
 from orchestrator.errors import UserError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.settings import Settings
+from orchestrator.settings import Settings, SetupAgentSettings
 
 from .fake_anthropic import (
     FORBIDDEN,
@@ -139,9 +141,11 @@ def test_auto_and_recipe_strategies_need_no_key():
 
 def test_client_from_settings_uses_the_base_url_and_no_sdk_retries():
     with pytest.raises(UserError):
-        make_client(Settings())
+        make_client(Settings().setup_agent)
     with FakeAnthropic([OVERLOADED, Reply([text("hi")])]) as fake:
-        client = make_client(Settings(anthropic_api_key="k", anthropic_base_url=fake.url))
+        client = make_client(
+            Settings(anthropic_api_key="k", anthropic_base_url=fake.url).setup_agent
+        )
         assert client.max_retries == 0
         with pytest.raises(anthropic.InternalServerError):
             client.messages.create(model="m", max_tokens=5, messages=[])
@@ -408,8 +412,8 @@ def testbed(make_sandbox, tmp_path):
     return sandbox
 
 
-def container_settings(**limits: object) -> Settings:
-    return Settings(anthropic_api_key="test", setup_model="claude-test", **limits)
+def container_settings(**limits: object) -> SetupAgentSettings:
+    return Settings(anthropic_api_key="test", setup_model="claude-test", **limits).setup_agent
 
 
 @pytest.mark.container

@@ -149,7 +149,7 @@ def select(
 
 def resolve(settings: Settings, selection: Selection) -> list[Instance]:
     """The instances ``selection`` picks from the configured dataset."""
-    instances = load_instances(settings.dataset, settings.dataset_split)
+    instances = load_instances(settings.dataset.dataset, settings.dataset.dataset_split)
     return select(instances, **selection.model_dump())
 
 

@@ -104,7 +104,7 @@ class PreparedInstance(BaseModel):
 # ----------------------------------------------------------------------------- planning
 def find_recipe(ctx: RunContext, instance: Instance) -> Recipe | None:
     """The user's recipes file first, then the shipped recipes."""
-    extra = ctx.settings.recipes_file
+    extra = ctx.settings.environment.recipes_file
     if extra is not None:
         try:
             items = json.loads(Path(extra).read_text())
@@ -124,13 +124,13 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
     """Pick the strategy, the Python and the base image; compute the cache key."""
     settings = ctx.settings
     recipe = find_recipe(ctx, instance)
-    strategy = settings.setup_strategy
+    strategy = settings.environment.setup_strategy
     if strategy == "auto":
         strategy = "recipe" if recipe else "llm"
     if strategy == "llm":
         from orchestrator.environments.setup_llm import check_llm_settings, llm_available
 
-        if not llm_available(settings):
+        if not llm_available(settings.setup_agent):
             raise SetupFailed(
                 f"no recipe for {instance.repo} version {instance.version!r} and no API key "
                 "for the LLM setup agent (set ANTHROPIC_API_KEY)"
@@ -141,7 +141,7 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
             f"no recipe for {instance.repo} version {instance.version!r}; "
             "use setup_strategy=llm or auto with an API key"
         )
-    available = available_pythons(ctx.client, settings.image_prefix)
+    available = available_pythons(ctx.client, settings.environment.image_prefix)
     if not available:
         raise UserError(
             "No base image is built on this host.", "run `swe-green images build --python 3.11`."
@@ -151,12 +151,16 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         python, exact = recipe.nearest_python(available)
         pins = pins_for(recipe, instance)
         identity = {"strategy": "recipe", "recipe": recipe_key(recipe), "pins": pins}
-        if (settings.fetch_python or settings.python_mirror) and not exact:
+        if (settings.environment.fetch_python or settings.environment.python_mirror) and not exact:
             identity["fetch_python"] = recipe.python
     else:
-        python = settings.base_python if settings.base_python in available else available[-1]
+        python = (
+            settings.environment.base_python
+            if settings.environment.base_python in available
+            else available[-1]
+        )
         exact, pins = True, []
-        identity = {"strategy": "llm", "model": settings.setup_model}
+        identity = {"strategy": "llm", "model": settings.setup_agent.setup_model}
     raw = json.dumps(
         {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
         | identity
@@ -168,7 +172,7 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         recipe=recipe if strategy == "recipe" else None,
         python=python,
         python_exact=exact,
-        base_image=image_name(settings.image_prefix, python),
+        base_image=image_name(settings.environment.image_prefix, python),
         pins=pins,
         env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
         fetch_python=identity.get("fetch_python"),
@@ -176,16 +180,18 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
 
 
 def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
-    return f"{ctx.settings.image_prefix}/env:{instance.owner_name.lower()}-{plan.env_key}"
+    return (
+        f"{ctx.settings.environment.image_prefix}/env:{instance.owner_name.lower()}-{plan.env_key}"
+    )
 
 
 def instance_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
     tag = f"{instance.instance_id.lower()}-{plan.instance_key(instance)}"
-    return f"{ctx.settings.image_prefix}/instance:{tag}"
+    return f"{ctx.settings.environment.image_prefix}/instance:{tag}"
 
 
 def _lock(ctx: RunContext, key: str) -> FileLock:
-    locks = ctx.settings.data_dir / "locks"
+    locks = ctx.settings.storage.data_dir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     return FileLock(str(locks / f"{key}.lock"))
 
@@ -388,7 +394,7 @@ def ensure_env_image(
                     plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
                 )
                 ok, why = _run_logged(
-                    sandbox, script, log_path, "setup", ctx.settings.install_timeout
+                    sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout
                 )
             else:
                 ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
@@ -419,7 +425,7 @@ def _put_python_mirror(ctx: RunContext, sandbox: Sandbox) -> dict[str, str]:
     """The environment for ``uv python install`` from the configured mirror: a URL is passed
     on; a host directory is copied into the set-up container (removed by the script, so it
     is in no image)."""
-    mirror = ctx.settings.python_mirror
+    mirror = ctx.settings.environment.python_mirror
     if not mirror:
         return {}
     if re.match(r"^(https?|file)://", mirror):
@@ -438,10 +444,11 @@ def _llm_setup(
     ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, built: EnvImage
 ) -> tuple[bool, str]:
     """Phases 2-3 by the LLM setup agent; fills ``built`` with what it found."""
-    from orchestrator.environments.setup_llm import SetupFacts, run_llm_setup
+    from orchestrator.environments.setup_llm import run_llm_setup
+    from orchestrator.environments.setup_models import SetupFacts
 
     result = run_llm_setup(
-        sandbox, SetupFacts.from_instance(instance), ctx.settings, log_path.parent
+        sandbox, SetupFacts.from_instance(instance), ctx.settings.setup_agent, log_path.parent
     )
     built.tokens = {"input": result.input_tokens, "output": result.output_tokens}
     built.test_cmd = result.test_command or None
@@ -464,7 +471,7 @@ def _building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
 
 def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
     """Keep a failed container for inspection (per settings), stopped; its name, or None."""
-    if ctx.settings.keep_containers == "never":
+    if ctx.settings.sandbox.keep_containers == "never":
         sandbox.remove()
         return None
     return keep_stopped(sandbox)
@@ -540,7 +547,7 @@ def ensure_instance_image(
                 )
             script = base_commit_script(instance, reinstall)
             ok, why = _run_logged(
-                sandbox, script, log_path, "base-commit", ctx.settings.install_timeout
+                sandbox, script, log_path, "base-commit", ctx.settings.environment.install_timeout
             )
             if not ok:
                 raise SetupFailed(f"base commit: {why}", _keep(ctx, sandbox))

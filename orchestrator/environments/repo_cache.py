@@ -3,8 +3,8 @@
 One bare mirror per repository, ``<data_dir>/mirrors/owner__name.git``, cloned once (heads and
 tags) and fetched again only when a needed commit is missing; a commit that no branch or tag
 reaches is then fetched by id and kept under ``refs/swe-green/<sha>``. The source is
-``settings.mirror_dir / "owner__name.git"`` when ``mirror_dir`` is set, else
-``settings.repo_url_template`` (placeholders ``{repo}``, ``{owner}``, ``{name}``,
+``settings.repos.mirror_dir / "owner__name.git"`` when ``mirror_dir`` is set, else
+``settings.repos.repo_url_template`` (placeholders ``{repo}``, ``{owner}``, ``{name}``,
 ``{owner_name}``). A :class:`filelock.FileLock` per mirror serialises clone and fetch across
 threads and processes; a clone goes to a temporary directory first, so a mirror that exists
 is complete.
@@ -62,22 +62,22 @@ class GitError(RuntimeError):
 
 def mirror_path(settings: Settings, repo: str) -> Path:
     """Where the bare mirror of ``repo`` (``owner/name``) lives."""
-    return settings.data_dir / "mirrors" / f"{_owner_name(repo)}.git"
+    return settings.storage.data_dir / "mirrors" / f"{_owner_name(repo)}.git"
 
 
 def source_url(settings: Settings, repo: str) -> str:
     """The URL or local path the mirror of ``repo`` is cloned and fetched from."""
     owner_name = _owner_name(repo)
-    if settings.mirror_dir is not None:
-        return str(Path(settings.mirror_dir).expanduser().resolve() / f"{owner_name}.git")
+    if settings.repos.mirror_dir is not None:
+        return str(Path(settings.repos.mirror_dir).expanduser().resolve() / f"{owner_name}.git")
     owner, name = repo.split("/", 1)
     try:
-        return settings.repo_url_template.format(
+        return settings.repos.repo_url_template.format(
             repo=repo, owner=owner, name=name, owner_name=owner_name
         )
     except (KeyError, IndexError, ValueError) as exc:
         raise RepoError(
-            f"Repository URL template {settings.repo_url_template!r} is invalid ({exc!r}).",
+            f"Repository URL template {settings.repos.repo_url_template!r} is invalid ({exc!r}).",
             "use only the placeholders {repo}, {owner}, {name} and {owner_name}.",
         ) from None
 

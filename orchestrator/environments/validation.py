@@ -37,9 +37,11 @@ class Validation(BaseModel):
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user
     tag = instance_image.rsplit(":", 1)[-1]
-    runs = ctx.settings.validation_runs
-    suffix = ("" if runs == 1 else f"-r{runs}") + ("-u" if ctx.settings.unprivileged_tests else "")
-    return ctx.settings.data_dir / "validation" / f"{tag}{suffix}.json"
+    runs = ctx.settings.environment.validation_runs
+    suffix = ("" if runs == 1 else f"-r{runs}") + (
+        "-u" if ctx.settings.grading.unprivileged_tests else ""
+    )
+    return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
 
 def validate_instance(
@@ -50,10 +52,10 @@ def validate_instance(
     if cache.exists():
         return Validation.model_validate_json(cache.read_text()).model_copy(update={"cached": True})
     started = time.monotonic()
-    timeout = ctx.settings.test_timeout
+    timeout = ctx.settings.grading.test_timeout
     out_dir = ctx.instance_dir(instance)
 
-    user = TEST_USER if ctx.settings.unprivileged_tests else None
+    user = TEST_USER if ctx.settings.grading.unprivileged_tests else None
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
         base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
@@ -63,7 +65,7 @@ def validate_instance(
 
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
-        applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.patch_fuzz)
+        applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.grading.patch_fuzz)
         golds = []
         reinstalled = None
         if applied.applied:  # a gold patch that adds a dependency is installed again
@@ -73,7 +75,7 @@ def validate_instance(
                     update={"applied": False, "error": f"reinstall failed: {reinstalled[1]}"}
                 )
         if applied.applied:  # the eval script restores the test files: it can run again
-            for _ in range(ctx.settings.validation_runs):
+            for _ in range(ctx.settings.environment.validation_runs):
                 golds.append(run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user))
                 if golds[-1].timed_out or golds[-1].crash:
                     break

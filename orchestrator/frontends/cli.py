@@ -45,10 +45,9 @@ def _root(
         bool, typer.Option("-v", "--verbose", help="Runs: log lines on stderr too.")
     ] = False,
 ) -> None:
-    if log_json:
-        os.environ["SWE_GREEN_LOG_JSON"] = "true"  # for the commands' own settings too
     s = settings()
-    configure_logging(json_lines=s.log_json, level=s.log_level, verbose=verbose)
+    json_lines = log_json or s.run.log_json
+    configure_logging(json_lines=json_lines, level=s.run.log_level, verbose=verbose)
 
 
 @app.command("config")
@@ -58,15 +57,14 @@ def config_cmd(
     ] = False,
 ) -> None:
     """Print every setting: its value and where the value comes from."""
-    from orchestrator.settings import setting_sources
+    from orchestrator.settings import SECRETS, setting_names, setting_sources
 
     s = settings()
     sources = setting_sources()
     width = max(console.width, 40)
-    name_width = max(len(name) for name in Settings.model_fields)
-    for name, field in Settings.model_fields.items():
-        value = getattr(s, name)
-        if name in ("anthropic_api_key", "serve_token") and value:
+    name_width = max(len(name) for name in setting_names())
+    for name, field, value in s.items():
+        if name in SECRETS and value:
             value = "***"
         source = sources.get(name, "default")
         room = width - name_width - len(source) - 4

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -122,7 +123,7 @@ def validate_cmd(
 
     with (
         run_log(ctx.run_dir.path) as log_path,
-        active_run(settings.data_dir, run_id, [inst.instance_id for inst in chosen]),
+        active_run(settings.storage.data_dir, run_id, [inst.instance_id for inst in chosen]),
         progress.live_display(),
     ):
         records = run_sweep(ctx, chosen, concurrency, on_done=done)
@@ -169,7 +170,7 @@ def envs_ls() -> None:
 
     settings = _settings()
     table = Table("image", "kind", "own size", "last used")
-    images = cached_images(connect(), settings.data_dir, settings.image_prefix)
+    images = cached_images(connect(), settings.storage.data_dir, settings.environment.image_prefix)
     for image in images:
         table.add_row(image.tag, image.kind, _size(image.size), _ago(image.last_used))
     console.print(table)
@@ -211,11 +212,15 @@ def envs_prune(
     settings = _settings()
     client = connect()
     plan = plan_prune(
-        client, settings.data_dir, settings.image_prefix, keep_days=keep_days, max_size=limit
+        client,
+        settings.storage.data_dir,
+        settings.environment.image_prefix,
+        keep_days=keep_days,
+        max_size=limit,
     )
     removed = [image.tag for image in plan.remove]
     if not dry_run:
-        removed = execute_prune(client, settings.data_dir, plan)
+        removed = execute_prune(client, settings.storage.data_dir, plan)
     verb = "would remove" if dry_run else "removed"
     console.print(
         f"{verb} {len(removed)} image(s), {_size(plan.freed)}; "
@@ -255,7 +260,7 @@ def _participant(spec: str, settings: Settings) -> Iterator[str]:
             f"{spec!r} is neither a URL nor a reference participant.",
             f"pass an http(s) URL or one of: {', '.join(KINDS)}.",
         )
-    with running(make_participant(spec, dataset=settings.dataset)) as url:
+    with running(make_participant(spec, dataset=settings.dataset.dataset)) as url:
         yield url
 
 
@@ -276,71 +281,101 @@ def run_cmd(
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run.")] = None,
 ) -> None:  # fmt: skip
     """Evaluate a participant on a selection of instances (batch job)."""
-    from orchestrator.dataset.instances import Selection, resolve
-    from orchestrator.frontends.report import print_report
-    from orchestrator.run.scheduler import run_evaluation
+    from orchestrator.dataset.instances import Selection
 
     overrides: dict[str, object] = {
         "dataset": dataset, "setup_strategy": strategy, "instance_timeout": instance_timeout,
         "test_timeout": test_timeout, "validate_env": False if no_validate else None,
     }  # fmt: skip
+    plan = _RunPlan(
+        participant=participant, participant_id=participant_id, concurrency=concurrency,
+        selection=Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard),
+        overrides=_present(overrides),
+    )  # fmt: skip
     if resume is not None:
-        run_dir = resume
-        if not (run_dir / "config.json").exists():
-            raise UserError(f"{run_dir} is not a run directory.", "pass the path `run` printed.")
-        saved = _read_json(run_dir / "config.json")
-        overrides = {**saved.get("settings_overrides", {}), **_present(overrides)}
-        participant = participant or saved.get("participant")
-        selection = Selection(**saved.get("selection", {}))
-        participant_id = participant_id or saved.get("participant_id")
-        concurrency = concurrency or saved.get("concurrency")
-    else:
-        selection = Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard)
-    if not participant:
+        plan = _resumed(plan, resume)
+    _run_batch(plan, resume=resume, output=output)
+
+
+@dataclasses.dataclass
+class _RunPlan:
+    """What a batch run evaluates, as given (or as saved by the run it resumes)."""
+
+    participant: str | None
+    participant_id: str | None
+    concurrency: int | None
+    selection: Any
+    overrides: dict[str, object]
+    run_id: str | None = None
+
+
+def _resumed(plan: _RunPlan, run_dir: Path) -> _RunPlan:
+    """``plan`` completed from the ``config.json`` of the run it continues."""
+    from orchestrator.dataset.instances import Selection
+
+    if not (run_dir / "config.json").exists():
+        raise UserError(f"{run_dir} is not a run directory.", "pass the path `run` printed.")
+    saved = _read_json(run_dir / "config.json")
+    return _RunPlan(
+        participant=plan.participant or saved.get("participant"),
+        participant_id=plan.participant_id or saved.get("participant_id"),
+        concurrency=plan.concurrency or saved.get("concurrency"),
+        selection=Selection(**saved.get("selection", {})),
+        overrides={**saved.get("settings_overrides", {}), **plan.overrides},
+        run_id=saved["run_id"],
+    )
+
+
+def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> None:
+    """Start (or resume) the run, evaluate it with the live display, then report."""
+    from orchestrator.dataset.instances import resolve
+    from orchestrator.frontends.report import print_report
+
+    if not plan.participant:
         raise UserError("No participant given.", "pass --participant URL (or gold / empty).")
-    settings = _settings(**overrides)
-    instances = resolve(settings, selection)
-    if settings.setup_strategy == "llm":
+    settings = _settings(**plan.overrides)
+    instances = resolve(settings, plan.selection)
+    if settings.environment.setup_strategy == "llm":
         from orchestrator.environments.setup_llm import check_llm_settings
 
         check_llm_settings(settings)
     ctx = _start_run(
-        settings, "run", resume, output, run_id=saved["run_id"] if resume else None,
-        participant=participant, participant_id=participant_id,
-        selection=selection.model_dump(exclude_none=True), concurrency=concurrency,
-        settings_overrides=_present(overrides), instances=[i.instance_id for i in instances],
+        settings, "run", resume, output, run_id=plan.run_id,
+        participant=plan.participant, participant_id=plan.participant_id,
+        selection=plan.selection.model_dump(exclude_none=True), concurrency=plan.concurrency,
+        settings_overrides=plan.overrides, instances=[i.instance_id for i in instances],
     )  # fmt: skip
-    run_id, run_dir = ctx.run_id, ctx.run_dir.path
-    console.print(f"run {run_id}: {len(instances)} instance(s) -> {run_dir}")
-    progress = _LiveProgress(len(instances))
+    console.print(f"run {ctx.run_id}: {len(instances)} instance(s) -> {ctx.run_dir.path}")
     # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
-    with run_log(run_dir) as log_path, _participant(participant, settings) as url:
+    with run_log(ctx.run_dir.path) as log_path, _participant(plan.participant, settings) as url:
         _check_reachable(url)
-        try:
-            with progress.live_display():
-                results = asyncio.run(
-                    _run_interruptible(
-                        run_evaluation(
-                            ctx, instances, url, concurrency=concurrency,
-                            on_event=progress.update, resume=resume is not None,
-                        ),
-                        ctx,
-                    )
-                )  # fmt: skip
-        except KeyboardInterrupt:
-            from orchestrator.run.scheduler import clean_unfinished
-
-            clean_unfinished(ctx, ctx.run_dir.finished_ids())
-            err_console.print(
-                f"interrupted: finished results kept in {run_dir}; continue with "
-                f"`swe-green run --resume {run_dir}`"
-            )
-            raise typer.Exit(130) from None
-    name = participant_id or _participant_name(participant)
+        results = _evaluate_live(ctx, instances, url, plan.concurrency, resumed=resume is not None)
+    name = plan.participant_id or _participant_name(plan.participant)
     path = ctx.run_dir.write_leaderboard("agent", name, results)
     print_report(ctx.run_dir, console=console)
     console.print(f"log: {log_path}")
     console.print(f"results: {path}")
+
+
+def _evaluate_live(ctx, instances, url: str, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
+    """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
+    from orchestrator.run.scheduler import clean_unfinished, run_evaluation
+
+    progress = _LiveProgress(len(instances))
+    evaluation = run_evaluation(
+        ctx, instances, url, concurrency=concurrency, on_event=progress.update, resume=resumed
+    )
+    try:
+        with progress.live_display():
+            return asyncio.run(_run_interruptible(evaluation, ctx))
+    except KeyboardInterrupt:
+        clean_unfinished(ctx, ctx.run_dir.finished_ids())
+        run_dir = ctx.run_dir.path
+        err_console.print(
+            f"interrupted: finished results kept in {run_dir}; continue with "
+            f"`swe-green run --resume {run_dir}`"
+        )
+        raise typer.Exit(130) from None
 
 
 async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202
@@ -503,18 +538,24 @@ def demo_cmd(
     concurrency: Annotated[int | None, typer.Option()] = None,
 ) -> None:
     """Evaluate the synthetic instances offline (no GitHub, no Hugging Face)."""
+    from orchestrator.dataset.instances import Selection
     from orchestrator.dataset.synthetic import build_synthetic
+    from orchestrator.settings import setting_sources
 
     settings = _settings()
-    demo_dir = build_synthetic(settings.data_dir / "demo")
-    import os
-
-    os.environ["SWE_GREEN_DATASET"] = str(demo_dir / "instances.jsonl")
-    os.environ["SWE_GREEN_MIRROR_DIR"] = str(demo_dir / "mirrors")
-    os.environ["SWE_GREEN_RECIPES_FILE"] = str(demo_dir / "recipes.json")
-    os.environ.setdefault("SWE_GREEN_UNPRIVILEGED_TESTS", "true")
-    os.environ.setdefault("SWE_GREEN_SETUP_STRATEGY", "recipe")
-    run_cmd(participant=participant, concurrency=concurrency, participant_id=f"{participant}-demo")
+    demo_dir = build_synthetic(settings.storage.data_dir / "demo")
+    from_env = {name for name, source in setting_sources().items() if source == "env"}
+    defaults = {"unprivileged_tests": True, "setup_strategy": "recipe"}
+    overrides = {k: v for k, v in defaults.items() if k not in from_env} | {
+        "dataset": str(demo_dir / "instances.jsonl"),
+        "mirror_dir": str(demo_dir / "mirrors"),
+        "recipes_file": str(demo_dir / "recipes.json"),
+    }
+    plan = _RunPlan(
+        participant=participant, participant_id=f"{participant}-demo", concurrency=concurrency,
+        selection=Selection(), overrides=overrides,
+    )  # fmt: skip
+    _run_batch(plan, resume=None, output=None)
 
 
 def register(app: typer.Typer) -> None:

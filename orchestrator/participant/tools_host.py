@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import SandboxError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.sandbox import ExecResult, Sandbox
+from orchestrator.sandbox import DiskLimitExceeded, ExecResult, Sandbox
 from sandbox_tools import tools as tools_program
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, ArgumentError, validate_arguments
 from sandbox_tools.tools import BASH_WRAPPER
@@ -179,3 +181,43 @@ def _timed_out(call_id: str, result: ExecResult, seconds: float, output_limit: i
         truncated=truncated,
         duration=result.duration,
     )
+
+
+ToolRunner = Callable[[ToolCall, float], ToolResult]
+"""Runs one tool call with a timeout in seconds; returns an error result for a bad call."""
+
+
+def default_tools() -> list[dict[str, Any]]:
+    """The sandbox tools' schemas (``sandbox_tools.schemas.TOOLS``)."""
+    from sandbox_tools.schemas import TOOLS
+
+    return [dict(t) for t in TOOLS]
+
+
+def sandbox_tool_runner(sandbox: Sandbox, *, output_limit: int = 30_000) -> ToolRunner:
+    """A :data:`ToolRunner` for the sandbox tools in ``sandbox``: the per-call timeout is the
+    default and the cap (a bash call may ask for less, never for more)."""
+
+    def run(call: ToolCall, timeout: float) -> ToolResult:
+        try:
+            return run_tool(
+                sandbox, call, timeout=timeout, max_timeout=timeout, output_limit=output_limit
+            )
+        except DiskLimitExceeded:
+            raise
+        except SandboxError:
+            # the participant can stop its own container (`kill 1` ends its init): start it
+            # again and say so, instead of blaming the infrastructure; a daemon that went
+            # away or a container that is gone still raises
+            if not sandbox.exists() or sandbox.is_running():
+                raise
+            sandbox.kill_processes()
+            return ToolResult(
+                id=call.id,
+                output="The container had stopped (its first process ended, e.g. after "
+                "`kill 1`). It was started again: files are kept, running processes and "
+                "the shell's state are lost. This call did not run.",
+                error=True,
+            )
+
+    return run

@@ -20,8 +20,6 @@ from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
 from orchestrator.settings import Settings
 
-SECRET_SETTINGS = {"anthropic_api_key", "serve_token"}
-
 
 def new_run_id(kind: str) -> str:
     """``<kind>-<UTC timestamp>-<8 hex>``, e.g. ``a2a-20260101-120000-1a2b3c4d``."""
@@ -41,8 +39,10 @@ def start_run(
     """The context of a new (or, with ``run_id``/``run_dir``, resumed) run; ``config``
     (``None``: none is written) goes to ``config.json`` with the run id and the settings."""
     run_id = run_id or new_run_id(kind)
-    ctx = RunContext(settings, client, run_id, RunDir(run_dir or settings.runs_dir / run_id))
+    ctx = RunContext(
+        settings, client, run_id, RunDir(run_dir or settings.storage.runs_dir / run_id)
+    )
     if config is not None:
-        settings_record = settings.model_dump(mode="json", exclude=SECRET_SETTINGS)
+        settings_record = settings.flat(secrets=False)
         ctx.run_dir.write_config({"run_id": run_id, **config, "settings": settings_record})
     return ctx

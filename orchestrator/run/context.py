@@ -43,7 +43,7 @@ class RunContext:
 
     def limits(self, role: str = "") -> Limits:
         """The container limits; participant and grading containers get the disk budget."""
-        s = self.settings
+        s = self.settings.sandbox
         return Limits(
             cpus=s.cpus, memory=s.memory, pids_limit=s.pids_limit, output_limit=s.exec_output_limit,
             disk=s.disk_bytes() if role in DISK_BUDGET_ROLES else None, disk_poll=s.disk_poll,
@@ -67,6 +67,6 @@ class RunContext:
                 if not conflict or attempt == 2:
                     raise
                 continue  # another container took the name meanwhile: a suffixed one
-            record_image_use(self.settings.data_dir, image)
+            record_image_use(self.settings.storage.data_dir, image)
             return sandbox
         raise AssertionError("unreachable")

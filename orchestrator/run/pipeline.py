@@ -1,10 +1,10 @@
 """The seven phases for one instance, joined: ``run_instance`` always returns a result.
 
-1-4  prepare_instance (environment.py): checkout, setup, dependencies, base commit + hygiene
- +   validate_instance (validation.py): the environment can run the instance's tests
-5    run_participant (participant_client.py): the participant works in its own container
-6    the patch: from the answer, else the container's diff; hidden test files dropped
-7    evaluate (evaluation.py): apply, run the tests with the network off, parse, classify
+1-4  prepare_instance (environments/build.py): checkout, setup, dependencies, base commit
+ +   validate_instance (environments/validation.py): the environment can run the tests
+5    run_participant (participant/client.py): the participant works in its own container
+6    the patch (patches/): from the answer, else the container's diff; test files dropped
+7    evaluate (grading/evaluation.py): apply, run the tests with the network off, classify
 """
 
 from __future__ import annotations
@@ -20,11 +20,15 @@ from orchestrator.environments.build import PreparedInstance, SetupFailed, prepa
 from orchestrator.environments.recipes import Recipe, test_files
 from orchestrator.environments.validation import validate_instance
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading.evaluation import TEST_USER, evaluate
+from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
 from orchestrator.housekeeping import keep_stopped
 from orchestrator.models import Instance, InstanceResult, Reason, Status
-from orchestrator.participant.client import ParticipantLimits, run_participant, sandbox_tool_runner
-from orchestrator.participant.tools_host import install_tools
+from orchestrator.participant.client import (
+    ParticipantLimits,
+    ParticipantOutcome,
+    run_participant,
+)
+from orchestrator.participant.tools_host import install_tools, sandbox_tool_runner
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
@@ -74,67 +78,101 @@ async def run_instance(
     """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception."""
     # every log line of this task (and its threads) carries the run and the instance
     structlog.contextvars.bind_contextvars(run_id=ctx.run_id, instance_id=instance.instance_id)
-    log = ctx.instance_log(instance)
-    out_dir = ctx.instance_dir(instance)
-    timings: dict[str, float] = {}
-    result = InstanceResult(
-        instance_id=instance.instance_id, repo=instance.repo, status=Status.ERROR
-    )
-    started = time.monotonic()
-    participant: Sandbox | None = None
-
-    def phase(name: str) -> None:
-        log.info("phase", phase=name)
-        if on_phase:
-            on_phase(instance.instance_id, name)
-
+    run = _InstanceRun(ctx, instance, on_phase)
     try:
-        phase("setup")
+        prepared = await run.set_up()  # phases 1-4
+        excluded_p2p = await run.validate(prepared)  # phase 4: the environment runs the tests
+        outcome = await run.participant_works(prepared, participant_url)  # phase 5
+        patch = await run.take_patch(outcome)  # phase 6
+        await run.grade(prepared, patch, excluded_p2p)  # phase 7
+    except asyncio.CancelledError:
+        run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
+        _dispose(ctx, run.participant, keep=False)
+        raise
+    except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
+        run.record_failure(exc)
+    return await run.finish()
+
+
+class _InstanceRun:
+    """One instance's way through the phases: what each phase adds to its result."""
+
+    def __init__(self, ctx: RunContext, instance: Instance, on_phase: PhaseCallback | None):
+        self.ctx, self.instance, self.on_phase = ctx, instance, on_phase
+        self.log = ctx.instance_log(instance)
+        self.out_dir = ctx.instance_dir(instance)
+        self.timings: dict[str, float] = {}
+        self.result = InstanceResult(
+            instance_id=instance.instance_id, repo=instance.repo, status=Status.ERROR
+        )
+        self.started = time.monotonic()
+        self.participant: Sandbox | None = None
+
+    def phase(self, name: str) -> None:
+        self.log.info("phase", phase=name)
+        if self.on_phase:
+            self.on_phase(self.instance.instance_id, name)
+
+    async def set_up(self) -> PreparedInstance:
+        self.phase("setup")
         try:
-            prepared = await asyncio.to_thread(prepare_instance, ctx, instance)
+            prepared = await asyncio.to_thread(prepare_instance, self.ctx, self.instance)
         except SetupFailed as exc:
             raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
-        timings.update(prepared.timings)
+        result = self.result
+        self.timings.update(prepared.timings)
         result.setup_tokens = prepared.setup_tokens
         if prepared.plan.recipe is not None:
             result.python_spec = prepared.plan.recipe.python
         result.python_used = prepared.python_used or prepared.plan.python
         result.logs["setup"] = "setup.log"
-        recipe = test_recipe(prepared)
+        return prepared
 
-        excluded_p2p: list[str] = []
-        if ctx.settings.validate_env:
-            phase("validation")
-            t = time.monotonic()
-            check = await asyncio.to_thread(
-                validate_instance, ctx, instance, prepared.instance_image, recipe
-            )
-            timings["validation"] = time.monotonic() - t
-            if not check.ok:
-                raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-            excluded_p2p = check.excluded_p2p
-
-        phase("participant")
+    async def validate(self, prepared: PreparedInstance) -> list[str]:
+        """The PASS_TO_PASS tests left out of grading (validation off: none)."""
+        if not self.ctx.settings.environment.validate_env:
+            return []
+        self.phase("validation")
         t = time.monotonic()
-        participant = await asyncio.to_thread(
-            ctx.start_sandbox, prepared.instance_image, instance, "participant", network=False
-        )
-        result.container = participant.name
+        check = await asyncio.to_thread(
+            validate_instance, self.ctx, self.instance, prepared.instance_image,
+            test_recipe(prepared),
+        )  # fmt: skip
+        self.timings["validation"] = time.monotonic() - t
+        if not check.ok:
+            raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
+        return check.excluded_p2p
+
+    async def participant_works(
+        self, prepared: PreparedInstance, participant_url: str
+    ) -> ParticipantOutcome:
+        self.phase("participant")
+        t = time.monotonic()
+        self.participant = participant = await asyncio.to_thread(
+            self.ctx.start_sandbox, prepared.instance_image, self.instance, "participant",
+            network=False,
+        )  # fmt: skip
+        self.result.container = participant.name
         await asyncio.to_thread(install_tools, participant)
         outcome = await run_participant(
             participant_url,
-            instance,
+            self.instance,
             sandbox_tool_runner(participant),
-            ParticipantLimits.from_settings(ctx.settings),
-            out_dir / "transcript.jsonl",
+            ParticipantLimits.from_settings(self.ctx.settings.participant),
+            self.out_dir / "transcript.jsonl",
         )
-        timings["participant"] = time.monotonic() - t
-        result.tool_calls = outcome.tool_calls
-        result.logs["transcript"] = "transcript.jsonl"
+        self.timings["participant"] = time.monotonic() - t
+        self.result.tool_calls = outcome.tool_calls
+        self.result.logs["transcript"] = "transcript.jsonl"
         if outcome.reason is not None:
             raise _Failed(outcome.reason, outcome.message or str(outcome.reason))
+        return outcome
 
-        phase("patch")
+    async def take_patch(self, outcome: ParticipantOutcome) -> str:
+        """The patch from the answer, else the container's diff; hidden test files dropped."""
+        self.phase("patch")
+        participant, instance = self.participant, self.instance
+        assert participant is not None
         # nothing the participant left running (a fork bomb, a loop rewriting files, a disk
         # writer) runs on while its diff is taken or its container grades; past the disk
         # budget this raises DiskLimitExceeded
@@ -152,15 +190,18 @@ async def run_instance(
                     f"cannot be diffed ({exc})",
                 ) from exc
         patch, dropped = drop_files(patch or "", set(test_files(instance.test_patch)))
-        result.excluded_patch_files = dropped
-        ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
-        result.logs["patch"] = "patch.diff"
+        self.result.excluded_patch_files = dropped
+        self.ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
+        self.result.logs["patch"] = "patch.diff"
+        return patch
 
-        phase("grading")
+    async def grade(self, prepared: PreparedInstance, patch: str, excluded_p2p: list[str]) -> None:
+        self.phase("grading")
         t = time.monotonic()
-        if ctx.settings.grade_in_participant_container:
-            await asyncio.to_thread(_reset_to_base, participant, instance)
-            grader, own = participant, False
+        ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
+        if grading.grade_in_participant_container and self.participant is not None:
+            await asyncio.to_thread(_reset_to_base, self.participant, instance)
+            grader, own = self.participant, False
         else:
             grader = await asyncio.to_thread(
                 ctx.start_sandbox, prepared.instance_image, instance, "grading", network=False
@@ -168,16 +209,20 @@ async def run_instance(
             own = True
         try:
             evaluation = await asyncio.to_thread(
-                evaluate, grader, instance, recipe, patch,
-                timeout=ctx.settings.test_timeout, fuzz=ctx.settings.patch_fuzz,
-                excluded_p2p=excluded_p2p, log_dir=out_dir, test_user=test_user(ctx),
+                evaluate, grader, instance, test_recipe(prepared), patch,
+                timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
+                excluded_p2p=excluded_p2p, log_dir=self.out_dir, test_user=test_user(ctx),
             )  # fmt: skip
         finally:
             if own:
                 await asyncio.to_thread(grader.remove)
-        timings["grading"] = time.monotonic() - t
+        self.timings["grading"] = time.monotonic() - t
         if evaluation.test_run is not None:
-            timings["tests"] = evaluation.test_run.duration
+            self.timings["tests"] = evaluation.test_run.duration
+        self._record_evaluation(evaluation)
+
+    def _record_evaluation(self, evaluation: Evaluation) -> None:
+        result = self.result
         result.status = evaluation.status
         result.reason = evaluation.reason or Reason.NONE
         result.apply_strategy = evaluation.apply.strategy if evaluation.apply else None
@@ -187,37 +232,45 @@ async def run_instance(
         result.suspicious = evaluation.suspicious
         result.logs.update(evaluation.logs)
         result.message = evaluation.message
-    except _Failed as exc:
-        result.status, result.reason, result.message = Status.ERROR, exc.reason, str(exc)
-        result.container = exc.container or result.container
-    except _Graded as exc:
-        result.status, result.reason, result.message = exc.status, exc.reason, str(exc)
-    except DiskLimitExceeded as exc:
-        result.status, result.reason, result.message = Status.ERROR, Reason.DISK_LIMIT, str(exc)
-    except (SandboxError, UserError) as exc:
-        result.status, result.reason, result.message = Status.ERROR, Reason.INFRASTRUCTURE, str(exc)
-    except asyncio.CancelledError:
-        result.status, result.reason, result.message = Status.ERROR, Reason.CANCELLED, "cancelled"
-        _dispose(ctx, participant, keep=False)
-        raise
-    except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
-        log.error("instance.crash", error=repr(exc))
-        ctx.run_dir.write_text(instance.instance_id, "crash.txt", traceback.format_exc())
-        result.status, result.reason = Status.ERROR, Reason.INFRASTRUCTURE
-        result.message = f"internal error: {exc!r} (see crash.txt)"
-    timings["total"] = time.monotonic() - started
-    result.timings = {k: round(v, 3) for k, v in timings.items()}
-    keep = _should_keep(ctx, result)
-    await asyncio.to_thread(_dispose, ctx, participant, keep)
-    if not keep and participant is not None and result.container == participant.name:
-        result.container = None
-    log.info("instance.done", status=result.status, reason=result.reason)
-    return result
+
+    def record(self, status: Status, reason: Reason, message: str) -> None:
+        self.result.status, self.result.reason, self.result.message = status, reason, message
+
+    def record_failure(self, exc: Exception) -> None:
+        """What ended the instance early, as its result."""
+        if isinstance(exc, _Failed):
+            self.record(Status.ERROR, exc.reason, str(exc))
+            self.result.container = exc.container or self.result.container
+        elif isinstance(exc, _Graded):
+            self.record(exc.status, exc.reason, str(exc))
+        elif isinstance(exc, DiskLimitExceeded):
+            self.record(Status.ERROR, Reason.DISK_LIMIT, str(exc))
+        elif isinstance(exc, SandboxError | UserError):
+            self.record(Status.ERROR, Reason.INFRASTRUCTURE, str(exc))
+        else:
+            self.log.error("instance.crash", error=repr(exc))
+            crash = traceback.format_exception(exc)
+            self.ctx.run_dir.write_text(self.instance.instance_id, "crash.txt", "".join(crash))
+            self.record(
+                Status.ERROR, Reason.INFRASTRUCTURE, f"internal error: {exc!r} (see crash.txt)"
+            )
+
+    async def finish(self) -> InstanceResult:
+        """The result with its timings; the participant's container kept or removed."""
+        result, participant = self.result, self.participant
+        self.timings["total"] = time.monotonic() - self.started
+        result.timings = {k: round(v, 3) for k, v in self.timings.items()}
+        keep = _should_keep(self.ctx, result)
+        await asyncio.to_thread(_dispose, self.ctx, participant, keep)
+        if not keep and participant is not None and result.container == participant.name:
+            result.container = None
+        self.log.info("instance.done", status=result.status, reason=result.reason)
+        return result
 
 
 def test_user(ctx: RunContext) -> str | None:
     """The user the tests run as: unprivileged when the settings ask for it, else root."""
-    return TEST_USER if ctx.settings.unprivileged_tests else None
+    return TEST_USER if ctx.settings.grading.unprivileged_tests else None
 
 
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
@@ -229,7 +282,7 @@ def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
 
 
 def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
-    policy = ctx.settings.keep_containers
+    policy = ctx.settings.sandbox.keep_containers
     return policy == "always" or (policy == "on_failure" and result.status != Status.RESOLVED)
 
 

@@ -60,6 +60,50 @@ def clean_unfinished(ctx: RunContext, finished: set[str]) -> list[str]:
     return removed
 
 
+class _Progress:
+    """The run's state as progress events tell it: results so far, statuses, in flight."""
+
+    def __init__(self, results: dict[str, InstanceResult], total: int, on_event: EventSink | None):
+        self.results, self.total, self.on_event = results, total, on_event
+        self.statuses = Counter(str(r.status) for r in results.values())
+        self.in_flight: dict[str, str] = {}
+        self.started = time.monotonic()
+
+    def event(self, kind: str, **fields: object) -> ProgressEvent:
+        return ProgressEvent(
+            kind=kind,  # type: ignore[arg-type]
+            done=len(self.results),
+            total=self.total,
+            statuses=dict(self.statuses),
+            in_flight=dict(self.in_flight),
+            elapsed=time.monotonic() - self.started,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    async def emit(self, kind: str, **fields: object) -> None:
+        if self.on_event is not None:
+            outcome = self.on_event(self.event(kind, **fields))
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    def on_phase(self, instance_id: str, phase: str) -> None:
+        self.in_flight[instance_id] = phase
+        if self.on_event is not None:
+            outcome = self.on_event(self.event("phase", instance_id=instance_id, phase=phase))
+            if inspect.isawaitable(outcome):
+                asyncio.ensure_future(outcome)
+
+    def finished(self, result: InstanceResult) -> None:
+        self.results[result.instance_id] = result
+        self.statuses[str(result.status)] += 1
+        self.in_flight.pop(result.instance_id, None)
+
+    async def beat(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            await self.emit("heartbeat")
+
+
 async def run_evaluation(
     ctx: RunContext,
     instances: list[Instance],
@@ -83,89 +127,54 @@ async def run_evaluation(
         if removed:
             ctx.log.info("resume.cleaned", containers=removed)
     results = {r.instance_id: r for r in ctx.run_dir.load_results() if r.instance_id in finished}
-    todo = [i for i in instances if i.instance_id not in finished]
-    total = len(instances)
-    statuses = Counter(str(r.status) for r in results.values())
-    in_flight: dict[str, str] = {}
-    started = time.monotonic()
-    limit = asyncio.Semaphore(concurrency or ctx.settings.concurrency or default_concurrency())
-
-    async def emit(kind: str, **fields: object) -> None:
-        if on_event is None:
-            return
-        event = ProgressEvent(
-            kind=kind,  # type: ignore[arg-type]
-            done=len(results),
-            total=total,
-            statuses=dict(statuses),
-            in_flight=dict(in_flight),
-            elapsed=time.monotonic() - started,
-            **fields,  # type: ignore[arg-type]
-        )
-        outcome = on_event(event)
-        if inspect.isawaitable(outcome):
-            await outcome
-
-    def on_phase(instance_id: str, phase: str) -> None:
-        in_flight[instance_id] = phase
-        if on_event is not None:
-            outcome = on_event(
-                ProgressEvent(
-                    kind="phase",
-                    instance_id=instance_id,
-                    phase=phase,
-                    done=len(results),
-                    total=total,
-                    statuses=dict(statuses),
-                    in_flight=dict(in_flight),
-                    elapsed=time.monotonic() - started,
-                )  # fmt: skip
-            )
-            if inspect.isawaitable(outcome):
-                asyncio.ensure_future(outcome)
+    progress = _Progress(results, len(instances), on_event)
+    limit = asyncio.Semaphore(concurrency or ctx.settings.run.concurrency or default_concurrency())
 
     async def one(instance: Instance) -> None:
         async with limit:
             if gate is None:
                 await run_one(instance)
                 return
-            in_flight[instance.instance_id] = "queued"
+            progress.in_flight[instance.instance_id] = "queued"
             async with gate():
                 await run_one(instance)
 
     async def run_one(instance: Instance) -> None:
-        in_flight[instance.instance_id] = "starting"
-        await emit("started", instance_id=instance.instance_id)
-        result = await run_instance(ctx, instance, participant_url, on_phase)
+        progress.in_flight[instance.instance_id] = "starting"
+        await progress.emit("started", instance_id=instance.instance_id)
+        result = await run_instance(ctx, instance, participant_url, progress.on_phase)
         ctx.run_dir.write_result(result)
-        results[instance.instance_id] = result
-        statuses[str(result.status)] += 1
-        in_flight.pop(instance.instance_id, None)
-        await emit("finished", instance_id=instance.instance_id, result=result)
+        progress.finished(result)
+        await progress.emit("finished", instance_id=instance.instance_id, result=result)
 
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(heartbeat)
-            await emit("heartbeat")
-
-    beater = asyncio.create_task(beat())
+    todo = [one(i) for i in instances if i.instance_id not in finished]
+    beater = asyncio.create_task(progress.beat(heartbeat))
     # marks the run in progress, so that `envs prune` spares its images
-    with active_run(ctx.settings.data_dir, ctx.run_id, [i.instance_id for i in instances]):
-        tasks = [asyncio.create_task(one(i)) for i in todo]
+    with active_run(ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]):
         try:
-            await asyncio.gather(*tasks)
-        except BaseException:
-            # interrupted: start nothing new, and end the work in flight by removing its containers
-            ctx.cancelled.set()
-            await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
-            raise
+            await _run_all(ctx, todo, results)
         finally:
             beater.cancel()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            # kept containers are stopped as their instances end; this is the backstop
-            await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.client, ctx.run_id))
-    await emit("run_finished")
+    await progress.emit("run_finished")
     order = {i.instance_id: n for n, i in enumerate(instances)}
     return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))
+
+
+async def _run_all(
+    ctx: RunContext, todo: list[Awaitable[None]], results: dict[str, InstanceResult]
+) -> None:
+    """Await every instance; interrupted, start nothing new and remove the work in flight."""
+    tasks = [asyncio.ensure_future(one) for one in todo]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        # interrupted: start nothing new, and end the work in flight by removing its containers
+        ctx.cancelled.set()
+        await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
+        raise
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # kept containers are stopped as their instances end; this is the backstop
+        await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.client, ctx.run_id))

@@ -1,0 +1,302 @@
+"""One assessment per A2A task: parse and check the request, start the run, stream progress,
+answer with the summary and the leaderboard row (see :mod:`orchestrator.frontends.server`)."""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Awaitable
+from urllib.parse import urlparse
+
+import docker
+import httpx
+from a2a.client import A2ACardResolver
+from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Part, TaskState
+
+from orchestrator.dataset.instances import load_instances, select
+from orchestrator.docker_engine import connect
+from orchestrator.errors import DockerUnavailable, UserError
+from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
+from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
+from orchestrator.frontends.assessment_text import (
+    infrastructure_failure,
+    leaderboard_data,
+    progress_parts,
+    prose,
+    summary_text,
+)
+from orchestrator.housekeeping import list_containers
+from orchestrator.log import get_logger
+from orchestrator.models import Instance, InstanceResult
+from orchestrator.participant.a2a_parts import enqueue_task_once
+from orchestrator.run.bootstrap import start_run
+from orchestrator.run.context import RunContext
+from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
+from orchestrator.settings import Settings
+
+DEFAULT_HEARTBEAT = 20.0
+ARTIFACT_NAME = "swe-bench-verified-result"
+_CARD_TIMEOUT = 10.0
+
+
+class _Rejected(Exception):
+    """The request cannot run (the requester's doing): the task ends ``rejected``."""
+
+
+class _Failed(Exception):
+    """The run cannot go on (not the requester's doing): the task ends ``failed``."""
+
+
+class AssessmentExecutor(AgentExecutor):
+    """Runs one assessment per A2A task; see the module docstring for what it streams."""
+
+    def __init__(self, settings: Settings, *, heartbeat: float = DEFAULT_HEARTBEAT) -> None:
+        self.settings = settings
+        self.heartbeat = heartbeat
+        self.log = get_logger(component="green-agent")
+        # `datasets` is not safe to call from two threads at once (its tqdm bars race)
+        self._dataset_lock = asyncio.Lock()
+        self.slots = HostSlots(settings.run.concurrency or default_concurrency())
+        self.allowed_hosts = split_hosts(settings.serve.serve_allowed_hosts)
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None and context.task_id and context.context_id
+        await enqueue_task_once(context, event_queue)
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        try:
+            await self._assess(context, updater)
+        except _Rejected as exc:
+            self.log.info("assessment.rejected", task_id=context.task_id, reason=str(exc))
+            await updater.reject(updater.new_agent_message([new_text_part(str(exc))]))
+        except _Failed as exc:
+            self.log.error("assessment.failed", task_id=context.task_id, reason=str(exc))
+            await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
+        except Exception as exc:  # noqa: BLE001 - one assessment must never take the server down
+            self.log.error(
+                "assessment.crash", task_id=context.task_id, error=traceback.format_exc()
+            )
+            text = f"The green agent failed with an internal error: {type(exc).__name__}: {exc}."
+            await updater.failed(updater.new_agent_message([new_text_part(text)]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id and context.context_id
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.cancel(updater.new_agent_message([new_text_part("Assessment canceled.")]))
+
+    async def _assess(self, context: RequestContext, updater: TaskUpdater) -> None:
+        assert context.message is not None
+        request = self._request(context.message)
+        instances = await self._instances(request)
+        if not instances:
+            await self._empty_shard(request, updater)
+            return
+        settings, concurrency, capped = self._run_settings(request)
+        client = await self._docker()
+        name = await participant_card_name(request.participant_url)
+        participant_id = name or request.participant_url
+        ctx = start_run(
+            settings, client, kind="a2a",
+            config={
+                "source": "a2a", "task_id": context.task_id,
+                "request": request.model_dump(mode="json", by_alias=True),
+                "participant_id": participant_id,
+                "instances": [i.instance_id for i in instances],
+            },
+        )  # fmt: skip
+        run_id, run_dir = ctx.run_id, ctx.run_dir
+        await updater.start_work(
+            updater.new_agent_message(
+                self._start_parts(request, instances, run_id, concurrency, capped, bool(name))
+            )
+        )
+        self.log.info("assessment.start", run_id=run_id, instances=len(instances))
+        reached: set[str] = set()
+        try:
+            results = await self._evaluate(ctx, instances, request, concurrency, updater, reached)
+        finally:
+            await asyncio.to_thread(self._prune_kept, client)
+        broken = infrastructure_failure(results, reached)
+        if broken:
+            raise _Failed(broken)
+        row, data = leaderboard_data(run_dir, request, participant_id, results)
+        text = summary_text(row, participant_id, run_id, request.ignored_text())
+        await updater.add_artifact([new_text_part(text), new_data_part(data)], name=ARTIFACT_NAME)
+        await updater.complete()
+        self.log.info("assessment.done", run_id=run_id, resolved_pct=row.resolved_pct)
+
+    def _request(self, message: Message) -> AssessmentRequest:
+        """The request, parsed and checked against the allow-list (else rejected)."""
+        try:
+            request = parse_request(get_message_text(message), get_data_parts(message.parts))
+        except InvalidAssessment as exc:
+            raise _Rejected(str(exc)) from None
+        if not host_allowed(request.participant_url, self.allowed_hosts):
+            host = urlparse(request.participant_url).hostname
+            raise _Rejected(
+                f"Participant host {host!r} is not on this green agent's allow-list "
+                f"({', '.join(self.allowed_hosts)}). Fix: use an allowed participant URL, or "
+                "ask the operator to add the host (serve_allowed_hosts)."
+            )
+        return request
+
+    def _start_parts(
+        self, request: AssessmentRequest, instances: list[Instance], run_id: str,
+        concurrency: int, capped: bool, card_read: bool,
+    ) -> list[Part]:  # fmt: skip
+        """The first ``working`` update: what is evaluated, how, and whether it queues."""
+        note = f", concurrency capped at {concurrency}" if capped else ""
+        card_note = "" if card_read else " (its agent card could not be read)"
+        queued = self.slots.busy
+        queue_note = (
+            f" Queued: all {self.slots.capacity} of the host's instance slots are busy with "
+            "other assessments; instances start as slots free up."
+            if queued
+            else ""
+        )
+        ignored = request.ignored_text()
+        text = (
+            f"Evaluating {len(instances)} instance(s) against {request.role} at "
+            f"{request.participant_url}{card_note}: run {run_id}, "
+            f"{concurrency} at a time{note}.{queue_note}" + (f" {ignored}" if ignored else "")
+        )
+        data = {
+            "type": "assessment_started", "run_id": run_id, "total": len(instances),
+            "concurrency": concurrency, "queued": queued, "host_slots": self.slots.capacity,
+            "ignored_keys": request.ignored, "instance_ids": [i.instance_id for i in instances],
+        }  # fmt: skip
+        return [new_text_part(text), new_data_part(data)]
+
+    async def _instances(self, request: AssessmentRequest) -> list[Instance]:
+        """The selected instances; empty only for a shard the selection leaves empty."""
+        s = self.settings
+        try:
+            async with self._dataset_lock:
+                dataset = await asyncio.to_thread(
+                    load_instances, s.dataset.dataset, s.dataset.dataset_split
+                )
+        except UserError as exc:
+            raise _Failed(
+                f"The green agent cannot load its dataset {s.dataset.dataset}: {exc}"
+            ) from None
+        selection = request.selection()
+        try:
+            chosen = select(dataset, **selection.model_dump())
+            unsharded = select(dataset, **selection.model_dump(exclude={"shard"}))
+        except UserError as exc:
+            raise _Rejected(f"The instance selection is invalid: {exc}") from None
+        if not unsharded:
+            raise _Rejected(
+                "The instance selection picks no instance. Fix: check instance_ids, pattern, "
+                "repo and count against the dataset."
+            )
+        return chosen
+
+    async def _empty_shard(self, request: AssessmentRequest, updater: TaskUpdater) -> None:
+        """A shard with nothing in it: completed, a summary and no leaderboard row."""
+        shard = request.selection().shard
+        ignored = request.ignored_text()
+        text = (
+            f"SWE-bench Verified: shard {shard} of this selection holds no instance "
+            "(more shards than instances); nothing to evaluate, no leaderboard row."
+            + (f" {ignored}" if ignored else "")
+        )
+        await updater.add_artifact([new_text_part(prose(text))], name=ARTIFACT_NAME)
+        await updater.complete()
+
+    def _run_settings(self, request: AssessmentRequest) -> tuple[Settings, int, bool]:
+        """The run's settings; concurrency is capped at what the host allows, and kept
+        containers follow the server's policy (``serve_keep_containers``)."""
+        host_limit = self.slots.capacity
+        wanted = request.config.concurrency or host_limit
+        concurrency = min(wanted, host_limit)
+        overrides = request.to_settings_overrides() | {
+            "concurrency": concurrency,
+            "keep_containers": self.settings.serve.serve_keep_containers,
+        }
+        return self.settings.replace(**overrides), concurrency, wanted > host_limit
+
+    async def _docker(self) -> docker.DockerClient:
+        """The Docker client, once the engine answers and has a base image."""
+        try:
+            client = await asyncio.to_thread(connect)
+        except DockerUnavailable as exc:
+            raise _Failed(f"The green agent cannot evaluate: {exc}") from None
+        base = f"{self.settings.environment.image_prefix}/base"
+        try:
+            images = await asyncio.to_thread(client.images.list, name=base)
+        except docker.errors.DockerException as exc:
+            raise _Failed(
+                f"The green agent cannot evaluate: the Docker engine refused to list images "
+                f"({exc}). Fix: give the green agent a Docker engine with the images API "
+                "(the host's socket, not a restricted proxy)."
+            ) from None
+        if not images:
+            raise _Failed(
+                f"The green agent cannot evaluate: no base image {base}:* on its Docker "
+                "engine. Fix: run `swe-green images build` on the host (or "
+                "`docker exec <green container> swe-green images build`), then send the "
+                "assessment again."
+            )
+        return client
+
+    def _prune_kept(self, client: docker.DockerClient) -> None:
+        """Keep at most ``serve_max_kept_containers`` stopped participant containers of
+        assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones."""
+        cap = self.settings.serve.serve_max_kept_containers
+        try:
+            kept = [
+                info
+                for info in list_containers(client)  # newest first
+                if info.run_id.startswith("a2a-") and info.status not in ("running", "created")
+            ]
+            for info in kept[cap:]:
+                client.containers.get(info.id).remove(force=True, v=True)
+                self.log.info("kept-container.removed", container=info.name, cap=cap)
+        except docker.errors.DockerException as exc:
+            self.log.warning("kept-container.prune_failed", error=str(exc))
+
+    async def _evaluate(
+        self,
+        ctx: RunContext,
+        instances: list[Instance],
+        request: AssessmentRequest,
+        concurrency: int,
+        updater: TaskUpdater,
+        reached: set[str],
+    ) -> list[InstanceResult]:
+        """Run the instances; ``reached`` collects those whose participant was called."""
+
+        async def working(parts: list[Part]) -> None:
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING, updater.new_agent_message(parts)
+            )
+
+        def on_event(event: ProgressEvent) -> Awaitable[None] | None:
+            if event.kind == "phase" and event.phase == "participant":
+                reached.add(event.instance_id)
+            parts = progress_parts(event, self.slots.capacity)
+            return working(parts) if parts else None
+
+        return await run_evaluation(
+            ctx,
+            instances,
+            request.participant_url,
+            concurrency=concurrency,
+            on_event=on_event,
+            heartbeat=self.heartbeat,
+            gate=self.slots.slot,
+        )
+
+
+async def participant_card_name(url: str, timeout: float = _CARD_TIMEOUT) -> str | None:
+    """The name on the participant's agent card; ``None`` when it cannot be read."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as http:
+            card = await asyncio.wait_for(A2ACardResolver(http, url).get_agent_card(), timeout)
+    except Exception:  # noqa: BLE001 - any failure just means "no name"
+        return None
+    return card.name or None

@@ -1,0 +1,64 @@
+"""HTTP for talking to a participant: at most ``max_reply_bytes`` read from any one reply."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+
+
+class ReplyTooLarge(Exception):
+    """The participant sent more bytes in one reply than the green agent reads."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the participant's reply is larger than {limit} bytes, the most the green agent "
+            "reads from one reply (setting max_reply_bytes)"
+        )
+
+
+class _CappedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
+        async for chunk in self.inner:
+            read += len(chunk)
+            if read > self.limit:
+                raise ReplyTooLarge(self.limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CappedTransport(httpx.AsyncBaseTransport):
+    """An HTTP transport that reads at most ``limit`` bytes of any one response body.
+
+    Bodies are read as streams, so a huge answer costs no more memory than the limit;
+    compressed bodies are refused (their decoded size is what would count).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            await response.aclose()
+            raise ReplyTooLarge(self.limit) from ValueError(f"compressed reply ({encoding})")
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_CappedStream(response.stream, self.limit),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -3,62 +3,33 @@ report, demo, participant, serve."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import dataclasses
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from orchestrator.errors import UserError
+from orchestrator.frontends.cli_common import (
+    Count,
+    Dataset,
+    Ids,
+    Pattern,
+    Repo,
+    Shard,
+    console,
+    select_instances,
+    start_cli_run,
+)
+from orchestrator.frontends.commands_run import demo_cmd, run_cmd
+from orchestrator.frontends.live_progress import LiveProgress
 from orchestrator.log import run_log
-from orchestrator.settings import Settings, load_settings
-
-console = Console()
-err_console = Console(stderr=True)
+from orchestrator.settings import load_settings
 
 instances_app = typer.Typer(help="Benchmark instances.", no_args_is_help=True)
 envs_app = typer.Typer(help="The environment image cache.", no_args_is_help=True)
-
-Ids = Annotated[
-    list[str] | None, typer.Option("--id", "--instance", help="Instance id (repeatable).")
-]
-Pattern = Annotated[str | None, typer.Option(help="fnmatch pattern on instance ids.")]
-Repo = Annotated[str | None, typer.Option(help="Only this repository (owner/name or name).")]
-Count = Annotated[int | None, typer.Option(help="The first N instances of the selection.")]
-Shard = Annotated[str | None, typer.Option(help="Shard i/n of the selection (1-based).")]
-Dataset = Annotated[str | None, typer.Option(help="Dataset name or local .jsonl/.parquet.")]
-
-
-def _settings(**overrides: object) -> Settings:
-    return load_settings(**overrides)
-
-
-def _select(settings: Settings, ids, pattern, repo, count, shard):  # noqa: ANN001, ANN202
-    from orchestrator.dataset.instances import Selection, resolve
-
-    return resolve(
-        settings, Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard)
-    )
-
-
-def _start_run(settings: Settings, kind: str, resume: Path | None, output: Path | None, **config):  # noqa: ANN003, ANN202
-    from orchestrator.docker_engine import connect
-    from orchestrator.run.bootstrap import start_run
-
-    run_id = config.pop("run_id", None) or (resume.name if resume else None)
-    return start_run(
-        settings, connect(), kind=kind, run_id=run_id, run_dir=resume or output,
-        config={"source": "cli", **config},
-    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- instances
@@ -68,8 +39,8 @@ def instances_ls(
     shard: Shard = None, dataset: Dataset = None,
 ) -> None:  # fmt: skip
     """Print what a selection resolves to."""
-    settings = _settings(dataset=dataset)
-    chosen = _select(settings, ids, pattern, repo, count, shard)
+    settings = load_settings(dataset=dataset)
+    chosen = select_instances(settings, ids, pattern, repo, count, shard)
     table = Table("instance", "repo", "version", "F2P", "P2P", "difficulty")
     for inst in chosen:
         table.add_row(
@@ -100,18 +71,18 @@ def validate_cmd(
     """
     from orchestrator.environments.sweep import run_sweep
 
-    settings = _settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
-    chosen = _select(settings, ids, pattern, repo, count, shard)
+    settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
+    chosen = select_instances(settings, ids, pattern, repo, count, shard)
     if resume is not None and not resume.is_dir():
         raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
-    ctx = _start_run(
+    ctx = start_cli_run(
         settings, "validate", resume, None, command="validate",
         instances=[i.instance_id for i in chosen],
     )  # fmt: skip
     run_dir, run_id = ctx.run_dir.path, ctx.run_id
     console.print(f"validating {len(chosen)} instance(s) in {run_dir}")
 
-    progress = _LiveProgress(len(chosen))
+    progress = LiveProgress(len(chosen))
     from orchestrator.housekeeping import active_run
 
     def done(record) -> None:  # noqa: ANN001
@@ -168,7 +139,7 @@ def envs_ls() -> None:
     from orchestrator.docker_engine import connect
     from orchestrator.housekeeping import cached_images
 
-    settings = _settings()
+    settings = load_settings()
     table = Table("image", "kind", "own size", "last used")
     images = cached_images(connect(), settings.storage.data_dir, settings.environment.image_prefix)
     for image in images:
@@ -209,7 +180,7 @@ def envs_prune(
             ) from None
     if keep_days is not None and keep_days < 0:
         raise UserError("--keep-days must be 0 or more.", "pass a number of days, e.g. 14.")
-    settings = _settings()
+    settings = load_settings()
     client = connect()
     plan = plan_prune(
         client,
@@ -244,250 +215,6 @@ def _size(size: int) -> str:
 def _ago(epoch: float) -> str:
     days = (time.time() - epoch) / 86400
     return f"{days:.1f} days ago" if days >= 1 else f"{days * 24:.1f} h ago"
-
-
-# --------------------------------------------------------------------------- run
-@contextlib.contextmanager
-def _participant(spec: str, settings: Settings) -> Iterator[str]:
-    """A participant URL; a reference participant's name starts it for the run."""
-    if spec.startswith(("http://", "https://")):
-        yield spec
-        return
-    from orchestrator.participant.reference import KINDS, make_participant, running
-
-    if spec not in KINDS:
-        raise UserError(
-            f"{spec!r} is neither a URL nor a reference participant.",
-            f"pass an http(s) URL or one of: {', '.join(KINDS)}.",
-        )
-    with running(make_participant(spec, dataset=settings.dataset.dataset)) as url:
-        yield url
-
-
-def run_cmd(
-    participant: Annotated[
-        str | None,
-        typer.Option(help="Participant A2A URL, or a reference participant: gold, empty."),
-    ] = None,
-    ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
-    shard: Shard = None, dataset: Dataset = None,
-    concurrency: Annotated[int | None, typer.Option(help="Instances at once.")] = None,
-    strategy: Annotated[str | None, typer.Option(help="Setup: auto, recipe or llm.")] = None,
-    instance_timeout: Annotated[float | None, typer.Option(help="Participant s/instance.")] = None,
-    test_timeout: Annotated[float | None, typer.Option(help="Seconds per test run.")] = None,
-    no_validate: Annotated[bool, typer.Option("--no-validate")] = False,
-    output: Annotated[Path | None, typer.Option(help="Run directory.")] = None,
-    participant_id: Annotated[str | None, typer.Option(help="Id in results.json.")] = None,
-    resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run.")] = None,
-) -> None:  # fmt: skip
-    """Evaluate a participant on a selection of instances (batch job)."""
-    from orchestrator.dataset.instances import Selection
-
-    overrides: dict[str, object] = {
-        "dataset": dataset, "setup_strategy": strategy, "instance_timeout": instance_timeout,
-        "test_timeout": test_timeout, "validate_env": False if no_validate else None,
-    }  # fmt: skip
-    plan = _RunPlan(
-        participant=participant, participant_id=participant_id, concurrency=concurrency,
-        selection=Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard),
-        overrides=_present(overrides),
-    )  # fmt: skip
-    if resume is not None:
-        plan = _resumed(plan, resume)
-    _run_batch(plan, resume=resume, output=output)
-
-
-@dataclasses.dataclass
-class _RunPlan:
-    """What a batch run evaluates, as given (or as saved by the run it resumes)."""
-
-    participant: str | None
-    participant_id: str | None
-    concurrency: int | None
-    selection: Any
-    overrides: dict[str, object]
-    run_id: str | None = None
-
-
-def _resumed(plan: _RunPlan, run_dir: Path) -> _RunPlan:
-    """``plan`` completed from the ``config.json`` of the run it continues."""
-    from orchestrator.dataset.instances import Selection
-
-    if not (run_dir / "config.json").exists():
-        raise UserError(f"{run_dir} is not a run directory.", "pass the path `run` printed.")
-    saved = _read_json(run_dir / "config.json")
-    return _RunPlan(
-        participant=plan.participant or saved.get("participant"),
-        participant_id=plan.participant_id or saved.get("participant_id"),
-        concurrency=plan.concurrency or saved.get("concurrency"),
-        selection=Selection(**saved.get("selection", {})),
-        overrides={**saved.get("settings_overrides", {}), **plan.overrides},
-        run_id=saved["run_id"],
-    )
-
-
-def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> None:
-    """Start (or resume) the run, evaluate it with the live display, then report."""
-    from orchestrator.dataset.instances import resolve
-    from orchestrator.frontends.report import print_report
-
-    if not plan.participant:
-        raise UserError("No participant given.", "pass --participant URL (or gold / empty).")
-    settings = _settings(**plan.overrides)
-    instances = resolve(settings, plan.selection)
-    if settings.environment.setup_strategy == "llm":
-        from orchestrator.environments.setup_llm import check_llm_settings
-
-        check_llm_settings(settings)
-    ctx = _start_run(
-        settings, "run", resume, output, run_id=plan.run_id,
-        participant=plan.participant, participant_id=plan.participant_id,
-        selection=plan.selection.model_dump(exclude_none=True), concurrency=plan.concurrency,
-        settings_overrides=plan.overrides, instances=[i.instance_id for i in instances],
-    )  # fmt: skip
-    console.print(f"run {ctx.run_id}: {len(instances)} instance(s) -> {ctx.run_dir.path}")
-    # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
-    with run_log(ctx.run_dir.path) as log_path, _participant(plan.participant, settings) as url:
-        _check_reachable(url)
-        results = _evaluate_live(ctx, instances, url, plan.concurrency, resumed=resume is not None)
-    name = plan.participant_id or _participant_name(plan.participant)
-    path = ctx.run_dir.write_leaderboard("agent", name, results)
-    print_report(ctx.run_dir, console=console)
-    console.print(f"log: {log_path}")
-    console.print(f"results: {path}")
-
-
-def _evaluate_live(ctx, instances, url: str, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
-    """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
-    from orchestrator.run.scheduler import clean_unfinished, run_evaluation
-
-    progress = _LiveProgress(len(instances))
-    evaluation = run_evaluation(
-        ctx, instances, url, concurrency=concurrency, on_event=progress.update, resume=resumed
-    )
-    try:
-        with progress.live_display():
-            return asyncio.run(_run_interruptible(evaluation, ctx))
-    except KeyboardInterrupt:
-        clean_unfinished(ctx, ctx.run_dir.finished_ids())
-        run_dir = ctx.run_dir.path
-        err_console.print(
-            f"interrupted: finished results kept in {run_dir}; continue with "
-            f"`swe-green run --resume {run_dir}`"
-        )
-        raise typer.Exit(130) from None
-
-
-async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202
-    """Run ``coro``; on SIGTERM behave as on Ctrl-C."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(coro)
-    with contextlib.suppress(NotImplementedError):
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        raise KeyboardInterrupt from None
-
-
-def _check_reachable(url: str) -> None:
-    """Fail the run up front when nothing answers at the participant's URL."""
-    import httpx
-
-    card = url.rstrip("/") + "/.well-known/agent-card.json"
-    try:
-        httpx.get(card, timeout=15)
-    except httpx.HTTPError as exc:
-        raise UserError(
-            f"The participant at {url} does not answer ({exc.__class__.__name__}: {exc}).",
-            "start the participant, or check --participant.",
-        ) from None
-
-
-def _participant_name(spec: str) -> str:
-    return spec if not spec.startswith("http") else spec.rstrip("/").rsplit("/", 1)[-1] or spec
-
-
-def _present(values: dict[str, object]) -> dict[str, object]:
-    return {k: v for k, v in values.items() if v is not None}
-
-
-def _read_json(path: Path) -> dict:
-    import json
-
-    return json.loads(path.read_text())
-
-
-class _LiveProgress:
-    """The live display of ``run``/``validate``: a progress bar with the statuses so far and
-    the ETA, the instances in flight with their phase, and one printed line per finished
-    instance (the lines stay, above the bar)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self.statuses: dict[str, int] = {}
-        self.in_flight: dict[str, str] = {}
-        self.started = time.monotonic()
-        self.live: Live | None = None
-
-    @contextlib.contextmanager
-    def live_display(self) -> Iterator[None]:
-        with Live(self.render(), console=console, refresh_per_second=2, transient=True) as live:
-            self.live = live
-            try:
-                yield
-            finally:
-                self.live = None
-
-    def update(self, event) -> None:  # noqa: ANN001 - a scheduler.ProgressEvent
-        self.done, self.total = event.done, event.total or self.total
-        self.statuses, self.in_flight = dict(event.statuses), dict(event.in_flight)
-        if event.kind == "finished" and event.result is not None:
-            r = event.result
-            self.finished(
-                r.instance_id,
-                f"[bold]{r.status}[/]" + (f" ({r.reason})" if r.reason else ""),
-                r.timings.get("total", 0),
-            )
-        self.refresh()
-
-    def phase(self, instance_id: str, phase: str) -> None:
-        self.in_flight[instance_id] = phase
-        self.refresh()
-
-    def finished(self, instance_id: str, outcome: str, seconds: float) -> None:
-        """Print the one line of a finished instance (``update`` counts it)."""
-        self.in_flight.pop(instance_id, None)
-        console.print(f"  {self.done}/{self.total} {instance_id}: {outcome} in {seconds:.0f}s")
-
-    def count(self, status: str) -> None:
-        """Count a finished instance (for callers without progress events)."""
-        self.done += 1
-        self.statuses[status] = self.statuses.get(status, 0) + 1
-
-    def refresh(self) -> None:
-        if self.live is not None:
-            self.live.update(self.render())
-
-    def render(self) -> Table:
-        table = Table.grid(padding=(0, 1))
-        eta = ""
-        if self.done and self.done < self.total:
-            elapsed = time.monotonic() - self.started
-            from orchestrator.frontends.report import format_seconds
-
-            eta = f"ETA {format_seconds(elapsed / self.done * (self.total - self.done))}"
-        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items()))
-        table.add_row(
-            ProgressBar(total=max(self.total, 1), completed=self.done, width=30),
-            f"[bold]{self.done}/{self.total}[/]",
-            statuses,
-            eta,
-        )
-        for instance_id, phase in self.in_flight.items():
-            table.add_row("", f"  {instance_id}: {phase}")
-        return table
 
 
 # --------------------------------------------------------------------------- report
@@ -530,32 +257,6 @@ def report_cmd(
         console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
     if comparison is not None and comparison.regressed:
         raise typer.Exit(1)
-
-
-# --------------------------------------------------------------------------- demo
-def demo_cmd(
-    participant: Annotated[str, typer.Option(help="gold, empty or an A2A URL.")] = "gold",
-    concurrency: Annotated[int | None, typer.Option()] = None,
-) -> None:
-    """Evaluate the synthetic instances offline (no GitHub, no Hugging Face)."""
-    from orchestrator.dataset.instances import Selection
-    from orchestrator.dataset.synthetic import build_synthetic
-    from orchestrator.settings import setting_sources
-
-    settings = _settings()
-    demo_dir = build_synthetic(settings.storage.data_dir / "demo")
-    from_env = {name for name, source in setting_sources().items() if source == "env"}
-    defaults = {"unprivileged_tests": True, "setup_strategy": "recipe"}
-    overrides = {k: v for k, v in defaults.items() if k not in from_env} | {
-        "dataset": str(demo_dir / "instances.jsonl"),
-        "mirror_dir": str(demo_dir / "mirrors"),
-        "recipes_file": str(demo_dir / "recipes.json"),
-    }
-    plan = _RunPlan(
-        participant=participant, participant_id=f"{participant}-demo", concurrency=concurrency,
-        selection=Selection(), overrides=overrides,
-    )  # fmt: skip
-    _run_batch(plan, resume=None, output=None)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,58 @@
+"""What the CLI's commands share: the consoles, the selection options, settings, starting a
+run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from orchestrator.run.context import RunContext
+from orchestrator.settings import Settings
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+Ids = Annotated[
+    list[str] | None, typer.Option("--id", "--instance", help="Instance id (repeatable).")
+]
+Pattern = Annotated[str | None, typer.Option(help="fnmatch pattern on instance ids.")]
+Repo = Annotated[str | None, typer.Option(help="Only this repository (owner/name or name).")]
+Count = Annotated[int | None, typer.Option(help="The first N instances of the selection.")]
+Shard = Annotated[str | None, typer.Option(help="Shard i/n of the selection (1-based).")]
+Dataset = Annotated[str | None, typer.Option(help="Dataset name or local .jsonl/.parquet.")]
+
+
+def select_instances(settings: Settings, ids, pattern, repo, count, shard):  # noqa: ANN001, ANN202
+    from orchestrator.dataset.instances import Selection, resolve
+
+    return resolve(
+        settings, Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard)
+    )
+
+
+def start_cli_run(
+    settings: Settings, kind: str, resume: Path | None, output: Path | None, **config: object
+) -> RunContext:
+    """A run of a CLI command (``run``, ``validate``), new or resumed; see :mod:`.bootstrap`."""
+    from orchestrator.docker_engine import connect
+    from orchestrator.run.bootstrap import start_run
+
+    run_id = config.pop("run_id", None) or (resume.name if resume else None)
+    return start_run(
+        settings, connect(), kind=kind, run_id=run_id, run_dir=resume or output,
+        config={"source": "cli", **config},
+    )  # fmt: skip
+
+
+def present(values: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def read_json(path: Path) -> dict:
+    import json
+
+    return json.loads(path.read_text())

@@ -1,0 +1,219 @@
+"""``swe-green run`` (a batch job, resumable) and ``swe-green demo``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from orchestrator.errors import UserError
+from orchestrator.frontends.cli_common import (
+    Count,
+    Dataset,
+    Ids,
+    Pattern,
+    Repo,
+    Shard,
+    console,
+    err_console,
+    present,
+    read_json,
+    start_cli_run,
+)
+from orchestrator.frontends.live_progress import LiveProgress
+from orchestrator.log import run_log
+from orchestrator.settings import Settings, load_settings
+
+
+# --------------------------------------------------------------------------- run
+@contextlib.contextmanager
+def _participant(spec: str, settings: Settings) -> Iterator[str]:
+    """A participant URL; a reference participant's name starts it for the run."""
+    if spec.startswith(("http://", "https://")):
+        yield spec
+        return
+    from orchestrator.participant.reference import KINDS, make_participant, running
+
+    if spec not in KINDS:
+        raise UserError(
+            f"{spec!r} is neither a URL nor a reference participant.",
+            f"pass an http(s) URL or one of: {', '.join(KINDS)}.",
+        )
+    with running(make_participant(spec, dataset=settings.dataset.dataset)) as url:
+        yield url
+
+
+def run_cmd(
+    participant: Annotated[
+        str | None,
+        typer.Option(help="Participant A2A URL, or a reference participant: gold, empty."),
+    ] = None,
+    ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
+    shard: Shard = None, dataset: Dataset = None,
+    concurrency: Annotated[int | None, typer.Option(help="Instances at once.")] = None,
+    strategy: Annotated[str | None, typer.Option(help="Setup: auto, recipe or llm.")] = None,
+    instance_timeout: Annotated[float | None, typer.Option(help="Participant s/instance.")] = None,
+    test_timeout: Annotated[float | None, typer.Option(help="Seconds per test run.")] = None,
+    no_validate: Annotated[bool, typer.Option("--no-validate")] = False,
+    output: Annotated[Path | None, typer.Option(help="Run directory.")] = None,
+    participant_id: Annotated[str | None, typer.Option(help="Id in results.json.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run.")] = None,
+) -> None:  # fmt: skip
+    """Evaluate a participant on a selection of instances (batch job)."""
+    from orchestrator.dataset.instances import Selection
+
+    overrides: dict[str, object] = {
+        "dataset": dataset, "setup_strategy": strategy, "instance_timeout": instance_timeout,
+        "test_timeout": test_timeout, "validate_env": False if no_validate else None,
+    }  # fmt: skip
+    plan = _RunPlan(
+        participant=participant, participant_id=participant_id, concurrency=concurrency,
+        selection=Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard),
+        overrides=present(overrides),
+    )  # fmt: skip
+    if resume is not None:
+        plan = _resumed(plan, resume)
+    _run_batch(plan, resume=resume, output=output)
+
+
+@dataclasses.dataclass
+class _RunPlan:
+    """What a batch run evaluates, as given (or as saved by the run it resumes)."""
+
+    participant: str | None
+    participant_id: str | None
+    concurrency: int | None
+    selection: Any
+    overrides: dict[str, object]
+    run_id: str | None = None
+
+
+def _resumed(plan: _RunPlan, run_dir: Path) -> _RunPlan:
+    """``plan`` completed from the ``config.json`` of the run it continues."""
+    from orchestrator.dataset.instances import Selection
+
+    if not (run_dir / "config.json").exists():
+        raise UserError(f"{run_dir} is not a run directory.", "pass the path `run` printed.")
+    saved = read_json(run_dir / "config.json")
+    return _RunPlan(
+        participant=plan.participant or saved.get("participant"),
+        participant_id=plan.participant_id or saved.get("participant_id"),
+        concurrency=plan.concurrency or saved.get("concurrency"),
+        selection=Selection(**saved.get("selection", {})),
+        overrides={**saved.get("settings_overrides", {}), **plan.overrides},
+        run_id=saved["run_id"],
+    )
+
+
+def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> None:
+    """Start (or resume) the run, evaluate it with the live display, then report."""
+    from orchestrator.dataset.instances import resolve
+    from orchestrator.frontends.report import print_report
+
+    if not plan.participant:
+        raise UserError("No participant given.", "pass --participant URL (or gold / empty).")
+    settings = load_settings(**plan.overrides)
+    instances = resolve(settings, plan.selection)
+    if settings.environment.setup_strategy == "llm":
+        from orchestrator.environments.setup_llm import check_llm_settings
+
+        check_llm_settings(settings)
+    ctx = start_cli_run(
+        settings, "run", resume, output, run_id=plan.run_id,
+        participant=plan.participant, participant_id=plan.participant_id,
+        selection=plan.selection.model_dump(exclude_none=True), concurrency=plan.concurrency,
+        settings_overrides=plan.overrides, instances=[i.instance_id for i in instances],
+    )  # fmt: skip
+    console.print(f"run {ctx.run_id}: {len(instances)} instance(s) -> {ctx.run_dir.path}")
+    # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
+    with run_log(ctx.run_dir.path) as log_path, _participant(plan.participant, settings) as url:
+        _check_reachable(url)
+        results = _evaluate_live(ctx, instances, url, plan.concurrency, resumed=resume is not None)
+    name = plan.participant_id or _participant_name(plan.participant)
+    path = ctx.run_dir.write_leaderboard("agent", name, results)
+    print_report(ctx.run_dir, console=console)
+    console.print(f"log: {log_path}")
+    console.print(f"results: {path}")
+
+
+def _evaluate_live(ctx, instances, url: str, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
+    """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
+    from orchestrator.run.scheduler import clean_unfinished, run_evaluation
+
+    progress = LiveProgress(len(instances))
+    evaluation = run_evaluation(
+        ctx, instances, url, concurrency=concurrency, on_event=progress.update, resume=resumed
+    )
+    try:
+        with progress.live_display():
+            return asyncio.run(_run_interruptible(evaluation, ctx))
+    except KeyboardInterrupt:
+        clean_unfinished(ctx, ctx.run_dir.finished_ids())
+        run_dir = ctx.run_dir.path
+        err_console.print(
+            f"interrupted: finished results kept in {run_dir}; continue with "
+            f"`swe-green run --resume {run_dir}`"
+        )
+        raise typer.Exit(130) from None
+
+
+async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202
+    """Run ``coro``; on SIGTERM behave as on Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(coro)
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+
+
+def _check_reachable(url: str) -> None:
+    """Fail the run up front when nothing answers at the participant's URL."""
+    import httpx
+
+    card = url.rstrip("/") + "/.well-known/agent-card.json"
+    try:
+        httpx.get(card, timeout=15)
+    except httpx.HTTPError as exc:
+        raise UserError(
+            f"The participant at {url} does not answer ({exc.__class__.__name__}: {exc}).",
+            "start the participant, or check --participant.",
+        ) from None
+
+
+def _participant_name(spec: str) -> str:
+    return spec if not spec.startswith("http") else spec.rstrip("/").rsplit("/", 1)[-1] or spec
+
+
+# --------------------------------------------------------------------------- demo
+def demo_cmd(
+    participant: Annotated[str, typer.Option(help="gold, empty or an A2A URL.")] = "gold",
+    concurrency: Annotated[int | None, typer.Option()] = None,
+) -> None:
+    """Evaluate the synthetic instances offline (no GitHub, no Hugging Face)."""
+    from orchestrator.dataset.instances import Selection
+    from orchestrator.dataset.synthetic import build_synthetic
+    from orchestrator.settings import setting_sources
+
+    settings = load_settings()
+    demo_dir = build_synthetic(settings.storage.data_dir / "demo")
+    from_env = {name for name, source in setting_sources().items() if source == "env"}
+    defaults = {"unprivileged_tests": True, "setup_strategy": "recipe"}
+    overrides = {k: v for k, v in defaults.items() if k not in from_env} | {
+        "dataset": str(demo_dir / "instances.jsonl"),
+        "mirror_dir": str(demo_dir / "mirrors"),
+        "recipes_file": str(demo_dir / "recipes.json"),
+    }
+    plan = _RunPlan(
+        participant=participant, participant_id=f"{participant}-demo", concurrency=concurrency,
+        selection=Selection(), overrides=overrides,
+    )  # fmt: skip
+    _run_batch(plan, resume=None, output=None)

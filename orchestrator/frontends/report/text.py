@@ -1,0 +1,243 @@
+"""The report as rich text for the terminal (``swe-green report``)."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from orchestrator.frontends.report.data import (
+    RICH_STYLES,
+    STATUS_ORDER,
+    Comparison,
+    TriageRow,
+    duration,
+    format_seconds,
+    load_run,
+    pct,
+    per_repository,
+    triage,
+)
+from orchestrator.grading.classify import aggregate
+from orchestrator.models import InstanceResult, Status
+from orchestrator.run.results import RunDir
+
+# --------------------------------------------------------------------------- text
+
+
+# gold-relative grading leaves out PASS_TO_PASS tests that fail with the gold patch; past this
+# share an instance is flagged, so that a broken environment cannot hide a regression
+P2P_EXCLUDED_FLAG = 0.10
+
+
+def caveats(results: list[InstanceResult]) -> list[tuple[str, str]]:
+    """(instance, why) for results a person should look at before trusting them: many
+    PASS_TO_PASS tests left out of grading, or a Python other than the spec's."""
+    notes = []
+    for result in sorted(results, key=lambda r: r.instance_id):
+        tests = result.tests
+        excluded = len(tests.pass_to_pass_excluded)
+        total = excluded + len(tests.pass_to_pass_passed) + len(tests.pass_to_pass_failed)
+        if total and excluded / total > P2P_EXCLUDED_FLAG:
+            notes.append(
+                (
+                    result.instance_id,
+                    f"{excluded} of {total} PASS_TO_PASS tests left out of grading",
+                )
+            )
+        spec, used = result.python_spec, result.python_used
+        if spec and used and not (used == spec or used.startswith(spec + ".")):
+            notes.append((result.instance_id, f"ran on Python {used}; the spec asks for {spec}"))
+    return notes
+
+
+def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> Group:
+    """The run's report as rich renderables: leaderboard row, statuses, repositories,
+    slowest instances. Print it with ``rich.console.Console().print(...)``."""
+    run, results = load_run(run_dir)
+    row = aggregate(results)
+
+    headline = Table(title=f"Run {run.path.name}", show_header=True)
+    for column in ("instances", "resolved", "fail→pass", "pass→pass", "error"):
+        headline.add_column(column, justify="right")
+    headline.add_row(
+        str(row.total_instances),
+        pct(row.resolved_pct),
+        pct(row.fail_to_pass_passed_pct),
+        pct(row.pass_to_pass_passed_pct),
+        pct(row.error_pct),
+    )
+
+    statuses = Table(title="Statuses")
+    statuses.add_column("status")
+    statuses.add_column("instances", justify="right")
+    statuses.add_column("share", justify="right")
+    for status in STATUS_ORDER:
+        count = getattr(row, f"{status.value}_count")
+        share = getattr(row, f"{status.value}_pct")
+        statuses.add_row(Text(status.value, style=RICH_STYLES[status]), str(count), pct(share))
+
+    repos = Table(title="Repositories")
+    repos.add_column("repository")
+    for column in ("instances", "resolved", "resolved %", "fail→pass", "errors"):
+        repos.add_column(column, justify="right")
+    for repo in per_repository(results):
+        repos.add_row(
+            repo.repo,
+            str(repo.instances),
+            str(repo.resolved),
+            pct(repo.resolved_fraction),
+            pct(repo.fail_to_pass),
+            str(repo.errors),
+        )
+
+    slow = Table(title=f"Slowest {slowest} instances")
+    slow.add_column("instance")
+    slow.add_column("status")
+    slow.add_column("duration", justify="right")
+    slow.add_column("tool calls", justify="right")
+    for result in sorted(results, key=duration, reverse=True)[:slowest]:
+        slow.add_row(
+            result.instance_id,
+            Text(result.status.value, style=RICH_STYLES[result.status]),
+            format_seconds(duration(result)),
+            str(result.tool_calls),
+        )
+
+    parts: list[RenderableType] = [headline, statuses]
+    causes = triage(results)
+    if causes:
+        parts.append(_triage_table("Errors by cause", causes))
+    parts += [repos, slow]
+    notes = caveats(results)
+    if notes:
+        table = Table(title="Caveats (look before trusting these)")
+        table.add_column("instance")
+        table.add_column("why")
+        for instance_id, why in notes:
+            table.add_row(instance_id, why)
+        parts.append(table)
+    flagged = [result for result in results if result.suspicious]
+    if flagged:
+        suspicious = Table(title="Suspicious: resolved, but the patch touches the test runner")
+        suspicious.add_column("instance")
+        suspicious.add_column("why a person should look", overflow="fold")
+        for result in flagged:
+            suspicious.add_row(result.instance_id, "; ".join(result.suspicious))
+        parts.append(suspicious)
+    if not results:
+        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
+    return Group(*parts)
+
+
+def _triage_table(title: str, rows: list[TriageRow] | tuple[TriageRow, ...]) -> Table:
+    table = Table(title=title)
+    table.add_column("n", justify="right")
+    table.add_column("reason", style="magenta")
+    table.add_column("first line of the message (normalised)", overflow="fold")
+    table.add_column("instances", overflow="fold")
+    for row in rows:
+        table.add_row(str(row.count), row.reason, row.message, ", ".join(row.instance_ids))
+    return table
+
+
+def signed(value: float, pct: bool = True) -> str:
+    if pct:
+        return f"{value * 100:+.2f} pp" if value else "0"
+    return f"{value:+d}" if value else "0"
+
+
+def _status_text(status: Status) -> Text:
+    return Text(status.value, style=RICH_STYLES[status])
+
+
+def render_comparison(comparison: Comparison) -> Group:
+    """A comparison as rich renderables: verdict, row delta, status changes, new errors,
+    repositories."""
+    c = comparison
+    parts: list[RenderableType] = []
+    scope = f"{len(c.common)} instance(s) in both runs"
+    if not c.same_selection:
+        scope += (
+            f"; the selections differ ({len(c.only_in_run)} only in {c.run}, "
+            f"{len(c.only_in_baseline)} only in {c.baseline}): compared on the intersection"
+        )
+    parts.append(Text(f"Run {c.run} against {c.baseline}: {scope}", style="bold"))
+    if c.regressed:
+        parts.append(
+            Text(
+                f"REGRESSED: {len(c.lost)} instance(s) no longer resolved, "
+                f"{sum(row.count for row in c.new_errors)} new error(s)",
+                style="bold red",
+            )
+        )
+    else:
+        parts.append(Text("no regression", style="bold green"))
+    parts.append(
+        Text(
+            f"{len(c.gained)} newly resolved, {len(c.lost)} no longer resolved, "
+            f"{len(c.changed)} other status change(s), {len(c.fixed_errors)} error(s) gone"
+        )
+    )
+    delta = Table(title="Leaderboard row (common instances)")
+    delta.add_column("share")
+    for column in (c.baseline, c.run, "delta"):
+        delta.add_column(column, justify="right", overflow="fold")
+    for name, before, after, change in c.row_delta():
+        style = delta_style(name, change)
+        delta.add_row(
+            name.removesuffix("_pct"), pct(before), pct(after), Text(signed(change), style)
+        )
+    parts.append(delta)
+    for title, changes in (
+        ("Resolved → not resolved", c.lost),
+        ("Not resolved → resolved", c.gained),
+        ("Other status changes", c.changed),
+    ):
+        if not changes:
+            continue
+        table = Table(title=title)
+        for column in ("instance", "repository", c.baseline, c.run, "reason"):
+            table.add_column(column, overflow="fold")
+        for change in changes:
+            table.add_row(
+                change.instance_id, change.repo, _status_text(change.before),
+                _status_text(change.after), change.reason,
+            )  # fmt: skip
+        parts.append(table)
+    if c.new_errors:
+        parts.append(_triage_table("New errors by cause", c.new_errors))
+    repos = Table(title="Repositories (common instances)")
+    repos.add_column("repository")
+    for column in ("instances", f"resolved {c.baseline}", f"resolved {c.run}", "delta", "errors"):
+        repos.add_column(column, justify="right", overflow="fold")
+    for repo in c.repos:
+        style = "" if not repo.delta else ("green" if repo.delta > 0 else "red")
+        repos.add_row(
+            repo.repo, str(repo.instances), str(repo.resolved_before), str(repo.resolved_after),
+            Text(signed(repo.delta, pct=False), style),
+            f"{repo.errors_before} → {repo.errors_after}",
+        )  # fmt: skip
+    parts.append(repos)
+    return Group(*parts)
+
+
+_BETTER_UP = ("resolved_pct", "fail_to_pass_passed_pct", "pass_to_pass_passed_pct")
+_WORSE_UP = ("error_pct", "regression_pct", "no_op_pct")
+
+
+def delta_style(field: str, change: float) -> str:
+    """green for a change for the better, red for the worse, none when it depends (also the
+    HTML class: better, worse)."""
+    if not change or field not in _BETTER_UP + _WORSE_UP:
+        return ""
+    return "green" if (change > 0) == (field in _BETTER_UP) else "red"
+
+
+def print_report(
+    run_dir: RunDir | str | os.PathLike[str], console: Console | None = None, slowest: int = 10
+) -> None:
+    """Print :func:`render_text` to ``console`` (default: standard output)."""
+    (console or Console()).print(render_text(run_dir, slowest=slowest))

@@ -11,10 +11,10 @@ from orchestrator.frontends.assessment import (
     LIMITS,
     AssessmentRequest,
     InvalidAssessment,
-    max_depth,
     parse_request,
     validate_request,
 )
+from orchestrator.frontends.request_json import max_depth
 from orchestrator.settings import Settings
 
 URL = "http://127.0.0.1:9019/"

@@ -20,12 +20,14 @@ from orchestrator.environments.recipes import Recipe
 from orchestrator.grading.evaluation import (
     REPO_DIR,
     TEST_USER,
-    drop_test_infrastructure,
     eval_script,
     evaluate,
-    is_test_infrastructure,
     no_op_groups,
     run_tests,
+)
+from orchestrator.grading.test_infrastructure import (
+    drop_test_infrastructure,
+    is_test_infrastructure,
     runner_files,
     shadows_a_module,
 )

@@ -10,18 +10,19 @@ from pathlib import Path
 import pytest
 
 from orchestrator.grading.log_parsers import (
-    END_MARKER,
     LOG_FORMATS,
-    START_MARKER,
-    extract_between_markers,
-    forged_output,
-    format_end_line,
     is_truncated,
     match_expected,
     parse_test_log,
-    runner_summary,
+)
+from orchestrator.grading.markers import (
+    END_MARKER,
+    START_MARKER,
+    extract_between_markers,
+    format_end_line,
     wrap_test_command,
 )
+from orchestrator.grading.runner_summary import forged_output, runner_summary
 from orchestrator.models import TestStatus as TS
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -662,7 +663,6 @@ def test_a_nested_run_short_summary_is_not_taken_for_the_outer_one() -> None:
 def test_a_long_sympy_summary_printed_bare_and_wrapped_is_the_runner_s():
     """sympy centres its summary between '=' only when it fits the terminal (sympy-18189)."""
     from orchestrator.grading.classify import detect_test_crash
-    from orchestrator.grading.log_parsers import runner_summary
 
     section = (
         "test_diophantine ok\ntest_quadratic F\ntest_other f\ntest_more f\ntest_skip s\n"
@@ -679,8 +679,6 @@ def test_a_long_sympy_summary_printed_bare_and_wrapped_is_the_runner_s():
 
 def test_unittest_runs_inside_pytest_s_own_tests_are_no_second_summary():
     """pytest's own tests run unittest cases that print "Ran 1 test" (pytest-10081, -7236)."""
-    from orchestrator.grading.log_parsers import forged_output
-
     section = (
         "testing/test_unittest.py ..\n----------------------------------------------------------"
         "------------\nRan 1 test in 0.001s\n\nOK\n"

@@ -43,17 +43,16 @@ from pydantic import (
 
 from orchestrator.dataset.instances import Selection, parse_shard
 from orchestrator.errors import UserError
+from orchestrator.frontends.request_json import (
+    EXAMPLE,
+    MAX_REQUEST_CHARS,
+    InvalidAssessment,
+    json_type,
+    loads,
+    unfence,
+)
 
 REQUEST_KEYS = ("participants", "config")
-EXAMPLE = (
-    '{"participants": {"agent": "http://host:port/"}, '
-    '"config": {"instance_ids": ["django__django-11099"]}}'
-)
-# the longest request text accepted, in characters (a full list of the 500 ids is ~14 kB)
-MAX_REQUEST_CHARS = 1_000_000
-# the deepest JSON nesting accepted in a request (a real one is 3 deep)
-MAX_DEPTH = 32
-
 # upper bounds of the config's numbers (the lower bound is 1 for counts, > 0 for seconds)
 LIMITS: dict[str, float] = {
     "count": 100_000,
@@ -65,10 +64,6 @@ LIMITS: dict[str, float] = {
     "participant_timeout": 3_600,
     "max_tool_calls": 10_000,
 }
-
-
-class InvalidAssessment(UserError):
-    """The assessment request cannot be run as sent; the message says what is wrong."""
 
 
 def _not_bool(value: Any) -> Any:
@@ -254,7 +249,7 @@ def parse_request(text: str, data: list[Any] | None = None) -> AssessmentRequest
     for item in data or []:
         if isinstance(item, dict) and "participants" in item:
             return validate_request(item)
-    body = _unfence(text.strip())
+    body = unfence(text.strip())
     if not body:
         raise InvalidAssessment("The assessment request is empty.", f"send JSON like {EXAMPLE}.")
     if len(body) > MAX_REQUEST_CHARS:
@@ -263,69 +258,15 @@ def parse_request(text: str, data: list[Any] | None = None) -> AssessmentRequest
             f"{MAX_REQUEST_CHARS:,}.",
             "send a shorter request (a pattern or a count instead of a very long id list).",
         )
-    payload = _loads(body)
+    payload = loads(body)
     return validate_request(payload)
-
-
-def _reject_constant(name: str) -> Any:
-    raise InvalidAssessment(
-        f"The assessment request is not plain JSON: it contains {name}.",
-        "give finite numbers within the documented limits.",
-    )
-
-
-def _loads(body: str) -> Any:
-    """``json.loads`` that rejects Infinity/NaN, absurd nesting and huge integers clearly."""
-    fix = f"send one message whose text is JSON like {EXAMPLE}."
-    depth = max_depth(body)
-    if depth > MAX_DEPTH:
-        raise InvalidAssessment(
-            f"The assessment request nests {depth} levels deep; the limit is {MAX_DEPTH}.", fix
-        )
-    try:
-        return json.loads(body, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise InvalidAssessment(
-            f"The assessment request is not JSON ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno}).",
-            fix,
-        ) from None
-    except InvalidAssessment:
-        raise
-    except (ValueError, RecursionError) as exc:  # e.g. an integer of thousands of digits
-        raise InvalidAssessment(
-            f"The assessment request cannot be read as JSON: {exc}.",
-            "give numbers of a sensible size, within the documented limits.",
-        ) from None
-
-
-def max_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` in a JSON text (brackets inside strings skipped)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def validate_request(payload: Any) -> AssessmentRequest:
     """Check a decoded request; InvalidAssessment with every problem found, in one line."""
     if not isinstance(payload, dict):
         raise InvalidAssessment(
-            f"The assessment request is a JSON {_json_type(payload)}, not an object.",
+            f"The assessment request is a JSON {json_type(payload)}, not an object.",
             f"send JSON like {EXAMPLE}.",
         )
     ignored = _unknown("", payload, REQUEST_KEYS)
@@ -335,7 +276,7 @@ def validate_request(payload: Any) -> AssessmentRequest:
         config = {}
     if not isinstance(config, dict):
         raise InvalidAssessment(
-            f'"config" is a JSON {_json_type(config)}, not an object.',
+            f'"config" is a JSON {json_type(config)}, not an object.',
             f"send an object with some of: {', '.join(CONFIG_KEYS)}.",
         )
     ignored += _unknown("config.", config, CONFIG_KEYS)
@@ -386,9 +327,7 @@ def _participants(value: Any) -> dict[str, str]:
     if value is None:
         raise InvalidAssessment('The assessment request has no "participants".', fix)
     if not isinstance(value, dict):
-        raise InvalidAssessment(
-            f'"participants" is a JSON {_json_type(value)}, not an object.', fix
-        )
+        raise InvalidAssessment(f'"participants" is a JSON {json_type(value)}, not an object.', fix)
     if not value:
         raise InvalidAssessment('"participants" is empty.', fix)
     if len(value) > 1:
@@ -402,7 +341,7 @@ def _participants(value: Any) -> dict[str, str]:
         raise InvalidAssessment("The participant's role is empty.", fix)
     if not isinstance(url, str):
         raise InvalidAssessment(
-            f"Participant {role!r} has a JSON {_json_type(url)} instead of a URL.", fix
+            f"Participant {role!r} has a JSON {json_type(url)} instead of a URL.", fix
         )
     try:
         _URL.validate_python(url.strip())
@@ -437,22 +376,3 @@ def _describe(exc: ValidationError) -> str:
             got = got[:77] + "..."
         problems.append(f"{where}: {message} (got {got})")
     return "; ".join(problems)
-
-
-def _unfence(text: str) -> str:
-    match = re.fullmatch(r"```[\w-]*\s*\n(.*?)\n?```", text, flags=re.DOTALL)
-    return match[1].strip() if match else text
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if value is None:
-        return "null"
-    return "object"

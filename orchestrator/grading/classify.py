@@ -22,7 +22,8 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel
 
-from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected, runner_summary
+from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
+from orchestrator.grading.runner_summary import runner_summary
 from orchestrator.models import InstanceResult, Status, TestGroups, TestStatus
 
 

@@ -15,7 +15,7 @@ run per empty answer.
 **Test infrastructure is not the participant's to change.** A patch could add a
 ``conftest.py`` whose ``pytest_runtest_makereport`` hook reports every test as passed; the
 runner's own summary then agrees with the forged lines, so no check of the output can
-expose it. So before applying, :func:`drop_test_infrastructure` removes from the patch every
+expose it. So before applying, :func:`.test_infrastructure.drop_test_infrastructure` removes every
 file that configures, drives or supplies the tests (:func:`is_test_infrastructure`): files
 in ``test``/``tests``/``testing`` directories, test modules, ``conftest.py``, the config
 files pytest and tox read (``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``),
@@ -39,14 +39,12 @@ files, not applied) record the tests by name as the base measured them (:func:`n
 
 from __future__ import annotations
 
-import posixpath
-import re
 import secrets
 import shlex
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -54,16 +52,13 @@ from orchestrator.environments.recipes import Recipe, test_command, test_files
 from orchestrator.environments.reinstall import reinstall_after_patch
 from orchestrator.environments.services import service_start_lines, service_stop_lines
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests
-from orchestrator.grading.log_parsers import (
-    extract_between_markers,
-    forged_output,
-    parse_test_log,
-    wrap_test_command,
-)
+from orchestrator.grading.log_parsers import parse_test_log
+from orchestrator.grading.markers import extract_between_markers, wrap_test_command
+from orchestrator.grading.runner_summary import forged_output
 from orchestrator.grading.tamper_check import tamper_reasons
+from orchestrator.grading.test_infrastructure import drop_test_infrastructure, runner_files
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
-from orchestrator.patches.diff import join_patch, split_patch
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox
 
@@ -81,35 +76,6 @@ TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024
 # characters of output kept in TestRun.output (the head and, mostly, the tail)
 OUTPUT_KEEP = 1_000_000
-
-_TEST_DIRS = frozenset({"test", "tests", "testing"})
-_INFRA_NAMES = frozenset(
-    {
-        "conftest.py",
-        "pytest.ini",
-        ".pytest.ini",
-        "tox.ini",
-        "setup.cfg",
-        "pyproject.toml",
-        "sitecustomize.py",
-        "usercustomize.py",
-        ".gitattributes",
-        "runtests.py",
-        "testing.py",
-        "tests.py",
-    }
-)
-# modules a new top-level file must not shadow on the runner's sys.path[0]
-SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
-    "pytest",
-    "_pytest",
-    "pluggy",
-    "py",
-    "iniconfig",
-    "nose",
-}
-_MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)(?:\.[\w-]+)*\.(?:py|pyc|pyw|so)$")
-_CREATES = re.compile(r"^(?:new file mode |--- /dev/null|rename to |copy to |@@ -0,0 )", re.M)
 
 
 class TestRun(BaseModel):
@@ -139,82 +105,6 @@ class Evaluation(BaseModel):
     excluded_files: list[str] = Field(default_factory=list)
     suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
-
-
-def is_test_infrastructure(path: str, runner_files: Iterable[str] = ()) -> bool:
-    """Whether ``path`` configures, drives or supplies the tests (see the module doc)."""
-    parts = path.split("/")
-    name = parts[-1]
-    return (
-        path in set(runner_files)
-        or name in _INFRA_NAMES
-        or name.endswith(".pth")
-        or (name.startswith("test_") and name.endswith(".py"))
-        or name.endswith("_test.py")
-        or any(part in _TEST_DIRS for part in parts[:-1])
-    )
-
-
-def shadows_a_module(path: str, runner_dirs: Iterable[str] = ("",)) -> str | None:
-    """The standard-library or runner module that a file at ``path`` would shadow, if it
-    lies in one of ``runner_dirs`` (the directories on the runner's ``sys.path[0]``: the
-    repository root, the runner script's directory) as a module or package."""
-    directory, name = posixpath.split(path)
-    if name == "__init__.py":
-        directory, name = posixpath.split(directory)
-        module = name
-    else:
-        match = _MODULE_FILE.match(name)
-        module = match.group(1) if match else ""
-    if module in SHADOWED_MODULES and directory in set(runner_dirs):
-        return module
-    return None
-
-
-def runner_files(recipe: Recipe) -> list[str]:
-    """Repository files the test command runs (``bin/test``, ``tests/runtests.py``)."""
-    try:
-        words = shlex.split(recipe.test_cmd)
-    except ValueError:
-        words = recipe.test_cmd.split()
-    return [
-        posixpath.normpath(word)
-        for word in words
-        if "=" not in word and not word.startswith("-") and ("/" in word or word.endswith(".py"))
-    ]
-
-
-def drop_test_infrastructure(
-    patch: str, instance: Instance, recipe: Recipe
-) -> tuple[str, list[str]]:
-    """``patch`` without its test-infrastructure files, and the files dropped.
-
-    New top-level modules that would shadow a standard-library or runner module on the
-    runner's ``sys.path[0]`` (``/testbed/unittest.py`` next to ``runtests.py``,
-    ``bin/traceback.py`` next to ``bin/test``) are dropped too. Files that the instance's
-    gold patch changes are never dropped.
-    """
-    preamble, parts = split_patch(patch)
-    gold = {path for part in split_patch(instance.patch)[1] for path in part.paths}
-    runners = runner_files(recipe)
-    runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
-    kept, dropped = [], []
-    for part in parts:
-        creates = bool(_CREATES.search(part.text))
-        if any(
-            p not in gold
-            and (
-                is_test_infrastructure(p, runners)
-                or (creates and shadows_a_module(p, runner_dirs) is not None)
-            )
-            for p in part.paths
-        ):
-            dropped.extend(part.paths)
-        else:
-            kept.append(part)
-    if not dropped:
-        return patch, []
-    return join_patch(preamble, kept), list(dict.fromkeys(dropped))
 
 
 def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None) -> str:
@@ -379,12 +269,9 @@ def evaluate(
             status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch", groups=unchanged
         )
     sandbox.set_network(False)
+    logs = _Logs(log_dir)
     gradeable, excluded = drop_test_infrastructure(patch, instance, recipe)
-    logs: dict[str, str] = {}
-    if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        (log_dir / "graded.patch").write_text(gradeable, errors="replace")
-        logs["graded_patch"] = str(log_dir / "graded.patch")
+    logs.write("graded_patch", "graded.patch", gradeable)
     if not gradeable.strip():
         return Evaluation(
             status=Status.NO_OP,
@@ -393,13 +280,11 @@ def evaluate(
             + ", ".join(excluded),
             excluded_files=excluded,
             groups=unchanged,
-            logs=logs,
+            logs=logs.files,
         )
     applied = apply_patch(sandbox, gradeable, repo_dir=REPO_DIR, fuzz=fuzz)
-    if log_dir is not None:
-        (log_dir / "apply.log").write_text(applied.log or applied.error, errors="replace")
-        logs["apply"] = str(log_dir / "apply.log")
-    common = {"apply": applied, "excluded_files": excluded, "logs": logs}
+    logs.write("apply", "apply.log", applied.log or applied.error)
+    common = {"apply": applied, "excluded_files": excluded, "logs": logs.files}
     if not applied.applied:
         return Evaluation(
             status=Status.NO_OP,
@@ -410,15 +295,22 @@ def evaluate(
         )
     # a patch that changes what the build reads (a new dependency) is installed again
     reinstalled = reinstall_after_patch(sandbox, recipe, gradeable, timeout=timeout)
-    if reinstalled is not None and log_dir is not None:
+    if reinstalled is not None:
         ok, tail = reinstalled
-        (log_dir / "reinstall.log").write_text(f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
-        logs["reinstall"] = str(log_dir / "reinstall.log")
+        logs.write("reinstall", "reinstall.log", f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
     run = run_tests(
         sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user
     )
-    if log_dir is not None:
-        logs |= {"eval_script": str(log_dir / "eval.sh"), "tests": str(log_dir / "test_output.txt")}
+    logs.note("eval_script", "eval.sh")
+    logs.note("tests", "test_output.txt")
+    return _judge(run, instance, recipe, gradeable, excluded_p2p, timeout, common)
+
+
+def _judge(
+    run: TestRun, instance: Instance, recipe: Recipe, gradeable: str,
+    excluded_p2p: Iterable[str], timeout: float, common: dict[str, Any],
+) -> Evaluation:  # fmt: skip
+    """The grade of a test run: timed out, forged, crashed, or the tests' outcomes."""
     if run.timed_out:
         return Evaluation(
             status=Status.ERROR,
@@ -454,6 +346,26 @@ def evaluate(
         message="suspicious: " + "; ".join(suspicious) if suspicious else "",
         **common,
     )
+
+
+class _Logs:
+    """The grading's log files under ``log_dir`` (none when it is None), by name."""
+
+    def __init__(self, log_dir: Path | None) -> None:
+        self.log_dir = log_dir
+        self.files: dict[str, str] = {}
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+
+    def write(self, name: str, file: str, text: str) -> None:
+        if self.log_dir is not None:
+            (self.log_dir / file).write_text(text, errors="replace")
+            self.files[name] = str(self.log_dir / file)
+
+    def note(self, name: str, file: str) -> None:
+        """A file something else wrote."""
+        if self.log_dir is not None:
+            self.files[name] = str(self.log_dir / file)
 
 
 def no_op_groups(instance: Instance, excluded_p2p: Iterable[str] = ()) -> TestGroups:

@@ -12,22 +12,16 @@ The names produced are in the notation of the dataset's FAIL_TO_PASS / PASS_TO_P
 * outcomes SWE-bench drops are kept where they map cleanly (django ``expected failure`` is
   XFAIL, pytest ``XPASS`` is PASSED, sympy ``f`` is XFAIL).
 
-The eval script prints :data:`START_MARKER` before the test command and
-:func:`format_end_line` after it; :func:`extract_between_markers` takes the part between.
+The eval script's markers around the test output are in :mod:`.markers`; the runner's own
+summary lines (the forged-output check) in :mod:`.runner_summary`.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Iterable, Iterator
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.models import TestStatus
-
-START_MARKER = ">>>>> SWE_GREEN_START"
-END_MARKER = ">>>>> SWE_GREEN_END"
 
 LOG_FORMATS = (
     "pytest",
@@ -58,66 +52,6 @@ PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
 FAILING = frozenset({TestStatus.FAILED, TestStatus.ERROR})
 
 
-# --------------------------------------------------------------------------- markers
-
-
-def format_end_line(exit_code: int | str, nonce: str = "") -> str:
-    """The line the eval script prints after the test command, e.g. ``... <nonce> exit=1``.
-
-    Pass shell expansions such as ``"$rc"`` and ``"$nonce"`` to build the script's line.
-    """
-    return f"{END_MARKER} {nonce} exit={exit_code}" if nonce else f"{END_MARKER} exit={exit_code}"
-
-
-def wrap_test_command(
-    test_command: str, nonce: str = "$nonce", prefix: str = "", after: str = ""
-) -> str:
-    """Shell lines that run ``test_command`` in a subshell between the markers.
-
-    The markers carry ``nonce`` (a shell expansion: the script's secret of this run, never
-    given to the test process); the end line carries the command's exit code, also under
-    ``set -e``. ``prefix`` is put before the quoted command (e.g. a function that runs it
-    as another user); without one the command runs as written. ``after`` runs between the
-    command and the end marker.
-    """
-    command = f"{prefix} {shlex.quote(test_command)}" if prefix else test_command
-    return "\n".join(
-        [
-            f'echo "{START_MARKER} {nonce}"',
-            "rc=0",
-            f"( {command} ) || rc=$?",
-            *([after] if after else []),
-            f'echo "{format_end_line("$rc", nonce)}"',
-        ]
-    )
-
-
-def extract_between_markers(
-    text: str, start: str = START_MARKER, end: str = END_MARKER, nonce: str = ""
-) -> tuple[str | None, int | None]:
-    """The output between the start and end marker lines, and the exit code after the end one.
-
-    With ``nonce`` only marker lines that carry it count: the code under test cannot predict
-    it. The last end line counts (ours is the last thing the eval script prints) and the last
-    start line before it: anything printed earlier, e.g. by a patched ``setup.py`` during a
-    reinstall, stays outside the section. Returns ``(None, None)`` without an end line and
-    ``(None, exit_code)`` without a start line before it; the exit code is ``None`` when the
-    end line carries none.
-    """
-    tag = rf"[ \t]+{re.escape(nonce)}" if nonce else ""
-    end_re = re.compile(rf"^{re.escape(end)}{tag}(?:[ \t]+exit=(-?\d+))?[ \t]*\r?$", re.MULTILINE)
-    ends = list(end_re.finditer(text))
-    if not ends:
-        return None, None
-    last_end = ends[-1]
-    exit_code = int(last_end.group(1)) if last_end.group(1) is not None else None
-    start_re = re.compile(rf"^{re.escape(start)}{tag}[ \t]*\r?$", re.MULTILINE)
-    starts = [m for m in start_re.finditer(text, 0, last_end.start())]
-    if not starts:
-        return None, exit_code
-    return text[starts[-1].end() : last_end.start()].strip("\r\n") + "\n", exit_code
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -126,7 +60,7 @@ def clean_line(line: str) -> str:
     return _CONTROL.sub("", _ANSI.sub("", line)).rstrip()
 
 
-def _lines(text: str) -> Iterator[str]:
+def output_lines(text: str) -> Iterator[str]:
     for raw in text.splitlines():
         yield clean_line(raw)
 
@@ -161,7 +95,7 @@ _STATUS_WORDS = "|".join(_PYTEST_STATUS)
 # ``STATUS id`` (the -rA short summary): the id is everything up to a whitespace outside
 # its ``[...]`` part; what follows (`` - message``, an xpass reason) is not part of it.
 # ``[100%]`` is kept as a name because two dataset PASS_TO_PASS lists hold it.
-_STATUS_FIRST = re.compile(
+STATUS_FIRST = re.compile(
     rf"^({_STATUS_WORDS})\s+((?P<id>[^\s\[]+)(?:\[.*?\](?=\s|$))?|\[\d+%\](?=\s|$))"
 )
 # ``id STATUS`` or ``id STATUS [ 42%]`` (-v output); the id contains ``::``.
@@ -189,9 +123,9 @@ def _pytest_events(
     rename: Callable[[str], str] = lambda name: name,
     rewrite_line: Callable[[str], str] = lambda line: line,
 ) -> Iterator[Event]:
-    for line in _lines(text):
+    for line in output_lines(text):
         line = rewrite_line(line)
-        match = _STATUS_FIRST.match(line)
+        match = STATUS_FIRST.match(line)
         if match:
             # a test id has ``::`` or names a file (collection errors); captured log lines
             # such as ``ERROR    module:file.py:12 message`` do not
@@ -252,12 +186,12 @@ def _django_names(description: str, previous_line: str) -> list[str]:
     return [name for name in names if name]
 
 
-def _django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
+def django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
     """``(names, status, from_result_line)`` for each result; headers give ``False``."""
     previous = ""
     pending: list[str] = []  # a test whose result comes after its own output
     after_header: TestStatus | None = None
-    for line in _lines(text):
+    for line in output_lines(text):
         stripped = line.strip()
         if after_header is not None:
             # the line after ``FAIL: test_x (m.C)`` is the docstring's first line, if any
@@ -285,7 +219,7 @@ def _django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
 
 
 def _django_events(text: str) -> Iterator[Event]:
-    for names, status, _ in _django_results(text):
+    for names, status, _ in django_results(text):
         for name in names:
             yield name, status
 
@@ -313,12 +247,12 @@ def _sympy_status(rest: str) -> TestStatus | None:
     return _SYMPY_STATUS.get(words[-1]) if words else None
 
 
-def _sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
+def sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
     """``(name, status, from_result_line)``; failure report headers give ``False``."""
     pending: str | None = None  # a test whose output came before its result
     from_headers: list[str] = []
     seen: set[str] = set()
-    for line in _lines(text):
+    for line in output_lines(text):
         stripped = _SYMPY_FILE_TAIL.sub("", line.strip())
         if header := _SYMPY_HEADER.match(stripped):
             from_headers.append(header.group(1))
@@ -343,7 +277,7 @@ def _sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
 
 
 def _sympy_events(text: str) -> Iterator[Event]:
-    for name, status, _ in _sympy_results(text):
+    for name, status, _ in sympy_results(text):
         yield name, status
 
 
@@ -401,173 +335,3 @@ def match_expected(
             if len(statuses) == 1:
                 result[name] = statuses.pop()
     return result
-
-
-# --------------------------------------------------------------------------- runner summaries
-
-
-class RunnerSummary(BaseModel):
-    """A test runner's own closing summary, and the result lines it printed for it.
-
-    ``counts`` holds the runner's numbers (keys ``passed``, ``failed``, ``error``,
-    ``skipped``, ``xfailed``, ``xpassed``, and ``ran`` for django), ``reported`` the result
-    lines of the output counted per status (pytest: only the short test summary between its
-    header and the closing line, ``None`` when there is none; django and sympy: every
-    per-test result line).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    runner: str
-    line: str
-    counts: dict[str, int]
-    reported: dict[str, int] | None
-
-
-_PYTEST_FINAL = re.compile(
-    r"^=+ (?P<body>(?!tests finished)(?:no tests ran|\d+ \w+.*?)) in [\d.]+\s*s(?:econds)?\b.*?=+$"
-)
-_PYTEST_SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+$")
-# centred between '=' when it fits the terminal; a long one is printed bare and wraps
-# ("tests finished: 42 passed, 1 failed, 1 skipped, 2 expected to fail, " / "in 115.50 seconds")
-_SYMPY_FINAL = re.compile(r"^\s*(?:=+ )?tests finished: (?P<body>.*?)(?: =+)?\s*$")
-_DJANGO_RAN = re.compile(r"^Ran (?P<ran>\d+) tests? in [\d.]+s$")
-_DJANGO_VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?P<body>.*)\))?$")
-_COUNT_WORDS = {
-    "passed": "passed",
-    "failed": "failed",
-    "error": "error",
-    "errors": "error",
-    "exceptions": "error",
-    "skipped": "skipped",
-    "xfailed": "xfailed",
-    "xpassed": "xpassed",
-    "expected to fail": "xfailed",
-    "expected to fail but passed": "xpassed",
-    "failures": "failed",
-    "expected failures": "xfailed",
-    "unexpected successes": "xpassed",
-}
-
-
-def _counts(pairs: Iterable[tuple[str, str]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for number, word in pairs:
-        key = _COUNT_WORDS.get(word.strip())
-        if key:
-            counts[key] = counts.get(key, 0) + int(number)
-    return counts
-
-
-def _last_match(pattern: re.Pattern[str], lines: list[str]) -> tuple[int, re.Match[str]] | None:
-    for i in range(len(lines) - 1, -1, -1):
-        if match := pattern.match(lines[i]):
-            return i, match
-    return None
-
-
-def _pytest_summary(lines: list[str]) -> RunnerSummary | None:
-    found = _last_match(_PYTEST_FINAL, lines)
-    if found is None:
-        return None
-    final, match = found
-    counts = _counts(re.findall(r"(\d+) (\w+)", match["body"]))
-    header = _last_match(_PYTEST_SUMMARY_HEADER, lines[:final])
-    previous_run = _last_match(_PYTEST_FINAL, lines[:final])  # a nested run's closing line
-    reported: dict[str, int] | None = None
-    if header is not None and (previous_run is None or previous_run[0] < header[0]):
-        reported = {}
-        for line in lines[header[0] + 1 : final]:
-            if skipped := re.match(r"^SKIPPED \[(\d+)\]", line):
-                reported["SKIPPED"] = reported.get("SKIPPED", 0) + int(skipped.group(1))
-            elif status := _STATUS_FIRST.match(line):
-                reported[status.group(1)] = reported.get(status.group(1), 0) + 1
-    return RunnerSummary(runner="pytest", line=lines[final], counts=counts, reported=reported)
-
-
-def _django_summary(lines: list[str], text: str) -> RunnerSummary | None:
-    found = _last_match(_DJANGO_RAN, lines)
-    if found is None:
-        return None
-    ran, match = found
-    counts = {"ran": int(match["ran"])}
-    for line in lines[ran + 1 :]:
-        if line.strip() and (verdict := _DJANGO_VERDICT.match(line.strip())):
-            pairs = re.findall(r"([a-z ]+)=(\d+)", verdict["body"] or "")
-            counts |= _counts((number, word) for word, number in pairs)
-            break
-    reported: dict[str, int] = {}
-    for _, status, from_line in _django_results(text):
-        if from_line:
-            reported[status.value] = reported.get(status.value, 0) + 1
-    return RunnerSummary(runner="django", line=lines[ran], counts=counts, reported=reported)
-
-
-def _sympy_summary(lines: list[str], text: str) -> RunnerSummary | None:
-    found = _last_match(_SYMPY_FINAL, lines)
-    if found is None:
-        return None
-    final, match = found
-    counts = _counts(re.findall(r"(\d+) ([a-z ]+?)(?=,|$)", match["body"]))
-    reported: dict[str, int] = {}
-    for _, status, from_line in _sympy_results(text):
-        if from_line:
-            reported[status.value] = reported.get(status.value, 0) + 1
-    return RunnerSummary(runner="sympy", line=lines[final], counts=counts, reported=reported)
-
-
-def runner_summary(text: str) -> RunnerSummary | None:
-    """The closing summary of the runner (pytest, django or sympy) that printed ``text``.
-
-    ``None`` when no runner closed its run in ``text``: it did not start, or it was killed or
-    crashed before the end. When several runners' summaries appear (a test that runs
-    pytest inside), the one closest to the end counts.
-    """
-    lines = list(_lines(text))
-    found = [
-        summary
-        for summary in (
-            _pytest_summary(lines),
-            _django_summary(lines, text),
-            _sympy_summary(lines, text),
-        )
-        if summary is not None
-    ]
-    if not found:
-        return None
-    return max(found, key=lambda summary: _last_index(lines, summary.line))
-
-
-def forged_output(text: str) -> str | None:
-    """Why the section ``text`` (between our markers) cannot all come from the test runner,
-    or ``None``. Every test it reports then counts as failing. Reasons:
-
-    * a line that looks like one of our markers: only the eval script prints them, outside
-      the test process, with a nonce the code under test does not know;
-    * more than one closing summary of the runner where one is expected: pytest's
-      ``=== ... in Xs ===`` after its last ``short test summary info`` header (nested runs,
-      e.g. pytester output shown with ``-rA``, come before that header), django's ``Ran N
-      tests``, sympy's ``tests finished``.
-    """
-    lines = list(_lines(text))
-    for line in lines:
-        if START_MARKER[6:] in line or END_MARKER[6:] in line:
-            return f"a line in the test output imitates the eval script's markers: {line[:120]!r}"
-    header = _last_match(_PYTEST_SUMMARY_HEADER, lines)
-    after = lines[header[0] + 1 :] if header else []
-    if header:  # the runner is pytest: what its tests print (pytest's own unittest and
-        # pytester runs print "Ran N tests" before the header) is not a second summary
-        counts = {"pytest": sum(bool(_PYTEST_FINAL.match(line)) for line in after)}
-    else:
-        counts = {
-            "django": sum(bool(_DJANGO_RAN.match(line)) for line in lines),
-            "sympy": sum(bool(_SYMPY_FINAL.match(line)) for line in lines),
-        }
-    for runner, count in counts.items():
-        if count > 1:
-            return f"{count} closing {runner} summaries where the runner prints one"
-    return None
-
-
-def _last_index(lines: list[str], line: str) -> int:
-    return max(i for i, candidate in enumerate(lines) if candidate == line)

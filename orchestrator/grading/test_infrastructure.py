@@ -1,0 +1,120 @@
+"""What of a participant's patch grading leaves out: the files that configure, drive or supply
+the tests (``conftest.py``, ``tox.ini``, test files and directories, the runner scripts, ``.pth``
+files) and new top-level modules that would shadow a standard-library or runner module."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import sys
+from collections.abc import Iterable
+
+from orchestrator.environments.recipes import Recipe
+from orchestrator.models import Instance
+from orchestrator.patches.diff import join_patch, split_patch
+
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+_INFRA_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+        ".gitattributes",
+        "runtests.py",
+        "testing.py",
+        "tests.py",
+    }
+)
+# modules a new top-level file must not shadow on the runner's sys.path[0]
+SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "py",
+    "iniconfig",
+    "nose",
+}
+_MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)(?:\.[\w-]+)*\.(?:py|pyc|pyw|so)$")
+_CREATES = re.compile(r"^(?:new file mode |--- /dev/null|rename to |copy to |@@ -0,0 )", re.M)
+
+
+def is_test_infrastructure(path: str, runner_files: Iterable[str] = ()) -> bool:
+    """Whether ``path`` configures, drives or supplies the tests (see the module doc)."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        path in set(runner_files)
+        or name in _INFRA_NAMES
+        or name.endswith(".pth")
+        or (name.startswith("test_") and name.endswith(".py"))
+        or name.endswith("_test.py")
+        or any(part in _TEST_DIRS for part in parts[:-1])
+    )
+
+
+def shadows_a_module(path: str, runner_dirs: Iterable[str] = ("",)) -> str | None:
+    """The standard-library or runner module that a file at ``path`` would shadow, if it
+    lies in one of ``runner_dirs`` (the directories on the runner's ``sys.path[0]``: the
+    repository root, the runner script's directory) as a module or package."""
+    directory, name = posixpath.split(path)
+    if name == "__init__.py":
+        directory, name = posixpath.split(directory)
+        module = name
+    else:
+        match = _MODULE_FILE.match(name)
+        module = match.group(1) if match else ""
+    if module in SHADOWED_MODULES and directory in set(runner_dirs):
+        return module
+    return None
+
+
+def runner_files(recipe: Recipe) -> list[str]:
+    """Repository files the test command runs (``bin/test``, ``tests/runtests.py``)."""
+    try:
+        words = shlex.split(recipe.test_cmd)
+    except ValueError:
+        words = recipe.test_cmd.split()
+    return [
+        posixpath.normpath(word)
+        for word in words
+        if "=" not in word and not word.startswith("-") and ("/" in word or word.endswith(".py"))
+    ]
+
+
+def drop_test_infrastructure(
+    patch: str, instance: Instance, recipe: Recipe
+) -> tuple[str, list[str]]:
+    """``patch`` without its test-infrastructure files, and the files dropped.
+
+    New top-level modules that would shadow a standard-library or runner module on the
+    runner's ``sys.path[0]`` (``/testbed/unittest.py`` next to ``runtests.py``,
+    ``bin/traceback.py`` next to ``bin/test``) are dropped too. Files that the instance's
+    gold patch changes are never dropped.
+    """
+    preamble, parts = split_patch(patch)
+    gold = {path for part in split_patch(instance.patch)[1] for path in part.paths}
+    runners = runner_files(recipe)
+    runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
+    kept, dropped = [], []
+    for part in parts:
+        creates = bool(_CREATES.search(part.text))
+        if any(
+            p not in gold
+            and (
+                is_test_infrastructure(p, runners)
+                or (creates and shadows_a_module(p, runner_dirs) is not None)
+            )
+            for p in part.paths
+        ):
+            dropped.extend(part.paths)
+        else:
+            kept.append(part)
+    if not dropped:
+        return patch, []
+    return join_patch(preamble, kept), list(dict.fromkeys(dropped))

@@ -14,9 +14,10 @@ import statistics
 import time
 import uuid
 
-from orchestrator.docker_engine import connect
 from orchestrator.housekeeping import gc
-from orchestrator.sandbox import DiskLimitExceeded, DiskWatcher, Limits, Sandbox
+from orchestrator.sandbox import DiskLimitExceeded, Limits
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.docker import connect, writable_layer_dir
 
 # each writer appends "<time.time()> <bytes written>" to /tmp/progress every 8 MiB
 WRITERS = {
@@ -79,11 +80,12 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=200, help="MiB")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    client = connect()
+    backend = connect()
+    client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     budget = args.budget << 20
     probe = Sandbox.start(client, args.image, run_id=run_id, instance_id="bench-disk")
-    how = "du of the upper directory" if DiskWatcher(client, probe.id, budget).upper_dir else "API"
+    how = "du of the upper directory" if writable_layer_dir(client, probe.id) else "API"
     probe.remove()
     print(f"budget {args.budget} MiB, measured by {how}, {args.repeat} runs per writer")
     print(f"{'writer':18} {'MB/s':>7} {'stop s (med/max)':>18} {'MiB past (med/max)':>20} du ms")
@@ -101,7 +103,7 @@ def main() -> None:
                 f"{statistics.median(r['du'] for r in runs) * 1000:5.1f}"
             )
     finally:
-        gc(client, run_id=run_id)
+        gc(backend, run_id=run_id)
 
 
 if __name__ == "__main__":

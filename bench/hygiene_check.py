@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.docker_engine import connect  # noqa: E402
-from orchestrator.sandbox import Sandbox  # noqa: E402
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox  # noqa: E402
+from orchestrator.sandbox.docker import connect  # noqa: E402
 
 CHECK = r"""
 cd /testbed
@@ -39,7 +39,8 @@ echo "remotes $(git remote | grep -c .)"
 
 def main() -> None:
     prefix = sys.argv[1] if len(sys.argv) > 1 else "swe-green"
-    client = connect()
+    backend = connect()
+    client = backend.client
     newest: dict[str, tuple[str, str]] = {}
     for image in client.images.list(name=f"{prefix}/instance"):
         for tag in image.tags:

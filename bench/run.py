@@ -27,11 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
-import docker
-
 from orchestrator.dataset.instances import load_instances
 from orchestrator.dataset.synthetic import build_synthetic
-from orchestrator.docker_engine import connect
 from orchestrator.housekeeping import gc
 from orchestrator.log import configure_logging
 from orchestrator.models import Instance, InstanceResult
@@ -39,6 +36,8 @@ from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
 from orchestrator.run.scheduler import run_evaluation
+from orchestrator.sandbox import SandboxBackend
+from orchestrator.sandbox.docker import connect
 from orchestrator.settings import Settings
 
 PHASES = ("setup", "base_commit", "validation", "participant", "grading", "total")
@@ -77,14 +76,14 @@ def conversation(run_dir: RunDir, instance_id: str) -> float | None:
 
 def evaluate(
     settings: Settings,
-    client: docker.DockerClient,
+    backend: SandboxBackend,
     run_id: str,
     run_dir: Path,
     instances: list[Instance],
     url: str,
     concurrency: int,
 ) -> tuple[float, list[InstanceResult], RunDir]:
-    ctx = RunContext(settings, client, run_id, RunDir(run_dir))
+    ctx = RunContext(settings, backend, run_id, RunDir(run_dir))
     started = time.perf_counter()
     results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=concurrency))
     return time.perf_counter() - started, results, ctx.run_dir
@@ -121,7 +120,8 @@ def main() -> None:
     parser.add_argument("--image", default="swe-green/base:py3.11")
     args = parser.parse_args()
     configure_logging(level="WARNING")
-    client = connect()
+    backend = connect()
+    client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     prefix = f"swe-green-bench-{run_id}"
     client.images.get(args.image).tag(f"{prefix}/base", "py3.11")
@@ -140,7 +140,7 @@ def main() -> None:
             )  # fmt: skip
             with running(make_participant("gold", dataset=str(dataset))) as url:
                 warm_wall, warm, _ = evaluate(
-                    settings, client, run_id, root / "runs" / "warm", instances, url, 1
+                    settings, backend, run_id, root / "runs" / "warm", instances, url, 1
                 )
                 print(
                     f"warm-up (not measured, fills the caches): {warm_wall:6.2f} s, "
@@ -149,14 +149,14 @@ def main() -> None:
                 walls = {}
                 for concurrency in (1, 2):
                     wall, results, run_dir = evaluate(
-                        settings, client, run_id, root / "runs" / f"c{concurrency}",
+                        settings, backend, run_id, root / "runs" / f"c{concurrency}",
                         instances, url, concurrency,
                     )  # fmt: skip
                     walls[concurrency] = wall
                     report(f"concurrency {concurrency}", wall, results, run_dir)
             print(f"speed-up wall@1 / wall@2: {walls[1] / walls[2]:.2f}x")
     finally:
-        gc(client, run_id=run_id, image_kinds=("snapshot", "instance", "env"))
+        gc(backend, run_id=run_id, image_kinds=("snapshot", "instance", "env"))
         for image in client.images.list(name=f"{prefix}/*"):
             for tag in image.tags:
                 if tag.startswith(prefix + "/"):

@@ -9,9 +9,9 @@ import statistics
 import time
 import uuid
 
-from orchestrator.docker_engine import connect
 from orchestrator.housekeeping import gc
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.docker import connect
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -24,7 +24,8 @@ def main() -> None:
     parser.add_argument("--image", default="swe-green/base:py3.11")
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    client = connect()
+    backend = connect()
+    client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     try:
         starts = []
@@ -56,7 +57,7 @@ def main() -> None:
         print(f"snapshot (50 MB written):       {snap * 1000:7.0f} ms")
         print(f"start from snapshot + 1 exec:   {from_snap * 1000:7.0f} ms")
     finally:
-        gc(client, run_id=run_id)
+        gc(backend, run_id=run_id)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from orchestrator.dataset.instances import load_instances
 from orchestrator.dataset.synthetic import build_synthetic
-from orchestrator.docker_engine import connect
 from orchestrator.environments.build import prepare_instance
 from orchestrator.housekeeping import gc
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.docker import connect
 from orchestrator.settings import Settings
 
 
@@ -28,7 +28,8 @@ def main() -> None:
     parser.add_argument("--instance", default="demo__calc-1")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    client = connect()
+    backend = connect()
+    client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     prefix = f"swe-green-bench-{run_id}"
     client.images.get("swe-green/base:py3.11").tag(f"{prefix}/base", "py3.11")
@@ -46,8 +47,8 @@ def main() -> None:
                     recipes_file=synth / "recipes.json", image_prefix=prefix,
                     setup_strategy="recipe",
                 )  # fmt: skip
-                ctx = RunContext(settings, client, run_id, RunDir(Path(tmp) / f"run{n}"))
-                gc(client, run_id=run_id, image_kinds=("env", "instance"))
+                ctx = RunContext(settings, backend, run_id, RunDir(Path(tmp) / f"run{n}"))
+                gc(backend, run_id=run_id, image_kinds=("env", "instance"))
                 t = time.perf_counter()
                 prepared = prepare_instance(ctx, instance)
                 Sandbox.start(client, prepared.instance_image, run_id=run_id).remove()
@@ -60,7 +61,7 @@ def main() -> None:
                 warm.append(time.perf_counter() - t)
                 sandbox.remove()
         finally:
-            gc(client, run_id=run_id, image_kinds=("env", "instance", "snapshot"))
+            gc(backend, run_id=run_id, image_kinds=("env", "instance", "snapshot"))
             client.images.remove(f"{prefix}/base:py3.11")
     c, w = statistics.median(cold), statistics.median(warm)
     print(f"instance {args.instance}, median of {args.runs} runs")

@@ -31,7 +31,6 @@ from typing import Any
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
-from orchestrator.docker_engine import connect
 from orchestrator.housekeeping import gc
 from orchestrator.models import Instance
 from orchestrator.participant.client import (
@@ -52,7 +51,8 @@ from orchestrator.participant.reference.base import (
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.tools_host import install_tools, run_tool
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.docker import connect
 
 COMMAND = "echo hello"
 TARGET_RATIO = 1.5
@@ -153,7 +153,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="alternating blocks per measure")
     parser.add_argument("--styles", nargs="+", default=list(TURN_STYLES), choices=TURN_STYLES)
     args = parser.parse_args()
-    client = connect()
+    backend = connect()
+    client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     try:
         sb = Sandbox.start(client, args.image, run_id=run_id, instance_id="bench")
@@ -198,7 +199,7 @@ def main() -> None:
                 f"best: {best}, full/bare p50 = {ratio:.2f}x ({verdict} the {TARGET_RATIO}x target)"
             )
     finally:
-        gc(client, run_id=run_id)
+        gc(backend, run_id=run_id)
 
 
 if __name__ == "__main__":

@@ -13,67 +13,41 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import docker
-from docker.errors import APIError, NotFound
-
-from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
-from orchestrator.errors import SandboxError, UserError
+from orchestrator.errors import UserError
 from orchestrator.log import get_logger
-
-if TYPE_CHECKING:
-    from orchestrator.errors import SandboxError
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import (
+    LABEL_INSTANCE,
+    LABEL_KIND,
+    LABEL_RUN,
+    LABEL_TOOL,
+    ContainerInfo,
+    ImageInfo,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+)
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay
 EPHEMERAL_KINDS = ("snapshot",)
 
 
-@dataclass(frozen=True)
-class ContainerInfo:
-    id: str
-    name: str
-    status: str
-    run_id: str
-    instance_id: str
-    role: str
-    created: str
-
-
 def list_containers(
-    client: docker.DockerClient, run_id: str | None = None, instance_id: str | None = None
+    backend: SandboxBackend, run_id: str | None = None, instance_id: str | None = None
 ) -> list[ContainerInfo]:
     """This tool's containers (running or not), newest first."""
-    filters = [f"{LABEL_TOOL}=1"]
-    if run_id:
-        filters.append(f"{LABEL_RUN}={run_id}")
-    if instance_id:
-        filters.append(f"{LABEL_INSTANCE}={instance_id}")
-    found = client.containers.list(all=True, filters={"label": filters}, ignore_removed=True)
-    infos = [
-        ContainerInfo(
-            id=c.id,
-            name=c.name,
-            status=c.status,
-            run_id=c.labels.get(LABEL_RUN, ""),
-            instance_id=c.labels.get(LABEL_INSTANCE, ""),
-            role=c.labels.get(LABEL_ROLE, ""),
-            created=c.attrs.get("Created", ""),
-        )
-        for c in found
-    ]
-    return sorted(infos, key=lambda info: info.created, reverse=True)
+    labels = {LABEL_RUN: run_id or "", LABEL_INSTANCE: instance_id or ""}
+    return backend.containers({k: v for k, v in labels.items() if v})
 
 
-def find_container(client: docker.DockerClient, ref: str) -> tuple[ContainerInfo, str]:
+def find_container(backend: SandboxBackend, ref: str) -> tuple[ContainerInfo, str]:
     """The container for an instance id, a container name or an id; and how it was found."""
-    by_instance = list_containers(client, instance_id=ref)
+    by_instance = list_containers(backend, instance_id=ref)
     if by_instance:
         how = f"newest of {len(by_instance)} container(s) labelled with instance {ref}"
         return by_instance[0], how
-    for info in list_containers(client):
+    for info in list_containers(backend):
         if ref in (info.name, info.id) or (len(ref) >= 6 and info.id.startswith(ref)):
             return info, f"container name or id {ref}"
     raise UserError(
@@ -83,15 +57,15 @@ def find_container(client: docker.DockerClient, ref: str) -> tuple[ContainerInfo
     )
 
 
-def list_images(client: docker.DockerClient, kinds: tuple[str, ...] | None = None) -> list:
-    images = client.images.list(filters={"label": f"{LABEL_TOOL}=1"})
+def list_images(backend: SandboxBackend, kinds: tuple[str, ...] | None = None) -> list[ImageInfo]:
+    images = backend.images(labels={LABEL_TOOL: "1"})
     if kinds is None:
         return images
     return [img for img in images if img.labels.get(LABEL_KIND) in kinds]
 
 
 def gc(
-    client: docker.DockerClient,
+    backend: SandboxBackend,
     *,
     dry_run: bool = False,
     run_id: str | None = None,
@@ -102,21 +76,18 @@ def gc(
     Returns the names of the containers and the tags (or ids) of the images removed, or that
     would be removed with ``dry_run``.
     """
-    containers = list_containers(client, run_id=run_id)
+    containers = list_containers(backend, run_id=run_id)
     removed_containers: list[str] = []
     for info in containers:
         removed_containers.append(info.name)
         if not dry_run:
-            try:
-                client.containers.get(info.id).remove(force=True, v=True)
-            except NotFound:
-                pass
+            backend.remove_container(info.id)
     removed_images: list[str] = []
-    for image in list_images(client, image_kinds):
+    for image in list_images(backend, image_kinds):
         if run_id and image.labels.get(LABEL_RUN) != run_id:
             continue
         removed_images.append(image.tags[0] if image.tags else image.short_id)
-        if not dry_run and not remove_image(client, image.id):
+        if not dry_run and not backend.remove_image(image.id):
             # used by a container of another run: it stays, and is not reported as removed
             removed_images.pop()
     return removed_containers, removed_images
@@ -136,13 +107,11 @@ def container_name(run_id: str, instance_id: str, role: str) -> str:
     return name[:NAME_LIMIT].rstrip("-.")
 
 
-def unique_container_name(client: docker.DockerClient, name: str) -> str:
+def unique_container_name(backend: SandboxBackend, name: str) -> str:
     """``name``, or ``name`` with a short random suffix when a container has it already."""
     candidate = name
     for _ in range(20):
-        try:
-            client.containers.get(candidate)
-        except NotFound:
+        if not backend.name_taken(candidate):
             return candidate
         candidate = f"{name[: NAME_LIMIT - 5]}-{uuid.uuid4().hex[:4]}"
     return f"{name[: NAME_LIMIT - 9]}-{uuid.uuid4().hex[:8]}"
@@ -179,43 +148,25 @@ def last_use(data_dir: Path, image: str) -> float | None:
 # ----------------------------------------------------------------------------- kept containers
 
 
-def remove_image(client: docker.DockerClient, image_id: str) -> bool:
-    """Remove an image; False when a container still uses it (it stays). Gone is fine."""
-    try:
-        client.images.remove(image_id, force=True)
-    except NotFound:
-        pass
-    except APIError as exc:
-        if exc.status_code != 409:
-            raise
-        return False
-    return True
-
-
 def keep_stopped(sandbox: Sandbox) -> str:
     """Keep ``sandbox``'s container for inspection, stopped (``swe-green inspect`` starts it
     again); returns its name. A container that is gone already is fine. Its disk watcher
     ends."""
     try:
         sandbox.stop(timeout=2)
-    except NotFound:
-        pass
-    except (APIError, SandboxError) as exc:
+    except SandboxError as exc:
         get_logger().warning("container.stop_failed", container=sandbox.name, error=str(exc))
     return sandbox.name
 
 
-def stop_run_containers(client: docker.DockerClient, run_id: str) -> list[str]:
+def stop_run_containers(backend: SandboxBackend, run_id: str) -> list[str]:
     """Stop the run's containers that still run (a run never ends with one); their names."""
     stopped = []
-    for info in list_containers(client, run_id=run_id):
+    for info in list_containers(backend, run_id=run_id):
         if info.status not in ("running", "paused", "restarting"):
             continue
-        try:
-            client.containers.get(info.id).stop(timeout=2)
-        except NotFound:
-            continue
-        stopped.append(info.name)
+        if backend.stop_container(info.id, timeout=2):
+            stopped.append(info.name)
     if stopped:
         get_logger(run_id=run_id).warning("run.stopped_containers", containers=stopped)
     return stopped
@@ -260,7 +211,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def active_runs(client: docker.DockerClient, data_dir: Path) -> dict[str, ActiveRun]:
+def active_runs(backend: SandboxBackend, data_dir: Path) -> dict[str, ActiveRun]:
     """Runs in progress: those with a live marker, and those with a running container."""
     runs: dict[str, ActiveRun] = {}
     for marker in sorted((Path(data_dir) / ACTIVE_RUNS_DIR).glob("*.json")):
@@ -273,7 +224,7 @@ def active_runs(client: docker.DockerClient, data_dir: Path) -> dict[str, Active
         runs[data["run_id"]] = ActiveRun(
             data["run_id"], float(data.get("started", 0)), frozenset(data.get("instances", []))
         )
-    for info in list_containers(client):
+    for info in list_containers(backend):
         if info.status == "running" and info.run_id and info.run_id not in runs:
             runs[info.run_id] = ActiveRun(info.run_id, 0.0, frozenset())
     return runs
@@ -318,20 +269,20 @@ def _epoch(stamp: str) -> float:
     return whole.timestamp() + float(match[2] or 0)
 
 
-def cached_images(client: docker.DockerClient, data_dir: Path, prefix: str) -> list[CachedImage]:
+def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[CachedImage]:
     """The environment and instance images under ``prefix``, least recently used first.
 
     An environment image counts as used whenever one of its instance images is."""
-    everything = {image.id: image for image in client.images.list()}
+    everything = {image.id: image for image in backend.images()}
     found: list[CachedImage] = []
     for image in everything.values():
         tags = [t for t in image.tags if t.startswith((f"{prefix}/env:", f"{prefix}/instance:"))]
         labels = image.labels or {}
         if not tags or labels.get(LABEL_KIND) not in ("env", "instance"):
             continue
-        parent_id = image.attrs.get("Parent", "")
+        parent_id = image.parent
         parent = everything.get(parent_id)
-        size = image.attrs.get("Size", 0) - (parent.attrs.get("Size", 0) if parent else 0)
+        size = image.size - (parent.size if parent else 0)
         uses = [u for u in (last_use(data_dir, tag) for tag in tags) if u is not None]
         found.append(
             CachedImage(
@@ -339,7 +290,7 @@ def cached_images(client: docker.DockerClient, data_dir: Path, prefix: str) -> l
                 tag=tags[0],
                 kind=labels[LABEL_KIND],
                 size=max(size, 0),
-                last_used=max(uses) if uses else _epoch(image.attrs.get("Created", "")),
+                last_used=max(uses) if uses else _epoch(image.created),
                 parent=parent_id,
                 labels=dict(labels),
             )  # fmt: skip
@@ -353,7 +304,7 @@ def cached_images(client: docker.DockerClient, data_dir: Path, prefix: str) -> l
 
 
 def plan_prune(
-    client: docker.DockerClient,
+    backend: SandboxBackend,
     data_dir: Path,
     prefix: str,
     *,
@@ -365,13 +316,13 @@ def plan_prune(
     used until the rest fit ``max_size`` bytes (everything when neither is given), never
     those of a run in progress."""
     now = time.time() if now is None else now
-    images = cached_images(client, data_dir, prefix)
+    images = cached_images(backend, data_dir, prefix)
     by_id = {image.id: image for image in images}
-    active = active_runs(client, data_dir)
-    containers = client.containers.list(all=True, ignore_removed=True)
+    active = active_runs(backend, data_dir)
+    containers = backend.all_containers()
     for container in containers:
         run_id = container.labels.get(LABEL_RUN, "")
-        image_id = container.attrs.get("Image", "")
+        image_id = container.image_id
         if image_id in by_id and (run_id in active or container.status == "running"):
             by_id[image_id].protected = f"used by a container of run {run_id or '?'} in progress"
     for image in images:
@@ -409,24 +360,21 @@ def plan_prune(
     remove = [image for image in images if image.id in chosen_ids]
     users = [
         container.name for container in containers
-        if container.attrs.get("Image", "") in chosen_ids
+        if container.image_id in chosen_ids
     ]  # fmt: skip
     keep = [image for image in images if image.id not in chosen_ids]
     return PrunePlan(remove=remove, keep=keep, containers=users)
 
 
-def execute_prune(client: docker.DockerClient, data_dir: Path, plan: PrunePlan) -> list[str]:
+def execute_prune(backend: SandboxBackend, data_dir: Path, plan: PrunePlan) -> list[str]:
     """Remove what ``plan`` says (containers first, instance images before their
     environments); returns the tags removed. Validation outcomes of removed instance images
     go too. An image that became busy meanwhile stays."""
     for name in plan.containers:
-        try:
-            client.containers.get(name).remove(force=True, v=True)
-        except NotFound:
-            pass
+        backend.remove_container(name)
     removed = []
     for image in sorted(plan.remove, key=lambda i: i.kind == "env"):
-        if remove_image(client, image.id):
+        if backend.remove_image(image.id):
             removed.append(image.tag)
         else:
             get_logger().warning("prune.busy", image=image.tag)

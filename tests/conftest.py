@@ -19,25 +19,30 @@ TEST_RUN_ID = f"pytest-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="session")
-def docker_client():
-    from orchestrator.docker_engine import connect
-    from orchestrator.errors import DockerUnavailable
+def docker_backend():
+    """The Docker backend of the sandbox; the test session's containers and images go after."""
+    from orchestrator.sandbox import BackendUnavailable
+    from orchestrator.sandbox.docker import connect
 
     try:
-        client = connect()
-    except DockerUnavailable as exc:
+        backend = connect()
+    except BackendUnavailable as exc:
         pytest.fail(f"container tests need a Docker engine: {exc}")
-    yield client
+    yield backend
     from orchestrator.housekeeping import gc
 
-    gc(client, run_id=TEST_RUN_ID, image_kinds=("snapshot", "instance", "env"))
+    gc(backend, run_id=TEST_RUN_ID, image_kinds=("snapshot", "instance", "env"))
 
 
 @pytest.fixture(scope="session")
-def base_image(docker_client) -> str:
-    from orchestrator.environments.images import image_exists
+def docker_client(docker_backend):
+    """The Docker SDK's client of the backend, for tests that look at the engine directly."""
+    return docker_backend.client
 
-    if not image_exists(docker_client, BASE_IMAGE):
+
+@pytest.fixture(scope="session")
+def base_image(docker_backend) -> str:
+    if not docker_backend.image_exists(BASE_IMAGE):
         pytest.fail(f"base image {BASE_IMAGE} missing: run `swe-green images build --python 3.11`")
     return BASE_IMAGE
 
@@ -45,7 +50,7 @@ def base_image(docker_client) -> str:
 @pytest.fixture
 def make_sandbox(docker_client, base_image) -> Iterator[Callable[..., object]]:
     """Start sandboxes labelled with the test run; all are removed after the test."""
-    from orchestrator.sandbox import Sandbox
+    from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
     started: list[Sandbox] = []
 
@@ -109,12 +114,12 @@ def synthetic_instances(synthetic_dir) -> dict:
 
 
 @pytest.fixture
-def run_ctx(env_settings, docker_client, tmp_path):
+def run_ctx(env_settings, docker_backend, tmp_path):
     """A run context labelled with the test session's run id, in a fresh run directory."""
     from orchestrator.run.context import RunContext
     from orchestrator.run.results import RunDir
 
-    return RunContext(env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))
+    return RunContext(env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
 
 
 def cli_env(env_settings, runs_dir) -> dict[str, str]:

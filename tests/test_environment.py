@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.docker_engine import LABEL_ROLE
 from orchestrator.environments.build import SetupFailed, prepare_instance
 from orchestrator.housekeeping import list_containers
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import LABEL_ROLE
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
 from .conftest import TEST_RUN_ID
 
@@ -60,7 +60,7 @@ def test_recipe_setup_gives_a_working_environment_at_base(
 
 
 @pytest.fixture(scope="module")
-def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory):
+def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory, docker_backend):
     """A run context whose mirrors are partial clones (promisor packs) of the synthetic ones,
     with its own image prefix so that no image of the full-mirror tests is reused."""
     from orchestrator.dataset.synthetic import build_synthetic
@@ -78,7 +78,7 @@ def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory):
             "image_prefix": prefix,
         }
     )
-    yield RunContext(settings, docker_client, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("r")))
+    yield RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("r")))
     for img in docker_client.images.list(name=f"{prefix}/*"):
         for tag in img.tags:
             if tag.startswith(prefix + "/"):
@@ -156,19 +156,19 @@ def test_history_after_the_base_is_gone(
 
 
 def test_second_instance_run_hits_the_caches_and_skips_phases_1_to_3(
-    run_ctx, synthetic_instances, env_settings, docker_client, tmp_path
+    run_ctx, synthetic_instances, env_settings, docker_backend, tmp_path
 ):
     from orchestrator.run.context import RunContext
     from orchestrator.run.results import RunDir
 
     instance = synthetic_instances["demo__units-1"]
     first = prepare_instance(run_ctx, instance)
-    again_ctx = RunContext(env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "again"))
-    before = {c.id for c in list_containers(docker_client, run_id=TEST_RUN_ID)}
+    again_ctx = RunContext(env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "again"))
+    before = {c.id for c in list_containers(docker_backend, run_id=TEST_RUN_ID)}
     second = prepare_instance(again_ctx, instance)
     assert (second.env_cache_hit, second.instance_cache_hit) == (True, True)
     assert (second.env_image, second.instance_image) == (first.env_image, first.instance_image)
-    after = {c.id for c in list_containers(docker_client, run_id=TEST_RUN_ID)}
+    after = {c.id for c in list_containers(docker_backend, run_id=TEST_RUN_ID)}
     assert after == before  # no setup container was started
     assert "reused from the cache" in (again_ctx.instance_dir(instance) / "setup.log").read_text()
 
@@ -260,7 +260,7 @@ def test_fetching_an_exact_python_falls_back_to_the_base_image_offline(
 
 
 def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hit(
-    run_ctx, synthetic_instances, sandbox_of, tmp_path, docker_client, env_settings
+    run_ctx, synthetic_instances, sandbox_of, tmp_path, docker_backend, env_settings
 ):
     from orchestrator.run.context import RunContext
     from orchestrator.run.results import RunDir
@@ -306,6 +306,6 @@ def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hi
     ran = sb.exec(f"source /opt/swe/activate.sh && {test_command} units/tests/test_units.py")
     assert ran.exit_code == 0 and "test_to_fahrenheit ok" in ran.stdout, ran.output
 
-    again = RunContext(run_ctx.settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "again"))
+    again = RunContext(run_ctx.settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "again"))
     cached = prepare_instance(again, instance)  # the fake API is gone: a call would fail
     assert cached.env_cache_hit and cached.test_cmd == test_command

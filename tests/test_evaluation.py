@@ -36,7 +36,7 @@ from orchestrator.models import TestStatus as TS
 from orchestrator.patches.apply import apply_patch
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
 from .conftest import TEST_RUN_ID
 
@@ -71,10 +71,10 @@ def recipes(synthetic_dir) -> dict[str, Recipe]:
 
 
 @pytest.fixture(scope="session")
-def instance_image(env_settings, docker_client, tmp_path_factory) -> Callable[[Instance], str]:
+def instance_image(env_settings, docker_backend, tmp_path_factory) -> Callable[[Instance], str]:
     """``instance -> image``: the real instance image (phases 1-4), built on first use."""
     ctx = RunContext(
-        env_settings, docker_client, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("eval-run"))
+        env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("eval-run"))
     )
     images: dict[str, str] = {}
 

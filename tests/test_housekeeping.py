@@ -97,7 +97,7 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
 
 @pytest.mark.container
 def test_a_failed_environment_setup_keeps_its_container_stopped(
-    env_settings, docker_client, synthetic_instances, tmp_path
+    env_settings, docker_client, synthetic_instances, tmp_path, docker_backend
 ):
     from orchestrator.environments.build import SetupFailed, prepare_instance
     from orchestrator.run.context import RunContext
@@ -109,7 +109,7 @@ def test_a_failed_environment_setup_keeps_its_container_stopped(
     broken = tmp_path / "recipes.json"
     broken.write_text(json.dumps(recipes))
     settings = env_settings.replace(**{"recipes_file": broken})
-    ctx = RunContext(settings, docker_client, TEST_RUN_ID, RunDir(tmp_path / "run"))
+    ctx = RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
     with pytest.raises(SetupFailed) as failed:
         prepare_instance(ctx, synthetic_instances["demo__units-1"])
     name = failed.value.container
@@ -123,14 +123,14 @@ def test_a_failed_environment_setup_keeps_its_container_stopped(
 
 @pytest.mark.container
 def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
-    docker_client, make_sandbox, tmp_path
+    docker_client, make_sandbox, tmp_path, docker_backend
 ):
     import os
     import time
     import uuid
 
-    from orchestrator.docker_engine import LABEL_KIND
     from orchestrator.housekeeping import active_run, plan_prune, record_image_use
+    from orchestrator.sandbox import LABEL_KIND
 
     prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
     data = tmp_path / "data"
@@ -162,17 +162,17 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
     kept.container.stop(timeout=1)
     env = {"SWE_GREEN_IMAGE_PREFIX": prefix, "SWE_GREEN_DATA_DIR": str(data), "COLUMNS": "200"}
     try:
-        plan = plan_prune(docker_client, data, prefix, keep_days=7)
+        plan = plan_prune(docker_backend, data, prefix, keep_days=7)
         assert [i.tag for i in plan.remove] == [old_inst, old_env]  # the instance first
         assert plan.containers == [kept.name]
         # a size limit removes the least recently used until the rest fit: mid-1, then old
         sizes = {i.tag: i.size for i in plan.remove + plan.keep}
         rest = sizes[new_env] + sizes[new_inst]
-        by_size = plan_prune(docker_client, data, prefix, max_size=rest + sizes[mid_inst] - 1)
+        by_size = plan_prune(docker_backend, data, prefix, max_size=rest + sizes[mid_inst] - 1)
         assert [i.tag for i in by_size.remove] == [old_inst, old_env, mid_inst]
         # a run in progress (its marker) keeps its instance images and their environment
         with active_run(data, "run-in-progress", ["demo__mid-1"]):
-            spared = plan_prune(docker_client, data, prefix)
+            spared = plan_prune(docker_backend, data, prefix)
         assert {i.tag for i in spared.remove} == {old_inst, old_env, new_inst}
         assert {i.tag: i.protected for i in spared.keep if i.protected} == {
             mid_inst: "an instance of run run-in-progress in progress",

@@ -91,7 +91,9 @@ def test_validation_catches_a_broken_environment(
     assert result.tool_calls == 0  # the participant never saw the instance
 
 
-def test_run_killed_with_sigkill_resumes_to_the_same_results(env_settings, tmp_path, docker_client):
+def test_run_killed_with_sigkill_resumes_to_the_same_results(
+    env_settings, tmp_path, docker_backend
+):
     env = cli_env(env_settings, tmp_path / "runs")
     ids = [arg for i in ALL for arg in ("--id", i)]
     run_dir = tmp_path / "runs" / "killed"
@@ -118,7 +120,7 @@ def test_run_killed_with_sigkill_resumes_to_the_same_results(env_settings, tmp_p
     assert set(after) == set(ALL)
     assert all(after[i] == first[i] for i in first)  # not graded twice
     run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
-    assert list_containers(docker_client, run_id=run_id) == []
+    assert list_containers(docker_backend, run_id=run_id) == []
 
 
 def test_from_its_tools_the_participant_reaches_no_network_no_hidden_patch_no_later_commit(

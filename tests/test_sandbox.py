@@ -9,9 +9,9 @@ import time
 import docker
 import pytest
 
-from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_RUN, LABEL_TOOL
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.sandbox import Limits, Sandbox
+from orchestrator.sandbox import LABEL_INSTANCE, LABEL_RUN, LABEL_TOOL, Limits
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
 from .conftest import TEST_RUN_ID
 

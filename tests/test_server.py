@@ -560,7 +560,7 @@ async def _cancel_when(url: str, text: str, ready: Callable[[], bool]) -> tuple[
 @pytest.mark.container
 @pytest.mark.timeout(1200)
 def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
-    env_settings: Settings, docker_client: docker.DockerClient, tmp_path: Path
+    env_settings: Settings, docker_backend, tmp_path: Path
 ) -> None:
     """Canceled while the participant works (it would answer in 10 minutes): the task ends
     ``canceled``, the participant's container is gone, the server serves on."""
@@ -574,7 +574,7 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
         request = _request(slow_url, instance_ids=["demo__units-1"])
         run_id, *states = asyncio.run(_cancel_when(url, request, lambda: bool(slow.states)))
         assert states == [TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_CANCELED]
-        assert list_containers(docker_client, run_id=run_id) == []
+        assert list_containers(docker_backend, run_id=run_id) == []
         state, _ = final_status(assess(url, "not json"))
         assert state == "TASK_STATE_REJECTED"
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_id]
@@ -705,11 +705,11 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
 
 @pytest.mark.container
 def test_kept_containers_of_assessments_are_capped_oldest_first(
-    fast_settings: Settings, docker_client: docker.DockerClient, base_image: str
+    fast_settings: Settings, docker_client: docker.DockerClient, base_image: str, docker_backend
 ) -> None:
-    from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
     from orchestrator.frontends.assessment_executor import AssessmentExecutor
     from orchestrator.housekeeping import list_containers
+    from orchestrator.sandbox import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 
     run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
     made = []
@@ -723,17 +723,17 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
             time.sleep(1.1)  # distinct creation times
         settings = fast_settings.replace(**{"serve_max_kept_containers": 1})
         AssessmentExecutor(settings)._prune_kept(docker_client)
-        left = [info.name for info in list_containers(docker_client, run_id=run_id)]
+        left = [info.name for info in list_containers(docker_backend, run_id=run_id)]
         assert left == [made[-1]]  # the newest stays
     finally:
-        for info in list_containers(docker_client, run_id=run_id):
+        for info in list_containers(docker_backend, run_id=run_id):
             docker_client.containers.get(info.id).remove(force=True)
 
 
 @pytest.mark.container
 @pytest.mark.timeout(1200)
 def test_the_host_cap_holds_across_concurrent_assessments(
-    env_settings: Settings, docker_client: docker.DockerClient, tmp_path: Path
+    env_settings: Settings, docker_backend, tmp_path: Path
 ) -> None:
     """Three assessments at once on a host whose cap is 1: never two instances' containers
     at a time; the later ones say they are queued."""
@@ -756,7 +756,7 @@ def test_the_host_cap_holds_across_concurrent_assessments(
         while not stop.is_set():
             running_now = {
                 info.instance_id
-                for info in list_containers(docker_client)
+                for info in list_containers(docker_backend)
                 if info.status == "running" and info.run_id.startswith("a2a-")
                 and (tmp_path / "runs" / info.run_id).exists()
             }  # fmt: skip

@@ -26,8 +26,7 @@ from typing import Literal
 from filelock import FileLock
 from pydantic import BaseModel, Field
 
-from orchestrator.docker_engine import LABEL_KIND
-from orchestrator.environments.images import available_pythons, image_exists, image_name
+from orchestrator.environments.images import available_pythons, image_name
 from orchestrator.environments.recipes import (
     Recipe,
     load_recipes,
@@ -48,7 +47,7 @@ from orchestrator.housekeeping import keep_stopped
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import LABEL_KIND, Sandbox
 
 TESTBED = "/testbed"
 SWE_DIR = "/opt/swe"
@@ -141,7 +140,7 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
             f"no recipe for {instance.repo} version {instance.version!r}; "
             "use setup_strategy=llm or auto with an API key"
         )
-    available = available_pythons(ctx.client, settings.environment.image_prefix)
+    available = available_pythons(ctx.backend, settings.environment.image_prefix)
     if not available:
         raise UserError(
             "No base image is built on this host.", "run `swe-green images build --python 3.11`."
@@ -364,10 +363,10 @@ def ensure_env_image(
     """The environment image (phases 1-3), built unless cached."""
     name = env_image_name(ctx, instance, plan)
     with _lock(ctx, f"env-{plan.env_key}"):
-        if image_exists(ctx.client, name):
+        if ctx.backend.image_exists(name):
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
-            labels = ctx.client.images.get(name).labels or {}
+            labels = ctx.backend.image_labels(name)
             return EnvImage(
                 name=name,
                 cache_hit=True,
@@ -532,7 +531,7 @@ def ensure_instance_image(
     """The instance image (phase 4) built from the environment image unless cached."""
     name = instance_image_name(ctx, instance, plan)
     with _lock(ctx, f"instance-{plan.instance_key(instance)}"):
-        if image_exists(ctx.client, name):
+        if ctx.backend.image_exists(name):
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
         with _building(ctx, sandbox, "base commit"), tempfile.TemporaryDirectory() as tmp:
@@ -575,7 +574,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     timings: dict[str, float] = {}
     started = time.monotonic()
     plan = plan_environment(ctx, instance)
-    if not image_exists(ctx.client, instance_image_name(ctx, instance, plan)):
+    if not ctx.backend.image_exists(instance_image_name(ctx, instance, plan)):
         try:
             check_complete(ctx.settings, instance)
         except UserError as exc:

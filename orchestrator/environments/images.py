@@ -17,12 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-import docker
-from docker.errors import DockerException, ImageNotFound
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-from orchestrator.docker_engine import LABEL_KIND, LABEL_TOOL
 from orchestrator.errors import UserError
+from orchestrator.sandbox import LABEL_KIND, LABEL_TOOL, Limits, SandboxBackend, SandboxError
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -52,17 +50,9 @@ def image_name(prefix: str, python: str) -> str:
     return f"{prefix}/base:py{python}"
 
 
-def image_exists(client: docker.DockerClient, name: str) -> bool:
-    try:
-        client.images.get(name)
-    except ImageNotFound:
-        return False
-    return True
-
-
-def available_pythons(client: docker.DockerClient, prefix: str) -> list[str]:
+def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:
     """The Python versions whose base image exists on this host."""
-    return [py for py in SUITES if image_exists(client, image_name(prefix, py))]
+    return [py for py in SUITES if backend.image_exists(image_name(prefix, py))]
 
 
 def pick_method(method: Method) -> Literal["debootstrap", "dockerfile"]:
@@ -73,7 +63,7 @@ def pick_method(method: Method) -> Literal["debootstrap", "dockerfile"]:
 
 
 def build_base_images(
-    client: docker.DockerClient,
+    backend: SandboxBackend,
     prefix: str,
     pythons: list[str],
     *,
@@ -93,23 +83,23 @@ def build_base_images(
     outcome: dict[str, str] = {}
     for py in pythons:
         name = image_name(prefix, py)
-        if image_exists(client, name) and not force:
+        if backend.image_exists(name) and not force:
             progress(f"{name}: exists, skipped (use --force to rebuild)")
             outcome[py] = "exists"
             continue
         started = time.monotonic()
         progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
         if chosen == "debootstrap":
-            _build_debootstrap(client, name, SUITES[py], mirror, progress)
+            _build_debootstrap(backend, name, SUITES[py], mirror, progress)
         else:
-            _build_dockerfile(client, name, SUITES[py], progress)
+            _build_dockerfile(backend, name, SUITES[py], progress)
         progress(f"{name}: built in {time.monotonic() - started:.0f}s")
         outcome[py] = "built"
     return outcome
 
 
 def _build_debootstrap(
-    client: docker.DockerClient, name: str, suite: str, mirror: str, progress: Progress
+    backend: SandboxBackend, name: str, suite: str, mirror: str, progress: Progress
 ) -> None:
     if os.geteuid() != 0 or not shutil.which("debootstrap"):
         raise UserError(
@@ -131,15 +121,12 @@ def _build_debootstrap(
         changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
         changes += ['CMD ["sleep", "infinity"]', f"LABEL {LABEL_TOOL}=1 {LABEL_KIND}=base"]
         try:
-            client.api.import_image_from_file(
-                str(tar_path), repository=stage.split(":")[0], tag=stage.split(":")[1],
-                changes=changes,
-            )  # fmt: skip
-        except DockerException as exc:
+            backend.import_image(tar_path, stage.split(":")[0], stage.split(":")[1], changes)
+        except SandboxError as exc:
             raise UserError(
                 f"docker import of {name} failed: {exc}", "check the daemon's disk."
             ) from exc
-    _finish_with_uv(client, stage, name, progress)
+    _finish_with_uv(backend, stage, name, progress)
 
 
 class _DebootstrapFailed(Exception):
@@ -182,51 +169,35 @@ def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> N
         ) from None
 
 
-def _finish_with_uv(client: docker.DockerClient, stage: str, name: str, progress: Progress) -> None:
+def _finish_with_uv(backend: SandboxBackend, stage: str, name: str, progress: Progress) -> None:
     """Install uv into the image when the package index answers; tag the result ``name``."""
     progress(f"{name}: installing uv (best effort)")
-    container = client.containers.run(stage, command=["sleep", "infinity"], detach=True)
+    sandbox = backend.start(stage, run_id="", role="image-build", limits=Limits(memory="2g"))
     try:
-        result = container.exec_run(
-            [
-                "sh",
-                "-c",
-                "python3 -m venv /opt/swe/uv && /opt/swe/uv/bin/pip install -q uv "
-                "&& ln -sf /opt/swe/uv/bin/uv /usr/local/bin/uv",
-            ]  # fmt: skip
+        result = sandbox.exec(
+            "python3 -m venv /opt/swe/uv && /opt/swe/uv/bin/pip install -q uv "
+            "&& ln -sf /opt/swe/uv/bin/uv /usr/local/bin/uv",
+            timeout=900,
         )
-        if result.exit_code != 0:
-            progress(f"{name}: uv not installed ({result.output.decode(errors='replace')[-200:]})")
-        container.commit(
-            repository=name.split(":")[0],
-            tag=name.split(":")[1],
-            conf={"Labels": {LABEL_TOOL: "1", LABEL_KIND: "base"}},
-        )
+        if not result.ok:
+            progress(f"{name}: uv not installed ({result.output[-200:]})")
+        repository, tag = name.split(":")
+        sandbox.snapshot(repository, tag, labels={LABEL_KIND: "base"})
     finally:
-        container.remove(force=True)
-        client.images.remove(stage, force=True)
+        sandbox.remove()
+        backend.remove_image(stage)
 
 
-def _build_dockerfile(
-    client: docker.DockerClient, name: str, suite: str, progress: Progress
-) -> None:
+def _build_dockerfile(backend: SandboxBackend, name: str, suite: str, progress: Progress) -> None:
     with tempfile.TemporaryDirectory(prefix="swe-green-ctx-") as ctx:
         shutil.copytree(DOCKERFILE_DIR, ctx, dirs_exist_ok=True)
         shutil.copyfile(HOST_CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
+        labels = {LABEL_TOOL: "1", LABEL_KIND: "base"}
         try:
-            for chunk in client.api.build(
-                path=ctx, tag=name, buildargs={"SUITE": suite}, rm=True, decode=True,
-                labels={LABEL_TOOL: "1", LABEL_KIND: "base"},
-            ):  # fmt: skip
-                if "error" in chunk:
-                    raise UserError(
-                        f"docker build of {name} failed: {chunk['error'].strip()}",
-                        "without a registry, use --method debootstrap (as root).",
-                    )
-                line = chunk.get("stream", "").strip()
-                if line.startswith("Step "):
-                    progress(f"{name}: {line}")
-        except DockerException as exc:
+            for line in backend.build_image(Path(ctx), name, {"SUITE": suite}, labels):
+                if line.strip().startswith("Step "):
+                    progress(f"{name}: {line.strip()}")
+        except SandboxError as exc:
             raise UserError(
                 f"docker build of {name} failed: {exc}",
                 "without a registry, use --method debootstrap (as root).",

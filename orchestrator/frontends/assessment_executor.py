@@ -8,7 +8,6 @@ import traceback
 from collections.abc import Awaitable
 from urllib.parse import urlparse
 
-import docker
 import httpx
 from a2a.client import A2ACardResolver
 from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
@@ -18,8 +17,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, TaskState
 
 from orchestrator.dataset.instances import load_instances, select
-from orchestrator.docker_engine import connect
-from orchestrator.errors import DockerUnavailable, UserError
+from orchestrator.errors import UserError
 from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
 from orchestrator.frontends.assessment_text import (
@@ -36,6 +34,8 @@ from orchestrator.participant.a2a_parts import enqueue_task_once
 from orchestrator.run.bootstrap import start_run
 from orchestrator.run.context import RunContext
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
+from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
+from orchestrator.sandbox.docker import connect
 from orchestrator.settings import Settings
 
 DEFAULT_HEARTBEAT = 20.0
@@ -95,11 +95,11 @@ class AssessmentExecutor(AgentExecutor):
             await self._empty_shard(request, updater)
             return
         settings, concurrency, capped = self._run_settings(request)
-        client = await self._docker()
+        backend = await self._backend()
         name = await participant_card_name(request.participant_url)
         participant_id = name or request.participant_url
         ctx = start_run(
-            settings, client, kind="a2a",
+            settings, backend, kind="a2a",
             config={
                 "source": "a2a", "task_id": context.task_id,
                 "request": request.model_dump(mode="json", by_alias=True),
@@ -118,7 +118,7 @@ class AssessmentExecutor(AgentExecutor):
         try:
             results = await self._evaluate(ctx, instances, request, concurrency, updater, reached)
         finally:
-            await asyncio.to_thread(self._prune_kept, client)
+            await asyncio.to_thread(self._prune_kept, backend)
         broken = infrastructure_failure(results, reached)
         if broken:
             raise _Failed(broken)
@@ -219,16 +219,16 @@ class AssessmentExecutor(AgentExecutor):
         }
         return self.settings.replace(**overrides), concurrency, wanted > host_limit
 
-    async def _docker(self) -> docker.DockerClient:
-        """The Docker client, once the engine answers and has a base image."""
+    async def _backend(self) -> SandboxBackend:
+        """The sandbox backend, once its engine answers and has a base image."""
         try:
-            client = await asyncio.to_thread(connect)
-        except DockerUnavailable as exc:
+            backend = await asyncio.to_thread(connect)
+        except BackendUnavailable as exc:
             raise _Failed(f"The green agent cannot evaluate: {exc}") from None
         base = f"{self.settings.environment.image_prefix}/base"
         try:
-            images = await asyncio.to_thread(client.images.list, name=base)
-        except docker.errors.DockerException as exc:
+            images = await asyncio.to_thread(backend.images, reference=base)
+        except SandboxError as exc:
             raise _Failed(
                 f"The green agent cannot evaluate: the Docker engine refused to list images "
                 f"({exc}). Fix: give the green agent a Docker engine with the images API "
@@ -241,22 +241,22 @@ class AssessmentExecutor(AgentExecutor):
                 "`docker exec <green container> swe-green images build`), then send the "
                 "assessment again."
             )
-        return client
+        return backend
 
-    def _prune_kept(self, client: docker.DockerClient) -> None:
+    def _prune_kept(self, backend: SandboxBackend) -> None:
         """Keep at most ``serve_max_kept_containers`` stopped participant containers of
         assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones."""
         cap = self.settings.serve.serve_max_kept_containers
         try:
             kept = [
                 info
-                for info in list_containers(client)  # newest first
+                for info in list_containers(backend)  # newest first
                 if info.run_id.startswith("a2a-") and info.status not in ("running", "created")
             ]
             for info in kept[cap:]:
-                client.containers.get(info.id).remove(force=True, v=True)
+                backend.remove_container(info.id)
                 self.log.info("kept-container.removed", container=info.name, cap=cap)
-        except docker.errors.DockerException as exc:
+        except SandboxError as exc:
             self.log.warning("kept-container.prune_failed", error=str(exc))
 
     async def _evaluate(

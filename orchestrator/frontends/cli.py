@@ -99,15 +99,14 @@ def images_build(
     force: Annotated[bool, typer.Option(help="Rebuild images that exist.")] = False,
 ) -> None:
     """Build the base images (skips those that exist)."""
-    from orchestrator.docker_engine import connect
     from orchestrator.environments.images import SUITES, build_base_images
+    from orchestrator.sandbox.docker import connect
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
-    client = connect()
     build_base_images(
-        client,
-        settings().image_prefix,
+        connect(),
+        settings().environment.image_prefix,
         python or list(SUITES),
         method=method,  # type: ignore[arg-type]
         force=force,
@@ -118,14 +117,15 @@ def images_build(
 @images_app.command("ls")
 def images_ls() -> None:
     """List this tool's images (base, environment cache, snapshots)."""
-    from orchestrator.docker_engine import LABEL_KIND, connect
     from orchestrator.housekeeping import list_images
+    from orchestrator.sandbox import LABEL_KIND
+    from orchestrator.sandbox.docker import connect
 
     table = Table("image", "kind", "size (MB)", "created")
     for image in list_images(connect()):
         tag = image.tags[0] if image.tags else image.short_id
-        size = image.attrs.get("Size", 0) / 1e6
-        created = image.attrs.get("Created", "")[:19]
+        size = image.size / 1e6
+        created = image.created[:19]
         table.add_row(tag, image.labels.get(LABEL_KIND, ""), f"{size:.0f}", created)
     console.print(table)
 
@@ -133,8 +133,8 @@ def images_ls() -> None:
 @sandbox_app.command("ls")
 def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] = None) -> None:
     """List this tool's containers with their run and instance."""
-    from orchestrator.docker_engine import connect
     from orchestrator.housekeeping import list_containers
+    from orchestrator.sandbox.docker import connect
 
     table = Table("container", "status", "run", "instance", "role", "created")
     for column in table.columns:
@@ -152,14 +152,14 @@ def inspect_cmd(
     shell: Annotated[str, typer.Option(help="Shell to open.")] = "bash",
 ) -> None:
     """Open an interactive shell in a kept container."""
-    from orchestrator.docker_engine import connect
     from orchestrator.housekeeping import find_container
+    from orchestrator.sandbox.docker import connect
 
-    client = connect()
-    info, how = find_container(client, ref)
+    backend = connect()
+    info, how = find_container(backend, ref)
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
     if info.status != "running":
-        client.containers.get(info.id).start()
+        backend.start_container(info.id)
     argv = ["docker", "exec", "-it", "-w", "/testbed", info.id, shell]
     if not shutil.which("docker"):
         raise UserError("The docker command is not installed.", f"run: {' '.join(argv)}")
@@ -178,8 +178,8 @@ def gc_cmd(
     ] = False,
 ) -> None:
     """Remove this tool's leftover containers and snapshot images."""
-    from orchestrator.docker_engine import connect
     from orchestrator.housekeeping import EPHEMERAL_KINDS, gc
+    from orchestrator.sandbox.docker import connect
 
     kinds = (*EPHEMERAL_KINDS, "env", "base") if all_images else EPHEMERAL_KINDS
     containers, images = gc(connect(), dry_run=dry_run, run_id=run, image_kinds=kinds)

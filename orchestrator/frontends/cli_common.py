@@ -38,8 +38,8 @@ def start_cli_run(
     settings: Settings, kind: str, resume: Path | None, output: Path | None, **config: object
 ) -> RunContext:
     """A run of a CLI command (``run``, ``validate``), new or resumed; see :mod:`.bootstrap`."""
-    from orchestrator.docker_engine import connect
     from orchestrator.run.bootstrap import start_run
+    from orchestrator.sandbox.docker import connect
 
     run_id = config.pop("run_id", None) or (resume.name if resume else None)
     return start_run(

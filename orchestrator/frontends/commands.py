@@ -136,8 +136,8 @@ def validation_report_cmd(
 @envs_app.command("ls")
 def envs_ls() -> None:
     """List the cached environment and instance images, least recently used first."""
-    from orchestrator.docker_engine import connect
     from orchestrator.housekeeping import cached_images
+    from orchestrator.sandbox.docker import connect
 
     settings = load_settings()
     table = Table("image", "kind", "own size", "last used")
@@ -167,8 +167,8 @@ def envs_prune(
     without --keep-days/--max-size), never those of a run in progress."""
     from pydantic import ByteSize, TypeAdapter, ValidationError
 
-    from orchestrator.docker_engine import connect
     from orchestrator.housekeeping import execute_prune, plan_prune
+    from orchestrator.sandbox.docker import connect
 
     limit = None
     if max_size is not None:
@@ -181,9 +181,9 @@ def envs_prune(
     if keep_days is not None and keep_days < 0:
         raise UserError("--keep-days must be 0 or more.", "pass a number of days, e.g. 14.")
     settings = load_settings()
-    client = connect()
+    backend = connect()
     plan = plan_prune(
-        client,
+        backend,
         settings.storage.data_dir,
         settings.environment.image_prefix,
         keep_days=keep_days,
@@ -191,7 +191,7 @@ def envs_prune(
     )
     removed = [image.tag for image in plan.remove]
     if not dry_run:
-        removed = execute_prune(client, settings.storage.data_dir, plan)
+        removed = execute_prune(backend, settings.storage.data_dir, plan)
     verb = "would remove" if dry_run else "removed"
     console.print(
         f"{verb} {len(removed)} image(s), {_size(plan.freed)}; "

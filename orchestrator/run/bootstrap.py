@@ -14,10 +14,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import docker
-
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
+from orchestrator.sandbox import SandboxBackend
 from orchestrator.settings import Settings
 
 
@@ -29,7 +28,7 @@ def new_run_id(kind: str) -> str:
 
 def start_run(
     settings: Settings,
-    client: docker.DockerClient,
+    backend: SandboxBackend,
     *,
     kind: str,
     run_id: str | None = None,
@@ -40,7 +39,7 @@ def start_run(
     (``None``: none is written) goes to ``config.json`` with the run id and the settings."""
     run_id = run_id or new_run_id(kind)
     ctx = RunContext(
-        settings, client, run_id, RunDir(run_dir or settings.storage.runs_dir / run_id)
+        settings, backend, run_id, RunDir(run_dir or settings.storage.runs_dir / run_id)
     )
     if config is not None:
         settings_record = settings.flat(secrets=False)

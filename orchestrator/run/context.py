@@ -1,4 +1,4 @@
-"""What every phase of one run needs: settings, the Docker client, the run's id and directory."""
+"""What every phase of one run needs: settings, the sandbox backend, the run's id and directory."""
 
 from __future__ import annotations
 
@@ -6,16 +6,13 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
 import structlog
-from docker.errors import APIError
 
-from orchestrator.errors import SandboxError
 from orchestrator.housekeeping import container_name, record_image_use, unique_container_name
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
 from orchestrator.run.results import RunDir
-from orchestrator.sandbox import Limits, Sandbox
+from orchestrator.sandbox import Limits, NameTaken, Sandbox, SandboxBackend, SandboxError
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
@@ -25,7 +22,7 @@ DISK_BUDGET_ROLES = ("participant", "grading")
 @dataclass
 class RunContext:
     settings: Settings
-    client: docker.DockerClient
+    backend: SandboxBackend
     run_id: str
     run_dir: RunDir
     log: structlog.typing.FilteringBoundLogger = field(init=False)
@@ -57,14 +54,13 @@ class RunContext:
         name = container_name(self.run_id, instance.instance_id, role)
         for attempt in range(3):
             try:
-                sandbox = Sandbox.start(
-                    self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
+                sandbox = self.backend.start(
+                    image, run_id=self.run_id, instance_id=instance.instance_id,
                     role=role, limits=self.limits(role), network=network,
-                    name=unique_container_name(self.client, name),
+                    name=unique_container_name(self.backend, name),
                 )  # fmt: skip
-            except SandboxError as exc:
-                conflict = isinstance(exc.__cause__, APIError) and exc.__cause__.status_code == 409
-                if not conflict or attempt == 2:
+            except NameTaken:
+                if attempt == 2:
                     raise
                 continue  # another container took the name meanwhile: a suffixed one
             record_image_use(self.settings.storage.data_dir, image)

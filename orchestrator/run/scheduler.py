@@ -53,9 +53,9 @@ def default_concurrency() -> int:
 def clean_unfinished(ctx: RunContext, finished: set[str]) -> list[str]:
     """Remove the containers an interrupted run left for instances that did not finish."""
     removed = []
-    for info in list_containers(ctx.client, run_id=ctx.run_id):
+    for info in list_containers(ctx.backend, run_id=ctx.run_id):
         if info.instance_id not in finished:
-            ctx.client.containers.get(info.id).remove(force=True, v=True)
+            ctx.backend.remove_container(info.id)
             removed.append(info.name)
     return removed
 
@@ -177,4 +177,4 @@ async def _run_all(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         # kept containers are stopped as their instances end; this is the backstop
-        await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.client, ctx.run_id))
+        await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.backend, ctx.run_id))

@@ -1,8 +1,11 @@
-"""One container per instance, behind a small interface the rest of the code uses.
+"""The Docker backend of the sandbox interface (:mod:`.protocol`): the only module of the
+product that imports ``docker``.
 
-``Sandbox`` starts a labelled, resource-limited container, runs commands in it with a timeout
-that kills the whole process group, moves files in and out byte for byte, switches the network
-on and off, snapshots itself to an image, and removes itself.
+:class:`DockerSandbox` starts a labelled, resource-limited container, runs commands in it with
+a timeout that kills the whole process group, moves files in and out byte for byte, switches
+the network on and off, snapshots itself to an image, and removes itself.
+:class:`DockerBackend` starts them, lists and removes containers and images by label, and
+imports or builds images; :func:`connect` finds the engine.
 
 Least privilege: every container starts with all capabilities dropped except
 :data:`CAPABILITIES` (file ownership and modes, and switching users, which apt and some test
@@ -12,8 +15,8 @@ Disk budget (``Limits.disk``): the daemon enforces a size with ``storage_opt`` o
 overlay2 over XFS with project quotas. Everywhere else (ext4) a watcher thread measures the
 container's writable layer (``du`` of the overlay2 upper directory when this process can read
 it, else the API's ``SizeRw``), polling faster as the size nears the budget, and kills the
-container once it is over. From then on every operation on the sandbox raises
-:class:`DiskLimitExceeded`. ``bench/disk.py`` measures how fast a runaway writer is stopped.
+container once it is over (:mod:`.disk`). From then on every operation on the sandbox raises
+:class:`DiskLimitExceeded`.
 """
 
 from __future__ import annotations
@@ -22,12 +25,11 @@ import io
 import os
 import posixpath
 import socket
-import subprocess
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -35,181 +37,40 @@ import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
+from docker.models.images import Image
 from docker.utils.socket import STDERR, STDOUT, frames_iter
-from pydantic import BaseModel
 
-from orchestrator.docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
-from orchestrator.errors import SandboxError, UserError
+from orchestrator.sandbox.disk import DiskWatcher
+from orchestrator.sandbox.errors import (
+    BackendUnavailable,
+    DiskLimitExceeded,
+    ImageMissing,
+    NameTaken,
+    SandboxError,
+)
+from orchestrator.sandbox.models import (
+    LABEL_INSTANCE,
+    LABEL_KIND,
+    LABEL_ROLE,
+    LABEL_RUN,
+    LABEL_TOOL,
+    ContainerInfo,
+    ExecResult,
+    ImageInfo,
+    Limits,
+    OutputCap,
+    tool_labels,
+)
 
 # capabilities every container keeps (all others are dropped): chown/chmod of any file, and
 # switching users (apt's sandbox user, test suites that drop privileges)
 CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID")
-TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
 _ENGINE_ERRORS = (DockerException, requests.exceptions.RequestException)
 # the host-side backstop fires this long after the in-container `timeout` should have
 _BACKSTOP_GRACE = 10.0
 
 
-class Limits(BaseModel):
-    cpus: float = 2.0
-    memory: str = "6g"
-    pids_limit: int = 2048
-    output_limit: int = 1_000_000
-    # bytes the container may write (its writable layer); None: no budget
-    disk: int | None = None
-    # the disk watcher's slowest poll, seconds (it polls faster near the budget)
-    disk_poll: float = 1.0
-
-
-class DiskLimitExceeded(SandboxError):
-    """The container wrote more than its disk budget and was stopped."""
-
-
-def format_bytes(n: float) -> str:
-    """``10 GiB``, ``200 MiB``, ``1.5 KiB``: sizes as the settings give them (powers of 1024)."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.4g} {unit}"
-    return f"{int(n)} bytes"
-
-
-class ExecResult(BaseModel):
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    duration: float
-    timed_out: bool = False
-    truncated: bool = False
-    oom_killed: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
-    @property
-    def output(self) -> str:
-        """stdout then stderr, as a person would read them."""
-        if self.stdout and self.stderr:
-            return self.stdout.rstrip("\n") + "\n" + self.stderr
-        return self.stdout or self.stderr
-
-
-class _Capped:
-    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.buf = bytearray()
-        self.cut = 0
-
-    def add(self, data: bytes) -> None:
-        room = self.limit - len(self.buf)
-        if room > 0:
-            self.buf += data[:room]
-        self.cut += max(0, len(data) - max(room, 0))
-
-    def text(self) -> str:
-        text = self.buf.decode("utf-8", errors="replace")
-        return text + TRUNCATION_MARKER.format(cut=self.cut) if self.cut else text
-
-
-class DiskWatcher:
-    """Polls a container's writable-layer size; kills the container once it is over ``limit``.
-
-    The poll interval shrinks as the size nears the budget, from the rate of growth seen
-    (never below ``min_poll``), so a fast writer is measured often and an idle container
-    costs one ``du`` per ``max_poll`` seconds.
-    """
-
-    min_poll = 0.05
-
-    def __init__(
-        self, client: docker.DockerClient, container_id: str, limit: int, max_poll: float = 1.0
-    ) -> None:
-        self.client = client
-        self.container_id = container_id
-        self.limit = limit
-        self.max_poll = max(max_poll, self.min_poll)
-        self.upper_dir = self._upper_dir()
-        self.size = 0  # the last measurement, bytes
-        self.peak = 0
-        self.exceeded_at: float | None = None  # time.monotonic() when it was killed
-        self.exceeded_size = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._loop, name=f"disk-{container_id[:12]}", daemon=True
-        )
-
-    def start(self) -> DiskWatcher:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    @property
-    def exceeded(self) -> bool:
-        return self.exceeded_at is not None
-
-    def message(self) -> str:
-        return (
-            f"the container wrote more than its disk budget of {format_bytes(self.limit)} "
-            f"({format_bytes(self.exceeded_size)} measured) and was stopped"
-        )
-
-    def _upper_dir(self) -> str | None:
-        try:
-            data = self.client.api.inspect_container(self.container_id)["GraphDriver"]["Data"]
-            upper = (data or {}).get("UpperDir")
-        except (*_ENGINE_ERRORS, KeyError, TypeError):
-            return None
-        return upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
-
-    def measure(self) -> int | None:
-        """Bytes in the writable layer (allocated blocks), or None when it cannot be read."""
-        if self.upper_dir is not None:
-            done = subprocess.run(
-                ["du", "-s", "-x", "-B1", self.upper_dir],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            # files vanishing mid-walk make du complain but the total still stands
-            first = done.stdout.split()
-            if first and first[0].isdigit():
-                return int(first[0])
-        try:
-            rows = self.client.api.containers(
-                all=True, filters={"id": self.container_id}, size=True
-            )
-        except _ENGINE_ERRORS:
-            return None
-        return int(rows[0].get("SizeRw") or 0) if rows else None
-
-    def _loop(self) -> None:
-        last_size, last_time = 0, time.monotonic()
-        interval = self.min_poll
-        while not self._stop.wait(interval):
-            size = self.measure()
-            now = time.monotonic()
-            if size is None:
-                interval = self.max_poll
-                continue
-            self.size, self.peak = size, max(self.peak, size)
-            if size > self.limit:
-                self.exceeded_size = size
-                self.exceeded_at = now
-                try:
-                    self.client.api.kill(self.container_id)
-                    self.client.api.wait(self.container_id, timeout=30)
-                except _ENGINE_ERRORS:
-                    pass  # already stopped or gone
-                return
-            rate = max(size - last_size, 0) / max(now - last_time, 1e-3)
-            last_size, last_time = size, now
-            headroom_time = (self.limit - size) / rate if rate > 0 else self.max_poll
-            interval = min(self.max_poll, max(self.min_poll, headroom_time / 4))
-
-
-class Sandbox:
+class DockerSandbox:
     """A running container of this tool. Create with :meth:`start` or :meth:`attach`."""
 
     def __init__(self, client: docker.DockerClient, container: Container, limits: Limits) -> None:
@@ -233,14 +94,14 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         name: str | None = None,
         workdir: str = "/",
-    ) -> Sandbox:
+    ) -> DockerSandbox:
         """Start a container from ``image`` that idles until it is told what to do."""
         limits = limits or Limits()
-        labels = {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: instance_id, LABEL_ROLE: role}
+        labels = tool_labels(run_id, instance_id, role)
         try:
             client.images.get(image)
         except ImageNotFound:
-            raise UserError(
+            raise ImageMissing(
                 f"Docker image {image} does not exist.",
                 "build the base images with `swe-green images build`.",
             ) from None
@@ -275,13 +136,15 @@ class Sandbox:
                     raise
                 _STORAGE_OPT[_daemon_key(client)] = False
                 container = client.containers.run(image, **options)  # type: ignore[arg-type]
+        except APIError as exc:
+            if exc.status_code == 409:
+                raise NameTaken(f"a container named {name} exists already") from exc
+            raise SandboxError(f"could not start a container from {image}: {exc}") from exc
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
         sandbox = cls(client, container, limits)
         if limits.disk is not None:
-            sandbox.disk_watcher = DiskWatcher(
-                client, container.id, limits.disk, limits.disk_poll
-            ).start()
+            sandbox.disk_watcher = _disk_watcher(client, container.id, limits).start()
         try:
             if not network:
                 sandbox.set_network(False)
@@ -293,7 +156,7 @@ class Sandbox:
     @classmethod
     def attach(
         cls, client: docker.DockerClient, container_id: str, limits: Limits | None = None
-    ) -> Sandbox:
+    ) -> DockerSandbox:
         """A Sandbox for an existing container (by id or name)."""
         try:
             return cls(client, client.containers.get(container_id), limits or Limits())
@@ -437,7 +300,7 @@ class Sandbox:
         except _ENGINE_ERRORS as exc:
             raise self._error("exec", exc) from exc
 
-        out, err = _Capped(self.limits.output_limit), _Capped(self.limits.output_limit)
+        out, err = OutputCap(self.limits.output_limit), OutputCap(self.limits.output_limit)
         backstop_fired = threading.Event()
 
         def backstop() -> None:
@@ -540,6 +403,20 @@ class Sandbox:
             spool.seek(0)
             self._put_archive(posixpath.dirname(container_dir.rstrip("/")) or "/", spool)
 
+    def get_archive(self, path: str) -> bytes:
+        """A tar of ``path`` (a file or a directory), to put into another sandbox."""
+        try:
+            stream, _ = self.container.get_archive(path)
+            return b"".join(stream)
+        except NotFound:
+            raise SandboxError(f"no {path} in container {self.name}") from None
+        except _ENGINE_ERRORS as exc:
+            raise self._error("read files", exc) from exc
+
+    def put_archive(self, directory: str, tar: bytes) -> None:
+        """Unpack a tar (as :meth:`get_archive` gives) into ``directory`` (created if missing)."""
+        self._put_archive(directory, tar)
+
     def _put_archive(self, directory: str, tar_bytes: bytes | IO[bytes]) -> None:
         try:
             mk = self.container.exec_run(["mkdir", "-p", directory])
@@ -573,6 +450,40 @@ class Sandbox:
             return self.container.name
         except Exception:  # noqa: BLE001 - a name is only for the message
             return self.container.id[:12]
+
+
+def _disk_watcher(client: docker.DockerClient, container_id: str, limits: Limits) -> DiskWatcher:
+    """A watcher of the container's writable layer: ``du`` of its overlay2 upper directory
+    when this process can read it, else the API's ``SizeRw``."""
+    assert limits.disk is not None
+
+    def reported_size() -> int | None:
+        try:
+            rows = client.api.containers(all=True, filters={"id": container_id}, size=True)
+        except _ENGINE_ERRORS:
+            return None
+        return int(rows[0].get("SizeRw") or 0) if rows else None
+
+    def kill() -> None:
+        try:
+            client.api.kill(container_id)
+            client.api.wait(container_id, timeout=30)
+        except _ENGINE_ERRORS:
+            pass  # already stopped or gone
+
+    return DiskWatcher(
+        container_id[:12], limits.disk, limits.disk_poll,
+        upper_dir=writable_layer_dir(client, container_id), reported_size=reported_size, kill=kill,
+    )  # fmt: skip
+
+
+def writable_layer_dir(client: docker.DockerClient, container_id: str) -> str | None:
+    try:
+        data = client.api.inspect_container(container_id)["GraphDriver"]["Data"]
+        upper = (data or {}).get("UpperDir")
+    except (*_ENGINE_ERRORS, KeyError, TypeError):
+        return None
+    return upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
 
 
 def _close(sock: object) -> None:
@@ -618,3 +529,178 @@ def _storage_opt_supported(client: docker.DockerClient) -> bool:
 def _is_storage_opt_error(exc: APIError) -> bool:
     text = str(exc).lower()
     return "storage-opt" in text or "storage opt" in text or "quota" in text
+
+
+# ---------------------------------------------------------------------------- the backend
+_FIX = (
+    "start Docker (as root on Debian, `scripts/setup` installs docker.io and starts dockerd), "
+    "or point DOCKER_HOST at a running engine."
+)
+
+
+def connect(timeout: float = 60) -> DockerBackend:
+    """The engine named by DOCKER_HOST (or the default socket), checked by ping."""
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        client = docker.from_env(timeout=int(timeout))
+        client.ping()
+    except DockerException as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BackendUnavailable(
+            f"No Docker daemon answers at {where} ({text[:200]}).", _FIX
+        ) from None
+    return DockerBackend(client)
+
+
+class DockerBackend:
+    """Sandboxes as containers of one Docker engine (see :class:`.protocol.SandboxBackend`)."""
+
+    name = "docker"
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self.client = client
+
+    def start(
+        self,
+        image: str,
+        *,
+        run_id: str,
+        instance_id: str = "",
+        role: str = "instance",
+        limits: Limits | None = None,
+        network: bool = True,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        workdir: str = "/",
+    ) -> DockerSandbox:
+        return DockerSandbox.start(
+            self.client, image, run_id=run_id, instance_id=instance_id, role=role,
+            limits=limits, network=network, env=env, name=name, workdir=workdir,
+        )  # fmt: skip
+
+    def attach(self, ref: str, limits: Limits | None = None) -> DockerSandbox:
+        return DockerSandbox.attach(self.client, ref, limits)
+
+    def containers(self, labels: Mapping[str, str] | None = None) -> list[ContainerInfo]:
+        filters = [f"{LABEL_TOOL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
+        try:
+            found = self.client.containers.list(
+                all=True, filters={"label": filters}, ignore_removed=True
+            )
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot list containers: {exc}") from exc
+        infos = [_container_info(c) for c in found]
+        return sorted(infos, key=lambda info: info.created, reverse=True)
+
+    def all_containers(self) -> list[ContainerInfo]:
+        """Every container of the engine, this tool's or not (to see which use an image)."""
+        found = self.client.containers.list(all=True, ignore_removed=True)
+        return [_container_info(c) for c in found]
+
+    def name_taken(self, name: str) -> bool:
+        try:
+            self.client.containers.get(name)
+        except NotFound:
+            return False
+        return True
+
+    def start_container(self, ref: str) -> None:
+        try:
+            self.client.containers.get(ref).start()
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot start container {ref}: {exc}") from exc
+
+    def stop_container(self, ref: str, timeout: int = 2) -> bool:
+        try:
+            self.client.containers.get(ref).stop(timeout=timeout)
+        except NotFound:
+            return False
+        return True
+
+    def remove_container(self, ref: str) -> bool:
+        try:
+            self.client.containers.get(ref).remove(force=True, v=True)
+        except NotFound:
+            return False
+        return True
+
+    def cleanup(self, labels: Mapping[str, str]) -> list[str]:
+        removed = []
+        for info in self.containers(labels):
+            if self.remove_container(info.id):
+                removed.append(info.name)
+        return removed
+
+    def images(
+        self, labels: Mapping[str, str] | None = None, reference: str | None = None
+    ) -> list[ImageInfo]:
+        filters = {"label": [f"{k}={v}" for k, v in labels.items()]} if labels else None
+        try:
+            found = self.client.images.list(name=reference, filters=filters)
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"the Docker engine refused to list images ({exc})") from exc
+        return [_image_info(image) for image in found]
+
+    def image_exists(self, name: str) -> bool:
+        try:
+            self.client.images.get(name)
+        except ImageNotFound:
+            return False
+        return True
+
+    def image_labels(self, name: str) -> dict[str, str]:
+        return dict(self.client.images.get(name).labels or {})
+
+    def tag_image(self, name: str, repository: str, tag: str) -> None:
+        self.client.images.get(name).tag(repository, tag)
+
+    def remove_image(self, image_id: str) -> bool:
+        try:
+            self.client.images.remove(image_id, force=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code != 409:
+                raise SandboxError(f"cannot remove image {image_id}: {exc}") from exc
+            return False
+        return True
+
+    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
+        try:
+            self.client.api.import_image_from_file(
+                str(tar_path), repository=repository, tag=tag, changes=changes
+            )
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"docker import of {repository}:{tag} failed: {exc}") from exc
+
+    def build_image(
+        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
+    ) -> Iterator[str]:
+        try:
+            for chunk in self.client.api.build(
+                path=str(context), tag=tag, buildargs=dict(buildargs), rm=True, decode=True,
+                labels=dict(labels),
+            ):  # fmt: skip
+                if "error" in chunk:
+                    raise SandboxError(chunk["error"].strip())
+                yield chunk.get("stream", "")
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(str(exc)) from exc
+
+
+def _container_info(container: Container) -> ContainerInfo:
+    labels = dict(container.labels or {})
+    return ContainerInfo(
+        id=container.id, name=container.name, status=container.status,
+        run_id=labels.get(LABEL_RUN, ""), instance_id=labels.get(LABEL_INSTANCE, ""),
+        role=labels.get(LABEL_ROLE, ""), created=container.attrs.get("Created", ""),
+        image_id=container.attrs.get("Image", ""), labels=labels,
+    )  # fmt: skip
+
+
+def _image_info(image: Image) -> ImageInfo:
+    return ImageInfo(
+        id=image.id, short_id=image.short_id, tags=list(image.tags),
+        labels=dict(image.labels or {}), size=image.attrs.get("Size", 0) or 0,
+        parent=image.attrs.get("Parent", "") or "", created=image.attrs.get("Created", ""),
+    )  # fmt: skip

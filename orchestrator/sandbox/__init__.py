@@ -1,0 +1,49 @@
+"""The sandbox: one interface (:mod:`.protocol`) for the containers every phase works in.
+
+Backends: :mod:`.docker` (the Docker engine) and :mod:`.local` (the host, for tests). The rest
+of the product imports from here and never from a backend, except where a front end chooses
+one (``orchestrator.sandbox.docker.connect``).
+"""
+
+from orchestrator.sandbox.errors import (
+    BackendUnavailable,
+    DiskLimitExceeded,
+    ImageMissing,
+    NameTaken,
+    SandboxError,
+    Unsupported,
+)
+from orchestrator.sandbox.models import (
+    LABEL_INSTANCE,
+    LABEL_KIND,
+    LABEL_ROLE,
+    LABEL_RUN,
+    LABEL_TOOL,
+    ContainerInfo,
+    ExecResult,
+    ImageInfo,
+    Limits,
+    format_bytes,
+)
+from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
+
+__all__ = [
+    "LABEL_INSTANCE",
+    "LABEL_KIND",
+    "LABEL_ROLE",
+    "LABEL_RUN",
+    "LABEL_TOOL",
+    "BackendUnavailable",
+    "ContainerInfo",
+    "DiskLimitExceeded",
+    "ExecResult",
+    "ImageInfo",
+    "ImageMissing",
+    "Limits",
+    "NameTaken",
+    "Sandbox",
+    "SandboxBackend",
+    "SandboxError",
+    "Unsupported",
+    "format_bytes",
+]

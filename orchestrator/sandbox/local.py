@@ -1,0 +1,239 @@
+"""The local backend: a sandbox is a directory of the host and commands run as host processes.
+
+No isolation at all (no limits, no network switch, no snapshots: those raise
+:class:`.errors.Unsupported`): it is for tests of the sandbox interface and for development,
+as SWE-ReX keeps a local runtime next to its container ones. Paths are host paths.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from orchestrator.sandbox.errors import SandboxError, Unsupported
+from orchestrator.sandbox.models import (
+    ContainerInfo,
+    ExecResult,
+    ImageInfo,
+    Limits,
+    OutputCap,
+    tool_labels,
+)
+
+LOCAL_IMAGE = "local"
+
+
+class LocalSandbox:
+    """A scratch directory and the host's processes (see the module doc)."""
+
+    def __init__(self, root: Path, name: str, labels: dict[str, str], limits: Limits) -> None:
+        self.root, self._name, self._labels, self.limits = root, name, labels, limits
+        self.running = True
+        self.disk_exceeded = False
+
+    @property
+    def id(self) -> str:
+        return self._name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def labels(self) -> dict[str, str]:
+        return dict(self._labels)
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float = 60,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str = "",
+    ) -> ExecResult:
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        if any("\x00" in part for part in argv):
+            raise SandboxError("the command contains a NUL byte, which no process can receive")
+        started = time.monotonic()
+        process = subprocess.Popen(
+            argv, cwd=workdir or self.root, env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        timed_out = False
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+        out, err = OutputCap(self.limits.output_limit), OutputCap(self.limits.output_limit)
+        out.add(stdout)
+        err.add(stderr)
+        return ExecResult(
+            exit_code=process.returncode, stdout=out.text(), stderr=err.text(),
+            duration=time.monotonic() - started, timed_out=timed_out,
+            truncated=bool(out.cut or err.cut),
+        )  # fmt: skip
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+        target.chmod(mode)
+
+    def read_file(self, path: str) -> bytes:
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise SandboxError(f"no file {path} in sandbox {self.name}: {exc}") from None
+
+    def put_dir(self, host_dir: Path, container_dir: str) -> None:
+        shutil.copytree(host_dir, container_dir, dirs_exist_ok=True)
+
+    def get_archive(self, path: str) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(path, arcname=os.path.basename(path.rstrip("/")))
+        return buf.getvalue()
+
+    def put_archive(self, directory: str, tar: bytes) -> None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+            archive.extractall(directory, filter="tar")
+
+    def set_network(self, enabled: bool) -> None:
+        raise Unsupported("the local backend cannot switch the host's network")
+
+    def snapshot(self, repository: str, tag: str, labels: Mapping[str, str] | None = None) -> str:
+        raise Unsupported("the local backend cannot snapshot the host")
+
+    def kill_processes(self) -> None:
+        """Nothing to do: every exec waits for its processes (a timeout kills its group)."""
+
+    def check_disk(self) -> None:
+        """No disk budget here."""
+
+    def stop(self, timeout: int = 2) -> None:
+        self.running = False
+
+    def remove(self) -> None:
+        self.running = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def exists(self) -> bool:
+        return self.root.exists()
+
+    def is_running(self) -> bool:
+        return self.running and self.exists()
+
+
+class LocalBackend:
+    """Local sandboxes (see the module doc); it knows only the one image ``local``."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.sandboxes: dict[str, LocalSandbox] = {}
+
+    def start(
+        self,
+        image: str,
+        *,
+        run_id: str,
+        instance_id: str = "",
+        role: str = "instance",
+        limits: Limits | None = None,
+        network: bool = True,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        workdir: str = "/",
+    ) -> LocalSandbox:
+        if image != LOCAL_IMAGE:
+            raise SandboxError(f"the local backend has no image {image!r}, only {LOCAL_IMAGE!r}")
+        name = name or f"local-{uuid.uuid4().hex[:12]}"
+        root = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+        labels = tool_labels(run_id, instance_id, role)
+        sandbox = LocalSandbox(root, name, labels, limits or Limits())
+        self.sandboxes[name] = sandbox
+        return sandbox
+
+    def attach(self, ref: str, limits: Limits | None = None) -> LocalSandbox:
+        if ref not in self.sandboxes:
+            raise SandboxError(f"sandbox {ref} does not exist")
+        return self.sandboxes[ref]
+
+    def containers(self, labels: Mapping[str, str] | None = None) -> list[ContainerInfo]:
+        found = [
+            ContainerInfo(
+                id=s.id,
+                name=s.name,
+                status="running" if s.is_running() else "exited",
+                run_id=s.labels().get("swe-green.run", ""),
+                labels=s.labels(),
+            )  # fmt: skip
+            for s in self.sandboxes.values()
+            if s.exists() and all(s.labels().get(k) == v for k, v in (labels or {}).items())
+        ]
+        return found
+
+    def all_containers(self) -> list[ContainerInfo]:
+        return self.containers()
+
+    def name_taken(self, name: str) -> bool:
+        return name in self.sandboxes and self.sandboxes[name].exists()
+
+    def start_container(self, ref: str) -> None:
+        self.attach(ref).running = True
+
+    def stop_container(self, ref: str, timeout: int = 2) -> bool:
+        if ref not in self.sandboxes:
+            return False
+        self.sandboxes[ref].stop()
+        return True
+
+    def remove_container(self, ref: str) -> bool:
+        sandbox = self.sandboxes.pop(ref, None)
+        if sandbox is None:
+            return False
+        sandbox.remove()
+        return True
+
+    def cleanup(self, labels: Mapping[str, str]) -> list[str]:
+        names = [info.name for info in self.containers(labels)]
+        for name in names:
+            self.remove_container(name)
+        return names
+
+    def images(
+        self, labels: Mapping[str, str] | None = None, reference: str | None = None
+    ) -> list[ImageInfo]:
+        return [ImageInfo(id=LOCAL_IMAGE, tags=[LOCAL_IMAGE])] if not labels else []
+
+    def image_exists(self, name: str) -> bool:
+        return name == LOCAL_IMAGE
+
+    def image_labels(self, name: str) -> dict[str, str]:
+        return {}
+
+    def tag_image(self, name: str, repository: str, tag: str) -> None:
+        raise Unsupported("the local backend has no images to tag")
+
+    def remove_image(self, image_id: str) -> bool:
+        return True
+
+    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
+        raise Unsupported("the local backend cannot import images")
+
+    def build_image(
+        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
+    ) -> Iterator[str]:
+        raise Unsupported("the local backend cannot build images")

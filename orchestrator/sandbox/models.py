@@ -1,0 +1,110 @@
+"""The data that crosses the sandbox interface: limits, an exec's result, containers, images."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+# labels every container and image of this tool carries
+LABEL_TOOL = "swe-green"
+LABEL_RUN = "swe-green.run"
+LABEL_INSTANCE = "swe-green.instance"
+LABEL_ROLE = "swe-green.role"
+LABEL_KIND = "swe-green.kind"
+
+TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
+
+
+class Limits(BaseModel):
+    """What a sandbox may use."""
+
+    cpus: float = 2.0
+    memory: str = "6g"
+    pids_limit: int = 2048
+    output_limit: int = 1_000_000
+    # bytes the container may write (its writable layer); None: no budget
+    disk: int | None = None
+    # the disk watcher's slowest poll, seconds (it polls faster near the budget)
+    disk_poll: float = 1.0
+
+
+class ExecResult(BaseModel):
+    """One command's outcome; output past the output limit is cut with a marker."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration: float
+    timed_out: bool = False
+    truncated: bool = False
+    oom_killed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr, as a person would read them."""
+        if self.stdout and self.stderr:
+            return self.stdout.rstrip("\n") + "\n" + self.stderr
+        return self.stdout or self.stderr
+
+
+class ContainerInfo(BaseModel):
+    """A container of this tool, as listed by a backend."""
+
+    model_config = {"frozen": True}
+
+    id: str
+    name: str
+    status: str  # running, exited, created, paused, ...
+    run_id: str = ""
+    instance_id: str = ""
+    role: str = ""
+    created: str = ""  # RFC 3339
+    image_id: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class ImageInfo(BaseModel):
+    """An image, as listed by a backend."""
+
+    id: str
+    short_id: str = ""
+    tags: list[str] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+    size: int = 0  # bytes, its parent's layers included
+    parent: str = ""  # the parent image's id, when known
+    created: str = ""  # RFC 3339
+
+
+class OutputCap:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buf = bytearray()
+        self.cut = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.limit - len(self.buf)
+        if room > 0:
+            self.buf += data[:room]
+        self.cut += max(0, len(data) - max(room, 0))
+
+    def text(self) -> str:
+        text = self.buf.decode("utf-8", errors="replace")
+        return text + TRUNCATION_MARKER.format(cut=self.cut) if self.cut else text
+
+
+def format_bytes(n: float) -> str:
+    """``10 GiB``, ``200 MiB``, ``1.5 KiB``: sizes as the settings give them (powers of 1024)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{int(n)} bytes"
+
+
+def tool_labels(run_id: str, instance_id: str = "", role: str = "instance") -> dict[str, str]:
+    """The labels of a container of this tool."""
+    return {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: instance_id, LABEL_ROLE: role}

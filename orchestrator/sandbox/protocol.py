@@ -1,0 +1,161 @@
+"""The sandbox interface: what the rest of the product may ask of a container and its engine.
+
+A :class:`Sandbox` is one isolated machine with a file system: it runs commands with a
+timeout and an output cap, moves files in and out byte for byte, switches its network on and
+off, snapshots itself to an image, and is stopped (kept) or removed. A
+:class:`SandboxBackend` starts sandboxes from images with limits and labels, finds them again
+by label, and manages the images. Backends: :mod:`.docker` (the Docker engine; the only
+module of the product that imports ``docker``) and :mod:`.local` (the host itself, for tests
+and development: no isolation). ``tests/test_sandbox_conformance.py`` runs the same checks
+against each.
+
+Errors are those of :mod:`.errors`, whatever the backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """One running sandbox (a container)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def labels(self) -> dict[str, str]: ...
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float = 60,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        user: str = "",
+    ) -> ExecResult:
+        """Run ``cmd`` (argv, or a string for ``bash -c``); on timeout its process group is
+        killed and the sandbox stays usable; output past the output limit is cut."""
+        ...
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def put_dir(self, host_dir: Path, container_dir: str) -> None: ...
+
+    def get_archive(self, path: str) -> bytes:
+        """A tar of ``path`` (a file or a directory), to put into another sandbox."""
+        ...
+
+    def put_archive(self, directory: str, tar: bytes) -> None:
+        """Unpack a tar (as :meth:`get_archive` gives) into ``directory``."""
+        ...
+
+    def set_network(self, enabled: bool) -> None: ...
+
+    def snapshot(self, repository: str, tag: str, labels: Mapping[str, str] | None = None) -> str:
+        """Commit the file system to ``repository:tag``; returns the image id."""
+        ...
+
+    def kill_processes(self) -> None:
+        """Stop every process, files kept; the sandbox is usable again afterwards."""
+        ...
+
+    @property
+    def disk_exceeded(self) -> bool: ...
+
+    def check_disk(self) -> None: ...
+
+    def stop(self, timeout: int = 2) -> None: ...
+
+    def remove(self) -> None: ...
+
+    def exists(self) -> bool: ...
+
+    def is_running(self) -> bool: ...
+
+
+class SandboxBackend(Protocol):
+    """Where sandboxes come from: starts them, finds them by label, manages images."""
+
+    name: str  # "docker", "local"
+
+    def start(
+        self,
+        image: str,
+        *,
+        run_id: str,
+        instance_id: str = "",
+        role: str = "instance",
+        limits: Limits | None = None,
+        network: bool = True,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        workdir: str = "/",
+    ) -> Sandbox:
+        """A sandbox from ``image`` that idles until told what to do, labelled with the run,
+        the instance and its role; without ``network`` it has loopback only."""
+        ...
+
+    def attach(self, ref: str, limits: Limits | None = None) -> Sandbox:
+        """The sandbox with this id or name."""
+        ...
+
+    def containers(self, labels: Mapping[str, str] | None = None) -> list[ContainerInfo]:
+        """This tool's sandboxes (running or not) with all of ``labels``, newest first."""
+        ...
+
+    def all_containers(self) -> list[ContainerInfo]:
+        """Every container of the engine, this tool's or not (to see which use an image)."""
+        ...
+
+    def name_taken(self, name: str) -> bool: ...
+
+    def start_container(self, ref: str) -> None:
+        """Start a stopped sandbox again (to inspect it)."""
+        ...
+
+    def stop_container(self, ref: str, timeout: int = 2) -> bool:
+        """Stop a sandbox; False when it is gone."""
+        ...
+
+    def remove_container(self, ref: str) -> bool:
+        """Remove a sandbox; False when it is gone."""
+        ...
+
+    def images(
+        self, labels: Mapping[str, str] | None = None, reference: str | None = None
+    ) -> list[ImageInfo]: ...
+
+    def image_exists(self, name: str) -> bool: ...
+
+    def image_labels(self, name: str) -> dict[str, str]: ...
+
+    def tag_image(self, name: str, repository: str, tag: str) -> None: ...
+
+    def remove_image(self, image_id: str) -> bool:
+        """Remove an image; False when a sandbox still uses it (it stays). Gone is fine."""
+        ...
+
+    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
+        """An image from a root file system tarball (``docker import``)."""
+        ...
+
+    def build_image(
+        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
+    ) -> Iterator[str]:
+        """Build ``tag`` from a Dockerfile in ``context``; yields the build's log lines."""
+        ...
+
+    def cleanup(self, labels: Mapping[str, str]) -> list[str]:
+        """Remove every sandbox with ``labels``; their names."""
+        ...

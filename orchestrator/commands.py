@@ -144,6 +144,10 @@ def validation_report_cmd(
         int | None,
         typer.Option(help="Instances in the sweep's selection (to say how many remain)."),
     ] = None,
+    notes: Annotated[
+        Path | None,
+        typer.Option(help="A hand-written Markdown analysis to append (kept when regenerating)."),
+    ] = None,
 ) -> None:
     """The Markdown report of a validation sweep (docs/validation.md)."""
     from .sweep import load_records, validation_markdown
@@ -151,8 +155,15 @@ def validation_report_cmd(
     records = load_records(run)
     if not records:
         raise UserError(f"No validation records under {run}.", "run `swe-green validate` first.")
-    command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}"
-    text = validation_markdown(records, title, command, selection_total=total)
+    if notes is not None and not notes.is_file():
+        raise UserError(f"No notes file at {notes}.", "pass a Markdown file, or leave --notes out.")
+    command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}" + (
+        f" --notes {notes}" if notes else ""
+    )
+    text = validation_markdown(
+        records, title, command, selection_total=total,
+        notes=notes.read_text() if notes else None,
+    )  # fmt: skip
     if out is None:
         console.print(text, markup=False, highlight=False)
     else:

@@ -238,9 +238,14 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def validation_markdown(
-    records: list[SweepRecord], title: str, command: str, selection_total: int | None = None
+    records: list[SweepRecord],
+    title: str,
+    command: str,
+    selection_total: int | None = None,
+    notes: str | None = None,
 ) -> str:
-    """``docs/validation.md`` from a sweep's records (pure)."""
+    """``docs/validation.md`` from a sweep's records (pure); ``notes``, a hand-written
+    Markdown analysis kept in its own file, goes at the end, so regenerating keeps it."""
     ok = [r for r in records if r.ok]
     snapshot = [r for r in records if r.cause == "snapshot lacks an object"]
     complete = len(records) - len(snapshot)
@@ -341,6 +346,8 @@ def validation_markdown(
                 f"- `{r.instance_id}`: {len(r.excluded_p2p)} of {r.p2p_total}{flag}: "
                 f"{names}{more}{flaky}"
             )
+    if notes:
+        lines += ["", notes.strip()]
     return "\n".join(lines) + "\n"
 
 

@@ -60,6 +60,12 @@ def test_the_report_gives_totals_causes_timings_and_flags_big_p2p_exclusions():
     assert "swe-green validation-report R" in text
 
 
+def test_hand_written_notes_end_the_report():
+    text = validation_markdown([_record("a__x-1", True)], "Sweep", "cmd", notes="## Why\n\nx\n")
+    assert text.endswith("## Why\n\nx\n")
+    assert "## Why" not in validation_markdown([_record("a__x-1", True)], "Sweep", "cmd")
+
+
 def test_a_sweep_goes_breadth_first_over_repository_versions():
     from orchestrator.models import Instance
     from orchestrator.sweep import breadth_first

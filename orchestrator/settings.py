@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     setup_max_tokens: int = Field(400_000, description="LLM setup agent: max total tokens.")
     setup_timeout: float = Field(1800, description="LLM setup agent: wall time limit, seconds.")
     install_timeout: float = Field(2400, description="Recipe install commands: timeout, s.")
+    env_failure_ttl: float = Field(
+        43200,
+        ge=0,
+        description="Seconds a failed environment build is remembered: instances needing it "
+        "fail at once instead of rebuilding it (0: always retry).",
+    )
 
     # --- images
     image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")

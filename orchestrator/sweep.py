@@ -7,6 +7,7 @@ which instances the evaluator can score, why the others cannot, and what each ph
 
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
 import threading
@@ -54,6 +55,7 @@ class SweepRecord(BaseModel):
         return len(self.excluded_p2p) / self.p2p_total if self.p2p_total else 0.0
 
 
+PYTHON_UNAVAILABLE = "Python not available offline"
 # (category, pattern on the failure message, whose problem it is and what fixes it)
 ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
     (
@@ -63,14 +65,16 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
         "repository (`git clone --mirror`)",
     ),
     (
-        "Python not available offline",
+        PYTHON_UNAVAILABLE,
         re.compile(
             r"requires[- ]python|Python>=3\.1\d|not supported on this Python|"
             r"python_requires|No matching distribution.*Requires-Python",
             re.I,
         ),
-        "the spec's Python cannot be had offline here: with internet, set "
-        "SWE_GREEN_FETCH_PYTHON=true (uv) or UV_PYTHON_INSTALL_MIRROR",
+        "the spec's Python cannot be had offline here and the install fails on the nearest "
+        "base image's: with internet, SWE_GREEN_FETCH_PYTHON=true (uv, Python 3.7+) or a "
+        "local mirror of Python builds (SWE_GREEN_PYTHON_MIRROR); for 3.5/3.6 a base image "
+        "tagged swe-green/base:py3.6 made from Docker Hub's python:3.6-slim",
     ),  # fmt: skip
     (
         "install failed",
@@ -116,7 +120,7 @@ def root_cause(message: str) -> str:
 
 def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
-    from .environment import SetupFailed, find_recipe, prepare_instance
+    from .environment import SetupFailed, find_recipe, plan_environment, prepare_instance
     from .pipeline import test_recipe
     from .validation import validate_instance
 
@@ -131,8 +135,14 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     try:
         prepared = prepare_instance(ctx, instance)
     except SetupFailed as exc:
+        cause, used = root_cause(str(exc)), ""
+        with contextlib.suppress(SetupFailed):
+            plan = plan_environment(ctx, instance)
+            used = plan.python
+            if cause == "install failed" and not plan.python_exact:
+                cause = PYTHON_UNAVAILABLE  # it failed on a stand-in for the spec's Python
         return SweepRecord(
-            **base, ok=False, stage="setup", message=str(exc), cause=root_cause(str(exc))
+            **base, ok=False, stage="setup", message=str(exc), cause=cause, python_used=used
         )
     common = base | {
         "python_used": prepared.python_used or prepared.plan.python,

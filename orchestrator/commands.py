@@ -90,6 +90,10 @@ def validate_cmd(
     resume: Annotated[
         Path | None, typer.Option(help="Continue a sweep: its run directory.")
     ] = None,
+    skip_swept: Annotated[
+        Path | None,
+        typer.Option(help="A records file (.jsonl) of earlier sweeps: leave its instances out."),
+    ] = None,
 ) -> None:  # fmt: skip
     """Build and validate the environments of a selection (gold patch check) with a summary.
 
@@ -100,6 +104,13 @@ def validate_cmd(
 
     settings = _settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
     chosen = _select(settings, ids, pattern, repo, count, shard)
+    if skip_swept is not None:
+        from .sweep import load_records
+
+        if not skip_swept.is_file():
+            raise UserError(f"No records file at {skip_swept}.", "pass a .jsonl of records.")
+        done = {record.instance_id for record in load_records(skip_swept)}
+        chosen = [inst for inst in chosen if inst.instance_id not in done]
     if resume is not None:
         if not resume.is_dir():
             raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
@@ -137,7 +148,13 @@ def validate_cmd(
 
 
 def validation_report_cmd(
-    run: Annotated[Path, typer.Argument(help="The run directory of a validation sweep.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run directories of validation sweeps and/or records files (.jsonl); a later "
+            "one's record of an instance replaces an earlier one's."
+        ),
+    ],
     out: Annotated[Path | None, typer.Option(help="Write the Markdown here.")] = None,
     title: Annotated[str, typer.Option()] = "Validation sweep",
     total: Annotated[
@@ -148,13 +165,25 @@ def validation_report_cmd(
         Path | None,
         typer.Option(help="A hand-written Markdown analysis to append (kept when regenerating)."),
     ] = None,
+    save_records: Annotated[
+        Path | None,
+        typer.Option(help="Also write the merged records here (JSON lines), e.g. to commit."),
+    ] = None,
 ) -> None:
     """The Markdown report of a validation sweep (docs/validation.md)."""
-    from .sweep import load_records, validation_markdown
+    from .sweep import load_records, merge_records, validation_markdown
+    from .sweep import save_records as write_records
 
-    records = load_records(run)
+    for run in runs:
+        if not run.exists():
+            raise UserError(f"No sweep at {run}.", "pass a sweep's run directory or records file.")
+    records = merge_records(*(load_records(run) for run in runs))
     if not records:
-        raise UserError(f"No validation records under {run}.", "run `swe-green validate` first.")
+        joined = ", ".join(map(str, runs))
+        raise UserError(f"No validation records in {joined}.", "run `swe-green validate` first.")
+    if save_records is not None:
+        write_records(records, save_records)
+    run = " ".join(map(str, runs))
     if notes is not None and not notes.is_file():
         raise UserError(f"No notes file at {notes}.", "pass a Markdown file, or leave --notes out.")
     command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}" + (

@@ -229,10 +229,27 @@ def load_record(path: Path) -> SweepRecord | None:
         return None
 
 
-def load_records(run_dir: Path) -> list[SweepRecord]:
-    """Every instance record of a sweep's run directory."""
-    paths = sorted((run_dir / "instances").glob(f"*/{RECORD}"))
+def load_records(source: Path) -> list[SweepRecord]:
+    """Every instance record of a sweep: its run directory, or a records file (JSON lines,
+    :func:`save_records`) that keeps them beyond the run directory's machine."""
+    if source.is_file():
+        lines = source.read_text().splitlines()
+        return [SweepRecord.model_validate_json(line) for line in lines if line.strip()]
+    paths = sorted((source / "instances").glob(f"*/{RECORD}"))
     return [r for r in (load_record(p) for p in paths) if r is not None]
+
+
+def merge_records(*sources: list[SweepRecord]) -> list[SweepRecord]:
+    """One record per instance, sorted by id; a later source's record replaces an earlier's."""
+    merged = {record.instance_id: record for records in sources for record in records}
+    return [merged[key] for key in sorted(merged)]
+
+
+def save_records(records: list[SweepRecord], path: Path) -> None:
+    """The records as JSON lines: small enough to keep in the repository, so that a sweep
+    split over several machines (sessions) adds up to one report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(record.model_dump_json() + "\n" for record in records))
 
 
 # ----------------------------------------------------------------------------- the report

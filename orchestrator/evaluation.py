@@ -365,6 +365,7 @@ def evaluate(
     excluded_p2p: Iterable[str] = (),
     log_dir: Path | None = None,
     test_user: str | None = None,
+    excluded_f2p: Iterable[str] = (),
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
 
@@ -372,7 +373,7 @@ def evaluate(
     that :func:`orchestrator.tamper_check.tamper_reasons` finds reasons in is flagged
     ``suspicious``.
     """
-    unchanged = no_op_groups(instance, excluded_p2p)
+    unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
     if patch is None or not patch.strip():
         return Evaluation(
             status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch", groups=unchanged
@@ -427,7 +428,9 @@ def evaluate(
             **common,
         )
     if run.forged:  # nothing of the section can be trusted: every test counts as failing
-        groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p)
+        groups = grade_tests(
+            instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p, excluded_f2p
+        )
         return Evaluation(
             status=classify(groups),
             reason=Reason.TEST_OUTPUT_FORGED,
@@ -440,7 +443,9 @@ def evaluate(
         return Evaluation(
             status=Status.ERROR, reason=Reason.TEST_CRASH, message=run.crash, test_run=run, **common
         )
-    groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p)
+    groups = grade_tests(
+        instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p, excluded_f2p
+    )
     status = classify(groups)
     suspicious: list[str] = []
     if status == Status.RESOLVED:
@@ -455,14 +460,19 @@ def evaluate(
     )
 
 
-def no_op_groups(instance: Instance, excluded_p2p: Iterable[str] = ()) -> TestGroups:
+def no_op_groups(
+    instance: Instance, excluded_p2p: Iterable[str] = (), excluded_f2p: Iterable[str] = ()
+) -> TestGroups:
     """The test groups of a patch that changes nothing the tests see (empty, only excluded
     files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
     PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
     excluded = set(excluded_p2p)
+    left_out_f2p = set(excluded_f2p)
     p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
+    f2p = list(dict.fromkeys(instance.FAIL_TO_PASS))
     return TestGroups(
-        fail_to_pass_failed=list(dict.fromkeys(instance.FAIL_TO_PASS)),
+        fail_to_pass_failed=[name for name in f2p if name not in left_out_f2p],
+        fail_to_pass_excluded=[name for name in f2p if name in left_out_f2p],
         pass_to_pass_passed=[name for name in p2p if name not in excluded],
         pass_to_pass_excluded=[name for name in p2p if name in excluded],
     )

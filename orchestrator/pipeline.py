@@ -101,6 +101,7 @@ async def run_instance(
         recipe = test_recipe(prepared)
 
         excluded_p2p: list[str] = []
+        excluded_f2p: list[str] = []
         if ctx.settings.validate_env:
             phase("validation")
             t = time.monotonic()
@@ -110,7 +111,7 @@ async def run_instance(
             timings["validation"] = time.monotonic() - t
             if not check.ok:
                 raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-            excluded_p2p = check.excluded_p2p
+            excluded_p2p, excluded_f2p = check.excluded_p2p, check.excluded_f2p
 
         phase("participant")
         t = time.monotonic()
@@ -169,6 +170,7 @@ async def run_instance(
                 evaluate, grader, instance, recipe, patch,
                 timeout=ctx.settings.test_timeout, fuzz=ctx.settings.patch_fuzz,
                 excluded_p2p=excluded_p2p, log_dir=out_dir, test_user=test_user(ctx),
+                excluded_f2p=excluded_f2p,
             )  # fmt: skip
         finally:
             if own:

@@ -40,6 +40,7 @@ class SweepRecord(BaseModel):
     message: str = ""
     cause: str = ""  # the root-cause category of a failure (see ROOT_CAUSES)
     excluded_p2p: list[str] = Field(default_factory=list)
+    excluded_f2p: list[str] = Field(default_factory=list)  # FAIL_TO_PASS needing the internet
     flaky: list[str] = Field(default_factory=list)
     f2p_at_base: list[str] = Field(default_factory=list)  # FAIL_TO_PASS passing at the base
     p2p_total: int = 0
@@ -160,6 +161,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
         message=check.message,
         cause="" if check.ok else root_cause(check.message),
         excluded_p2p=check.excluded_p2p,
+        excluded_f2p=check.excluded_f2p,
         flaky=check.flaky,
         f2p_at_base=check.f2p_passing_at_base,
         validation_cached=check.cached,
@@ -278,6 +280,7 @@ def validation_markdown(
     complete = len(records) - len(snapshot)
     share = 100 * len(ok) / complete if complete else 0.0
     flagged = [r for r in ok if r.p2p_excluded_share > P2P_EXCLUDED_FLAG]
+    offline = [r for r in ok if r.excluded_f2p]
     lines = [
         f"# {title}",
         "",
@@ -287,12 +290,15 @@ def validation_markdown(
         + (f"{selection_total - len(records)} of the selection were not swept. "
            if selection_total and selection_total > len(records) else "")
         + f"{len(flagged)} validated instance(s) leave out more than "
-        f"{P2P_EXCLUDED_FLAG:.0%} of their PASS_TO_PASS tests (flagged).",
+        f"{P2P_EXCLUDED_FLAG:.0%} of their PASS_TO_PASS tests (flagged); "
+        f"{len(offline)} leave out FAIL_TO_PASS tests that need the internet (listed below).",
         "",
         "Validation = the environment is built from the recipe (phases 1-4, network on for "
         "set-up only), then with the network off the FAIL_TO_PASS tests fail at the base "
         "commit and pass with the gold patch. PASS_TO_PASS tests that fail with the gold "
-        "patch, or whose outcome differs between gold runs (flaky), are left out of grading.",
+        "patch, or whose outcome differs between gold runs (flaky), are left out of grading; "
+        "so are FAIL_TO_PASS tests whose failure with the gold patch is the internet being "
+        "out of reach, when the instance keeps other FAIL_TO_PASS tests.",
         "",
         f"Regenerate: `{command}`",
         "",
@@ -362,6 +368,13 @@ def validation_markdown(
                   "patch), but these tests cannot tell a fix from none here:", ""]  # fmt: skip
         for r in sorted(at_base, key=lambda r: r.instance_id):
             lines.append(f"- `{r.instance_id}`: {', '.join(f'`{n}`' for n in r.f2p_at_base)}")
+    if offline:
+        lines += ["", "## FAIL_TO_PASS tests left out: they need the internet", "",
+                  "Their failure with the gold patch is a name that does not resolve or a "
+                  "network out of reach (they call a public service); the instance is graded "
+                  "on its other FAIL_TO_PASS tests:", ""]  # fmt: skip
+        for r in sorted(offline, key=lambda r: r.instance_id):
+            lines.append(f"- `{r.instance_id}`: {', '.join(f'`{n}`' for n in r.excluded_f2p)}")
     lines += ["", "## PASS_TO_PASS tests left out of grading", ""]
     for r in sorted(ok, key=lambda r: r.instance_id):
         if r.excluded_p2p:

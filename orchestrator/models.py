@@ -94,6 +94,8 @@ class TestGroups(BaseModel):
     pass_to_pass_failed: list[str] = Field(default_factory=list)
     # PASS_TO_PASS tests that fail even with the gold patch in this environment
     pass_to_pass_excluded: list[str] = Field(default_factory=list)
+    # FAIL_TO_PASS tests that need the internet: they fail with the gold patch offline
+    fail_to_pass_excluded: list[str] = Field(default_factory=list)
 
 
 class InstanceResult(BaseModel):

@@ -102,6 +102,12 @@ class EnvironmentSettings(_Group):
         "Implies fetch_python.",
     )
     install_timeout: float = Field(2400, description="Recipe install commands: timeout, s.")
+    env_failure_ttl: float = Field(
+        43200,
+        ge=0,
+        description="Seconds a failed environment build is remembered: instances needing it "
+        "fail at once instead of rebuilding it (0: always retry).",
+    )
     image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")
     base_python: str = Field("3.11", description="Default base image Python (3.9/3.11/3.13).")
 

@@ -205,3 +205,38 @@ def test_a_runs_log_lines_go_to_run_log_not_the_terminal(tmp_path, capsys):
     with run_log(tmp_path):
         bound_early.info("echoed")
     assert "echoed" in capsys.readouterr().err and "echoed" in path.read_text()
+
+
+def test_validation_report_merges_run_directories_and_records_files(tmp_path):
+    """A sweep split over machines adds up: run directory + committed records, later wins."""
+    from orchestrator.environments.sweep import SweepRecord, load_records, save_records
+
+    def record(iid: str, ok: bool, cause: str = "") -> SweepRecord:
+        return SweepRecord(instance_id=iid, repo="o/r", version="1.0", ok=ok, stage="done",
+                           cause=cause, message=cause, timings={"setup": 1.0})  # fmt: skip
+
+    earlier = tmp_path / "earlier.jsonl"
+    save_records([record("o__r-1", False, "gold patch fails"), record("o__r-2", True)], earlier)
+    run = tmp_path / "validate-run"
+    (run / "instances" / "o__r-1").mkdir(parents=True)
+    (run / "instances" / "o__r-1" / "validation.json").write_text(
+        record("o__r-1", True).model_dump_json()
+    )
+    (run / "instances" / "o__r-3").mkdir(parents=True)
+    (run / "instances" / "o__r-3" / "validation.json").write_text(
+        record("o__r-3", True).model_dump_json()
+    )
+    merged, out = tmp_path / "all.jsonl", tmp_path / "validation.md"
+    notes = tmp_path / "notes.md"
+    notes.write_text("## Analysis\n\nby hand\n")
+    done = swe_green("validation-report", str(earlier), str(run), "--out", str(out),
+                     "--save-records", str(merged), "--notes", str(notes))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [(r.instance_id, r.ok) for r in load_records(merged)] == [
+        ("o__r-1", True), ("o__r-2", True), ("o__r-3", True)
+    ]  # fmt: skip
+    text = out.read_text()
+    assert "**3 of 3 instances validate**" in text and text.endswith("by hand\n")
+    missing = swe_green("validation-report", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "No sweep at" in missing.stderr
+    assert "Traceback" not in missing.stderr

@@ -227,6 +227,18 @@ def test_failing_install_keeps_the_container_with_a_readable_reason(
     assert kept.labels[LABEL_ROLE] == "setup"
     kept.remove(force=True)
 
+    # the failure is remembered: the next instance needing this environment fails at once,
+    # with the first failure's reason, where to read its log, and how to retry
+    with pytest.raises(SetupFailed, match="no such build backend") as again:
+        prepare_instance(run_ctx, synthetic_instances["demo__units-1"])
+    assert again.value.container is None  # nothing was started
+    assert "demo__units-1" in str(again.value) and "SWE_GREEN_ENV_FAILURE_TTL=0" in str(again.value)
+    run_ctx.settings = run_ctx.settings.replace(env_failure_ttl=0)
+    with pytest.raises(SetupFailed, match="install command") as retried:
+        prepare_instance(run_ctx, synthetic_instances["demo__units-1"])
+    assert "not rebuilt" not in str(retried.value)
+    docker_client.containers.get(retried.value.container).remove(force=True)
+
 
 def _with_recipe(run_ctx, instance):
     """Point the recipes file's demo/calc recipe at the instance's (renamed) repo."""

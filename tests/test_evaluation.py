@@ -395,11 +395,16 @@ def test_a_hanging_test_is_a_timeout_error(grading, synthetic_dir, tmp_path):
 
 
 @pytest.mark.container
-def test_run_tests_resets_test_files_runs_again_and_keeps_the_network_off(grading):
+@pytest.mark.parametrize("user", [None, TEST_USER])
+def test_run_tests_resets_test_files_runs_again_and_keeps_the_network_off(grading, user):
+    """Twice in one container, as validation's gold runs do; as the test user too, whose run
+    leaves the working tree's directories (/testbed itself) to that user: root's own git
+    (the final reset, and plain ``git`` below, as git 2.30 of the 3.9 image sees it: it
+    ignores ``-c safe.directory``) must still work there."""
     sandbox, instance, recipe = grading(CALC.instance_id)
     forged = "".join(f"def {n.split('::')[1]}():\n    pass\n\n\n" for n in instance.FAIL_TO_PASS)
     sandbox.write_file("/testbed/tests/test_calc.py", forged)  # a participant's own "tests"
-    runs = [run_tests(sandbox, instance, recipe, timeout=TIMEOUT) for _ in range(2)]
+    runs = [run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=user) for _ in range(2)]
     for run in runs:
         assert run.crash is None
         assert all(run.outcomes[name] == TS.FAILED for name in instance.FAIL_TO_PASS)

@@ -60,6 +60,12 @@ def test_the_report_gives_totals_causes_timings_and_flags_big_p2p_exclusions():
     assert "swe-green validation-report R" in text
 
 
+def test_hand_written_notes_end_the_report():
+    text = validation_markdown([_record("a__x-1", True)], "Sweep", "cmd", notes="## Why\n\nx\n")
+    assert text.endswith("## Why\n\nx\n")
+    assert "## Why" not in validation_markdown([_record("a__x-1", True)], "Sweep", "cmd")
+
+
 def test_a_sweep_goes_breadth_first_over_repository_versions():
     from orchestrator.environments.sweep import breadth_first
     from orchestrator.models import Instance
@@ -96,3 +102,26 @@ def test_validation_needs_one_fail_to_pass_test_failing_at_the_base(at_base, ok)
     assert check.f2p_passing_at_base == passing
     if ok and passing:
         assert "1 of 2 FAIL_TO_PASS test(s) already pass at the base" in check.message
+
+
+@pytest.mark.container
+def test_an_install_failing_on_a_stand_in_python_is_put_down_to_that_python(
+    run_ctx, synthetic_instances, synthetic_dir, tmp_path
+):
+    """astropy 1.3 asks for Python 3.6, which no base image here has: its build fails on the
+    nearest one, and the sweep says so rather than blaming the recipe."""
+    import json
+
+    from orchestrator.environments.sweep import PYTHON_UNAVAILABLE, sweep_instance
+
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        recipe |= {"python": "3.6", "install": "echo 'numpy 1.16 needs Python < 3.9' >&2; exit 1"}
+    path = tmp_path / "recipes.json"
+    path.write_text(json.dumps(recipes))
+    run_ctx.settings = run_ctx.settings.replace(recipes_file=path)
+    record = sweep_instance(run_ctx, synthetic_instances["demo__units-1"])
+    assert not record.ok and record.stage == "setup"
+    assert record.cause == PYTHON_UNAVAILABLE
+    assert (record.python_spec, record.python_used) == ("3.6", "3.11")
+    assert "numpy 1.16 needs Python < 3.9" in record.message

@@ -7,6 +7,7 @@ which instances the evaluator can score, why the others cannot, and what each ph
 
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
 import threading
@@ -39,6 +40,7 @@ class SweepRecord(BaseModel):
     message: str = ""
     cause: str = ""  # the root-cause category of a failure (see ROOT_CAUSES)
     excluded_p2p: list[str] = Field(default_factory=list)
+    excluded_f2p: list[str] = Field(default_factory=list)  # FAIL_TO_PASS needing the internet
     flaky: list[str] = Field(default_factory=list)
     f2p_at_base: list[str] = Field(default_factory=list)  # FAIL_TO_PASS passing at the base
     p2p_total: int = 0
@@ -54,6 +56,7 @@ class SweepRecord(BaseModel):
         return len(self.excluded_p2p) / self.p2p_total if self.p2p_total else 0.0
 
 
+PYTHON_UNAVAILABLE = "Python not available offline"
 # (category, pattern on the failure message, whose problem it is and what fixes it)
 ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
     (
@@ -63,14 +66,16 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
         "repository (`git clone --mirror`)",
     ),
     (
-        "Python not available offline",
+        PYTHON_UNAVAILABLE,
         re.compile(
             r"requires[- ]python|Python>=3\.1\d|not supported on this Python|"
             r"python_requires|No matching distribution.*Requires-Python",
             re.I,
         ),
-        "the spec's Python cannot be had offline here: with internet, set "
-        "SWE_GREEN_FETCH_PYTHON=true (uv) or UV_PYTHON_INSTALL_MIRROR",
+        "the spec's Python cannot be had offline here and the install fails on the nearest "
+        "base image's: with internet, SWE_GREEN_FETCH_PYTHON=true (uv, Python 3.7+) or a "
+        "local mirror of Python builds (SWE_GREEN_PYTHON_MIRROR); for 3.5/3.6 a base image "
+        "tagged swe-green/base:py3.6 made from Docker Hub's python:3.6-slim",
     ),  # fmt: skip
     (
         "install failed",
@@ -116,7 +121,12 @@ def root_cause(message: str) -> str:
 
 def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
-    from orchestrator.environments.build import SetupFailed, find_recipe, prepare_instance
+    from orchestrator.environments.build import (
+        SetupFailed,
+        find_recipe,
+        plan_environment,
+        prepare_instance,
+    )
     from orchestrator.environments.validation import validate_instance
     from orchestrator.run.pipeline import test_recipe
 
@@ -131,8 +141,14 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     try:
         prepared = prepare_instance(ctx, instance)
     except SetupFailed as exc:
+        cause, used = root_cause(str(exc)), ""
+        with contextlib.suppress(SetupFailed):
+            plan = plan_environment(ctx, instance)
+            used = plan.python
+            if cause == "install failed" and not plan.python_exact:
+                cause = PYTHON_UNAVAILABLE  # it failed on a stand-in for the spec's Python
         return SweepRecord(
-            **base, ok=False, stage="setup", message=str(exc), cause=root_cause(str(exc))
+            **base, ok=False, stage="setup", message=str(exc), cause=cause, python_used=used
         )
     common = base | {
         "python_used": prepared.python_used or prepared.plan.python,
@@ -150,6 +166,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
         message=check.message,
         cause="" if check.ok else root_cause(check.message),
         excluded_p2p=check.excluded_p2p,
+        excluded_f2p=check.excluded_f2p,
         flaky=check.flaky,
         f2p_at_base=check.f2p_passing_at_base,
         validation_cached=check.cached,
@@ -219,10 +236,27 @@ def load_record(path: Path) -> SweepRecord | None:
         return None
 
 
-def load_records(run_dir: Path) -> list[SweepRecord]:
-    """Every instance record of a sweep's run directory."""
-    paths = sorted((run_dir / "instances").glob(f"*/{RECORD}"))
+def load_records(source: Path) -> list[SweepRecord]:
+    """Every instance record of a sweep: its run directory, or a records file (JSON lines,
+    :func:`save_records`) that keeps them beyond the run directory's machine."""
+    if source.is_file():
+        lines = source.read_text().splitlines()
+        return [SweepRecord.model_validate_json(line) for line in lines if line.strip()]
+    paths = sorted((source / "instances").glob(f"*/{RECORD}"))
     return [r for r in (load_record(p) for p in paths) if r is not None]
+
+
+def merge_records(*sources: list[SweepRecord]) -> list[SweepRecord]:
+    """One record per instance, sorted by id; a later source's record replaces an earlier's."""
+    merged = {record.instance_id: record for records in sources for record in records}
+    return [merged[key] for key in sorted(merged)]
+
+
+def save_records(records: list[SweepRecord], path: Path) -> None:
+    """The records as JSON lines: small enough to keep in the repository, so that a sweep
+    split over several machines (sessions) adds up to one report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(record.model_dump_json() + "\n" for record in records))
 
 
 # ----------------------------------------------------------------------------- the report
@@ -238,14 +272,20 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def validation_markdown(
-    records: list[SweepRecord], title: str, command: str, selection_total: int | None = None
+    records: list[SweepRecord],
+    title: str,
+    command: str,
+    selection_total: int | None = None,
+    notes: str | None = None,
 ) -> str:
-    """``docs/validation.md`` from a sweep's records (pure)."""
+    """``docs/validation.md`` from a sweep's records (pure); ``notes``, a hand-written
+    Markdown analysis kept in its own file, goes at the end, so regenerating keeps it."""
     ok = [r for r in records if r.ok]
     snapshot = [r for r in records if r.cause == "snapshot lacks an object"]
     complete = len(records) - len(snapshot)
     share = 100 * len(ok) / complete if complete else 0.0
     flagged = [r for r in ok if r.p2p_excluded_share > P2P_EXCLUDED_FLAG]
+    offline = [r for r in ok if r.excluded_f2p]
     lines = [
         f"# {title}",
         "",
@@ -255,12 +295,15 @@ def validation_markdown(
         + (f"{selection_total - len(records)} of the selection were not swept. "
            if selection_total and selection_total > len(records) else "")
         + f"{len(flagged)} validated instance(s) leave out more than "
-        f"{P2P_EXCLUDED_FLAG:.0%} of their PASS_TO_PASS tests (flagged).",
+        f"{P2P_EXCLUDED_FLAG:.0%} of their PASS_TO_PASS tests (flagged); "
+        f"{len(offline)} leave out FAIL_TO_PASS tests that need the internet (listed below).",
         "",
         "Validation = the environment is built from the recipe (phases 1-4, network on for "
         "set-up only), then with the network off the FAIL_TO_PASS tests fail at the base "
         "commit and pass with the gold patch. PASS_TO_PASS tests that fail with the gold "
-        "patch, or whose outcome differs between gold runs (flaky), are left out of grading.",
+        "patch, or whose outcome differs between gold runs (flaky), are left out of grading; "
+        "so are FAIL_TO_PASS tests whose failure with the gold patch is the internet being "
+        "out of reach, when the instance keeps other FAIL_TO_PASS tests.",
         "",
         f"Regenerate: `{command}`",
         "",
@@ -330,6 +373,13 @@ def validation_markdown(
                   "patch), but these tests cannot tell a fix from none here:", ""]  # fmt: skip
         for r in sorted(at_base, key=lambda r: r.instance_id):
             lines.append(f"- `{r.instance_id}`: {', '.join(f'`{n}`' for n in r.f2p_at_base)}")
+    if offline:
+        lines += ["", "## FAIL_TO_PASS tests left out: they need the internet", "",
+                  "Their failure with the gold patch is a name that does not resolve or a "
+                  "network out of reach (they call a public service); the instance is graded "
+                  "on its other FAIL_TO_PASS tests:", ""]  # fmt: skip
+        for r in sorted(offline, key=lambda r: r.instance_id):
+            lines.append(f"- `{r.instance_id}`: {', '.join(f'`{n}`' for n in r.excluded_f2p)}")
     lines += ["", "## PASS_TO_PASS tests left out of grading", ""]
     for r in sorted(ok, key=lambda r: r.instance_id):
         if r.excluded_p2p:
@@ -341,6 +391,8 @@ def validation_markdown(
                 f"- `{r.instance_id}`: {len(r.excluded_p2p)} of {r.p2p_total}{flag}: "
                 f"{names}{more}{flaky}"
             )
+    if notes:
+        lines += ["", notes.strip()]
     return "\n".join(lines) + "\n"
 
 

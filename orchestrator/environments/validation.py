@@ -19,6 +19,7 @@ from orchestrator.environments.recipes import Recipe
 from orchestrator.environments.reinstall import reinstall_after_patch
 from orchestrator.grading.classify import grade_tests
 from orchestrator.grading.evaluation import TEST_USER, TestRun, run_tests
+from orchestrator.grading.network_tests import network_failures
 from orchestrator.models import Instance, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.run.context import RunContext
@@ -28,6 +29,8 @@ class Validation(BaseModel):
     ok: bool
     message: str = ""
     excluded_p2p: list[str] = Field(default_factory=list)  # left out of grading (flaky too)
+    # FAIL_TO_PASS tests left out of grading: they need the internet (network_tests.py)
+    excluded_f2p: list[str] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)  # outcome differed between gold runs
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
@@ -86,7 +89,7 @@ def validate_instance(
         suffix = "" if number == 1 else f"_{number}"
         (out_dir / f"validation_gold_output{suffix}.txt").write_text(run.output)
 
-    result = _judge(instance, base, applied.applied, applied.error, gold)
+    result = _judge(instance, base, applied.applied, applied.error, gold, recipe.log_format)
     flaky = flaky_tests([run.outcomes for run in golds])
     if result.ok and flaky:
         result = _with_flaky(instance, result, flaky)
@@ -98,7 +101,12 @@ def validate_instance(
 
 
 def _judge(
-    instance: Instance, base: TestRun, gold_applied: bool, apply_error: str, gold: TestRun | None
+    instance: Instance,
+    base: TestRun,
+    gold_applied: bool,
+    apply_error: str,
+    gold: TestRun | None,
+    log_format: str = "pytest",
 ) -> Validation:
     if base.timed_out or (gold is not None and gold.timed_out):
         return Validation(ok=False, message="the tests timed out during validation")
@@ -112,13 +120,18 @@ def _judge(
     assert gold is not None
     if gold.crash:
         return Validation(ok=False, message=f"tests do not run with the gold patch: {gold.crash}")
-    at_base = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, base.outcomes)
     with_gold = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, gold.outcomes)
-    if with_gold.fail_to_pass_failed:
-        names = ", ".join(with_gold.fail_to_pass_failed[:5])
+    failed = with_gold.fail_to_pass_failed
+    offline = network_failures(log_format, gold.section or "", failed)
+    if failed and (offline != failed or not with_gold.fail_to_pass_passed):
+        names = ", ".join(failed[:5])
+        why = " (they need the internet)" if offline == failed else ""
         return Validation(
-            ok=False, message=f"FAIL_TO_PASS tests fail even with the gold patch: {names}"
+            ok=False, message=f"FAIL_TO_PASS tests fail even with the gold patch{why}: {names}"
         )
+    at_base = grade_tests(
+        instance.FAIL_TO_PASS, instance.PASS_TO_PASS, base.outcomes, excluded_f2p=offline
+    )
     if at_base.fail_to_pass_passed and not at_base.fail_to_pass_failed:
         # nothing to fix here: an empty patch would resolve the instance
         names = ", ".join(at_base.fail_to_pass_passed[:5])
@@ -129,6 +142,11 @@ def _judge(
         )
     excluded = with_gold.pass_to_pass_failed
     notes = []
+    if offline:
+        notes.append(
+            f"{len(offline)} of {len(instance.FAIL_TO_PASS)} FAIL_TO_PASS test(s) need the "
+            "internet and are left out"
+        )
     if excluded:
         notes.append(
             f"{len(excluded)} PASS_TO_PASS test(s) fail with the gold patch and are left out"
@@ -144,6 +162,7 @@ def _judge(
         ok=True,
         message="; ".join(notes),
         excluded_p2p=excluded,
+        excluded_f2p=offline,
         f2p_passing_at_base=at_base.fail_to_pass_passed,
     )
 

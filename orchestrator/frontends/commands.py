@@ -63,6 +63,10 @@ def validate_cmd(
     resume: Annotated[
         Path | None, typer.Option(help="Continue a sweep: its run directory.")
     ] = None,
+    skip_swept: Annotated[
+        Path | None,
+        typer.Option(help="A records file (.jsonl) of earlier sweeps: leave its instances out."),
+    ] = None,
 ) -> None:  # fmt: skip
     """Build and validate the environments of a selection (gold patch check) with a summary.
 
@@ -73,6 +77,8 @@ def validate_cmd(
 
     settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
     chosen = select_instances(settings, ids, pattern, repo, count, shard)
+    if skip_swept is not None:
+        chosen = _not_swept(chosen, skip_swept)
     if resume is not None and not resume.is_dir():
         raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
     ctx = start_cli_run(
@@ -108,23 +114,62 @@ def validate_cmd(
     console.print(f"log: {log_path}")
 
 
+def _not_swept(chosen: list, records_file: Path) -> list:
+    """``chosen`` without the instances a records file of earlier sweeps holds."""
+    from orchestrator.environments.sweep import load_records
+
+    if not records_file.is_file():
+        raise UserError(f"No records file at {records_file}.", "pass a .jsonl of records.")
+    done = {record.instance_id for record in load_records(records_file)}
+    return [inst for inst in chosen if inst.instance_id not in done]
+
+
 def validation_report_cmd(
-    run: Annotated[Path, typer.Argument(help="The run directory of a validation sweep.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run directories of validation sweeps and/or records files (.jsonl); a later "
+            "one's record of an instance replaces an earlier one's."
+        ),
+    ],
     out: Annotated[Path | None, typer.Option(help="Write the Markdown here.")] = None,
     title: Annotated[str, typer.Option()] = "Validation sweep",
     total: Annotated[
         int | None,
         typer.Option(help="Instances in the sweep's selection (to say how many remain)."),
     ] = None,
+    notes: Annotated[
+        Path | None,
+        typer.Option(help="A hand-written Markdown analysis to append (kept when regenerating)."),
+    ] = None,
+    save_records: Annotated[
+        Path | None,
+        typer.Option(help="Also write the merged records here (JSON lines), e.g. to commit."),
+    ] = None,
 ) -> None:
     """The Markdown report of a validation sweep (docs/validation.md)."""
-    from orchestrator.environments.sweep import load_records, validation_markdown
+    from orchestrator.environments.sweep import load_records, merge_records, validation_markdown
+    from orchestrator.environments.sweep import save_records as write_records
 
-    records = load_records(run)
+    for run in runs:
+        if not run.exists():
+            raise UserError(f"No sweep at {run}.", "pass a sweep's run directory or records file.")
+    records = merge_records(*(load_records(run) for run in runs))
     if not records:
-        raise UserError(f"No validation records under {run}.", "run `swe-green validate` first.")
-    command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}"
-    text = validation_markdown(records, title, command, selection_total=total)
+        joined = ", ".join(map(str, runs))
+        raise UserError(f"No validation records in {joined}.", "run `swe-green validate` first.")
+    if save_records is not None:
+        write_records(records, save_records)
+    run = " ".join(map(str, runs))
+    if notes is not None and not notes.is_file():
+        raise UserError(f"No notes file at {notes}.", "pass a Markdown file, or leave --notes out.")
+    command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}" + (
+        f" --notes {notes}" if notes else ""
+    )
+    text = validation_markdown(
+        records, title, command, selection_total=total,
+        notes=notes.read_text() if notes else None,
+    )  # fmt: skip
     if out is None:
         console.print(text, markup=False, highlight=False)
     else:

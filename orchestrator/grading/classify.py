@@ -36,15 +36,19 @@ def grade_tests(
     instance_p2p: list[str],
     outcomes: Mapping[str, TestStatus],
     excluded_p2p: Iterable[str] = (),
+    excluded_f2p: Iterable[str] = (),
 ) -> TestGroups:
     """Sort the instance's expected tests into passed and failed by their outcomes.
 
     PASS_TO_PASS tests in ``excluded_p2p`` (those that fail with the gold patch in this
-    environment) are left out of grading and listed in ``pass_to_pass_excluded``.
+    environment) are left out of grading and listed in ``pass_to_pass_excluded``; so are
+    FAIL_TO_PASS tests in ``excluded_f2p`` (those that need the internet), listed in
+    ``fail_to_pass_excluded``.
     """
     excluded = set(excluded_p2p)
+    left_out_f2p = set(excluded_f2p)
     graded_p2p = [name for name in dict.fromkeys(instance_p2p) if name not in excluded]
-    f2p = list(dict.fromkeys(instance_f2p))
+    f2p = [name for name in dict.fromkeys(instance_f2p) if name not in left_out_f2p]
     matched = match_expected(f2p + graded_p2p, dict(outcomes))
     return TestGroups(
         fail_to_pass_passed=[name for name in f2p if _passes(matched[name])],
@@ -52,6 +56,9 @@ def grade_tests(
         pass_to_pass_passed=[name for name in graded_p2p if _passes(matched[name])],
         pass_to_pass_failed=[name for name in graded_p2p if not _passes(matched[name])],
         pass_to_pass_excluded=[name for name in dict.fromkeys(instance_p2p) if name in excluded],
+        fail_to_pass_excluded=[
+            name for name in dict.fromkeys(instance_f2p) if name in left_out_f2p
+        ],
     )
 
 

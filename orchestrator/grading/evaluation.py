@@ -256,6 +256,7 @@ def evaluate(
     excluded_p2p: Iterable[str] = (),
     log_dir: Path | None = None,
     test_user: str | None = None,
+    excluded_f2p: Iterable[str] = (),
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
 
@@ -263,7 +264,7 @@ def evaluate(
     that :func:`orchestrator.grading.tamper_check.tamper_reasons` finds reasons in is flagged
     ``suspicious``.
     """
-    unchanged = no_op_groups(instance, excluded_p2p)
+    unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
     if patch is None or not patch.strip():
         return Evaluation(
             status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch", groups=unchanged
@@ -303,14 +304,17 @@ def evaluate(
     )
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
-    return _judge(run, instance, recipe, gradeable, excluded_p2p, timeout, common)
+    excluded = (list(excluded_p2p), list(excluded_f2p))
+    return _judge(run, instance, recipe, gradeable, excluded, timeout, common)
 
 
 def _judge(
     run: TestRun, instance: Instance, recipe: Recipe, gradeable: str,
-    excluded_p2p: Iterable[str], timeout: float, common: dict[str, Any],
+    excluded: tuple[list[str], list[str]], timeout: float, common: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
-    """The grade of a test run: timed out, forged, crashed, or the tests' outcomes."""
+    """The grade of a test run: timed out, forged, crashed, or the tests' outcomes
+    (``excluded``: the PASS_TO_PASS and FAIL_TO_PASS tests left out)."""
+    excluded_p2p, excluded_f2p = excluded
     if run.timed_out:
         return Evaluation(
             status=Status.ERROR,
@@ -320,7 +324,9 @@ def _judge(
             **common,
         )
     if run.forged:  # nothing of the section can be trusted: every test counts as failing
-        groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p)
+        groups = grade_tests(
+            instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p, excluded_f2p
+        )
         return Evaluation(
             status=classify(groups),
             reason=Reason.TEST_OUTPUT_FORGED,
@@ -333,7 +339,9 @@ def _judge(
         return Evaluation(
             status=Status.ERROR, reason=Reason.TEST_CRASH, message=run.crash, test_run=run, **common
         )
-    groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p)
+    groups = grade_tests(
+        instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p, excluded_f2p
+    )
     status = classify(groups)
     suspicious: list[str] = []
     if status == Status.RESOLVED:
@@ -368,14 +376,19 @@ class _Logs:
             self.files[name] = str(self.log_dir / file)
 
 
-def no_op_groups(instance: Instance, excluded_p2p: Iterable[str] = ()) -> TestGroups:
+def no_op_groups(
+    instance: Instance, excluded_p2p: Iterable[str] = (), excluded_f2p: Iterable[str] = ()
+) -> TestGroups:
     """The test groups of a patch that changes nothing the tests see (empty, only excluded
     files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
     PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
     excluded = set(excluded_p2p)
+    left_out_f2p = set(excluded_f2p)
     p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
+    f2p = list(dict.fromkeys(instance.FAIL_TO_PASS))
     return TestGroups(
-        fail_to_pass_failed=list(dict.fromkeys(instance.FAIL_TO_PASS)),
+        fail_to_pass_failed=[name for name in f2p if name not in left_out_f2p],
+        fail_to_pass_excluded=[name for name in f2p if name in left_out_f2p],
         pass_to_pass_passed=[name for name in p2p if name not in excluded],
         pass_to_pass_excluded=[name for name in p2p if name in excluded],
     )

@@ -13,6 +13,7 @@ import asyncio
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -55,6 +56,14 @@ class _Graded(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class Excluded:
+    """Tests validation found this environment cannot pass, left out of grading."""
+
+    p2p: list[str] = field(default_factory=list)
+    f2p: list[str] = field(default_factory=list)
+
+
 def test_recipe(prepared: PreparedInstance) -> Recipe:
     """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
     if prepared.plan.recipe is not None:
@@ -81,10 +90,10 @@ async def run_instance(
     run = _InstanceRun(ctx, instance, on_phase)
     try:
         prepared = await run.set_up()  # phases 1-4
-        excluded_p2p = await run.validate(prepared)  # phase 4: the environment runs the tests
+        excluded = await run.validate(prepared)  # phase 4: the environment runs the tests
         outcome = await run.participant_works(prepared, participant_url)  # phase 5
         patch = await run.take_patch(outcome)  # phase 6
-        await run.grade(prepared, patch, excluded_p2p)  # phase 7
+        await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
         _dispose(ctx, run.participant, keep=False)
@@ -128,10 +137,11 @@ class _InstanceRun:
         result.logs["setup"] = "setup.log"
         return prepared
 
-    async def validate(self, prepared: PreparedInstance) -> list[str]:
-        """The PASS_TO_PASS tests left out of grading (validation off: none)."""
+    async def validate(self, prepared: PreparedInstance) -> Excluded:
+        """The tests left out of grading: PASS_TO_PASS and FAIL_TO_PASS (validation off:
+        none)."""
         if not self.ctx.settings.environment.validate_env:
-            return []
+            return Excluded()
         self.phase("validation")
         t = time.monotonic()
         check = await asyncio.to_thread(
@@ -141,7 +151,7 @@ class _InstanceRun:
         self.timings["validation"] = time.monotonic() - t
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        return check.excluded_p2p
+        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p)
 
     async def participant_works(
         self, prepared: PreparedInstance, participant_url: str
@@ -195,7 +205,7 @@ class _InstanceRun:
         self.result.logs["patch"] = "patch.diff"
         return patch
 
-    async def grade(self, prepared: PreparedInstance, patch: str, excluded_p2p: list[str]) -> None:
+    async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
         self.phase("grading")
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
@@ -211,7 +221,8 @@ class _InstanceRun:
             evaluation = await asyncio.to_thread(
                 evaluate, grader, instance, test_recipe(prepared), patch,
                 timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
-                excluded_p2p=excluded_p2p, log_dir=self.out_dir, test_user=test_user(ctx),
+                excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
+                excluded_f2p=excluded.f2p,
             )  # fmt: skip
         finally:
             if own:

@@ -16,17 +16,8 @@ from pathlib import Path
 
 from orchestrator.errors import UserError
 from orchestrator.log import get_logger
-from orchestrator.sandbox import (
-    LABEL_INSTANCE,
-    LABEL_KIND,
-    LABEL_RUN,
-    LABEL_TOOL,
-    ContainerInfo,
-    ImageInfo,
-    Sandbox,
-    SandboxBackend,
-    SandboxError,
-)
+from orchestrator.sandbox import ContainerInfo, ImageInfo, Sandbox, SandboxBackend, SandboxError
+from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_RUN, LABEL_TOOL
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay

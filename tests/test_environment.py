@@ -11,8 +11,8 @@ import pytest
 
 from orchestrator.environments.build import SetupFailed, prepare_instance
 from orchestrator.housekeeping import list_containers
-from orchestrator.sandbox import LABEL_ROLE
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.models import LABEL_ROLE
 
 from .conftest import TEST_RUN_ID
 

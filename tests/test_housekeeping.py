@@ -130,7 +130,7 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
     import uuid
 
     from orchestrator.housekeeping import active_run, plan_prune, record_image_use
-    from orchestrator.sandbox import LABEL_KIND
+    from orchestrator.sandbox.models import LABEL_KIND
 
     prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
     data = tmp_path / "data"

@@ -10,8 +10,9 @@ import docker
 import pytest
 
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.sandbox import LABEL_INSTANCE, LABEL_RUN, LABEL_TOOL, Limits
+from orchestrator.sandbox import Limits
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_RUN, LABEL_TOOL
 
 from .conftest import TEST_RUN_ID
 

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 from orchestrator.sandbox import (
-    LABEL_RUN,
     Limits,
     Sandbox,
     SandboxBackend,
     SandboxError,
+    SandboxSpec,
     Unsupported,
 )
 from orchestrator.sandbox.local import LOCAL_IMAGE, LocalBackend
+from orchestrator.sandbox.models import LABEL_RUN
 
 from .conftest import BASE_IMAGE, TEST_RUN_ID
 
@@ -38,10 +39,11 @@ def backend(request: pytest.FixtureRequest) -> tuple[SandboxBackend, str]:
 @pytest.fixture
 def started(backend: tuple[SandboxBackend, str]) -> Iterator[tuple[SandboxBackend, Sandbox]]:
     chosen, image = backend
-    sandbox = chosen.start(
-        image, run_id=TEST_RUN_ID, instance_id="conformance", role="check",
+    spec = SandboxSpec(
+        run_id=TEST_RUN_ID, instance_id="conformance", role="check",
         limits=Limits(output_limit=2_000),
     )  # fmt: skip
+    sandbox = chosen.start(image, spec)
     yield chosen, sandbox
     sandbox.remove()
 
@@ -114,7 +116,7 @@ def test_an_archive_moves_a_tree_to_another_sandbox(
     tar = sandbox.get_archive(f"{where}/repo")
     names = tarfile.open(fileobj=io.BytesIO(tar)).getnames()
     assert "repo/x.py" in names
-    other = chosen.start(backend[1], run_id=TEST_RUN_ID, instance_id="conformance", role="copy")
+    other = chosen.start(backend[1], SandboxSpec(run_id=TEST_RUN_ID, role="copy"))
     try:
         target = scratch(other)
         other.put_archive(target, tar)
@@ -157,7 +159,7 @@ def test_a_snapshot_keeps_the_files_or_the_backend_says_it_cannot(
     except Unsupported:
         return
     try:
-        clone = chosen.start(f"swe-green-test/conformance:{tag}", run_id=TEST_RUN_ID)
+        clone = chosen.start(f"swe-green-test/conformance:{tag}", SandboxSpec(run_id=TEST_RUN_ID))
         try:
             assert clone.read_file(f"{where}/kept.txt") == b"kept"
         finally:
@@ -169,8 +171,8 @@ def test_a_snapshot_keeps_the_files_or_the_backend_says_it_cannot(
 def test_stop_remove_and_cleanup_by_label(backend: tuple[SandboxBackend, str]) -> None:
     chosen, image = backend
     label = f"cleanup-{uuid.uuid4().hex[:8]}"
-    first = chosen.start(image, run_id=TEST_RUN_ID, instance_id=label)
-    second = chosen.start(image, run_id=TEST_RUN_ID, instance_id=label)
+    first = chosen.start(image, SandboxSpec(run_id=TEST_RUN_ID, instance_id=label))
+    second = chosen.start(image, SandboxSpec(run_id=TEST_RUN_ID, instance_id=label))
     first.stop()
     assert not first.is_running() and first.exists()
     removed = chosen.cleanup({LABEL_RUN: TEST_RUN_ID, "swe-green.instance": label})

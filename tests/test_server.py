@@ -709,7 +709,7 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
 ) -> None:
     from orchestrator.frontends.assessment_executor import AssessmentExecutor
     from orchestrator.housekeeping import list_containers
-    from orchestrator.sandbox import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
+    from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 
     run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
     made = []

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from orchestrator.environments.build import base_commit_script, recipe_setup_script
 from orchestrator.environments.recipes import Recipe, load_recipes
+from orchestrator.environments.setup_scripts import base_commit_script, recipe_setup_script
 from orchestrator.models import Instance
 
 
@@ -60,7 +60,7 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
     ],
 )
 def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(pins, constraint):
-    from orchestrator.environments.build import build_constraints
+    from orchestrator.environments.setup_scripts import build_constraints
 
     assert build_constraints(pins).strip() == constraint
     script = recipe_setup_script(_recipe(), pins)

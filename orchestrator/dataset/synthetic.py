@@ -67,6 +67,16 @@ _SERVICE_TEST = (
     "    assert not ran_before\n"
 )
 
+# the start of calc's test module, at the base and with the fix
+_CALC_TESTS_HEAD = (
+    "import pytest\n\nfrom calc import add, floordiv, mul\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+    '@pytest.mark.parametrize("a, b", [(1, 2), (-1, 1)])\n'
+    "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
+    "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
+)
+
+
 CALC = SyntheticRepo(
     repo="demo/calc",
     instance_id="demo__calc-1",
@@ -86,12 +96,9 @@ CALC = SyntheticRepo(
             "def floordiv(a, b):\n    return int(a / b)\n"
         ),
         "tests/test_calc.py": (
-            "import pytest\n\nfrom calc import add, floordiv, mul\n\n\n"
-            "def test_add():\n    assert add(2, 3) == 5\n\n\n"
-            '@pytest.mark.parametrize("a, b", [(1, 2), (-1, 1)])\n'
-            "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
-            "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
-            "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n" + _SERVICE_TEST
+            _CALC_TESTS_HEAD
+            + "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n"
+            + _SERVICE_TEST
         ),
     },
     base_files={"README.md": "calc: tiny arithmetic helpers.\n"},
@@ -104,12 +111,7 @@ CALC = SyntheticRepo(
     },
     fix_tests={
         "tests/test_calc.py": (
-            "import pytest\n\nfrom calc import add, floordiv, mul\n\n\n"
-            "def test_add():\n    assert add(2, 3) == 5\n\n\n"
-            '@pytest.mark.parametrize("a, b", [(1, 2), (-1, 1)])\n'
-            "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
-            "def test_mul_positive():\n    assert mul(3, 2) == 6\n\n\n"
-            "def test_mul_negative():\n    assert mul(3, -2) == -6\n\n\n"
+            _CALC_TESTS_HEAD + "def test_mul_negative():\n    assert mul(3, -2) == -6\n\n\n"
             "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n"
             "def test_floordiv_negative():\n    assert floordiv(-7, 2) == -4\n\n\n" + _SERVICE_TEST
         ),

@@ -20,7 +20,8 @@ from typing import Literal
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from orchestrator.errors import UserError
-from orchestrator.sandbox import LABEL_KIND, LABEL_TOOL, Limits, SandboxBackend, SandboxError
+from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
+from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -172,7 +173,8 @@ def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> N
 def _finish_with_uv(backend: SandboxBackend, stage: str, name: str, progress: Progress) -> None:
     """Install uv into the image when the package index answers; tag the result ``name``."""
     progress(f"{name}: installing uv (best effort)")
-    sandbox = backend.start(stage, run_id="", role="image-build", limits=Limits(memory="2g"))
+    spec = SandboxSpec(run_id="", role="image-build", limits=Limits(memory="2g"))
+    sandbox = backend.start(stage, spec)
     try:
         result = sandbox.exec(
             "python3 -m venv /opt/swe/uv && /opt/swe/uv/bin/pip install -q uv "

@@ -118,8 +118,8 @@ def images_build(
 def images_ls() -> None:
     """List this tool's images (base, environment cache, snapshots)."""
     from orchestrator.housekeeping import list_images
-    from orchestrator.sandbox import LABEL_KIND
     from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.models import LABEL_KIND
 
     table = Table("image", "kind", "size (MB)", "created")
     for image in list_images(connect()):

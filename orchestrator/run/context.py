@@ -12,7 +12,14 @@ from orchestrator.housekeeping import container_name, record_image_use, unique_c
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
 from orchestrator.run.results import RunDir
-from orchestrator.sandbox import Limits, NameTaken, Sandbox, SandboxBackend, SandboxError
+from orchestrator.sandbox import (
+    Limits,
+    NameTaken,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+    SandboxSpec,
+)
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
@@ -54,11 +61,12 @@ class RunContext:
         name = container_name(self.run_id, instance.instance_id, role)
         for attempt in range(3):
             try:
-                sandbox = self.backend.start(
-                    image, run_id=self.run_id, instance_id=instance.instance_id,
-                    role=role, limits=self.limits(role), network=network,
+                spec = SandboxSpec(
+                    run_id=self.run_id, instance_id=instance.instance_id, role=role,
+                    limits=self.limits(role), network=network,
                     name=unique_container_name(self.backend, name),
                 )  # fmt: skip
+                sandbox = self.backend.start(image, spec)
             except NameTaken:
                 if attempt == 2:
                     raise

@@ -13,26 +13,10 @@ from orchestrator.sandbox.errors import (
     SandboxError,
     Unsupported,
 )
-from orchestrator.sandbox.models import (
-    LABEL_INSTANCE,
-    LABEL_KIND,
-    LABEL_ROLE,
-    LABEL_RUN,
-    LABEL_TOOL,
-    ContainerInfo,
-    ExecResult,
-    ImageInfo,
-    Limits,
-    format_bytes,
-)
+from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
 
 __all__ = [
-    "LABEL_INSTANCE",
-    "LABEL_KIND",
-    "LABEL_ROLE",
-    "LABEL_RUN",
-    "LABEL_TOOL",
     "BackendUnavailable",
     "ContainerInfo",
     "DiskLimitExceeded",
@@ -44,6 +28,6 @@ __all__ = [
     "Sandbox",
     "SandboxBackend",
     "SandboxError",
+    "SandboxSpec",
     "Unsupported",
-    "format_bytes",
 ]

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import docker
 import requests
@@ -59,7 +59,7 @@ from orchestrator.sandbox.models import (
     ImageInfo,
     Limits,
     OutputCap,
-    tool_labels,
+    SandboxSpec,
 )
 
 # capabilities every container keeps (all others are dropped): chown/chmod of any file, and
@@ -82,22 +82,13 @@ class DockerSandbox:
     # ---------------------------------------------------------------- lifecycle
     @classmethod
     def start(
-        cls,
-        client: docker.DockerClient,
-        image: str,
-        *,
-        run_id: str,
-        instance_id: str = "",
-        role: str = "instance",
-        limits: Limits | None = None,
-        network: bool = True,
-        env: Mapping[str, str] | None = None,
-        name: str | None = None,
-        workdir: str = "/",
+        cls, client: docker.DockerClient, image: str, spec: SandboxSpec | None = None, **fields: Any
     ) -> DockerSandbox:
-        """Start a container from ``image`` that idles until it is told what to do."""
-        limits = limits or Limits()
-        labels = tool_labels(run_id, instance_id, role)
+        """Start a container from ``image`` that idles until it is told what to do; ``spec``
+        or its ``fields`` say how."""
+        spec = spec or SandboxSpec(**{k: v for k, v in fields.items() if v is not None})
+        limits, network, name = spec.limits, spec.network, spec.name
+        labels = spec.labels()
         try:
             client.images.get(image)
         except ImageNotFound:
@@ -113,8 +104,8 @@ class DockerSandbox:
             init=True,
             name=name,
             labels=labels,
-            environment=dict(env or {}),
-            working_dir=workdir,
+            environment=dict(spec.env),
+            working_dir=spec.workdir,
             nano_cpus=int(limits.cpus * 1e9),
             mem_limit=limits.memory,
             memswap_limit=limits.memory,
@@ -268,14 +259,9 @@ class DockerSandbox:
 
     # ---------------------------------------------------------------- exec
     def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        timeout: float = 60,
-        workdir: str | None = None,
-        env: Mapping[str, str] | None = None,
-        user: str = "",
-    ) -> ExecResult:
+        self, cmd: str | Sequence[str], *, timeout: float = 60, workdir: str | None = None,
+        env: Mapping[str, str] | None = None, user: str = "",
+    ) -> ExecResult:  # fmt: skip
         """Run ``cmd`` (argv list, or a string for ``bash -c``) and wait at most ``timeout`` s.
 
         On timeout the command's whole process group gets SIGTERM, then SIGKILL two seconds
@@ -560,23 +546,8 @@ class DockerBackend:
     def __init__(self, client: docker.DockerClient) -> None:
         self.client = client
 
-    def start(
-        self,
-        image: str,
-        *,
-        run_id: str,
-        instance_id: str = "",
-        role: str = "instance",
-        limits: Limits | None = None,
-        network: bool = True,
-        env: Mapping[str, str] | None = None,
-        name: str | None = None,
-        workdir: str = "/",
-    ) -> DockerSandbox:
-        return DockerSandbox.start(
-            self.client, image, run_id=run_id, instance_id=instance_id, role=role,
-            limits=limits, network=network, env=env, name=name, workdir=workdir,
-        )  # fmt: skip
+    def start(self, image: str, spec: SandboxSpec) -> DockerSandbox:
+        return DockerSandbox.start(self.client, image, spec)
 
     def attach(self, ref: str, limits: Limits | None = None) -> DockerSandbox:
         return DockerSandbox.attach(self.client, ref, limits)

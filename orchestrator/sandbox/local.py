@@ -26,7 +26,7 @@ from orchestrator.sandbox.models import (
     ImageInfo,
     Limits,
     OutputCap,
-    tool_labels,
+    SandboxSpec,
 )
 
 LOCAL_IMAGE = "local"
@@ -52,14 +52,9 @@ class LocalSandbox:
         return dict(self._labels)
 
     def exec(
-        self,
-        cmd: str | Sequence[str],
-        *,
-        timeout: float = 60,
-        workdir: str | None = None,
-        env: Mapping[str, str] | None = None,
-        user: str = "",
-    ) -> ExecResult:
+        self, cmd: str | Sequence[str], *, timeout: float = 60, workdir: str | None = None,
+        env: Mapping[str, str] | None = None, user: str = "",
+    ) -> ExecResult:  # fmt: skip
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         if any("\x00" in part for part in argv):
             raise SandboxError("the command contains a NUL byte, which no process can receive")
@@ -144,25 +139,12 @@ class LocalBackend:
     def __init__(self) -> None:
         self.sandboxes: dict[str, LocalSandbox] = {}
 
-    def start(
-        self,
-        image: str,
-        *,
-        run_id: str,
-        instance_id: str = "",
-        role: str = "instance",
-        limits: Limits | None = None,
-        network: bool = True,
-        env: Mapping[str, str] | None = None,
-        name: str | None = None,
-        workdir: str = "/",
-    ) -> LocalSandbox:
+    def start(self, image: str, spec: SandboxSpec) -> LocalSandbox:
         if image != LOCAL_IMAGE:
             raise SandboxError(f"the local backend has no image {image!r}, only {LOCAL_IMAGE!r}")
-        name = name or f"local-{uuid.uuid4().hex[:12]}"
+        name = spec.name or f"local-{uuid.uuid4().hex[:12]}"
         root = Path(tempfile.mkdtemp(prefix=f"{name}-"))
-        labels = tool_labels(run_id, instance_id, role)
-        sandbox = LocalSandbox(root, name, labels, limits or Limits())
+        sandbox = LocalSandbox(root, name, spec.labels(), spec.limits)
         self.sandboxes[name] = sandbox
         return sandbox
 

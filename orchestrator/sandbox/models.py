@@ -27,6 +27,23 @@ class Limits(BaseModel):
     disk_poll: float = 1.0
 
 
+class SandboxSpec(BaseModel):
+    """How to start a sandbox: whose it is (run, instance, role: its labels), its limits,
+    its network, environment variables, name and working directory."""
+
+    run_id: str
+    instance_id: str = ""
+    role: str = "instance"
+    limits: Limits = Field(default_factory=Limits)
+    network: bool = True  # False: loopback only
+    env: dict[str, str] = Field(default_factory=dict)
+    name: str | None = None  # None: the backend picks one
+    workdir: str = "/"
+
+    def labels(self) -> dict[str, str]:
+        return tool_labels(self.run_id, self.instance_id, self.role)
+
+
 class ExecResult(BaseModel):
     """One command's outcome; output past the output limit is cut with a marker."""
 

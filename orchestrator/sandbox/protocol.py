@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits
+from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 
 
 @runtime_checkable
@@ -89,21 +89,9 @@ class SandboxBackend(Protocol):
 
     name: str  # "docker", "local"
 
-    def start(
-        self,
-        image: str,
-        *,
-        run_id: str,
-        instance_id: str = "",
-        role: str = "instance",
-        limits: Limits | None = None,
-        network: bool = True,
-        env: Mapping[str, str] | None = None,
-        name: str | None = None,
-        workdir: str = "/",
-    ) -> Sandbox:
-        """A sandbox from ``image`` that idles until told what to do, labelled with the run,
-        the instance and its role; without ``network`` it has loopback only."""
+    def start(self, image: str, spec: SandboxSpec) -> Sandbox:
+        """A sandbox from ``image`` that idles until told what to do (see :class:`SandboxSpec`:
+        labelled with the run, the instance and its role; without network, loopback only)."""
         ...
 
     def attach(self, ref: str, limits: Limits | None = None) -> Sandbox:

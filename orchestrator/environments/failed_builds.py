@@ -1,0 +1,56 @@
+"""Failed environment builds, remembered (``env_failure_ttl``): instances needing one fail at
+once with the first failure's reason, instead of rebuilding it every time."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from orchestrator.models import Instance
+from orchestrator.run.context import RunContext
+
+
+class FailedBuild(BaseModel):
+    """A failed environment build, remembered so that later instances fail at once."""
+
+    why: str
+    instance_id: str  # the instance whose build failed (its setup.log has the output)
+    run_id: str
+    at: float
+
+
+def _failure_path(ctx: RunContext, env_key: str) -> Path:
+    return ctx.settings.storage.data_dir / "env-failures" / f"{env_key}.json"
+
+
+def remember_failed_build(ctx: RunContext, env_key: str, instance: Instance, why: str) -> None:
+    """Record that the set-up script failed for ``env_key`` (not an engine error: those are
+    never remembered)."""
+    if ctx.settings.environment.env_failure_ttl <= 0:
+        return
+    path = _failure_path(ctx, env_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    failed = FailedBuild(
+        why=why, instance_id=instance.instance_id, run_id=ctx.run_id, at=time.time()
+    )
+    path.write_text(failed.model_dump_json())
+
+
+def failed_build(ctx: RunContext, env_key: str) -> str | None:
+    """The message for a build of ``env_key`` that failed within ``env_failure_ttl``, if any."""
+    path = _failure_path(ctx, env_key)
+    ttl = ctx.settings.environment.env_failure_ttl
+    try:
+        failed = FailedBuild.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+    age = time.time() - failed.at
+    if ttl <= 0 or age > ttl:
+        return None
+    return (
+        f"{failed.why} [this environment's build failed {age / 60:.0f} min ago for "
+        f"{failed.instance_id} in run {failed.run_id}, see its setup.log; it is not rebuilt for "
+        f"{ttl / 3600:.3g} h: set SWE_GREEN_ENV_FAILURE_TTL=0 to retry now]"
+    )

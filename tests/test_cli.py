@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-import docker
 import pytest
 
 from orchestrator.settings import load_settings, setting_names
@@ -131,7 +130,9 @@ def test_run_then_report_html(env_settings, tmp_path):
 
 
 @pytest.mark.container
-def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(env_settings, tmp_path):
+def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(
+    env_settings, tmp_path, docker_backend
+):
     import signal
 
     from orchestrator.housekeeping import list_containers
@@ -158,7 +159,7 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(env_settings, tmp_
     assert proc.returncode == 130, out
     assert f"swe-green run --resume {run_dir}" in out.replace("\n", "")
     run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
-    assert list_containers(docker.from_env(), run_id=run_id) == []
+    assert list_containers(docker_backend, run_id=run_id) == []
     assert not (run_dir / "instances" / "demo__units-1" / "result.json").exists()
 
 

@@ -468,7 +468,7 @@ def _disk_bomb(run: Run) -> None:
     result = run.results[CALC]
     assert "disk budget of 200 MiB" in result.message
     assert result.container, "the failed instance keeps its container"
-    container = run.ctx.client.containers.get(result.container)
+    container = run.ctx.backend.client.containers.get(result.container)
     assert container.status == "exited"
     other = run.results[TEXTKIT]
     assert (other.status, other.reason) == (Status.RESOLVED, Reason.NONE)
@@ -479,9 +479,12 @@ def _disk_bomb_in_tests(run: Run) -> None:
     assert "disk budget of 200 MiB" in result.message
     # no grading container is left behind; the participant's is kept (not resolved)
     assert [
-        c for c in list_containers(run.ctx.client, run_id=TEST_RUN_ID) if c.role == "grading"
+        c for c in list_containers(run.ctx.backend, run_id=TEST_RUN_ID) if c.role == "grading"
     ] == []
-    assert result.container and run.ctx.client.containers.get(result.container).status == "exited"
+    assert (
+        result.container
+        and run.ctx.backend.client.containers.get(result.container).status == "exited"
+    )
 
 
 def _answer_bomb(run: Run) -> None:

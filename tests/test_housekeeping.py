@@ -40,8 +40,8 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
         assert re.fullmatch(re.escape(first.name) + r"-[0-9a-f]{4}", second.name)
         assert keep_stopped(first) == first.name and not first.is_running()
         assert second.is_running()
-        assert stop_run_containers(run_ctx.client, TEST_RUN_ID) == [second.name]
-        states = {c.name: c.status for c in list_containers(run_ctx.client, run_id=TEST_RUN_ID)}
+        assert stop_run_containers(run_ctx.backend, TEST_RUN_ID) == [second.name]
+        states = {c.name: c.status for c in list_containers(run_ctx.backend, run_id=TEST_RUN_ID)}
         assert states[first.name] == states[second.name] == "exited"
         # the image's use is recorded for `envs prune`
         from orchestrator.housekeeping import last_use
@@ -54,10 +54,8 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
 
 @pytest.mark.container
 def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
-    env_settings, tmp_path
+    env_settings, tmp_path, docker_backend
 ):
-    import docker
-
     from orchestrator.housekeeping import gc, list_containers
 
     from .conftest import cli_env, run_cli
@@ -69,9 +67,8 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
-    client = docker.from_env()
     try:
-        kept = list_containers(client, run_id=run_id)
+        kept = list_containers(docker_backend, run_id=run_id)
         # the run ends with no running container of its own; the participant's is kept
         assert [(c.name, c.status) for c in kept] == [
             (f"swe-green-{run_id}-demo__units-1-participant", "exited")
@@ -92,7 +89,7 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
         assert "in-testbed" in shell.stdout, shell.stderr
         assert kept[0].name in shell.stderr and "exited" in shell.stderr
     finally:
-        gc(client, run_id=run_id)
+        gc(docker_backend, run_id=run_id)
 
 
 @pytest.mark.container

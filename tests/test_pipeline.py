@@ -49,7 +49,7 @@ def test_gold_participant_resolves_every_synthetic_instance(run_ctx, synthetic_i
     assert [e.done for e in finished] == [1, 2, 3]
     assert events[-1].kind == "run_finished" and events[-1].statuses == {"resolved": 3}
     # resolved instances keep no container
-    assert [c for c in list_containers(run_ctx.client, run_id=TEST_RUN_ID) if c.role in
+    assert [c for c in list_containers(run_ctx.backend, run_id=TEST_RUN_ID) if c.role in
             ("participant", "grading", "validation")] == []  # fmt: skip
 
 
@@ -57,10 +57,10 @@ def test_empty_participant_is_no_op_and_its_container_is_kept(run_ctx, synthetic
     with running(make_participant("empty")) as url:
         [result] = _evaluate(run_ctx, [synthetic_instances["demo__units-1"]], url)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
-    info, how = find_container(run_ctx.client, "demo__units-1")
+    info, how = find_container(run_ctx.backend, "demo__units-1")
     assert info.name == result.container and info.status == "exited"
     assert "demo__units-1" in how
-    run_ctx.client.containers.get(info.id).remove(force=True)
+    run_ctx.backend.remove_container(info.id)
 
 
 def test_unreachable_participant_is_an_error_and_the_others_go_on(run_ctx, synthetic_instances):
@@ -72,7 +72,7 @@ def test_unreachable_participant_is_an_error_and_the_others_go_on(run_ctx, synth
         (Status.ERROR, Reason.PARTICIPANT_UNREACHABLE)
     ] * 2
     for r in results:
-        run_ctx.client.containers.get(r.container).remove(force=True)
+        run_ctx.backend.remove_container(r.container)
 
 
 def test_validation_catches_a_broken_environment(
@@ -160,7 +160,7 @@ def test_from_its_tools_the_participant_reaches_no_network_no_hidden_patch_no_la
     assert hidden.strip() == "scanned"  # no file anywhere holds the test or the gold patch
     assert "could not get object info" in history or "Not a valid object" in history
     assert history.strip().splitlines()[-1] == "2"  # the setup and base commits only
-    run_ctx.client.containers.get(result.container).remove(force=True)
+    run_ctx.backend.remove_container(result.container)
 
 
 def test_the_empty_participant_scores_no_fail_to_pass_and_all_pass_to_pass(
@@ -180,7 +180,7 @@ def test_the_empty_participant_scores_no_fail_to_pass_and_all_pass_to_pass(
             (run_ctx.run_dir.instance_dir(result.instance_id) / "result.json").read_text()
         )
         assert saved["tests"]["fail_to_pass_failed"] == instance.FAIL_TO_PASS
-        run_ctx.client.containers.get(result.container).remove(force=True)
+        run_ctx.backend.remove_container(result.container)
 
 
 def test_a_patch_into_git_hooks_is_refused_on_every_instance(
@@ -202,4 +202,4 @@ def test_a_patch_into_git_hooks_is_refused_on_every_instance(
     for result in results:
         assert ".git/hooks/post-checkout: inside .git" in result.message
         assert result.tests.fail_to_pass_passed == []
-        run_ctx.client.containers.get(result.container).remove(force=True)
+        run_ctx.backend.remove_container(result.container)

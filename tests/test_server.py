@@ -722,7 +722,7 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
             made.append(container.name)
             time.sleep(1.1)  # distinct creation times
         settings = fast_settings.replace(**{"serve_max_kept_containers": 1})
-        AssessmentExecutor(settings)._prune_kept(docker_client)
+        AssessmentExecutor(settings)._prune_kept(docker_backend)
         left = [info.name for info in list_containers(docker_backend, run_id=run_id)]
         assert left == [made[-1]]  # the newest stays
     finally:

@@ -655,7 +655,7 @@ def _serve(participant: HostileParticipant, own_process: bool) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factory):
+def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_factory):
     """Runs each group once, on first use; yields a getter."""
     done: dict[str, Run] = {}
     settings = env_settings.replace(
@@ -675,7 +675,7 @@ def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factor
         group = GROUPS[name]
         ctx = RunContext(
             settings.replace(**group.get("settings", {})),
-            docker_client,
+            docker_backend,
             TEST_RUN_ID,
             RunDir(tmp_path_factory.mktemp(f"hostile-{name}")),
         )
@@ -694,10 +694,7 @@ def group_runs(env_settings, docker_client, synthetic_instances, tmp_path_factor
     for run in done.values():
         for result in run.results.values():
             if result.container:
-                try:
-                    docker_client.containers.get(result.container).remove(force=True)
-                except Exception:  # noqa: BLE001 - already gone
-                    pass
+                docker_backend.remove_container(result.container)
 
 
 def _fix_commit(dataset: Path) -> str:

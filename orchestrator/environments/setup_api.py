@@ -74,31 +74,7 @@ def create_message(
     client: anthropic.Anthropic, request: MessagesRequest, retry: RetryPolicy, log: SetupLog
 ) -> Any:
     """One Messages API call, retried on transient errors while the deadline allows."""
-    backoff = wait_exponential(multiplier=retry.initial_wait, max=retry.max_wait) + wait_random(
-        0, retry.initial_wait
-    )
-
-    def wait(state: RetryCallState) -> float:
-        hinted = _retry_after(state.outcome.exception() if state.outcome else None)
-        return min(max(backoff(state), hinted), retry.max_wait)
-
-    out_of_time = False
-
-    def past_deadline(state: RetryCallState) -> bool:
-        nonlocal out_of_time
-        sleep = getattr(state, "upcoming_sleep", 0.0) or 0.0
-        out_of_time = time.monotonic() + sleep >= request.deadline
-        return out_of_time
-
-    def log_retry(state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        log.write(
-            "api_retry",
-            turn=request.turn,
-            attempt=state.attempt_number,
-            wait=round(getattr(state, "upcoming_sleep", 0.0) or 0.0, 3),
-            error=describe(exc) if exc else "",
-        )
+    policy = _RetryPolicy(request, retry, log)
 
     def attempt() -> Any:
         remaining = request.deadline - time.monotonic()
@@ -113,13 +89,7 @@ def create_message(
             timeout=min(API_TIMEOUT, remaining),
         )
 
-    retrying = Retrying(
-        retry=retry_if_exception_type(TRANSIENT_ERRORS),
-        wait=wait,
-        stop=stop_after_attempt(retry.attempts) | past_deadline,
-        before_sleep=log_retry,
-        reraise=True,
-    )
+    retrying = policy.retrying()
     try:
         return retrying(attempt)
     except AUTH_ERRORS as exc:
@@ -131,7 +101,7 @@ def create_message(
         ) from exc
     except TRANSIENT_ERRORS as exc:
         log.write("api_error", turn=request.turn, error=describe(exc), retried=True)
-        if out_of_time:
+        if policy.out_of_time:
             raise SetupStop("timeout", _timeout_reason(request, describe(exc))) from exc
         raise SetupStop(
             "api_error",
@@ -143,6 +113,46 @@ def create_message(
         raise SetupStop(
             "api_error", f"the Anthropic API rejected a request: {describe(exc)}"
         ) from exc
+
+
+class _RetryPolicy:
+    """tenacity's retry of one request: exponential backoff with jitter (or the server's
+    ``retry-after``), a number of attempts, no sleep past the deadline, each retry logged."""
+
+    def __init__(self, request: MessagesRequest, retry: RetryPolicy, log: SetupLog) -> None:
+        self.request, self.retry, self.log = request, retry, log
+        self.backoff = wait_exponential(
+            multiplier=retry.initial_wait, max=retry.max_wait
+        ) + wait_random(0, retry.initial_wait)
+        self.out_of_time = False
+
+    def retrying(self) -> Retrying:
+        return Retrying(
+            retry=retry_if_exception_type(TRANSIENT_ERRORS),
+            wait=self.wait,
+            stop=stop_after_attempt(self.retry.attempts) | self.past_deadline,
+            before_sleep=self.log_retry,
+            reraise=True,
+        )
+
+    def wait(self, state: RetryCallState) -> float:
+        hinted = _retry_after(state.outcome.exception() if state.outcome else None)
+        return min(max(self.backoff(state), hinted), self.retry.max_wait)
+
+    def past_deadline(self, state: RetryCallState) -> bool:
+        sleep = getattr(state, "upcoming_sleep", 0.0) or 0.0
+        self.out_of_time = time.monotonic() + sleep >= self.request.deadline
+        return self.out_of_time
+
+    def log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        self.log.write(
+            "api_retry",
+            turn=self.request.turn,
+            attempt=state.attempt_number,
+            wait=round(getattr(state, "upcoming_sleep", 0.0) or 0.0, 3),
+            error=describe(exc) if exc else "",
+        )
 
 
 def _timeout_reason(request: MessagesRequest, detail: str) -> str:

@@ -121,12 +121,8 @@ def root_cause(message: str) -> str:
 
 def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
-    from orchestrator.environments.build import (
-        SetupFailed,
-        find_recipe,
-        plan_environment,
-        prepare_instance,
-    )
+    from orchestrator.environments.build import prepare_instance
+    from orchestrator.environments.plan import SetupFailed, find_recipe, plan_environment
     from orchestrator.environments.validation import validate_instance
     from orchestrator.run.pipeline import test_recipe
 

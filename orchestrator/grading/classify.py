@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
 from orchestrator.grading.runner_summary import runner_summary
-from orchestrator.models import InstanceResult, Status, TestGroups, TestStatus
+from orchestrator.models import Instance, InstanceResult, Status, TestGroups, TestStatus
 
 
 def _passes(status: TestStatus | None) -> bool:
@@ -59,6 +59,24 @@ def grade_tests(
         fail_to_pass_excluded=[
             name for name in dict.fromkeys(instance_f2p) if name in left_out_f2p
         ],
+    )
+
+
+def no_op_groups(
+    instance: Instance, excluded_p2p: Iterable[str] = (), excluded_f2p: Iterable[str] = ()
+) -> TestGroups:
+    """The test groups of a patch that changes nothing the tests see (empty, only excluded
+    files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
+    PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
+    excluded = set(excluded_p2p)
+    left_out_f2p = set(excluded_f2p)
+    p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
+    f2p = list(dict.fromkeys(instance.FAIL_TO_PASS))
+    return TestGroups(
+        fail_to_pass_failed=[name for name in f2p if name not in left_out_f2p],
+        fail_to_pass_excluded=[name for name in f2p if name in left_out_f2p],
+        pass_to_pass_passed=[name for name in p2p if name not in excluded],
+        pass_to_pass_excluded=[name for name in p2p if name in excluded],
     )
 
 

@@ -33,8 +33,9 @@ test process never sees (:func:`run_tests`), the tests can run as an unprivilege
 every test as failing (``test_output_forged``), and :func:`grading.detect_test_crash`
 catches result lines the runner did not count. What remains possible, tampering with the
 runner in memory from inside the test process, is flagged ``suspicious`` on a resolved
-result (:mod:`orchestrator.grading.tamper_check`). The no-op outcomes (empty patch, only excluded
-files, not applied) record the tests by name as the base measured them (:func:`no_op_groups`).
+result (:mod:`orchestrator.grading.tamper_check`). The no-op outcomes (empty patch, only
+excluded files, not applied) record the tests by name as the base measured them
+(:func:`.classify.no_op_groups`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from pydantic import BaseModel, Field
 from orchestrator.environments.recipes import Recipe, test_command, test_files
 from orchestrator.environments.reinstall import reinstall_after_patch
 from orchestrator.environments.services import service_start_lines, service_stop_lines
-from orchestrator.grading.classify import classify, detect_test_crash, grade_tests
+from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.log_parsers import parse_test_log
 from orchestrator.grading.markers import extract_between_markers, wrap_test_command
 from orchestrator.grading.runner_summary import forged_output
@@ -374,24 +375,6 @@ class _Logs:
         """A file something else wrote."""
         if self.log_dir is not None:
             self.files[name] = str(self.log_dir / file)
-
-
-def no_op_groups(
-    instance: Instance, excluded_p2p: Iterable[str] = (), excluded_f2p: Iterable[str] = ()
-) -> TestGroups:
-    """The test groups of a patch that changes nothing the tests see (empty, only excluded
-    files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
-    PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
-    excluded = set(excluded_p2p)
-    left_out_f2p = set(excluded_f2p)
-    p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
-    f2p = list(dict.fromkeys(instance.FAIL_TO_PASS))
-    return TestGroups(
-        fail_to_pass_failed=[name for name in f2p if name not in left_out_f2p],
-        fail_to_pass_excluded=[name for name in f2p if name in left_out_f2p],
-        pass_to_pass_passed=[name for name in p2p if name not in excluded],
-        pass_to_pass_excluded=[name for name in p2p if name in excluded],
-    )
 
 
 def _read_output(sandbox: Sandbox) -> tuple[str, bool]:

@@ -286,6 +286,35 @@ class DockerSandbox:
         except _ENGINE_ERRORS as exc:
             raise self._error("exec", exc) from exc
 
+        out, err, backstop_fired = self._collect(sock, timeout)
+        duration = time.monotonic() - started
+        self.check_disk()  # the watcher stopped the container under this command
+
+        try:
+            state = api.exec_inspect(exec_id)
+        except _ENGINE_ERRORS as exc:
+            raise self._error("exec", exc) from exc
+        exit_code = state.get("ExitCode")
+        if state.get("Running") and not backstop_fired:
+            raise SandboxError(
+                f"cannot exec in container {self._label()}: the output stream from the Docker "
+                "daemon ended while the command was still running"
+            )
+        timed_out = backstop_fired or exit_code == 124 or (exit_code == 137 and duration >= timeout)
+        oom = exit_code == 137 and not timed_out and self._oom_kills() > 0
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration=duration,
+            timed_out=timed_out,
+            truncated=bool(out.cut or err.cut),
+            oom_killed=oom,
+        )
+
+    def _collect(self, sock: object, timeout: float) -> tuple[OutputCap, OutputCap, bool]:
+        """stdout and stderr of an exec's stream (capped), and whether the host-side backstop
+        had to close the stream (the in-container ``timeout`` did not end the command)."""
         out, err = OutputCap(self.limits.output_limit), OutputCap(self.limits.output_limit)
         backstop_fired = threading.Event()
 
@@ -308,34 +337,7 @@ class DockerSandbox:
         finally:
             timer.cancel()
             _close(sock)
-        duration = time.monotonic() - started
-        self.check_disk()  # the watcher stopped the container under this command
-
-        try:
-            state = api.exec_inspect(exec_id)
-        except _ENGINE_ERRORS as exc:
-            raise self._error("exec", exc) from exc
-        exit_code = state.get("ExitCode")
-        if state.get("Running") and not backstop_fired.is_set():
-            raise SandboxError(
-                f"cannot exec in container {self._label()}: the output stream from the Docker "
-                "daemon ended while the command was still running"
-            )
-        timed_out = (
-            backstop_fired.is_set()
-            or exit_code == 124
-            or (exit_code == 137 and duration >= timeout)
-        )
-        oom = exit_code == 137 and not timed_out and self._oom_kills() > 0
-        return ExecResult(
-            exit_code=exit_code,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration=duration,
-            timed_out=timed_out,
-            truncated=bool(out.cut or err.cut),
-            oom_killed=oom,
-        )
+        return out, err, backstop_fired.is_set()
 
     def _oom_kills(self) -> int:
         """The container's OOM-kill counter (cgroup v1 or v2)."""

@@ -20,7 +20,7 @@ from orchestrator.frontends.report.data import (
     per_repository,
     triage,
 )
-from orchestrator.grading.classify import aggregate
+from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
 from orchestrator.run.results import RunDir
 
@@ -58,7 +58,24 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     slowest instances. Print it with ``rich.console.Console().print(...)``."""
     run, results = load_run(run_dir)
     row = aggregate(results)
+    parts: list[RenderableType] = [_headline(run, row), _statuses(row)]
+    causes = triage(results)
+    if causes:
+        parts.append(_triage_table("Errors by cause", causes))
+    parts += [_repositories(results), _slowest(results, slowest)]
+    notes = caveats(results)
+    if notes:
+        parts.append(_rows("Caveats (look before trusting these)", ("instance", "why"), notes))
+    flagged = [(r.instance_id, "; ".join(r.suspicious)) for r in results if r.suspicious]
+    if flagged:
+        title = "Suspicious: resolved, but the patch touches the test runner"
+        parts.append(_rows(title, ("instance", "why a person should look"), flagged, fold=True))
+    if not results:
+        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
+    return Group(*parts)
 
+
+def _headline(run: RunDir, row: LeaderboardRow) -> Table:
     headline = Table(title=f"Run {run.path.name}", show_header=True)
     for column in ("instances", "resolved", "fail→pass", "pass→pass", "error"):
         headline.add_column(column, justify="right")
@@ -69,7 +86,10 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
         pct(row.pass_to_pass_passed_pct),
         pct(row.error_pct),
     )
+    return headline
 
+
+def _statuses(row: LeaderboardRow) -> Table:
     statuses = Table(title="Statuses")
     statuses.add_column("status")
     statuses.add_column("instances", justify="right")
@@ -78,7 +98,10 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
         count = getattr(row, f"{status.value}_count")
         share = getattr(row, f"{status.value}_pct")
         statuses.add_row(Text(status.value, style=RICH_STYLES[status]), str(count), pct(share))
+    return statuses
 
+
+def _repositories(results: list[InstanceResult]) -> Table:
     repos = Table(title="Repositories")
     repos.add_column("repository")
     for column in ("instances", "resolved", "resolved %", "fail→pass", "errors"):
@@ -92,7 +115,10 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
             pct(repo.fail_to_pass),
             str(repo.errors),
         )
+    return repos
 
+
+def _slowest(results: list[InstanceResult], slowest: int) -> Table:
     slow = Table(title=f"Slowest {slowest} instances")
     slow.add_column("instance")
     slow.add_column("status")
@@ -105,31 +131,21 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
             format_seconds(duration(result)),
             str(result.tool_calls),
         )
+    return slow
 
-    parts: list[RenderableType] = [headline, statuses]
-    causes = triage(results)
-    if causes:
-        parts.append(_triage_table("Errors by cause", causes))
-    parts += [repos, slow]
-    notes = caveats(results)
-    if notes:
-        table = Table(title="Caveats (look before trusting these)")
-        table.add_column("instance")
-        table.add_column("why")
-        for instance_id, why in notes:
-            table.add_row(instance_id, why)
-        parts.append(table)
-    flagged = [result for result in results if result.suspicious]
-    if flagged:
-        suspicious = Table(title="Suspicious: resolved, but the patch touches the test runner")
-        suspicious.add_column("instance")
-        suspicious.add_column("why a person should look", overflow="fold")
-        for result in flagged:
-            suspicious.add_row(result.instance_id, "; ".join(result.suspicious))
-        parts.append(suspicious)
-    if not results:
-        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
-    return Group(*parts)
+
+def _rows(
+    title: str, columns: tuple[str, str], rows: list[tuple[str, str]], *, fold: bool = False
+) -> Table:
+    table = Table(title=title)
+    table.add_column(columns[0])
+    if fold:
+        table.add_column(columns[1], overflow="fold")
+    else:
+        table.add_column(columns[1])
+    for first, second in rows:
+        table.add_row(first, second)
+    return table
 
 
 def _triage_table(title: str, rows: list[TriageRow] | tuple[TriageRow, ...]) -> Table:

@@ -1,0 +1,131 @@
+"""Planning an instance's environment: the strategy (recipe or LLM), the Python, the base
+image, and the cache keys of the environment and instance images."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.environments.images import available_pythons, image_name
+from orchestrator.environments.recipes import Recipe, load_recipes, pins_for, recipe_key
+from orchestrator.environments.setup_scripts import SETUP_SCRIPT_VERSION
+from orchestrator.errors import UserError
+from orchestrator.models import Instance
+from orchestrator.run.context import RunContext
+
+
+class SetupFailed(Exception):
+    """Phases 1-4 failed for an instance: the instance is an error with reason ``environment``."""
+
+    def __init__(self, message: str, container: str | None = None) -> None:
+        super().__init__(message)
+        self.container = container
+
+
+class EnvPlan(BaseModel):
+    """How the environment of one instance is built, and the cache keys that follow."""
+
+    strategy: Literal["recipe", "llm"]
+    recipe: Recipe | None = None
+    python: str
+    python_exact: bool = True
+    base_image: str
+    pins: list[str] = Field(default_factory=list)
+    env_key: str
+    fetch_python: str | None = None  # a Python to `uv python install` first, if any
+
+    def instance_key(self, instance: Instance) -> str:
+        raw = f"{self.env_key}:{instance.base_commit}:{json.dumps(self.pins)}"
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def find_recipe(ctx: RunContext, instance: Instance) -> Recipe | None:
+    """The user's recipes file first, then the shipped recipes."""
+    extra = ctx.settings.environment.recipes_file
+    if extra is not None:
+        try:
+            items = json.loads(Path(extra).read_text())
+            for item in items if isinstance(items, list) else items.get("recipes", []):
+                recipe = Recipe.model_validate(item)
+                if (recipe.repo, recipe.version) == (instance.repo, instance.version):
+                    return recipe
+        except (OSError, ValueError) as exc:
+            raise UserError(
+                f"Cannot read recipes file {extra}: {str(exc).splitlines()[0]}",
+                "fix the file (a JSON list of recipes) or unset SWE_GREEN_RECIPES_FILE.",
+            ) from exc
+    return load_recipes().get((instance.repo, instance.version))
+
+
+def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
+    """Pick the strategy, the Python and the base image; compute the cache key."""
+    settings = ctx.settings
+    recipe = find_recipe(ctx, instance)
+    strategy = settings.environment.setup_strategy
+    if strategy == "auto":
+        strategy = "recipe" if recipe else "llm"
+    if strategy == "llm":
+        from orchestrator.environments.setup_llm import check_llm_settings, llm_available
+
+        if not llm_available(settings.setup_agent):
+            raise SetupFailed(
+                f"no recipe for {instance.repo} version {instance.version!r} and no API key "
+                "for the LLM setup agent (set ANTHROPIC_API_KEY)"
+            )
+        check_llm_settings(settings)
+    if strategy == "recipe" and recipe is None:
+        raise SetupFailed(
+            f"no recipe for {instance.repo} version {instance.version!r}; "
+            "use setup_strategy=llm or auto with an API key"
+        )
+    available = available_pythons(ctx.backend, settings.environment.image_prefix)
+    if not available:
+        raise UserError(
+            "No base image is built on this host.", "run `swe-green images build --python 3.11`."
+        )
+    if strategy == "recipe":
+        assert recipe is not None
+        python, exact = recipe.nearest_python(available)
+        pins = pins_for(recipe, instance)
+        identity = {"strategy": "recipe", "recipe": recipe_key(recipe), "pins": pins}
+        if (settings.environment.fetch_python or settings.environment.python_mirror) and not exact:
+            identity["fetch_python"] = recipe.python
+    else:
+        python = (
+            settings.environment.base_python
+            if settings.environment.base_python in available
+            else available[-1]
+        )
+        exact, pins = True, []
+        identity = {"strategy": "llm", "model": settings.setup_agent.setup_model}
+    raw = json.dumps(
+        {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
+        | identity
+        | {"script": SETUP_SCRIPT_VERSION},
+        sort_keys=True,
+    )
+    return EnvPlan(
+        strategy=strategy,
+        recipe=recipe if strategy == "recipe" else None,
+        python=python,
+        python_exact=exact,
+        base_image=image_name(settings.environment.image_prefix, python),
+        pins=pins,
+        env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
+        fetch_python=identity.get("fetch_python"),
+    )
+
+
+def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
+    return (
+        f"{ctx.settings.environment.image_prefix}/env:{instance.owner_name.lower()}-{plan.env_key}"
+    )
+
+
+def instance_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
+    tag = f"{instance.instance_id.lower()}-{plan.instance_key(instance)}"
+    return f"{ctx.settings.environment.image_prefix}/instance:{tag}"

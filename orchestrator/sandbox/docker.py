@@ -21,11 +21,9 @@ container once it is over (:mod:`.disk`). From then on every operation on the sa
 
 from __future__ import annotations
 
-import io
 import os
 import posixpath
 import socket
-import tarfile
 import tempfile
 import threading
 import time
@@ -40,6 +38,7 @@ from docker.models.containers import Container
 from docker.models.images import Image
 from docker.utils.socket import STDERR, STDOUT, frames_iter
 
+from orchestrator.sandbox.archives import file_archive, only_file, tree_archive
 from orchestrator.sandbox.disk import DiskWatcher
 from orchestrator.sandbox.errors import (
     BackendUnavailable,
@@ -356,15 +355,7 @@ class DockerSandbox:
     # ---------------------------------------------------------------- files
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Write ``data`` to ``path`` in the container (parents created), byte for byte."""
-        payload = data.encode() if isinstance(data, str) else data
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(posixpath.basename(path))
-            info.size = len(payload)
-            info.mode = mode
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(payload))
-        self._put_archive(posixpath.dirname(path) or "/", buf.getvalue())
+        self._put_archive(posixpath.dirname(path) or "/", file_archive(path, data, mode))
 
     def read_file(self, path: str) -> bytes:
         """The bytes of the file at ``path`` in the container."""
@@ -375,21 +366,14 @@ class DockerSandbox:
             raise SandboxError(f"no file {path} in container {self.name}") from None
         except _ENGINE_ERRORS as exc:
             raise self._error("read a file", exc) from exc
-        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise SandboxError(f"{path} in container {self.name} is not a regular file")
-            extracted = tar.extractfile(member)
-            assert extracted is not None
-            return extracted.read()
+        return only_file(raw, f"{path} in container {self.name}")
 
     def put_dir(self, host_dir: Path, container_dir: str) -> None:
         """Copy the contents of ``host_dir`` into ``container_dir`` (created if missing)."""
+        target = container_dir.rstrip("/")
         with tempfile.TemporaryFile() as spool:
-            with tarfile.open(fileobj=spool, mode="w") as tar:
-                tar.add(str(host_dir), arcname=posixpath.basename(container_dir.rstrip("/")))
-            spool.seek(0)
-            self._put_archive(posixpath.dirname(container_dir.rstrip("/")) or "/", spool)
+            archive = tree_archive(str(host_dir), posixpath.basename(target), spool)
+            self._put_archive(posixpath.dirname(target) or "/", archive)
 
     def get_archive(self, path: str) -> bytes:
         """A tar of ``path`` (a file or a directory), to put into another sandbox."""

@@ -7,18 +7,17 @@ as SWE-ReX keeps a local runtime next to its container ones. Paths are host path
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from orchestrator.sandbox.archives import pack, unpack
 from orchestrator.sandbox.errors import SandboxError, Unsupported
 from orchestrator.sandbox.models import (
     ContainerInfo,
@@ -95,15 +94,11 @@ class LocalSandbox:
         shutil.copytree(host_dir, container_dir, dirs_exist_ok=True)
 
     def get_archive(self, path: str) -> bytes:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(path, arcname=os.path.basename(path.rstrip("/")))
-        return buf.getvalue()
+        return pack(path)
 
     def put_archive(self, directory: str, tar: bytes) -> None:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
-            archive.extractall(directory, filter="tar")
+        unpack(tar, directory)
 
     def set_network(self, enabled: bool) -> None:
         raise Unsupported("the local backend cannot switch the host's network")

@@ -1,0 +1,58 @@
+"""Tar archives, the way files travel in and out of a sandbox (no backend needed)."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+import time
+from typing import IO
+
+from orchestrator.sandbox.errors import SandboxError
+
+
+def file_archive(path: str, data: bytes | str, mode: int = 0o644) -> bytes:
+    """A tar holding one file named like the last part of ``path``."""
+    payload = data.encode() if isinstance(data, str) else data
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(posixpath.basename(path))
+        info.size = len(payload)
+        info.mode = mode
+        info.mtime = int(time.time())
+        tar.addfile(info, io.BytesIO(payload))
+    return buf.getvalue()
+
+
+def only_file(archive: bytes, what: str) -> bytes:
+    """The bytes of the first member of ``archive``, which must be a regular file."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        member = tar.next()
+        if member is None or not member.isfile():
+            raise SandboxError(f"{what} is not a regular file")
+        extracted = tar.extractfile(member)
+        assert extracted is not None
+        return extracted.read()
+
+
+def tree_archive(host_dir: str, arcname: str, spool: IO[bytes]) -> IO[bytes]:
+    """``host_dir`` as a tar in ``spool`` (a file: trees may be large), rewound."""
+    with tarfile.open(fileobj=spool, mode="w") as tar:
+        tar.add(host_dir, arcname=arcname)
+    spool.seek(0)
+    return spool
+
+
+def unpack(archive: bytes, directory: str) -> None:
+    """Unpack ``archive`` into a host ``directory`` (the ``tar`` filter: no absolute paths,
+    no links out of it)."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="tar")
+
+
+def pack(path: str) -> bytes:
+    """A tar of the host ``path`` (a file or a directory) under its own name."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(path, arcname=posixpath.basename(path.rstrip("/")))
+    return buf.getvalue()

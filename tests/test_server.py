@@ -707,7 +707,7 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
 def test_kept_containers_of_assessments_are_capped_oldest_first(
     fast_settings: Settings, docker_client: docker.DockerClient, base_image: str, docker_backend
 ) -> None:
-    from orchestrator.frontends.assessment_executor import AssessmentExecutor
+    from orchestrator.frontends.assessment_executor import AssessmentExecutor, prune_kept
     from orchestrator.housekeeping import list_containers
     from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 
@@ -722,7 +722,8 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
             made.append(container.name)
             time.sleep(1.1)  # distinct creation times
         settings = fast_settings.replace(**{"serve_max_kept_containers": 1})
-        AssessmentExecutor(settings)._prune_kept(docker_backend)
+        executor = AssessmentExecutor(settings)
+        prune_kept(docker_backend, settings.serve.serve_max_kept_containers, executor.log)
         left = [info.name for info in list_containers(docker_backend, run_id=run_id)]
         assert left == [made[-1]]  # the newest stays
     finally:

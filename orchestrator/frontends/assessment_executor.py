@@ -9,6 +9,7 @@ from collections.abc import Awaitable
 from urllib.parse import urlparse
 
 import httpx
+import structlog
 from a2a.client import A2ACardResolver
 from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -95,7 +96,7 @@ class AssessmentExecutor(AgentExecutor):
             await self._empty_shard(request, updater)
             return
         settings, concurrency, capped = self._run_settings(request)
-        backend = await self._backend()
+        backend = await ready_backend(self.settings.environment.image_prefix)
         name = await participant_card_name(request.participant_url)
         participant_id = name or request.participant_url
         ctx = start_run(
@@ -118,7 +119,9 @@ class AssessmentExecutor(AgentExecutor):
         try:
             results = await self._evaluate(ctx, instances, request, concurrency, updater, reached)
         finally:
-            await asyncio.to_thread(self._prune_kept, backend)
+            await asyncio.to_thread(
+                prune_kept, backend, self.settings.serve.serve_max_kept_containers, self.log
+            )
         broken = infrastructure_failure(results, reached)
         if broken:
             raise _Failed(broken)
@@ -219,46 +222,6 @@ class AssessmentExecutor(AgentExecutor):
         }
         return self.settings.replace(**overrides), concurrency, wanted > host_limit
 
-    async def _backend(self) -> SandboxBackend:
-        """The sandbox backend, once its engine answers and has a base image."""
-        try:
-            backend = await asyncio.to_thread(connect)
-        except BackendUnavailable as exc:
-            raise _Failed(f"The green agent cannot evaluate: {exc}") from None
-        base = f"{self.settings.environment.image_prefix}/base"
-        try:
-            images = await asyncio.to_thread(backend.images, reference=base)
-        except SandboxError as exc:
-            raise _Failed(
-                f"The green agent cannot evaluate: the Docker engine refused to list images "
-                f"({exc}). Fix: give the green agent a Docker engine with the images API "
-                "(the host's socket, not a restricted proxy)."
-            ) from None
-        if not images:
-            raise _Failed(
-                f"The green agent cannot evaluate: no base image {base}:* on its Docker "
-                "engine. Fix: run `swe-green images build` on the host (or "
-                "`docker exec <green container> swe-green images build`), then send the "
-                "assessment again."
-            )
-        return backend
-
-    def _prune_kept(self, backend: SandboxBackend) -> None:
-        """Keep at most ``serve_max_kept_containers`` stopped participant containers of
-        assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones."""
-        cap = self.settings.serve.serve_max_kept_containers
-        try:
-            kept = [
-                info
-                for info in list_containers(backend)  # newest first
-                if info.run_id.startswith("a2a-") and info.status not in ("running", "created")
-            ]
-            for info in kept[cap:]:
-                backend.remove_container(info.id)
-                self.log.info("kept-container.removed", container=info.name, cap=cap)
-        except SandboxError as exc:
-            self.log.warning("kept-container.prune_failed", error=str(exc))
-
     async def _evaluate(
         self,
         ctx: RunContext,
@@ -290,6 +253,49 @@ class AssessmentExecutor(AgentExecutor):
             heartbeat=self.heartbeat,
             gate=self.slots.slot,
         )
+
+
+async def ready_backend(image_prefix: str) -> SandboxBackend:
+    """The sandbox backend, once its engine answers and has a base image."""
+    try:
+        backend = await asyncio.to_thread(connect)
+    except BackendUnavailable as exc:
+        raise _Failed(f"The green agent cannot evaluate: {exc}") from None
+    base = f"{image_prefix}/base"
+    try:
+        images = await asyncio.to_thread(backend.images, reference=base)
+    except SandboxError as exc:
+        raise _Failed(
+            f"The green agent cannot evaluate: the Docker engine refused to list images "
+            f"({exc}). Fix: give the green agent a Docker engine with the images API "
+            "(the host's socket, not a restricted proxy)."
+        ) from None
+    if not images:
+        raise _Failed(
+            f"The green agent cannot evaluate: no base image {base}:* on its Docker "
+            "engine. Fix: run `swe-green images build` on the host (or "
+            "`docker exec <green container> swe-green images build`), then send the "
+            "assessment again."
+        )
+    return backend
+
+
+def prune_kept(
+    backend: SandboxBackend, cap: int, log: structlog.typing.FilteringBoundLogger
+) -> None:
+    """Keep at most ``cap`` (``serve_max_kept_containers``) stopped participant containers of
+    assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones."""
+    try:
+        kept = [
+            info
+            for info in list_containers(backend)  # newest first
+            if info.run_id.startswith("a2a-") and info.status not in ("running", "created")
+        ]
+        for info in kept[cap:]:
+            backend.remove_container(info.id)
+            log.info("kept-container.removed", container=info.name, cap=cap)
+    except SandboxError as exc:
+        log.warning("kept-container.prune_failed", error=str(exc))
 
 
 async def participant_card_name(url: str, timeout: float = _CARD_TIMEOUT) -> str | None:

@@ -32,16 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
-from a2a.client.errors import AgentCardResolutionError
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Message
-from google.protobuf.json_format import MessageToDict
 from pydantic import BaseModel, Field
 
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.endings import End, EndedBy, describe
-from orchestrator.participant.exchange import BROKEN, INTERRUPTED, Exchange, Turn
+from orchestrator.participant.exchange import BROKEN, INTERRUPTED, Exchange, Turn, connect
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.tools_host import ToolRunner, default_tools
 from orchestrator.participant.transcript import Transcript
@@ -50,7 +47,6 @@ from orchestrator.participant.wire import ParsedTurn, WireLimits, parse_turn, ta
 from orchestrator.sandbox import DiskLimitExceeded
 from orchestrator.settings import ParticipantSettings
 
-_CARD_TIMEOUT = 30.0
 # a tool runner gets this long past its own timeout before it counts as hung
 _RUNNER_GRACE = 60.0
 
@@ -173,7 +169,7 @@ class _Run:
                 transport=CappedTransport(self.limits.max_reply_bytes),
                 headers={"Accept-Encoding": "identity"},
             ) as http:
-                client = await self._connect(http)
+                client, self.participant_name = await connect(http, self.url, self.log)
                 self.a2a = Exchange(client, self.log, self.url)
                 try:
                     outcome = await self._converse(self.a2a, tools)
@@ -191,34 +187,6 @@ class _Run:
             timings=outcome.timings,
         )
         return outcome
-
-    async def _connect(self, http: httpx.AsyncClient) -> Client:
-        try:
-            card = await asyncio.wait_for(
-                A2ACardResolver(http, self.url).get_agent_card(), _CARD_TIMEOUT
-            )
-        except (AgentCardResolutionError, httpx.HTTPError, OSError, TimeoutError) as exc:
-            raise End(
-                EndedBy.UNREACHABLE,
-                Reason.PARTICIPANT_UNREACHABLE,
-                f"cannot reach the participant at {self.url}: {describe(exc)}",
-            ) from exc
-        except Exception as exc:  # noqa: BLE001 - a card we cannot read
-            raise End(
-                EndedBy.PROTOCOL_ERROR,
-                Reason.PARTICIPANT_PROTOCOL,
-                f"the participant at {self.url} has no usable agent card: {describe(exc)}",
-            ) from exc
-        self.participant_name = card.name or None
-        self.log.write("card", card=MessageToDict(card))
-        try:
-            return ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-        except Exception as exc:  # noqa: BLE001 - e.g. no JSON-RPC interface
-            raise End(
-                EndedBy.PROTOCOL_ERROR,
-                Reason.PARTICIPANT_PROTOCOL,
-                f"cannot talk to the participant at {self.url} with its card: {describe(exc)}",
-            ) from exc
 
     async def _converse(self, a2a: Exchange, tools: list[dict[str, Any]]) -> ParticipantOutcome:
         wire_limits = self.limits.wire()

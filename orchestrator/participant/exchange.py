@@ -14,8 +14,9 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from a2a.client import Client
-from a2a.client.errors import A2AClientTimeoutError
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client.errors import A2AClientTimeoutError, AgentCardResolutionError
 from a2a.helpers import new_text_part
 from a2a.types import Artifact, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
 from google.protobuf.json_format import MessageToDict
@@ -37,6 +38,7 @@ BROKEN = {
 # states whose status message is part of the participant's answer (not a progress note)
 _ANSWER_STATES = {TaskState.TASK_STATE_COMPLETED, *INTERRUPTED, *BROKEN}
 _NOTICE_TIMEOUT = 5.0
+_CARD_TIMEOUT = 30.0
 
 
 class Turn(BaseModel):
@@ -153,6 +155,35 @@ class Exchange:
                     break
         except Exception as exc:  # noqa: BLE001 - best effort
             self.log.write("notice_failed", error=describe(exc))
+
+
+async def connect(http: httpx.AsyncClient, url: str, log: Transcript) -> tuple[Client, str | None]:
+    """A client for the participant at ``url`` made from its agent card, and the card's name;
+    :class:`End` when the card cannot be fetched or used."""
+    try:
+        card = await asyncio.wait_for(A2ACardResolver(http, url).get_agent_card(), _CARD_TIMEOUT)
+    except (AgentCardResolutionError, httpx.HTTPError, OSError, TimeoutError) as exc:
+        raise End(
+            EndedBy.UNREACHABLE,
+            Reason.PARTICIPANT_UNREACHABLE,
+            f"cannot reach the participant at {url}: {describe(exc)}",
+        ) from exc
+    except Exception as exc:  # noqa: BLE001 - a card we cannot read
+        raise End(
+            EndedBy.PROTOCOL_ERROR,
+            Reason.PARTICIPANT_PROTOCOL,
+            f"the participant at {url} has no usable agent card: {describe(exc)}",
+        ) from exc
+    log.write("card", card=MessageToDict(card))
+    try:
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+    except Exception as exc:  # noqa: BLE001 - e.g. no JSON-RPC interface
+        raise End(
+            EndedBy.PROTOCOL_ERROR,
+            Reason.PARTICIPANT_PROTOCOL,
+            f"cannot talk to the participant at {url} with its card: {describe(exc)}",
+        ) from exc
+    return client, card.name or None
 
 
 @contextlib.asynccontextmanager

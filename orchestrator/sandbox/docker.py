@@ -622,6 +622,12 @@ class DockerBackend:
             return False
         return True
 
+    def pull_image(self, reference: str) -> None:
+        try:
+            self.client.images.pull(reference)
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot pull {reference}: {exc}") from exc
+
     def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         try:
             self.client.api.import_image_from_file(

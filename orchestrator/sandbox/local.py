@@ -207,6 +207,9 @@ class LocalBackend:
     def remove_image(self, image_id: str) -> bool:
         return True
 
+    def pull_image(self, reference: str) -> None:
+        raise Unsupported("the local backend has no registry")
+
     def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         raise Unsupported("the local backend cannot import images")
 

@@ -134,6 +134,10 @@ class SandboxBackend(Protocol):
         """Remove an image; False when a sandbox still uses it (it stays). Gone is fine."""
         ...
 
+    def pull_image(self, reference: str) -> None:
+        """Fetch ``reference`` from its registry."""
+        ...
+
     def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         """An image from a root file system tarball (``docker import``)."""
         ...

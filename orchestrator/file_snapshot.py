@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 SKIPPED = (
     "/tmp", "/var/tmp", "/proc", "/sys", "/dev", "/run", "/var/run", "/root/.cache",
     "/var/cache", "/var/lib/apt/lists", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf",
+    "/.dockerenv", "/sbin/docker-init", "/usr/sbin/docker-init",
 )  # fmt: skip
 WORK_DIR = "/tmp/swe-green-files"
 PACK = f"{WORK_DIR}/files.tar"

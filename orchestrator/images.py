@@ -72,7 +72,8 @@ def base_pythons(client: docker.DockerClient, settings: Settings) -> list[str]:
     set (pulled when first used), else those whose local image exists. Both by image inspect
     only, which a restricted Docker gateway allows (it refuses listing images)."""
     if settings.base_image_registry:
-        return [py for py in SUITES if py in settings.registry_pythons]
+        published = {py.strip() for py in settings.registry_pythons.split(",")}
+        return [py for py in SUITES if py in published]
     return available_pythons(client, settings.image_prefix)
 
 

@@ -98,9 +98,10 @@ class Settings(BaseSettings):
         "tagged py<version> (e.g. ghcr.io/<org>/swe-green-base, images/base/Dockerfile); "
         "unset: the local <image_prefix>/base:py<version> images.",
     )
-    registry_pythons: list[str] = Field(
-        ["3.9", "3.11", "3.13"],
-        description="The Pythons published under base_image_registry (py<version> tags).",
+    registry_pythons: str = Field(
+        "3.9,3.11,3.13",
+        description="The Pythons published under base_image_registry (py<version> tags), "
+        "comma-separated.",
     )
     docker_policy: Literal["full", "restricted"] = Field(
         "full",

@@ -199,7 +199,7 @@ def test_a_synthetic_instance_resolves_through_the_gateway_with_no_call_refused(
         update={
             "docker_policy": "restricted",
             "base_image_registry": registry,
-            "registry_pythons": ["3.11"],
+            "registry_pythons": "3.11",
             "data_dir": tmp_path / "data",
             "keep_containers": "never",
         }

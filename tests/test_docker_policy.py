@@ -246,3 +246,41 @@ def test_switching_the_network_moves_the_files_into_a_new_container(base_image, 
     finally:
         sandbox.remove()
     assert proxy.refused() == []
+
+
+@pytest.mark.container
+def test_a_reinstall_after_a_patch_gets_the_network_back_and_the_tests_lose_it(
+    env_settings, synthetic_instances, proxy, tmp_path
+):
+    from orchestrator.environment import prepare_instance
+    from orchestrator.file_snapshot import FileSnapshot
+    from orchestrator.pipeline import test_recipe as recipe_of
+    from orchestrator.reinstall import reinstall_after_patch
+
+    from .test_reinstall import ADD_DEPENDENCY, PYPI_PROBE
+
+    # no registry: the local base image, found by inspect (the gateway refuses listing)
+    settings = env_settings.model_copy(
+        update={"docker_policy": "restricted", "data_dir": tmp_path / "data"}
+    )
+    ctx = RunContext(
+        settings, docker.DockerClient(base_url=proxy.url), TEST_RUN_ID, RunDir(tmp_path / "run")
+    )
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(ctx, instance)
+    assert isinstance(prepared.instance_image, FileSnapshot)
+    recipe = recipe_of(prepared).model_copy(update={"install": "python -m pip install -e ."})
+    sandbox = ctx.start_sandbox(prepared.instance_image, instance, "grading", network=False)
+    try:
+        assert sandbox.exec("cd /testbed && git status --short").stdout == ""
+        sandbox.write_file("/tmp/dep.patch", ADD_DEPENDENCY)
+        assert sandbox.exec("cd /testbed && git apply /tmp/dep.patch").exit_code == 0
+        ok, tail = reinstall_after_patch(sandbox, recipe, ADD_DEPENDENCY, timeout=300)
+        assert ok, tail
+        assert sandbox.exec("source /opt/swe/activate.sh && python -c 'import six'").ok
+        assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0  # the network is off again
+        assert not sandbox.network and sandbox.is_running()
+    finally:
+        sandbox.remove()
+        prepared.discard()
+    assert proxy.refused() == []

@@ -284,3 +284,31 @@ def test_a_reinstall_after_a_patch_gets_the_network_back_and_the_tests_lose_it(
         sandbox.remove()
         prepared.discard()
     assert proxy.refused() == []
+
+
+@pytest.mark.container
+def test_an_assessment_served_under_the_restricted_policy_makes_no_refused_call(
+    env_settings, proxy, tmp_path, monkeypatch
+):
+    """The A2A server as Amber runs it: its Docker engine is the gateway (DOCKER_HOST)."""
+    from .test_server import _request, assess, final_status, green_agent
+
+    monkeypatch.setenv("DOCKER_HOST", proxy.url)
+    settings = env_settings.model_copy(
+        update={
+            "docker_policy": "restricted",
+            "runs_dir": tmp_path / "runs",
+            "data_dir": tmp_path / "data",
+            "serve_allowed_hosts": "127.0.0.1",
+        }
+    )
+    with (
+        running(make_participant("gold", dataset=settings.dataset)) as gold_url,
+        green_agent(settings) as url,
+    ):
+        state, message = final_status(assess(url, _request(gold_url, instance_ids="demo__calc-1")))
+    assert state == "TASK_STATE_COMPLETED", message
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    result = json.loads((run_dir / "instances" / "demo__calc-1" / "result.json").read_text())
+    assert result["status"] == "resolved", result
+    assert [(c.method, c.path) for c in proxy.refused()] == []

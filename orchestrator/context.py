@@ -11,6 +11,7 @@ import structlog
 from docker.errors import APIError
 
 from .errors import SandboxError
+from .file_snapshot import FileSnapshot
 from .housekeeping import container_name, record_image_use, unique_container_name
 from .log import get_logger
 from .models import Instance
@@ -49,8 +50,19 @@ class RunContext:
             disk=s.disk_bytes() if role in DISK_BUDGET_ROLES else None, disk_poll=s.disk_poll,
         )  # fmt: skip
 
-    def start_sandbox(self, image: str, instance: Instance, role: str, *, network: bool) -> Sandbox:
-        """A container of this run for ``instance``, with the configured limits."""
+    @property
+    def restricted(self) -> bool:
+        """Whether the Docker engine is used within Amber's gateway policy (no commit, no
+        network switching, images pulled only)."""
+        return self.settings.docker_policy == "restricted"
+
+    def start_sandbox(
+        self, image: str | FileSnapshot, instance: Instance, role: str, *, network: bool
+    ) -> Sandbox:
+        """A container of this run for ``instance``, with the configured limits; from an image,
+        or from a :class:`FileSnapshot` (its files laid over its image)."""
+        files = image if isinstance(image, FileSnapshot) else None
+        image = files.image if files is not None else str(image)
         if self.cancelled.is_set():
             raise SandboxError("the run was interrupted")
         # named for what it holds, so that `docker ps -a` alone tells what is what
@@ -61,6 +73,7 @@ class RunContext:
                     self.client, image, run_id=self.run_id, instance_id=instance.instance_id,
                     role=role, limits=self.limits(role), network=network,
                     name=unique_container_name(self.client, name),
+                    restricted=self.restricted, files=files,
                 )  # fmt: skip
             except SandboxError as exc:
                 conflict = isinstance(exc.__cause__, APIError) and exc.__cause__.status_code == 409

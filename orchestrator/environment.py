@@ -29,8 +29,9 @@ from pydantic import BaseModel, Field
 from .context import RunContext
 from .docker_engine import LABEL_KIND
 from .errors import SandboxError, UserError
+from .file_snapshot import FileSnapshot, capture
 from .housekeeping import keep_stopped
-from .images import available_pythons, image_exists, image_name
+from .images import base_pythons, ensure_image, image_exists
 from .models import Instance
 from .recipes import Recipe, load_recipes, pins_for, recipe_key, reinstall_needed
 from .repo_cache import (
@@ -86,13 +87,20 @@ class PreparedInstance(BaseModel):
 
     plan: EnvPlan
     env_image: str
-    instance_image: str
+    # the image the instance's containers start from, or (restricted Docker policy) the
+    # set-up's files on the host
+    instance_image: str | FileSnapshot
     env_cache_hit: bool
     instance_cache_hit: bool
     test_cmd: str | None = None
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)
     python_used: str = ""  # the environment's Python (a cached image built before: unknown)
+
+    def discard(self) -> None:
+        """Delete what the instance's containers started from, when it is a host file."""
+        if isinstance(self.instance_image, FileSnapshot):
+            self.instance_image.discard()
 
 
 # ----------------------------------------------------------------------------- planning
@@ -135,10 +143,12 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
             f"no recipe for {instance.repo} version {instance.version!r}; "
             "use setup_strategy=llm or auto with an API key"
         )
-    available = available_pythons(ctx.client, settings.image_prefix)
+    available = base_pythons(ctx.client, settings)
     if not available:
         raise UserError(
-            "No base image is built on this host.", "run `swe-green images build --python 3.11`."
+            "No base image is built on this host.",
+            "run `swe-green images build --python 3.11`, or set SWE_GREEN_BASE_IMAGE_REGISTRY "
+            "to where the base images are published.",
         )
     if strategy == "recipe":
         assert recipe is not None
@@ -157,12 +167,14 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         | {"script": SETUP_SCRIPT_VERSION},
         sort_keys=True,
     )
+    base_image = settings.base_image(python)
+    ensure_image(ctx.client, base_image)  # pulled from the registry when missing
     return EnvPlan(
         strategy=strategy,
         recipe=recipe if strategy == "recipe" else None,
         python=python,
         python_exact=exact,
-        base_image=image_name(settings.image_prefix, python),
+        base_image=base_image,
         pins=pins,
         env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
         fetch_python=identity.get("fetch_python"),
@@ -377,22 +389,7 @@ def ensure_env_image(
         sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
         built = EnvImage(name=name, cache_hit=False)
         with _building(ctx, sandbox, "environment setup"):
-            _copy_checkout(ctx, instance, sandbox)
-            if plan.strategy == "recipe":
-                assert plan.recipe is not None
-                mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
-                script = recipe_setup_script(
-                    plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
-                )
-                ok, why = _run_logged(
-                    sandbox, script, log_path, "setup", ctx.settings.install_timeout
-                )
-            else:
-                ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
-            if not ok:
-                remember_failed_build(ctx, plan.env_key, instance, why)
-                raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
-            built.python = _venv_python(sandbox)
+            _setup_environment(ctx, instance, plan, sandbox, log_path, built)
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
             if built.test_cmd is not None:
                 labels[LABEL_TEST_CMD] = built.test_cmd
@@ -401,6 +398,27 @@ def ensure_env_image(
             sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
         log.info("setup.done", image=name)
         return built
+
+
+def _setup_environment(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
+    built: EnvImage,
+) -> None:  # fmt: skip
+    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found."""
+    _copy_checkout(ctx, instance, sandbox)
+    if plan.strategy == "recipe":
+        assert plan.recipe is not None
+        mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
+        script = recipe_setup_script(
+            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
+        )
+        ok, why = _run_logged(sandbox, script, log_path, "setup", ctx.settings.install_timeout)
+    else:
+        ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
+    if not ok:
+        remember_failed_build(ctx, plan.env_key, instance, why)
+        raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
+    built.python = _venv_python(sandbox)
 
 
 class FailedBuild(BaseModel):
@@ -570,27 +588,33 @@ def ensure_instance_image(
         if image_exists(ctx.client, name):
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
-        with _building(ctx, sandbox, "base commit"), tempfile.TemporaryDirectory() as tmp:
-            mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
-            history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git")
-            sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
-            with open(log_path, "a") as fh:
-                fh.write(
-                    f"clean history: {history.commits} commits, {history.objects} objects, "
-                    f"{history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
-                    f"{history.seconds:.1f}s\n"
-                )
-            script = base_commit_script(instance, reinstall)
-            ok, why = _run_logged(
-                sandbox, script, log_path, "base-commit", ctx.settings.install_timeout
-            )
-            if not ok:
-                raise SetupFailed(f"base commit: {why}", _keep(ctx, sandbox))
+        with _building(ctx, sandbox, "base commit"):
+            _check_out_base(ctx, instance, sandbox, log_path, reinstall)
             sandbox.snapshot(
                 *name.rsplit(":", 1),
                 labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
             )
         return name, False
+
+
+def _check_out_base(
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, reinstall: str | None
+) -> None:
+    """Phase 4 in ``sandbox``: the base commit, reinstalled if needed, with a clean history."""
+    with tempfile.TemporaryDirectory() as tmp:
+        mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+        history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git")
+        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    with open(log_path, "a") as fh:
+        fh.write(
+            f"clean history: {history.commits} commits, {history.objects} objects, "
+            f"{history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
+            f"{history.seconds:.1f}s\n"
+        )
+    script = base_commit_script(instance, reinstall)
+    ok, why = _run_logged(sandbox, script, log_path, "base-commit", ctx.settings.install_timeout)
+    if not ok:
+        raise SetupFailed(f"base commit: {why}", _keep(ctx, sandbox))
 
 
 def changed_between_setup_and_base(ctx: RunContext, instance: Instance) -> list[str] | None:
@@ -604,8 +628,31 @@ def changed_between_setup_and_base(ctx: RunContext, instance: Instance) -> list[
         return None
 
 
+def _reinstall_at_base(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, found: str | None, log_path: Path
+) -> str | None:
+    """The commands that install the project again at the base commit, if it needs them
+    (``found``: what the LLM setup agent installed with)."""
+    if instance.base_commit == instance.environment_setup_commit:
+        return None
+    if plan.recipe is None:
+        return found
+    changed = changed_between_setup_and_base(ctx, instance)
+    if changed is not None and not reinstall_needed(plan.recipe.install, changed):
+        with open(log_path, "a") as fh:
+            fh.write(
+                f"no reinstall at the base commit: {len(changed)} changed file(s), "
+                "no build input among them, and the install is editable\n"
+            )
+        return None
+    return "\n".join([*plan.recipe.pre_install, plan.recipe.install])
+
+
 def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
-    """Phases 1-4 for one instance, from the caches where possible."""
+    """Phases 1-4 for one instance, from the caches where possible (restricted Docker
+    policy: :func:`prepare_without_commit`)."""
+    if ctx.restricted:
+        return prepare_without_commit(ctx, instance)
     log_path = ctx.instance_dir(instance) / "setup.log"
     timings: dict[str, float] = {}
     started = time.monotonic()
@@ -618,20 +665,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     env = ensure_env_image(ctx, instance, plan, log_path)
     timings["setup"] = time.monotonic() - started
     started = time.monotonic()
-    reinstall = None
-    if instance.base_commit != instance.environment_setup_commit:
-        if plan.recipe is not None:
-            reinstall = "\n".join([*plan.recipe.pre_install, plan.recipe.install])
-            changed = changed_between_setup_and_base(ctx, instance)
-            if changed is not None and not reinstall_needed(plan.recipe.install, changed):
-                reinstall = None
-                with open(log_path, "a") as fh:
-                    fh.write(
-                        f"no reinstall at the base commit: {len(changed)} changed file(s), "
-                        "no build input among them, and the install is editable\n"
-                    )
-        else:
-            reinstall = env.reinstall
+    reinstall = _reinstall_at_base(ctx, instance, plan, env.reinstall, log_path)
     instance_image, inst_hit = ensure_instance_image(
         ctx, instance, plan, env.name, log_path, reinstall
     )
@@ -646,4 +680,50 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
         setup_tokens=env.tokens,
         timings=timings,
         python_used=env.python,
+    )
+
+
+def prepare_without_commit(ctx: RunContext, instance: Instance) -> PreparedInstance:
+    """Phases 1-4 in one container with the network on, for a Docker engine that refuses
+    commits (Amber's gateway): no image cache, the set-up runs for every instance. Its
+    files become a :class:`FileSnapshot` that the validation, participant and grading
+    containers (created without a network) start from."""
+    log_path = ctx.instance_dir(instance) / "setup.log"
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    plan = plan_environment(ctx, instance)
+    try:
+        check_complete(ctx.settings, instance)
+    except UserError as exc:
+        raise SetupFailed(f"checkout: {exc}") from exc
+    remembered = failed_build(ctx, plan.env_key)
+    if remembered is not None:
+        raise SetupFailed(f"environment setup: {remembered}")
+    sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
+    built = EnvImage(name="", cache_hit=False)
+    with _building(ctx, sandbox, "environment setup"):
+        _setup_environment(ctx, instance, plan, sandbox, log_path, built)
+        timings["setup"] = time.monotonic() - started
+        started = time.monotonic()
+        reinstall = _reinstall_at_base(ctx, instance, plan, built.reinstall, log_path)
+        _check_out_base(ctx, instance, sandbox, log_path, reinstall)
+        files = capture(
+            sandbox, instance_image_name(ctx, instance, plan), ctx.settings.data_dir / "files"
+        )
+        with open(log_path, "a") as fh:
+            fh.write(
+                f"set-up files kept on the host (no commit under the restricted Docker policy): "
+                f"{files.size / 1e6:.1f} MB, {len(files.deleted)} deleted path(s)\n"
+            )
+    timings["base_commit"] = time.monotonic() - started
+    return PreparedInstance(
+        plan=plan,
+        env_image="",
+        instance_image=files,
+        env_cache_hit=False,
+        instance_cache_hit=False,
+        test_cmd=built.test_cmd,
+        setup_tokens=built.tokens,
+        timings=timings,
+        python_used=built.python,
     )

@@ -19,10 +19,12 @@ from typing import Literal
 
 import docker
 from docker.errors import DockerException, ImageNotFound
+from docker.utils import parse_repository_tag
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from .docker_engine import LABEL_KIND, LABEL_TOOL
 from .errors import UserError
+from .settings import Settings
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -63,6 +65,31 @@ def image_exists(client: docker.DockerClient, name: str) -> bool:
 def available_pythons(client: docker.DockerClient, prefix: str) -> list[str]:
     """The Python versions whose base image exists on this host."""
     return [py for py in SUITES if image_exists(client, image_name(prefix, py))]
+
+
+def base_pythons(client: docker.DockerClient, settings: Settings) -> list[str]:
+    """The Pythons a base image can be had for: those published in the registry when one is
+    set (pulled when first used), else those whose local image exists. Both by image inspect
+    only, which a restricted Docker gateway allows (it refuses listing images)."""
+    if settings.base_image_registry:
+        published = {py.strip() for py in settings.registry_pythons.split(",")}
+        return [py for py in SUITES if py in published]
+    return available_pythons(client, settings.image_prefix)
+
+
+def ensure_image(client: docker.DockerClient, name: str) -> None:
+    """Pull ``name`` from its registry unless the engine has it already."""
+    if image_exists(client, name):
+        return
+    repository, tag = parse_repository_tag(name)
+    try:
+        client.images.pull(repository, tag=tag or "latest")
+    except DockerException as exc:
+        raise UserError(
+            f"Cannot pull the base image {name}: {str(exc).splitlines()[0][:300]}",
+            "publish it there (images/base/Dockerfile, see the README), or check "
+            "SWE_GREEN_BASE_IMAGE_REGISTRY and the engine's access to that registry.",
+        ) from None
 
 
 def pick_method(method: Method) -> Literal["debootstrap", "dockerfile"]:

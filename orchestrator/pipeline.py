@@ -80,6 +80,7 @@ async def run_instance(
     )
     started = time.monotonic()
     participant: Sandbox | None = None
+    prepared: PreparedInstance | None = None
 
     def phase(name: str) -> None:
         log.info("phase", phase=name)
@@ -199,12 +200,16 @@ async def run_instance(
     except asyncio.CancelledError:
         result.status, result.reason, result.message = Status.ERROR, Reason.CANCELLED, "cancelled"
         _dispose(ctx, participant, keep=False)
+        if prepared is not None:
+            prepared.discard()
         raise
     except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
         log.error("instance.crash", error=repr(exc))
         ctx.run_dir.write_text(instance.instance_id, "crash.txt", traceback.format_exc())
         result.status, result.reason = Status.ERROR, Reason.INFRASTRUCTURE
         result.message = f"internal error: {exc!r} (see crash.txt)"
+    if prepared is not None:
+        prepared.discard()
     timings["total"] = time.monotonic() - started
     result.timings = {k: round(v, 3) for k, v in timings.items()}
     keep = _should_keep(ctx, result)

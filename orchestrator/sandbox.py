@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from .docker_engine import LABEL_INSTANCE, LABEL_KIND, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 from .errors import SandboxError, UserError
+from .file_snapshot import FileSnapshot, capture, restore
 
 # capabilities every container keeps (all others are dropped): chown/chmod of any file, and
 # switching users (apt's sandbox user, test suites that drop privileges)
@@ -131,6 +132,8 @@ class DiskWatcher:
         self.limit = limit
         self.max_poll = max(max_poll, self.min_poll)
         self.upper_dir = self._upper_dir()
+        # bytes written before the budget starts (files laid over the image): not counted
+        self.baseline = 0
         self.size = 0  # the last measurement, bytes
         self.peak = 0
         self.exceeded_at: float | None = None  # time.monotonic() when it was killed
@@ -194,8 +197,8 @@ class DiskWatcher:
                 interval = self.max_poll
                 continue
             self.size, self.peak = size, max(self.peak, size)
-            if size > self.limit:
-                self.exceeded_size = size
+            if size - self.baseline > self.limit:
+                self.exceeded_size = size - self.baseline
                 self.exceeded_at = now
                 try:
                     self.client.api.kill(self.container_id)
@@ -205,18 +208,34 @@ class DiskWatcher:
                 return
             rate = max(size - last_size, 0) / max(now - last_time, 1e-3)
             last_size, last_time = size, now
-            headroom_time = (self.limit - size) / rate if rate > 0 else self.max_poll
+            headroom = self.limit + self.baseline - size
+            headroom_time = headroom / rate if rate > 0 else self.max_poll
             interval = min(self.max_poll, max(self.min_poll, headroom_time / 4))
 
 
 class Sandbox:
     """A running container of this tool. Create with :meth:`start` or :meth:`attach`."""
 
-    def __init__(self, client: docker.DockerClient, container: Container, limits: Limits) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        container: Container,
+        limits: Limits,
+        *,
+        image: str = "",
+        network: bool = True,
+        restricted: bool = False,
+    ) -> None:
         self.client = client
         self.container = container
         self.limits = limits
         self.disk_watcher: DiskWatcher | None = None
+        self.image = image or str((container.attrs.get("Config") or {}).get("Image") or "")
+        # under the restricted Docker policy the network is fixed at creation: switching it
+        # moves the files into a new container (see set_network)
+        self.network = network
+        self.restricted = restricted
+        self._start_args: dict[str, object] = {}
 
     # ---------------------------------------------------------------- lifecycle
     @classmethod
@@ -233,8 +252,20 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         name: str | None = None,
         workdir: str = "/",
+        restricted: bool = False,
+        files: FileSnapshot | None = None,
     ) -> Sandbox:
-        """Start a container from ``image`` that idles until it is told what to do."""
+        """Start a container from ``image`` that idles until it is told what to do.
+
+        ``restricted``: within what Amber's Docker gateway allows, so no network
+        inspect/connect/disconnect: the container is created with the bridge network or
+        none. ``files``: a :class:`FileSnapshot` of ``image`` laid over it before the disk
+        watcher starts (its budget counts from there).
+        """
+        start_args: dict[str, object] = dict(
+            image=image, run_id=run_id, instance_id=instance_id, role=role, limits=limits,
+            env=env, workdir=workdir, restricted=restricted,
+        )  # fmt: skip
         limits = limits or Limits()
         labels = {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: instance_id, LABEL_ROLE: role}
         try:
@@ -258,7 +289,7 @@ class Sandbox:
             mem_limit=limits.memory,
             memswap_limit=limits.memory,
             pids_limit=limits.pids_limit,
-            network_mode="bridge",
+            network_mode="none" if restricted and not network else "bridge",
             cap_drop=["ALL"],
             cap_add=list(CAPABILITIES),
             security_opt=["no-new-privileges"],
@@ -277,12 +308,18 @@ class Sandbox:
                 container = client.containers.run(image, **options)  # type: ignore[arg-type]
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-        sandbox = cls(client, container, limits)
-        if limits.disk is not None:
-            sandbox.disk_watcher = DiskWatcher(
-                client, container.id, limits.disk, limits.disk_poll
-            ).start()
+        sandbox = cls(
+            client, container, limits, image=image, network=network or not restricted,
+            restricted=restricted,
+        )  # fmt: skip
+        sandbox._start_args = start_args
         try:
+            if files is not None:
+                restore(sandbox, files)
+            if limits.disk is not None:
+                watcher = DiskWatcher(client, container.id, limits.disk, limits.disk_poll)
+                watcher.baseline = (watcher.measure() or 0) if files is not None else 0
+                sandbox.disk_watcher = watcher.start()
             if not network:
                 sandbox.set_network(False)
         except SandboxError:
@@ -312,7 +349,14 @@ class Sandbox:
         return dict(self.container.labels)
 
     def set_network(self, enabled: bool) -> None:
-        """Connect the container to the default bridge, or leave it with loopback only."""
+        """Connect the container to the default bridge, or leave it with loopback only.
+
+        Restricted (no network connect/disconnect): a container whose network must change is
+        replaced by a new one with that network, its files moved over (:meth:`_move`)."""
+        if self.restricted:
+            if enabled != self.network:
+                self._move(enabled)
+            return
         try:
             self.container.reload()
             networks = self.container.attrs["NetworkSettings"]["Networks"] or {}
@@ -323,6 +367,42 @@ class Sandbox:
                 bridge.disconnect(self.container, force=True)
         except _ENGINE_ERRORS as exc:
             raise self._error("switch the network", exc) from exc
+
+    def _move(self, network: bool) -> None:
+        """Replace the container by one with ``network`` holding the same files (changes over
+        the image); the processes end, the name stays."""
+        name = self.name
+        with tempfile.TemporaryDirectory(prefix="swe-green-move-") as tmp:
+            files = capture(self, name, Path(tmp))
+            args = dict(self._start_args)
+            image = str(args.pop("image", self.image))
+            moved = Sandbox.start(
+                self.client, image, **args, network=network, files=files,  # type: ignore[arg-type]
+                name=f"{name[:54]}-moving",
+            )  # fmt: skip
+        self.remove()
+        try:
+            moved.container.rename(name)
+            moved.container.reload()
+        except _ENGINE_ERRORS as exc:
+            raise self._error("rename the moved container", exc) from exc
+        self.container, self.disk_watcher = moved.container, moved.disk_watcher
+        self.network = network
+
+    def get_archive(self, path: str, out: IO[bytes]) -> None:
+        """Write the archive API's tar of ``path`` (a file or a directory) to ``out``."""
+        try:
+            stream, _ = self.container.get_archive(path)
+            for chunk in stream:
+                out.write(chunk)
+        except NotFound:
+            raise SandboxError(f"no {path} in container {self.name}") from None
+        except _ENGINE_ERRORS as exc:
+            raise self._error("read files", exc) from exc
+
+    def put_archive(self, directory: str, tar: bytes | IO[bytes]) -> None:
+        """Unpack the tar ``tar`` into ``directory`` (created if missing)."""
+        self._put_archive(directory, tar)
 
     def snapshot(self, repository: str, tag: str, labels: Mapping[str, str] | None = None) -> str:
         """Commit the container's file system to ``repository:tag``; returns the image id."""

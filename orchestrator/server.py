@@ -69,6 +69,7 @@ from .docker_engine import connect
 from .errors import DockerUnavailable, UserError
 from .grading import LeaderboardRow
 from .housekeeping import list_containers
+from .images import base_pythons
 from .instances import load_instances, select
 from .log import get_logger
 from .models import Instance, InstanceResult, Reason, Status
@@ -475,14 +476,15 @@ class AssessmentExecutor(AgentExecutor):
             raise _Failed(f"The green agent cannot evaluate: {exc}") from None
         base = f"{self.settings.image_prefix}/base"
         try:
-            images = await asyncio.to_thread(client.images.list, name=base)
+            # by image inspect, which Amber's Docker gateway allows (it refuses listing)
+            pythons = await asyncio.to_thread(base_pythons, client, self.settings)
         except docker.errors.DockerException as exc:
             raise _Failed(
-                f"The green agent cannot evaluate: the Docker engine refused to list images "
+                f"The green agent cannot evaluate: the Docker engine refused to inspect images "
                 f"({exc}). Fix: give the green agent a Docker engine with the images API "
-                "(the host's socket, not a restricted proxy)."
+                "(the host's socket, or Amber's Docker gateway)."
             ) from None
-        if not images:
+        if not pythons:
             raise _Failed(
                 f"The green agent cannot evaluate: no base image {base}:* on its Docker "
                 "engine. Fix: run `swe-green images build` on the host (or "

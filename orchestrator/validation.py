@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from .context import RunContext
 from .evaluation import TEST_USER, TestRun, run_tests
+from .file_snapshot import FileSnapshot
 from .grading import grade_tests
 from .models import Instance, TestStatus
 from .network_tests import network_failures
@@ -37,16 +38,17 @@ class Validation(BaseModel):
     cached: bool = False
 
 
-def _cache_path(ctx: RunContext, instance_image: str) -> Path:
+def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user
-    tag = instance_image.rsplit(":", 1)[-1]
+    name = instance_image.name if isinstance(instance_image, FileSnapshot) else instance_image
+    tag = name.rsplit(":", 1)[-1]
     runs = ctx.settings.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + ("-u" if ctx.settings.unprivileged_tests else "")
     return ctx.settings.data_dir / "validation" / f"{tag}{suffix}.json"
 
 
 def validate_instance(
-    ctx: RunContext, instance: Instance, instance_image: str, recipe: Recipe
+    ctx: RunContext, instance: Instance, instance_image: str | FileSnapshot, recipe: Recipe
 ) -> Validation:
     """Run the base and gold checks (or return the cached outcome)."""
     cache = _cache_path(ctx, instance_image)

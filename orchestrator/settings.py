@@ -110,8 +110,22 @@ class EnvironmentSettings(_Group):
     )
     image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")
     base_python: str = Field("3.11", description="Default base image Python (3.9/3.11/3.13).")
+    base_image_registry: str | None = Field(
+        None,
+        description="Registry repository the base images are pulled from when missing, "
+        "tagged py<version> (e.g. ghcr.io/<org>/swe-green-base, images/base/Dockerfile); "
+        "unset: the local <image_prefix>/base:py<version> images.",
+    )
+    registry_pythons: str = Field(
+        "3.9,3.11,3.13",
+        description="The Pythons published under base_image_registry (py<version> tags), "
+        "comma-separated.",
+    )
 
     def base_image(self, python: str | None = None) -> str:
+        """The base image of ``python``: from the registry when one is set, else local."""
+        if self.base_image_registry:
+            return f"{self.base_image_registry}:py{python or self.base_python}"
         return f"{self.image_prefix}/base:py{python or self.base_python}"
 
 
@@ -146,6 +160,13 @@ class SandboxSettings(_Group):
     )
     disk_poll: float = Field(
         1.0, description="Slowest poll of a container's disk use, seconds (faster near the budget)."
+    )
+    docker_policy: Literal["full", "restricted"] = Field(
+        "full",
+        description="full: the whole Docker API (environment images cached by commit, the "
+        "network switched by disconnect). restricted: what Amber's Docker gateway allows: no "
+        "commit, build, import, image listing or network connect/disconnect; set-up runs per "
+        "instance and its files are copied into containers created without a network.",
     )
     keep_containers: Literal["on_failure", "always", "never"] = Field(
         "on_failure",

@@ -113,7 +113,9 @@ def test_an_archive_moves_a_tree_to_another_sandbox(
     chosen, sandbox = started
     where = scratch(sandbox)
     sandbox.write_file(f"{where}/repo/x.py", "x = 1\n")
-    tar = sandbox.get_archive(f"{where}/repo")
+    out = io.BytesIO()
+    sandbox.get_archive(f"{where}/repo", out)
+    tar = out.getvalue()
     names = tarfile.open(fileobj=io.BytesIO(tar)).getnames()
     assert "repo/x.py" in names
     other = chosen.start(backend[1], SandboxSpec(run_id=TEST_RUN_ID, role="copy"))

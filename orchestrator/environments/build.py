@@ -59,6 +59,7 @@ from orchestrator.housekeeping import keep_stopped
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.file_snapshot import FileSnapshot
 from orchestrator.sandbox.models import LABEL_KIND
 
 
@@ -67,13 +68,20 @@ class PreparedInstance(BaseModel):
 
     plan: EnvPlan
     env_image: str
-    instance_image: str
+    # the image the instance's containers start from, or (restricted Docker policy) the
+    # set-up's files on the host
+    instance_image: str | FileSnapshot
     env_cache_hit: bool
     instance_cache_hit: bool
     test_cmd: str | None = None
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)
     python_used: str = ""  # the environment's Python (a cached image built before: unknown)
+
+    def discard(self) -> None:
+        """Delete what the instance's containers started from, when it is a host file."""
+        if isinstance(self.instance_image, FileSnapshot):
+            self.instance_image.discard()
 
 
 def _lock(ctx: RunContext, key: str) -> FileLock:
@@ -149,23 +157,8 @@ def ensure_env_image(
                 )
         sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
         built = EnvImage(name=name, cache_hit=False)
-        with _building(ctx, sandbox, "environment setup"):
-            _copy_checkout(ctx, instance, sandbox)
-            if plan.strategy == "recipe":
-                assert plan.recipe is not None
-                mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
-                script = recipe_setup_script(
-                    plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
-                )
-                ok, why = _run_logged(
-                    sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout
-                )
-            else:
-                ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
-            if not ok:
-                remember_failed_build(ctx, plan.env_key, instance, why)
-                raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
-            built.python = _venv_python(sandbox)
+        with building(ctx, sandbox, "environment setup"):
+            setup_environment(ctx, instance, plan, sandbox, log_path, built)
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
             if built.test_cmd is not None:
                 labels[LABEL_TEST_CMD] = built.test_cmd
@@ -222,7 +215,7 @@ def _llm_setup(
 
 
 @contextlib.contextmanager
-def _building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
+def building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
     """Build in ``sandbox``: any failure becomes SetupFailed (the container kept for
     inspection, per settings); success removes the container."""
     try:
@@ -253,27 +246,58 @@ def ensure_instance_image(
         if ctx.backend.image_exists(name):
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
-        with _building(ctx, sandbox, "base commit"), tempfile.TemporaryDirectory() as tmp:
-            mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
-            history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git")
-            sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
-            with open(log_path, "a") as fh:
-                fh.write(
-                    f"clean history: {history.commits} commits, {history.objects} objects, "
-                    f"{history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
-                    f"{history.seconds:.1f}s\n"
-                )
-            script = base_commit_script(instance, reinstall)
-            ok, why = _run_logged(
-                sandbox, script, log_path, "base-commit", ctx.settings.environment.install_timeout
-            )
-            if not ok:
-                raise SetupFailed(f"base commit: {why}", _keep(ctx, sandbox))
+        with building(ctx, sandbox, "base commit"):
+            check_out_base(ctx, instance, sandbox, log_path, reinstall)
             sandbox.snapshot(
                 *name.rsplit(":", 1),
                 labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
             )
         return name, False
+
+
+def setup_environment(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
+    built: EnvImage,
+) -> None:  # fmt: skip
+    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found."""
+    _copy_checkout(ctx, instance, sandbox)
+    if plan.strategy == "recipe":
+        assert plan.recipe is not None
+        mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
+        script = recipe_setup_script(
+            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
+        )
+        ok, why = _run_logged(
+            sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout
+        )
+    else:
+        ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
+    if not ok:
+        remember_failed_build(ctx, plan.env_key, instance, why)
+        raise SetupFailed(f"environment setup: {why}", _keep(ctx, sandbox))
+    built.python = _venv_python(sandbox)
+
+
+def check_out_base(
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, reinstall: str | None
+) -> None:
+    """Phase 4 in ``sandbox``: the base commit, reinstalled if needed, with a clean history."""
+    with tempfile.TemporaryDirectory() as tmp:
+        mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+        history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git")
+        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    with open(log_path, "a") as fh:
+        fh.write(
+            f"clean history: {history.commits} commits, {history.objects} objects, "
+            f"{history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
+            f"{history.seconds:.1f}s\n"
+        )
+    script = base_commit_script(instance, reinstall)
+    ok, why = _run_logged(
+        sandbox, script, log_path, "base-commit", ctx.settings.environment.install_timeout
+    )
+    if not ok:
+        raise SetupFailed(f"base commit: {why}", _keep(ctx, sandbox))
 
 
 def changed_between_setup_and_base(ctx: RunContext, instance: Instance) -> list[str] | None:
@@ -287,8 +311,33 @@ def changed_between_setup_and_base(ctx: RunContext, instance: Instance) -> list[
         return None
 
 
+def reinstall_at_base(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, found: str | None, log_path: Path
+) -> str | None:
+    """The commands that install the project again at the base commit, if it needs them
+    (``found``: what the LLM setup agent installed with)."""
+    if instance.base_commit == instance.environment_setup_commit:
+        return None
+    if plan.recipe is None:
+        return found
+    changed = changed_between_setup_and_base(ctx, instance)
+    if changed is not None and not reinstall_needed(plan.recipe.install, changed):
+        with open(log_path, "a") as fh:
+            fh.write(
+                f"no reinstall at the base commit: {len(changed)} changed file(s), "
+                "no build input among them, and the install is editable\n"
+            )
+        return None
+    return "\n".join([*plan.recipe.pre_install, plan.recipe.install])
+
+
 def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
-    """Phases 1-4 for one instance, from the caches where possible."""
+    """Phases 1-4 for one instance, from the caches where possible (restricted Docker
+    policy: :func:`.build_restricted.prepare_without_commit`)."""
+    if ctx.restricted:
+        from orchestrator.environments.build_restricted import prepare_without_commit
+
+        return prepare_without_commit(ctx, instance)
     log_path = ctx.instance_dir(instance) / "setup.log"
     timings: dict[str, float] = {}
     started = time.monotonic()
@@ -301,20 +350,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     env = ensure_env_image(ctx, instance, plan, log_path)
     timings["setup"] = time.monotonic() - started
     started = time.monotonic()
-    reinstall = None
-    if instance.base_commit != instance.environment_setup_commit:
-        if plan.recipe is not None:
-            reinstall = "\n".join([*plan.recipe.pre_install, plan.recipe.install])
-            changed = changed_between_setup_and_base(ctx, instance)
-            if changed is not None and not reinstall_needed(plan.recipe.install, changed):
-                reinstall = None
-                with open(log_path, "a") as fh:
-                    fh.write(
-                        f"no reinstall at the base commit: {len(changed)} changed file(s), "
-                        "no build input among them, and the install is editable\n"
-                    )
-        else:
-            reinstall = env.reinstall
+    reinstall = reinstall_at_base(ctx, instance, plan, env.reinstall, log_path)
     instance_image, inst_hit = ensure_instance_image(
         ctx, instance, plan, env.name, log_path, reinstall
     )

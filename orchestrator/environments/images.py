@@ -22,6 +22,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fi
 from orchestrator.errors import UserError
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
+from orchestrator.settings import EnvironmentSettings
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -54,6 +55,30 @@ def image_name(prefix: str, python: str) -> str:
 def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:
     """The Python versions whose base image exists on this host."""
     return [py for py in SUITES if backend.image_exists(image_name(prefix, py))]
+
+
+def base_pythons(backend: SandboxBackend, settings: EnvironmentSettings) -> list[str]:
+    """The Pythons a base image can be had for: those published in the registry when one is
+    set (pulled when first used), else those whose local image exists. Both by image inspect
+    only, which a restricted Docker gateway allows (it refuses listing images)."""
+    if settings.base_image_registry:
+        published = {py.strip() for py in settings.registry_pythons.split(",")}
+        return [py for py in SUITES if py in published]
+    return available_pythons(backend, settings.image_prefix)
+
+
+def ensure_image(backend: SandboxBackend, name: str) -> None:
+    """Pull ``name`` from its registry unless the engine has it already."""
+    if backend.image_exists(name):
+        return
+    try:
+        backend.pull_image(name)
+    except SandboxError as exc:
+        raise UserError(
+            f"Cannot pull the base image {name}: {str(exc).splitlines()[0][:300]}",
+            "publish it there (images/base/Dockerfile, see the README), or check "
+            "SWE_GREEN_BASE_IMAGE_REGISTRY and the engine's access to that registry.",
+        ) from None
 
 
 def pick_method(method: Method) -> Literal["debootstrap", "dockerfile"]:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.images import available_pythons, image_name
+from orchestrator.environments.images import base_pythons, ensure_image
 from orchestrator.environments.recipes import Recipe, load_recipes, pins_for, recipe_key
 from orchestrator.environments.setup_scripts import SETUP_SCRIPT_VERSION
 from orchestrator.errors import UserError
@@ -82,10 +82,12 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
             f"no recipe for {instance.repo} version {instance.version!r}; "
             "use setup_strategy=llm or auto with an API key"
         )
-    available = available_pythons(ctx.backend, settings.environment.image_prefix)
+    available = base_pythons(ctx.backend, settings.environment)
     if not available:
         raise UserError(
-            "No base image is built on this host.", "run `swe-green images build --python 3.11`."
+            "No base image is built on this host.",
+            "run `swe-green images build --python 3.11`, or set SWE_GREEN_BASE_IMAGE_REGISTRY "
+            "to where the base images are published.",
         )
     if strategy == "recipe":
         assert recipe is not None
@@ -108,12 +110,14 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         | {"script": SETUP_SCRIPT_VERSION},
         sort_keys=True,
     )
+    base_image = settings.environment.base_image(python)
+    ensure_image(ctx.backend, base_image)  # pulled from the registry when missing
     return EnvPlan(
         strategy=strategy,
         recipe=recipe if strategy == "recipe" else None,
         python=python,
         python_exact=exact,
-        base_image=image_name(settings.environment.image_prefix, python),
+        base_image=base_image,
         pins=pins,
         env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
         fetch_python=identity.get("fetch_python"),

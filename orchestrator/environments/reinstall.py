@@ -31,7 +31,7 @@ def changes_build_inputs(patch: str) -> bool:
 
 # stop what the install left running: every process that was not there before it
 _STOP_NEW = (
-    "for pid in $(ps -eo pid=); do "
+    "[ -f /tmp/.swe-pids-before ] && for pid in $(ps -eo pid=); do "
     'grep -qx "$pid" /tmp/.swe-pids-before || [ "$pid" = $$ ] || kill -9 "$pid" 2>/dev/null; '
     "done; rm -f /tmp/.swe-pids-before"
 )
@@ -44,9 +44,11 @@ def reinstall_after_patch(
     (succeeded, the output's last lines). The network is off again afterwards."""
     if not changes_build_inputs(patch):
         return None
-    sandbox.exec(["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30)
+    # the network first: under the restricted Docker policy switching it moves the files into
+    # a new container, whose processes are the ones to keep
     sandbox.set_network(True)
     try:
+        sandbox.exec(["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30)
         result = sandbox.exec(
             ["bash", "-c", f"source {ACTIVATE} && {recipe.install}"], timeout=timeout
         )

@@ -153,7 +153,10 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     }
     timings = dict(prepared.timings)
     started = time.monotonic()
-    check = validate_instance(ctx, instance, prepared.instance_image, test_recipe(prepared))
+    try:
+        check = validate_instance(ctx, instance, prepared.instance_image, test_recipe(prepared))
+    finally:
+        prepared.discard()
     timings["validation"] = time.monotonic() - started
     return SweepRecord(
         **common,

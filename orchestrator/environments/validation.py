@@ -23,6 +23,7 @@ from orchestrator.grading.network_tests import network_failures
 from orchestrator.models import Instance, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.run.context import RunContext
+from orchestrator.sandbox.file_snapshot import FileSnapshot
 
 
 class Validation(BaseModel):
@@ -37,9 +38,10 @@ class Validation(BaseModel):
     cached: bool = False
 
 
-def _cache_path(ctx: RunContext, instance_image: str) -> Path:
+def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user
-    tag = instance_image.rsplit(":", 1)[-1]
+    name = instance_image.name if isinstance(instance_image, FileSnapshot) else instance_image
+    tag = name.rsplit(":", 1)[-1]
     runs = ctx.settings.environment.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
         "-u" if ctx.settings.grading.unprivileged_tests else ""
@@ -48,7 +50,7 @@ def _cache_path(ctx: RunContext, instance_image: str) -> Path:
 
 
 def validate_instance(
-    ctx: RunContext, instance: Instance, instance_image: str, recipe: Recipe
+    ctx: RunContext, instance: Instance, instance_image: str | FileSnapshot, recipe: Recipe
 ) -> Validation:
     """Run the base and gold checks (or return the cached outcome)."""
     cache = _cache_path(ctx, instance_image)

@@ -18,6 +18,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, TaskState
 
 from orchestrator.dataset.instances import load_instances, select
+from orchestrator.environments.images import base_pythons
 from orchestrator.errors import UserError
 from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
@@ -96,7 +97,7 @@ class AssessmentExecutor(AgentExecutor):
             await self._empty_shard(request, updater)
             return
         settings, concurrency, capped = self._run_settings(request)
-        backend = await ready_backend(self.settings.environment.image_prefix)
+        backend = await ready_backend(self.settings)
         name = await participant_card_name(request.participant_url)
         participant_id = name or request.participant_url
         ctx = start_run(
@@ -255,22 +256,25 @@ class AssessmentExecutor(AgentExecutor):
         )
 
 
-async def ready_backend(image_prefix: str) -> SandboxBackend:
-    """The sandbox backend, once its engine answers and has a base image."""
+async def ready_backend(settings: Settings) -> SandboxBackend:
+    """The sandbox backend, once its engine answers and has a base image (or a registry to
+    pull one from)."""
+    restricted = settings.sandbox.docker_policy == "restricted"
     try:
-        backend = await asyncio.to_thread(connect)
+        backend = await asyncio.to_thread(connect, restricted=restricted)
     except BackendUnavailable as exc:
         raise _Failed(f"The green agent cannot evaluate: {exc}") from None
-    base = f"{image_prefix}/base"
+    base = f"{settings.environment.image_prefix}/base"
     try:
-        images = await asyncio.to_thread(backend.images, reference=base)
+        # by image inspect, which Amber's Docker gateway allows (it refuses listing)
+        pythons = await asyncio.to_thread(base_pythons, backend, settings.environment)
     except SandboxError as exc:
         raise _Failed(
-            f"The green agent cannot evaluate: the Docker engine refused to list images "
+            f"The green agent cannot evaluate: the Docker engine refused to inspect images "
             f"({exc}). Fix: give the green agent a Docker engine with the images API "
-            "(the host's socket, not a restricted proxy)."
+            "(the host's socket, or Amber's Docker gateway)."
         ) from None
-    if not images:
+    if not pythons:
         raise _Failed(
             f"The green agent cannot evaluate: no base image {base}:* on its Docker "
             "engine. Fix: run `swe-green images build` on the host (or "

@@ -42,8 +42,9 @@ def start_cli_run(
     from orchestrator.sandbox.docker import connect
 
     run_id = config.pop("run_id", None) or (resume.name if resume else None)
+    backend = connect(restricted=settings.sandbox.docker_policy == "restricted")
     return start_run(
-        settings, connect(), kind=kind, run_id=run_id, run_dir=resume or output,
+        settings, backend, kind=kind, run_id=run_id, run_dir=resume or output,
         config={"source": "cli", **config},
     )  # fmt: skip
 

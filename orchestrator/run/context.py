@@ -20,6 +20,7 @@ from orchestrator.sandbox import (
     SandboxError,
     SandboxSpec,
 )
+from orchestrator.sandbox.file_snapshot import FileSnapshot
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
@@ -53,8 +54,19 @@ class RunContext:
             disk=s.disk_bytes() if role in DISK_BUDGET_ROLES else None, disk_poll=s.disk_poll,
         )  # fmt: skip
 
-    def start_sandbox(self, image: str, instance: Instance, role: str, *, network: bool) -> Sandbox:
-        """A container of this run for ``instance``, with the configured limits."""
+    @property
+    def restricted(self) -> bool:
+        """Whether the Docker engine is used within Amber's gateway policy (no commit, no
+        network switching, images pulled only)."""
+        return self.settings.sandbox.docker_policy == "restricted"
+
+    def start_sandbox(
+        self, image: str | FileSnapshot, instance: Instance, role: str, *, network: bool
+    ) -> Sandbox:
+        """A container of this run for ``instance``, with the configured limits; from an image,
+        or from a :class:`FileSnapshot` (its files laid over its image)."""
+        files = image if isinstance(image, FileSnapshot) else None
+        image = files.image if files is not None else str(image)
         if self.cancelled.is_set():
             raise SandboxError("the run was interrupted")
         # named for what it holds, so that `docker ps -a` alone tells what is what
@@ -64,7 +76,7 @@ class RunContext:
                 spec = SandboxSpec(
                     run_id=self.run_id, instance_id=instance.instance_id, role=role,
                     limits=self.limits(role), network=network,
-                    name=unique_container_name(self.backend, name),
+                    name=unique_container_name(self.backend, name), files=files,
                 )  # fmt: skip
                 sandbox = self.backend.start(image, spec)
             except NameTaken:

@@ -97,6 +97,7 @@ async def run_instance(
     except asyncio.CancelledError:
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
         _dispose(ctx, run.participant, keep=False)
+        run.discard()
         raise
     except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
         run.record_failure(exc)
@@ -116,6 +117,7 @@ class _InstanceRun:
         )
         self.started = time.monotonic()
         self.participant: Sandbox | None = None
+        self.prepared: PreparedInstance | None = None
 
     def phase(self, name: str) -> None:
         self.log.info("phase", phase=name)
@@ -128,6 +130,7 @@ class _InstanceRun:
             prepared = await asyncio.to_thread(prepare_instance, self.ctx, self.instance)
         except SetupFailed as exc:
             raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
+        self.prepared = prepared
         result = self.result
         self.timings.update(prepared.timings)
         result.setup_tokens = prepared.setup_tokens
@@ -266,8 +269,14 @@ class _InstanceRun:
                 Status.ERROR, Reason.INFRASTRUCTURE, f"internal error: {exc!r} (see crash.txt)"
             )
 
+    def discard(self) -> None:
+        """Delete the set-up's files kept on the host (restricted Docker policy), if any."""
+        if self.prepared is not None:
+            self.prepared.discard()
+
     async def finish(self) -> InstanceResult:
         """The result with its timings; the participant's container kept or removed."""
+        self.discard()
         result, participant = self.result, self.participant
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}

@@ -36,6 +36,7 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.models.images import Image
+from docker.utils import parse_repository_tag
 from docker.utils.socket import STDERR, STDOUT, frames_iter
 
 from orchestrator.sandbox.archives import file_archive, only_file, tree_archive
@@ -47,6 +48,7 @@ from orchestrator.sandbox.errors import (
     NameTaken,
     SandboxError,
 )
+from orchestrator.sandbox.file_snapshot import capture, restore
 from orchestrator.sandbox.models import (
     LABEL_INSTANCE,
     LABEL_KIND,
@@ -72,22 +74,47 @@ _BACKSTOP_GRACE = 10.0
 class DockerSandbox:
     """A running container of this tool. Create with :meth:`start` or :meth:`attach`."""
 
-    def __init__(self, client: docker.DockerClient, container: Container, limits: Limits) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        container: Container,
+        limits: Limits,
+        *,
+        spec: SandboxSpec | None = None,
+        image: str = "",
+        restricted: bool = False,
+    ) -> None:
         self.client = client
         self.container = container
         self.limits = limits
         self.disk_watcher: DiskWatcher | None = None
+        self.image = image or str((container.attrs.get("Config") or {}).get("Image") or "")
+        self.spec = spec
+        # under the restricted Docker policy the network is fixed at creation: switching it
+        # moves the files into a new container (see set_network)
+        self.network = spec.network if spec is not None and restricted else True
+        self.restricted = restricted
 
     # ---------------------------------------------------------------- lifecycle
     @classmethod
     def start(
-        cls, client: docker.DockerClient, image: str, spec: SandboxSpec | None = None, **fields: Any
+        cls,
+        client: docker.DockerClient,
+        image: str,
+        spec: SandboxSpec | None = None,
+        *,
+        restricted: bool = False,
+        **fields: Any,
     ) -> DockerSandbox:
         """Start a container from ``image`` that idles until it is told what to do; ``spec``
-        or its ``fields`` say how."""
+        or its ``fields`` say how.
+
+        ``restricted``: within what Amber's Docker gateway allows, so no network
+        inspect/connect/disconnect: the container is created with the bridge network or
+        none. ``spec.files``: a :class:`FileSnapshot` of ``image`` laid over it before the
+        disk watcher starts (its budget counts from there).
+        """
         spec = spec or SandboxSpec(**{k: v for k, v in fields.items() if v is not None})
-        limits, network, name = spec.limits, spec.network, spec.name
-        labels = spec.labels()
         try:
             client.images.get(image)
         except ImageNotFound:
@@ -97,46 +124,16 @@ class DockerSandbox:
             ) from None
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-        options = dict(
-            command=["sleep", "infinity"],
-            detach=True,
-            init=True,
-            name=name,
-            labels=labels,
-            environment=dict(spec.env),
-            working_dir=spec.workdir,
-            nano_cpus=int(limits.cpus * 1e9),
-            mem_limit=limits.memory,
-            memswap_limit=limits.memory,
-            pids_limit=limits.pids_limit,
-            network_mode="bridge",
-            cap_drop=["ALL"],
-            cap_add=list(CAPABILITIES),
-            security_opt=["no-new-privileges"],
-        )
-        quota = limits.disk is not None and _storage_opt_supported(client)
+        container = _run_container(client, image, spec, restricted)
+        sandbox = cls(client, container, spec.limits, spec=spec, image=image, restricted=restricted)
         try:
-            try:
-                # the quota sits a little above the budget so that the watcher, which gives
-                # the clear `disk_limit` outcome, fires first; the quota is the backstop
-                extra = {"storage_opt": {"size": str(int(limits.disk * 1.05))}} if quota else {}
-                container = client.containers.run(image, **options, **extra)  # type: ignore[arg-type]
-            except APIError as exc:
-                if not quota or not _is_storage_opt_error(exc):
-                    raise
-                _STORAGE_OPT[_daemon_key(client)] = False
-                container = client.containers.run(image, **options)  # type: ignore[arg-type]
-        except APIError as exc:
-            if exc.status_code == 409:
-                raise NameTaken(f"a container named {name} exists already") from exc
-            raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-        sandbox = cls(client, container, limits)
-        if limits.disk is not None:
-            sandbox.disk_watcher = _disk_watcher(client, container.id, limits).start()
-        try:
-            if not network:
+            if spec.files is not None:
+                restore(sandbox, spec.files)
+            if spec.limits.disk is not None:
+                watcher = _disk_watcher(client, container.id, spec.limits)
+                watcher.baseline = (watcher.measure() or 0) if spec.files is not None else 0
+                sandbox.disk_watcher = watcher.start()
+            if not spec.network:
                 sandbox.set_network(False)
         except SandboxError:
             sandbox.remove()
@@ -165,7 +162,14 @@ class DockerSandbox:
         return dict(self.container.labels)
 
     def set_network(self, enabled: bool) -> None:
-        """Connect the container to the default bridge, or leave it with loopback only."""
+        """Connect the container to the default bridge, or leave it with loopback only.
+
+        Restricted (no network connect/disconnect): a container whose network must change is
+        replaced by a new one with that network, its files moved over (:meth:`_move`)."""
+        if self.restricted:
+            if enabled != self.network:
+                self._move(enabled)
+            return
         try:
             self.container.reload()
             networks = self.container.attrs["NetworkSettings"]["Networks"] or {}
@@ -176,6 +180,35 @@ class DockerSandbox:
                 bridge.disconnect(self.container, force=True)
         except _ENGINE_ERRORS as exc:
             raise self._error("switch the network", exc) from exc
+
+    def _move(self, network: bool) -> None:
+        """Replace the container by one with ``network`` holding the same files (changes over
+        the image); the processes end, the name stays."""
+        name = self.name
+        spec = self.spec or SandboxSpec(run_id="")
+        with tempfile.TemporaryDirectory(prefix="swe-green-move-") as tmp:
+            files = capture(self, name, Path(tmp))
+            moved = DockerSandbox.start(
+                self.client, self.image,
+                spec.model_copy(update={"network": network, "files": files,
+                                        "name": f"{name[:54]}-moving"}),
+                restricted=True,
+            )  # fmt: skip
+        self.remove()
+        try:
+            moved.container.rename(name)
+            moved.container.reload()
+        except _ENGINE_ERRORS as exc:
+            raise self._error("rename the moved container", exc) from exc
+        self.container, self.disk_watcher = moved.container, moved.disk_watcher
+        self.network = network
+
+    def changes(self) -> list[dict[str, object]]:
+        """The engine's list of the container's changes over its image (path, kind)."""
+        try:
+            return list(self.client.api.diff(self.container.id) or [])
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot list the changes of container {self.name}: {exc}") from exc
 
     def snapshot(self, repository: str, tag: str, labels: Mapping[str, str] | None = None) -> str:
         """Commit the container's file system to ``repository:tag``; returns the image id."""
@@ -375,17 +408,18 @@ class DockerSandbox:
             archive = tree_archive(str(host_dir), posixpath.basename(target), spool)
             self._put_archive(posixpath.dirname(target) or "/", archive)
 
-    def get_archive(self, path: str) -> bytes:
-        """A tar of ``path`` (a file or a directory), to put into another sandbox."""
+    def get_archive(self, path: str, out: IO[bytes]) -> None:
+        """Write the archive API's tar of ``path`` (a file or a directory) to ``out``."""
         try:
             stream, _ = self.container.get_archive(path)
-            return b"".join(stream)
+            for chunk in stream:
+                out.write(chunk)
         except NotFound:
             raise SandboxError(f"no {path} in container {self.name}") from None
         except _ENGINE_ERRORS as exc:
             raise self._error("read files", exc) from exc
 
-    def put_archive(self, directory: str, tar: bytes) -> None:
+    def put_archive(self, directory: str, tar: bytes | IO[bytes]) -> None:
         """Unpack a tar (as :meth:`get_archive` gives) into ``directory`` (created if missing)."""
         self._put_archive(directory, tar)
 
@@ -422,6 +456,48 @@ class DockerSandbox:
             return self.container.name
         except Exception:  # noqa: BLE001 - a name is only for the message
             return self.container.id[:12]
+
+
+def _run_container(
+    client: docker.DockerClient, image: str, spec: SandboxSpec, restricted: bool
+) -> Container:
+    """The container of ``spec``: idle, labelled, limited, least privilege."""
+    limits = spec.limits
+    options = dict(
+        command=["sleep", "infinity"],
+        detach=True,
+        init=True,
+        name=spec.name,
+        labels=spec.labels(),
+        environment=dict(spec.env),
+        working_dir=spec.workdir,
+        nano_cpus=int(limits.cpus * 1e9),
+        mem_limit=limits.memory,
+        memswap_limit=limits.memory,
+        pids_limit=limits.pids_limit,
+        network_mode="none" if restricted and not spec.network else "bridge",
+        cap_drop=["ALL"],
+        cap_add=list(CAPABILITIES),
+        security_opt=["no-new-privileges"],
+    )
+    quota = limits.disk is not None and _storage_opt_supported(client)
+    try:
+        try:
+            # the quota sits a little above the budget so that the watcher, which gives
+            # the clear `disk_limit` outcome, fires first; the quota is the backstop
+            extra = {"storage_opt": {"size": str(int(limits.disk * 1.05))}} if quota else {}
+            return client.containers.run(image, **options, **extra)  # type: ignore[arg-type]
+        except APIError as exc:
+            if not quota or not _is_storage_opt_error(exc):
+                raise
+            _STORAGE_OPT[_daemon_key(client)] = False
+            return client.containers.run(image, **options)  # type: ignore[arg-type]
+    except APIError as exc:
+        if exc.status_code == 409:
+            raise NameTaken(f"a container named {spec.name} exists already") from exc
+        raise SandboxError(f"could not start a container from {image}: {exc}") from exc
+    except _ENGINE_ERRORS as exc:
+        raise SandboxError(f"could not start a container from {image}: {exc}") from exc
 
 
 def _disk_watcher(client: docker.DockerClient, container_id: str, limits: Limits) -> DiskWatcher:
@@ -510,8 +586,9 @@ _FIX = (
 )
 
 
-def connect(timeout: float = 60) -> DockerBackend:
-    """The engine named by DOCKER_HOST (or the default socket), checked by ping."""
+def connect(timeout: float = 60, *, restricted: bool = False) -> DockerBackend:
+    """The engine named by DOCKER_HOST (or the default socket), checked by ping; used within
+    Amber's gateway policy when ``restricted`` (see :class:`DockerBackend`)."""
     where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     try:
         client = docker.from_env(timeout=int(timeout))
@@ -521,19 +598,25 @@ def connect(timeout: float = 60) -> DockerBackend:
         raise BackendUnavailable(
             f"No Docker daemon answers at {where} ({text[:200]}).", _FIX
         ) from None
-    return DockerBackend(client)
+    return DockerBackend(client, restricted=restricted)
 
 
 class DockerBackend:
-    """Sandboxes as containers of one Docker engine (see :class:`.protocol.SandboxBackend`)."""
+    """Sandboxes as containers of one Docker engine (see :class:`.protocol.SandboxBackend`).
+
+    ``restricted``: only what Amber's Docker gateway allows (no commit, build, import, image
+    listing, network connect/disconnect): sandboxes are created with their network, and
+    switching it moves their files into a new container.
+    """
 
     name = "docker"
 
-    def __init__(self, client: docker.DockerClient) -> None:
+    def __init__(self, client: docker.DockerClient, *, restricted: bool = False) -> None:
         self.client = client
+        self.restricted = restricted
 
     def start(self, image: str, spec: SandboxSpec) -> DockerSandbox:
-        return DockerSandbox.start(self.client, image, spec)
+        return DockerSandbox.start(self.client, image, spec, restricted=self.restricted)
 
     def attach(self, ref: str, limits: Limits | None = None) -> DockerSandbox:
         return DockerSandbox.attach(self.client, ref, limits)
@@ -603,6 +686,8 @@ class DockerBackend:
             self.client.images.get(name)
         except ImageNotFound:
             return False
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(str(exc)) from exc
         return True
 
     def image_labels(self, name: str) -> dict[str, str]:
@@ -623,8 +708,9 @@ class DockerBackend:
         return True
 
     def pull_image(self, reference: str) -> None:
+        repository, tag = parse_repository_tag(reference)
         try:
-            self.client.images.pull(reference)
+            self.client.images.pull(repository, tag=tag or "latest")
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"cannot pull {reference}: {exc}") from exc
 

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from orchestrator.sandbox.archives import pack, unpack
 from orchestrator.sandbox.errors import SandboxError, Unsupported
@@ -46,6 +47,10 @@ class LocalSandbox:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def image(self) -> str:
+        return LOCAL_IMAGE
 
     def labels(self) -> dict[str, str]:
         return dict(self._labels)
@@ -93,12 +98,15 @@ class LocalSandbox:
     def put_dir(self, host_dir: Path, container_dir: str) -> None:
         shutil.copytree(host_dir, container_dir, dirs_exist_ok=True)
 
-    def get_archive(self, path: str) -> bytes:
-        return pack(path)
+    def get_archive(self, path: str, out: IO[bytes]) -> None:
+        out.write(pack(path))
 
-    def put_archive(self, directory: str, tar: bytes) -> None:
+    def put_archive(self, directory: str, tar: bytes | IO[bytes]) -> None:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        unpack(tar, directory)
+        unpack(tar if isinstance(tar, bytes) else tar.read(), directory)
+
+    def changes(self) -> list[dict[str, object]]:
+        raise Unsupported("the local backend has no image to compare with")
 
     def set_network(self, enabled: bool) -> None:
         raise Unsupported("the local backend cannot switch the host's network")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from orchestrator.sandbox.file_snapshot import FileSnapshot
+
 # labels every container and image of this tool carries
 LABEL_TOOL = "swe-green"
 LABEL_RUN = "swe-green.run"
@@ -39,6 +41,8 @@ class SandboxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     name: str | None = None  # None: the backend picks one
     workdir: str = "/"
+    # files laid over the image before the sandbox is handed out (no commit needed)
+    files: FileSnapshot | None = None
 
     def labels(self) -> dict[str, str]:
         return tool_labels(self.run_id, self.instance_id, self.role)

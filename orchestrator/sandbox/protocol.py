@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 
@@ -30,6 +30,11 @@ class Sandbox(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def image(self) -> str:
+        """The image it started from."""
+        ...
 
     def labels(self) -> dict[str, str]: ...
 
@@ -52,12 +57,18 @@ class Sandbox(Protocol):
 
     def put_dir(self, host_dir: Path, container_dir: str) -> None: ...
 
-    def get_archive(self, path: str) -> bytes:
-        """A tar of ``path`` (a file or a directory), to put into another sandbox."""
+    def get_archive(self, path: str, out: IO[bytes]) -> None:
+        """Write a tar of ``path`` (a file or a directory) to ``out``, to put into another
+        sandbox."""
         ...
 
-    def put_archive(self, directory: str, tar: bytes) -> None:
+    def put_archive(self, directory: str, tar: bytes | IO[bytes]) -> None:
         """Unpack a tar (as :meth:`get_archive` gives) into ``directory``."""
+        ...
+
+    def changes(self) -> list[dict[str, object]]:
+        """Its changes over its image: ``{"Path": ..., "Kind": 0 modified, 1 added, 2 deleted}``
+        (what :mod:`.file_snapshot` carries into another sandbox without a commit)."""
         ...
 
     def set_network(self, enabled: bool) -> None: ...

@@ -13,13 +13,8 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.errors import UserError
+from orchestrator.frontends import cli_common as cli
 from orchestrator.frontends.cli_common import (
-    Count,
-    Dataset,
-    Ids,
-    Pattern,
-    Repo,
-    Shard,
     console,
     err_console,
     present,
@@ -54,8 +49,8 @@ def run_cmd(
         str | None,
         typer.Option(help="Participant A2A URL, or a reference participant: gold, empty."),
     ] = None,
-    ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
-    shard: Shard = None, dataset: Dataset = None,
+    ids: cli.Ids = None, pattern: cli.Pattern = None, repo: cli.Repo = None,
+    count: cli.Count = None, shard: cli.Shard = None, dataset: cli.Dataset = None,
     concurrency: Annotated[int | None, typer.Option(help="Instances at once.")] = None,
     strategy: Annotated[str | None, typer.Option(help="Setup: auto, recipe or llm.")] = None,
     instance_timeout: Annotated[float | None, typer.Option(help="Participant s/instance.")] = None,

@@ -18,16 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from orchestrator.sandbox import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 from orchestrator.sandbox.archives import pack, unpack
 from orchestrator.sandbox.errors import SandboxError, Unsupported
-from orchestrator.sandbox.models import (
-    ContainerInfo,
-    ExecResult,
-    ImageInfo,
-    Limits,
-    OutputCap,
-    SandboxSpec,
-)
+from orchestrator.sandbox.models import OutputCap
 
 LOCAL_IMAGE = "local"
 

@@ -109,6 +109,10 @@ FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
             ],
         },
     ),
+    # sphinx 3.3's tox.ini sets PYTEST_ADDOPTS itself (`setenv = PYTEST_ADDOPTS = --color
+    # yes`; later versions keep {env:PYTEST_ADDOPTS:}), so -rA goes through tox's posargs
+    # (`pytest --durations 25 {posargs}`): no PASSED lines otherwise (sphinx-8120)
+    ("sphinx-doc/sphinx", {"3.3"}, {"test_cmd": "tox --current-env -epy39 -v -- -rA"}),
 ]
 
 

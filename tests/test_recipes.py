@@ -333,6 +333,9 @@ def test_astropy_3_1_runs_a_pytest_without_the_nose_deprecation():
     pins = load_recipes()[("astropy/astropy", "3.1")].packages
     assert "pytest==7.1.3" in pins and not any(p.startswith("pytest==7.4") for p in pins)
     assert "pytest==7.4.0" in load_recipes()[("astropy/astropy", "4.3")].packages
+    # ...and the standard library's distutils, whose LooseVersion does not warn (8872)
+    recipe = load_recipes()[("astropy/astropy", "3.1")]
+    assert recipe.eval_commands == ["export SETUPTOOLS_USE_DISTUTILS=stdlib"]
 
 
 def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():

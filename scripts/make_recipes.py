@@ -93,6 +93,14 @@ FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
     # so every FitsTestCase test errors at setup, FAIL_TO_PASS ones with the gold patch
     # (astropy-8707, -8872): pytest 7.1.3, the last without that warning
     ("astropy/astropy", {"3.0", "3.1"}, {"pin_overrides": {"pytest": "pytest==7.1.3"}}),
+    # setuptools 68 puts its own distutils first, whose LooseVersion warns; with astropy's
+    # DeprecationWarnings-as-errors a test module using it fails to import (astropy-8872's
+    # test patch): the standard library's distutils (no such warning in 3.9) for the tests
+    (
+        "astropy/astropy",
+        {"3.0", "3.1"},
+        {"eval_commands+": ["export SETUPTOOLS_USE_DISTUTILS=stdlib"]},
+    ),
     # the specs' `sed` adding -rA to tox.ini is undone when phase 4 restores a clean tree;
     # sphinx's tox.ini passes PYTEST_ADDOPTS through. tox-current-env links
     # .tox/py39/bin/python to the venv's python, but Python 3.9 looks for pyvenv.cfg beside
@@ -109,6 +117,10 @@ FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
             ],
         },
     ),
+    # sphinx 3.3's tox.ini sets PYTEST_ADDOPTS itself (`setenv = PYTEST_ADDOPTS = --color
+    # yes`; later versions keep {env:PYTEST_ADDOPTS:}), so -rA goes through tox's posargs
+    # (`pytest --durations 25 {posargs}`): no PASSED lines otherwise (sphinx-8120)
+    ("sphinx-doc/sphinx", {"3.3"}, {"test_cmd": "tox --current-env -epy39 -v -- -rA"}),
 ]
 
 

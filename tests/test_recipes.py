@@ -67,7 +67,11 @@ def test_every_verified_instance_has_a_recipe_matching_the_specs(instances):
         assert (recipe.repo, recipe.version) == (instance.repo, instance.version)
         assert recipe.python == spec["python"]
         assert recipe.python_frozen.startswith(spec["python"] + ".")
-        assert recipe.install == spec["install"] and recipe.test_cmd == spec["test_cmd"]
+        assert recipe.install == spec["install"]
+        # sphinx 3.3 asks for -rA through tox's posargs (make_recipes.FIXES)
+        assert recipe.test_cmd == spec["test_cmd"] + (
+            " -rA" if (instance.repo, instance.version) == ("sphinx-doc/sphinx", "3.3") else ""
+        )
         # the specs' lines first, then what make_recipes.FIXES appends (sphinx's .tox/py39)
         specs_lines = spec.get("pre_install", [])
         assert recipe.pre_install[: len(specs_lines)] == specs_lines
@@ -329,3 +333,18 @@ def test_astropy_3_1_runs_a_pytest_without_the_nose_deprecation():
     pins = load_recipes()[("astropy/astropy", "3.1")].packages
     assert "pytest==7.1.3" in pins and not any(p.startswith("pytest==7.4") for p in pins)
     assert "pytest==7.4.0" in load_recipes()[("astropy/astropy", "4.3")].packages
+    # ...and the standard library's distutils, whose LooseVersion does not warn (8872)
+    recipe = load_recipes()[("astropy/astropy", "3.1")]
+    assert recipe.eval_commands == ["export SETUPTOOLS_USE_DISTUTILS=stdlib"]
+
+
+def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
+    """Its tox.ini overrides PYTEST_ADDOPTS (setenv), where later versions extend it: without
+    -rA no PASSED lines are printed and every FAIL_TO_PASS test counted missing (8120)."""
+    recipe = load_recipes()[("sphinx-doc/sphinx", "3.3")]
+    assert recipe.test_cmd == "tox --current-env -epy39 -v -- -rA"
+    from orchestrator.evaluation import test_command
+
+    diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
+    instance = patch_instance("sphinx-doc/sphinx", diff)
+    assert test_command(recipe, instance).endswith("-- -rA tests/test_intl.py")

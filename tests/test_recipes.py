@@ -343,7 +343,7 @@ def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
     -rA no PASSED lines are printed and every FAIL_TO_PASS test counted missing (8120)."""
     recipe = load_recipes()[("sphinx-doc/sphinx", "3.3")]
     assert recipe.test_cmd == "tox --current-env -epy39 -v -- -rA"
-    from orchestrator.evaluation import test_command
+    from orchestrator.environments.recipes import test_command
 
     diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
     instance = patch_instance("sphinx-doc/sphinx", diff)

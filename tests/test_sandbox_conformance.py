@@ -181,3 +181,30 @@ def test_stop_remove_and_cleanup_by_label(backend: tuple[SandboxBackend, str]) -
     assert sorted(removed) == sorted([first.name, second.name])
     assert not first.exists() and not second.exists()
     first.remove()  # removing what is gone is fine
+
+
+@pytest.mark.parametrize("filters", [True, False], ids=["extraction-filter", "by-hand"])
+def test_unpacking_refuses_members_outside_the_directory(tmp_path, monkeypatch, filters):
+    """With Python's extraction filters (3.11.4+) or, before them, the same check by hand."""
+    import io
+    import tarfile
+
+    from orchestrator.sandbox.archives import unpack
+
+    if not filters:
+        monkeypatch.delattr(tarfile, "tar_filter", raising=False)
+
+    def archive(name: str) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            member = tarfile.TarInfo(name)
+            member.size = 2
+            tar.addfile(member, io.BytesIO(b"ok"))
+        return buf.getvalue()
+
+    unpack(archive("repo/x.py"), str(tmp_path))
+    assert (tmp_path / "repo" / "x.py").read_bytes() == b"ok"
+    for bad in (archive("../evil.py"), archive("a/../../evil.py")):
+        with pytest.raises(tarfile.TarError):
+            unpack(bad, str(tmp_path / "inner"))
+    assert not (tmp_path.parent / "evil.py").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import posixpath
 import tarfile
 import time
@@ -44,10 +45,24 @@ def tree_archive(host_dir: str, arcname: str, spool: IO[bytes]) -> IO[bytes]:
 
 
 def unpack(archive: bytes, directory: str) -> None:
-    """Unpack ``archive`` into a host ``directory`` (the ``tar`` filter: no absolute paths,
-    no links out of it)."""
+    """Unpack ``archive`` into a host ``directory`` with the ``tar`` extraction filter: no
+    member lands outside it (absolute paths, ``..``, through a symlink). On a Python without
+    extraction filters (before 3.11.4, e.g. Debian bookworm's 3.11.2) the same check is made
+    by hand."""
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(directory, filter="tar")
+        if hasattr(tarfile, "tar_filter"):
+            tar.extractall(directory, filter="tar")
+            return
+        root = os.path.realpath(directory)
+        for member in tar.getmembers():
+            target = os.path.realpath(os.path.join(root, member.name.lstrip("/")))
+            if not _inside(root, target):
+                raise tarfile.TarError(f"{member.name}: outside {directory}")
+        tar.extractall(directory)  # noqa: S202 - every member checked above
+
+
+def _inside(root: str, path: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def pack(path: str) -> bytes:

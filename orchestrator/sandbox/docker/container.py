@@ -1,33 +1,12 @@
-"""The Docker backend of the sandbox interface (:mod:`.protocol`): the only module of the
-product that imports ``docker``.
-
-:class:`DockerSandbox` starts a labelled, resource-limited container, runs commands in it with
-a timeout that kills the whole process group, moves files in and out byte for byte, switches
-the network on and off, snapshots itself to an image, and removes itself.
-:class:`DockerBackend` starts them, lists and removes containers and images by label, and
-imports or builds images; :func:`connect` finds the engine.
-
-Least privilege: every container starts with all capabilities dropped except
-:data:`CAPABILITIES` (file ownership and modes, and switching users, which apt and some test
-suites need), ``no-new-privileges``, and CPU, memory and process limits.
-
-Disk budget (``Limits.disk``): the daemon enforces a size with ``storage_opt`` only on
-overlay2 over XFS with project quotas. Everywhere else (ext4) a watcher thread measures the
-container's writable layer (``du`` of the overlay2 upper directory when this process can read
-it, else the API's ``SizeRw``), polling faster as the size nears the budget, and kills the
-container once it is over (:mod:`.disk`). From then on every operation on the sandbox raises
-:class:`DiskLimitExceeded`.
-"""
+"""One sandbox as one Docker container (:class:`DockerSandbox`)."""
 
 from __future__ import annotations
 
-import os
 import posixpath
-import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,40 +14,33 @@ import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
-from docker.models.images import Image
-from docker.utils import parse_repository_tag
 from docker.utils.socket import STDERR, STDOUT, frames_iter
 
 from orchestrator.sandbox.archives import file_archive, only_file, tree_archive
 from orchestrator.sandbox.disk import DiskWatcher
+from orchestrator.sandbox.docker.runtime import (
+    _BACKSTOP_GRACE,
+    _ENGINE_ERRORS,
+    _close,
+    _disk_watcher,
+    _run_container,
+)  # fmt: skip
 from orchestrator.sandbox.errors import (
-    BackendUnavailable,
     DiskLimitExceeded,
     ImageMissing,
-    NameTaken,
     SandboxError,
 )
 from orchestrator.sandbox.file_snapshot import capture, restore
 from orchestrator.sandbox.models import (
     LABEL_INSTANCE,
     LABEL_KIND,
-    LABEL_ROLE,
     LABEL_RUN,
     LABEL_TOOL,
-    ContainerInfo,
     ExecResult,
-    ImageInfo,
     Limits,
     OutputCap,
     SandboxSpec,
 )
-
-# capabilities every container keeps (all others are dropped): chown/chmod of any file, and
-# switching users (apt's sandbox user, test suites that drop privileges)
-CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID")
-_ENGINE_ERRORS = (DockerException, requests.exceptions.RequestException)
-# the host-side backstop fires this long after the in-container `timeout` should have
-_BACKSTOP_GRACE = 10.0
 
 
 class DockerSandbox:
@@ -456,300 +428,3 @@ class DockerSandbox:
             return self.container.name
         except Exception:  # noqa: BLE001 - a name is only for the message
             return self.container.id[:12]
-
-
-def _run_container(
-    client: docker.DockerClient, image: str, spec: SandboxSpec, restricted: bool
-) -> Container:
-    """The container of ``spec``: idle, labelled, limited, least privilege."""
-    limits = spec.limits
-    options = dict(
-        command=["sleep", "infinity"],
-        detach=True,
-        init=True,
-        name=spec.name,
-        labels=spec.labels(),
-        environment=dict(spec.env),
-        working_dir=spec.workdir,
-        nano_cpus=int(limits.cpus * 1e9),
-        mem_limit=limits.memory,
-        memswap_limit=limits.memory,
-        pids_limit=limits.pids_limit,
-        network_mode="none" if restricted and not spec.network else "bridge",
-        cap_drop=["ALL"],
-        cap_add=list(CAPABILITIES),
-        security_opt=["no-new-privileges"],
-    )
-    quota = limits.disk is not None and _storage_opt_supported(client)
-    try:
-        try:
-            # the quota sits a little above the budget so that the watcher, which gives
-            # the clear `disk_limit` outcome, fires first; the quota is the backstop
-            extra = {"storage_opt": {"size": str(int(limits.disk * 1.05))}} if quota else {}
-            return client.containers.run(image, **options, **extra)  # type: ignore[arg-type]
-        except APIError as exc:
-            if not quota or not _is_storage_opt_error(exc):
-                raise
-            _STORAGE_OPT[_daemon_key(client)] = False
-            return client.containers.run(image, **options)  # type: ignore[arg-type]
-    except APIError as exc:
-        if exc.status_code == 409:
-            raise NameTaken(f"a container named {spec.name} exists already") from exc
-        raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-    except _ENGINE_ERRORS as exc:
-        raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-
-
-def _disk_watcher(client: docker.DockerClient, container_id: str, limits: Limits) -> DiskWatcher:
-    """A watcher of the container's writable layer: ``du`` of its overlay2 upper directory
-    when this process can read it, else the API's ``SizeRw``."""
-    assert limits.disk is not None
-
-    def reported_size() -> int | None:
-        try:
-            rows = client.api.containers(all=True, filters={"id": container_id}, size=True)
-        except _ENGINE_ERRORS:
-            return None
-        return int(rows[0].get("SizeRw") or 0) if rows else None
-
-    def kill() -> None:
-        try:
-            client.api.kill(container_id)
-            client.api.wait(container_id, timeout=30)
-        except _ENGINE_ERRORS:
-            pass  # already stopped or gone
-
-    return DiskWatcher(
-        container_id[:12], limits.disk, limits.disk_poll,
-        upper_dir=writable_layer_dir(client, container_id), reported_size=reported_size, kill=kill,
-    )  # fmt: skip
-
-
-def writable_layer_dir(client: docker.DockerClient, container_id: str) -> str | None:
-    try:
-        data = client.api.inspect_container(container_id)["GraphDriver"]["Data"]
-        upper = (data or {}).get("UpperDir")
-    except (*_ENGINE_ERRORS, KeyError, TypeError):
-        return None
-    return upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
-
-
-def _close(sock: object) -> None:
-    for target in (getattr(sock, "_sock", None), sock):
-        if target is None:
-            continue
-        try:
-            if isinstance(target, socket.socket):
-                target.shutdown(socket.SHUT_RDWR)
-            target.close()  # type: ignore[attr-defined]
-        except OSError:
-            pass
-
-
-# storage_opt support per daemon: unknown (missing), True, False
-_STORAGE_OPT: dict[str, bool] = {}
-
-
-def _daemon_key(client: docker.DockerClient) -> str:
-    return str(getattr(client.api, "base_url", id(client)))
-
-
-def _storage_opt_supported(client: docker.DockerClient) -> bool:
-    """Whether the daemon can enforce a container size (overlay2 on XFS with project quotas).
-
-    Decided from ``docker info`` (overlay2 on xfs); a start that the daemon still refuses
-    (no ``pquota`` mount option) turns it off for the rest of the process.
-    """
-    key = _daemon_key(client)
-    if key not in _STORAGE_OPT:
-        try:
-            info = client.info()
-            status = dict(info.get("DriverStatus") or [])
-            _STORAGE_OPT[key] = (
-                info.get("Driver") == "overlay2"
-                and status.get("Backing Filesystem", "").lower() == "xfs"
-            )
-        except _ENGINE_ERRORS:
-            _STORAGE_OPT[key] = False
-    return _STORAGE_OPT[key]
-
-
-def _is_storage_opt_error(exc: APIError) -> bool:
-    text = str(exc).lower()
-    return "storage-opt" in text or "storage opt" in text or "quota" in text
-
-
-# ---------------------------------------------------------------------------- the backend
-_FIX = (
-    "start Docker (as root on Debian, `scripts/setup` installs docker.io and starts dockerd), "
-    "or point DOCKER_HOST at a running engine."
-)
-
-
-def connect(timeout: float = 60, *, restricted: bool = False) -> DockerBackend:
-    """The engine named by DOCKER_HOST (or the default socket), checked by ping; used within
-    Amber's gateway policy when ``restricted`` (see :class:`DockerBackend`)."""
-    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    try:
-        client = docker.from_env(timeout=int(timeout))
-        client.ping()
-    except DockerException as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BackendUnavailable(
-            f"No Docker daemon answers at {where} ({text[:200]}).", _FIX
-        ) from None
-    return DockerBackend(client, restricted=restricted)
-
-
-class DockerBackend:
-    """Sandboxes as containers of one Docker engine (see :class:`.protocol.SandboxBackend`).
-
-    ``restricted``: only what Amber's Docker gateway allows (no commit, build, import, image
-    listing, network connect/disconnect): sandboxes are created with their network, and
-    switching it moves their files into a new container.
-    """
-
-    name = "docker"
-
-    def __init__(self, client: docker.DockerClient, *, restricted: bool = False) -> None:
-        self.client = client
-        self.restricted = restricted
-
-    def start(self, image: str, spec: SandboxSpec) -> DockerSandbox:
-        return DockerSandbox.start(self.client, image, spec, restricted=self.restricted)
-
-    def attach(self, ref: str, limits: Limits | None = None) -> DockerSandbox:
-        return DockerSandbox.attach(self.client, ref, limits)
-
-    def containers(self, labels: Mapping[str, str] | None = None) -> list[ContainerInfo]:
-        filters = [f"{LABEL_TOOL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
-        try:
-            found = self.client.containers.list(
-                all=True, filters={"label": filters}, ignore_removed=True
-            )
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"cannot list containers: {exc}") from exc
-        infos = [_container_info(c) for c in found]
-        return sorted(infos, key=lambda info: info.created, reverse=True)
-
-    def all_containers(self) -> list[ContainerInfo]:
-        """Every container of the engine, this tool's or not (to see which use an image)."""
-        found = self.client.containers.list(all=True, ignore_removed=True)
-        return [_container_info(c) for c in found]
-
-    def name_taken(self, name: str) -> bool:
-        try:
-            self.client.containers.get(name)
-        except NotFound:
-            return False
-        return True
-
-    def start_container(self, ref: str) -> None:
-        try:
-            self.client.containers.get(ref).start()
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"cannot start container {ref}: {exc}") from exc
-
-    def stop_container(self, ref: str, timeout: int = 2) -> bool:
-        try:
-            self.client.containers.get(ref).stop(timeout=timeout)
-        except NotFound:
-            return False
-        return True
-
-    def remove_container(self, ref: str) -> bool:
-        try:
-            self.client.containers.get(ref).remove(force=True, v=True)
-        except NotFound:
-            return False
-        return True
-
-    def cleanup(self, labels: Mapping[str, str]) -> list[str]:
-        removed = []
-        for info in self.containers(labels):
-            if self.remove_container(info.id):
-                removed.append(info.name)
-        return removed
-
-    def images(
-        self, labels: Mapping[str, str] | None = None, reference: str | None = None
-    ) -> list[ImageInfo]:
-        filters = {"label": [f"{k}={v}" for k, v in labels.items()]} if labels else None
-        try:
-            found = self.client.images.list(name=reference, filters=filters)
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"the Docker engine refused to list images ({exc})") from exc
-        return [_image_info(image) for image in found]
-
-    def image_exists(self, name: str) -> bool:
-        try:
-            self.client.images.get(name)
-        except ImageNotFound:
-            return False
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(str(exc)) from exc
-        return True
-
-    def image_labels(self, name: str) -> dict[str, str]:
-        return dict(self.client.images.get(name).labels or {})
-
-    def tag_image(self, name: str, repository: str, tag: str) -> None:
-        self.client.images.get(name).tag(repository, tag)
-
-    def remove_image(self, image_id: str) -> bool:
-        try:
-            self.client.images.remove(image_id, force=True)
-        except NotFound:
-            pass
-        except APIError as exc:
-            if exc.status_code != 409:
-                raise SandboxError(f"cannot remove image {image_id}: {exc}") from exc
-            return False
-        return True
-
-    def pull_image(self, reference: str) -> None:
-        repository, tag = parse_repository_tag(reference)
-        try:
-            self.client.images.pull(repository, tag=tag or "latest")
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"cannot pull {reference}: {exc}") from exc
-
-    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
-        try:
-            self.client.api.import_image_from_file(
-                str(tar_path), repository=repository, tag=tag, changes=changes
-            )
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"docker import of {repository}:{tag} failed: {exc}") from exc
-
-    def build_image(
-        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
-    ) -> Iterator[str]:
-        try:
-            for chunk in self.client.api.build(
-                path=str(context), tag=tag, buildargs=dict(buildargs), rm=True, decode=True,
-                labels=dict(labels),
-            ):  # fmt: skip
-                if "error" in chunk:
-                    raise SandboxError(chunk["error"].strip())
-                yield chunk.get("stream", "")
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(str(exc)) from exc
-
-
-def _container_info(container: Container) -> ContainerInfo:
-    labels = dict(container.labels or {})
-    return ContainerInfo(
-        id=container.id, name=container.name, status=container.status,
-        run_id=labels.get(LABEL_RUN, ""), instance_id=labels.get(LABEL_INSTANCE, ""),
-        role=labels.get(LABEL_ROLE, ""), created=container.attrs.get("Created", ""),
-        image_id=container.attrs.get("Image", ""), labels=labels,
-    )  # fmt: skip
-
-
-def _image_info(image: Image) -> ImageInfo:
-    return ImageInfo(
-        id=image.id, short_id=image.short_id, tags=list(image.tags),
-        labels=dict(image.labels or {}), size=image.attrs.get("Size", 0) or 0,
-        parent=image.attrs.get("Parent", "") or "", created=image.attrs.get("Created", ""),
-    )  # fmt: skip

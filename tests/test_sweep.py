@@ -24,6 +24,8 @@ def test_flaky_tests_are_those_whose_outcome_differs_between_runs():
         ("setup failed (install command): requires-python >=3.10", "Python not available offline"),
         ("setup failed (install command): error: subprocess-exited", "install failed"),
         ("FAIL_TO_PASS tests fail even with the gold patch: t1", "gold patch fails"),
+        ("FAIL_TO_PASS tests fail even with the gold patch (they need the internet): t1",
+         "needs the internet"),
         ("FAIL_TO_PASS tests are flaky with the gold patch: t1", "flaky FAIL_TO_PASS"),
         ("tests do not run at the base commit: no test output", "tests do not run"),
         ("the tests timed out during validation", "timeout"),

@@ -83,6 +83,12 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
         "the recipe's install fails on the base image's Python",
     ),
     (
+        "needs the internet",
+        re.compile(r"\(they need the internet\)"),
+        "every FAIL_TO_PASS test calls a public site (not ours): no offline evaluator can grade "
+        "it; the official harness runs it with the internet on",
+    ),
+    (
         "gold patch fails",
         re.compile(r"FAIL_TO_PASS tests fail even with the gold patch", re.I),
         "FAIL_TO_PASS tests do not pass with the gold patch in this environment",

@@ -17,7 +17,13 @@ from pathlib import Path
 from orchestrator.errors import UserError
 from orchestrator.log import get_logger
 from orchestrator.sandbox import ContainerInfo, ImageInfo, Sandbox, SandboxBackend, SandboxError
-from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_RUN, LABEL_TOOL
+from orchestrator.sandbox.models import (
+    LABEL_INSTANCE,
+    LABEL_KIND,
+    LABEL_NODE,
+    LABEL_RUN,
+    LABEL_TOOL,
+)
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay
@@ -161,6 +167,21 @@ def stop_run_containers(backend: SandboxBackend, run_id: str) -> list[str]:
     if stopped:
         get_logger(run_id=run_id).warning("run.stopped_containers", containers=stopped)
     return stopped
+
+
+def remove_dead_node_containers(backend: SandboxBackend, alive_nodes: Iterable[str]) -> list[str]:
+    """Remove the containers started by cluster nodes that are no longer alive (a node that
+    died mid-instance leaves them; its instances ran again elsewhere). Containers of a single
+    host's runs carry no node and stay. Their names."""
+    alive = set(alive_nodes)
+    removed = []
+    for info in backend.containers():
+        node = info.labels.get(LABEL_NODE, "")
+        if node and node not in alive and backend.remove_container(info.id):
+            removed.append(info.name)
+    if removed:
+        get_logger().warning("cluster.removed_dead_node_containers", containers=removed)
+    return removed
 
 
 # ----------------------------------------------------------------------------- runs in progress

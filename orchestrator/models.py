@@ -48,6 +48,11 @@ class Instance(BaseModel):
         """``owner__name`` form of the repository, used in paths and mirror names."""
         return self.repo.replace("/", "__")
 
+    @property
+    def repo_version(self) -> str:
+        """``owner/name@version``: the instances that share an environment, as a rule."""
+        return f"{self.repo}@{self.version}"
+
 
 class Status(StrEnum):
     RESOLVED = "resolved"
@@ -118,6 +123,10 @@ class InstanceResult(BaseModel):
     tool_calls: int = 0
     logs: dict[str, str] = Field(default_factory=dict)
     container: str | None = None
+    # where the instance ran on a Ray cluster (its kept container is there): the Docker host
+    # and the Ray node; None on a single host
+    host: str | None = None
+    node: str | None = None
 
     @property
     def fail_to_pass_fraction(self) -> float:

@@ -227,6 +227,19 @@ class RunSettings(_Group):
     )
     log_json: bool = Field(False, description="Log JSON lines instead of console text.")
     log_level: str = Field("INFO", description="Log level.")
+    ray_address: str | None = Field(
+        None,
+        description="Run each instance on a node of this Ray cluster (`auto`, `host:6379` or "
+        "`ray://host:10001`); unset: on this host. Needs `pip install 'swe-green[ray]'`.",
+    )
+    ray_max_retries: int = Field(
+        2, ge=0, description="Ray: times an instance is started again after its node died."
+    )
+    ray_slots_resource: str = Field(
+        "sandbox_slots",
+        description="Ray: the custom resource a Docker host offers, one unit per instance at "
+        "once (`ray start --resources '{\"sandbox_slots\": 2}'`).",
+    )
 
 
 class ServeSettings(_Group):

@@ -47,6 +47,7 @@ from orchestrator.environments.setup_scripts import (
     LABEL_ENV_KEY,
     LABEL_PYTHON,
     LABEL_REINSTALL,
+    LABEL_REPO_VERSION,
     LABEL_TEST_CMD,
     PYTHON_MIRROR_DIR,
     SWE_DIR,
@@ -160,6 +161,7 @@ def ensure_env_image(
         with building(ctx, sandbox, "environment setup"):
             setup_environment(ctx, instance, plan, sandbox, log_path, built)
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
+            labels[LABEL_REPO_VERSION] = instance.repo_version
             if built.test_cmd is not None:
                 labels[LABEL_TEST_CMD] = built.test_cmd
             if built.reinstall is not None:

@@ -15,6 +15,9 @@ SWE_DIR = "/opt/swe"
 VENV = f"{SWE_DIR}/venv"
 ACTIVATE = f"{SWE_DIR}/activate.sh"
 LABEL_ENV_KEY = "swe-green.env-key"
+# "<owner/name>@<version>" of the instance whose set-up built it: where a cluster run places
+# that (repo, version)'s instances
+LABEL_REPO_VERSION = "swe-green.repo-version"
 # what an LLM-built environment found: kept on its image so that a cache hit knows it too
 LABEL_TEST_CMD = "swe-green.test-cmd"
 LABEL_REINSTALL = "swe-green.reinstall"

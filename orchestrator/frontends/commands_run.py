@@ -40,8 +40,20 @@ def _participant(spec: str, settings: Settings) -> Iterator[str]:
             f"{spec!r} is neither a URL nor a reference participant.",
             f"pass an http(s) URL or one of: {', '.join(KINDS)}.",
         )
-    with running(make_participant(spec, dataset=settings.dataset.dataset)) as url:
+    participant = make_participant(spec, dataset=settings.dataset.dataset)
+    with running(participant, host=_reference_host(settings)) as url:
         yield url
+
+
+def _reference_host(settings: Settings) -> str:
+    """Where a reference participant listens: loopback, or on a Ray cluster the address of
+    this host that the other nodes reach."""
+    address = settings.run.ray_address or ""
+    if not address or address.split("://")[-1].startswith(("127.", "localhost")):
+        return "127.0.0.1"
+    from ray.util import get_node_ip_address
+
+    return get_node_ip_address()
 
 
 def run_cmd(
@@ -59,6 +71,9 @@ def run_cmd(
     output: Annotated[Path | None, typer.Option(help="Run directory.")] = None,
     participant_id: Annotated[str | None, typer.Option(help="Id in results.json.")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue an interrupted run.")] = None,
+    ray: Annotated[
+        str | None, typer.Option("--ray", help="Run on this Ray cluster (auto, host:6379).")
+    ] = None,
 ) -> None:  # fmt: skip
     """Evaluate a participant on a selection of instances (batch job)."""
     from orchestrator.dataset.instances import Selection
@@ -66,6 +81,7 @@ def run_cmd(
     overrides: dict[str, object] = {
         "dataset": dataset, "setup_strategy": strategy, "instance_timeout": instance_timeout,
         "test_timeout": test_timeout, "validate_env": False if no_validate else None,
+        "ray_address": ray,
     }  # fmt: skip
     plan = _RunPlan(
         participant=participant, participant_id=participant_id, concurrency=concurrency,
@@ -139,23 +155,28 @@ def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> N
 
 def _evaluate_live(ctx, instances, url: str, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
     """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
-    from orchestrator.run.scheduler import clean_unfinished, run_evaluation
+    from orchestrator.run.runner import runner_for
+    from orchestrator.run.scheduler import run_evaluation
 
     progress = LiveProgress(len(instances))
+    runner = runner_for(ctx.settings)  # this host, or the Ray cluster of ray_address
     evaluation = run_evaluation(
-        ctx, instances, url, concurrency=concurrency, on_event=progress.update, resume=resumed
-    )
+        ctx, instances, url, concurrency=concurrency, on_event=progress.update, resume=resumed,
+        runner=runner,
+    )  # fmt: skip
     try:
         with progress.live_display():
             return asyncio.run(_run_interruptible(evaluation, ctx))
     except KeyboardInterrupt:
-        clean_unfinished(ctx, ctx.run_dir.finished_ids())
+        runner.clean_unfinished(ctx, ctx.run_dir.finished_ids())
         run_dir = ctx.run_dir.path
         err_console.print(
             f"interrupted: finished results kept in {run_dir}; continue with "
             f"`swe-green run --resume {run_dir}`"
         )
         raise typer.Exit(130) from None
+    finally:
+        runner.close()
 
 
 async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202

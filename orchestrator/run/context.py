@@ -33,6 +33,8 @@ class RunContext:
     backend: SandboxBackend
     run_id: str
     run_dir: RunDir
+    # the Ray node this context runs on ("" on a single host): its containers carry it
+    node: str = ""
     log: structlog.typing.FilteringBoundLogger = field(init=False)
     # set when the run is interrupted: no new container starts after that
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -76,7 +78,7 @@ class RunContext:
                 spec = SandboxSpec(
                     run_id=self.run_id, instance_id=instance.instance_id, role=role,
                     limits=self.limits(role), network=network,
-                    name=unique_container_name(self.backend, name), files=files,
+                    name=unique_container_name(self.backend, name), files=files, node=self.node,
                 )  # fmt: skip
                 sandbox = self.backend.start(image, spec)
             except NameTaken:

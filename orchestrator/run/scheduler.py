@@ -3,7 +3,8 @@
 ``run_evaluation`` never lets one instance's failure stop the others. Each finished instance
 is written to the run directory at once (atomically), so an interrupted run loses at most the
 instances in flight; ``resume=True`` keeps the finished ones and redoes the rest from their
-start, after removing the containers the interrupted run left.
+start, after removing the containers the interrupted run left. Where the instances run (this
+host, or a Ray cluster) is the :class:`~.runner.InstanceRunner`'s business.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.housekeeping import active_run, list_containers, stop_run_containers
+from orchestrator.housekeeping import active_run
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.run.context import RunContext
-from orchestrator.run.pipeline import run_instance
+from orchestrator.run.runner import InstanceRunner, clean_unfinished_here, runner_for
 
 
 class ProgressEvent(BaseModel):
@@ -51,13 +52,8 @@ def default_concurrency() -> int:
 
 
 def clean_unfinished(ctx: RunContext, finished: set[str]) -> list[str]:
-    """Remove the containers an interrupted run left for instances that did not finish."""
-    removed = []
-    for info in list_containers(ctx.backend, run_id=ctx.run_id):
-        if info.instance_id not in finished:
-            ctx.backend.remove_container(info.id)
-            removed.append(info.name)
-    return removed
+    """Remove the containers an interrupted run left on this host for unfinished instances."""
+    return clean_unfinished_here(ctx, finished)
 
 
 class _Progress:
@@ -114,21 +110,50 @@ async def run_evaluation(
     resume: bool = False,
     heartbeat: float = 30.0,
     gate: Callable[[], contextlib.AbstractAsyncContextManager[object]] | None = None,
+    runner: InstanceRunner | None = None,
 ) -> list[InstanceResult]:
     """Evaluate ``instances``; returns every result of the run (earlier ones included).
 
     ``gate``, when given, is entered around each instance after the run's own concurrency
     limit: a limit shared with other runs (the green agent's host slots). An instance waiting
-    for it shows as ``queued`` in ``in_flight``.
+    for it shows as ``queued`` in ``in_flight``. ``runner`` says where instances run (default:
+    from the settings, this host or the Ray cluster of ``ray_address``; one made here is
+    closed at the end).
     """
+    own_runner = runner is None
+    # not in a thread: joining a Ray cluster wants the main thread
+    runner = runner or runner_for(ctx.settings)
+    try:
+        return await _evaluate(
+            ctx, instances, participant_url, runner, concurrency=concurrency, on_event=on_event,
+            resume=resume, heartbeat=heartbeat, gate=gate,
+        )  # fmt: skip
+    finally:
+        if own_runner:
+            runner.close()
+
+
+async def _evaluate(
+    ctx: RunContext,
+    instances: list[Instance],
+    participant_url: str,
+    runner: InstanceRunner,
+    *,
+    concurrency: int | None,
+    on_event: EventSink | None,
+    resume: bool,
+    heartbeat: float,
+    gate: Callable[[], contextlib.AbstractAsyncContextManager[object]] | None,
+) -> list[InstanceResult]:
     finished = ctx.run_dir.finished_ids() if resume else set()
     if resume:
-        removed = await asyncio.to_thread(clean_unfinished, ctx, finished)
+        removed = await asyncio.to_thread(runner.clean_unfinished, ctx, finished)
         if removed:
             ctx.log.info("resume.cleaned", containers=removed)
     results = {r.instance_id: r for r in ctx.run_dir.load_results() if r.instance_id in finished}
     progress = _Progress(results, len(instances), on_event)
-    limit = asyncio.Semaphore(concurrency or ctx.settings.run.concurrency or default_concurrency())
+    at_once = concurrency or ctx.settings.run.concurrency or runner.capacity()
+    limit = asyncio.Semaphore(at_once or default_concurrency())
 
     async def one(instance: Instance) -> None:
         async with limit:
@@ -142,7 +167,7 @@ async def run_evaluation(
     async def run_one(instance: Instance) -> None:
         progress.in_flight[instance.instance_id] = "starting"
         await progress.emit("started", instance_id=instance.instance_id)
-        result = await run_instance(ctx, instance, participant_url, progress.on_phase)
+        result = await runner.run(ctx, instance, participant_url, progress.on_phase)
         ctx.run_dir.write_result(result)
         progress.finished(result)
         await progress.emit("finished", instance_id=instance.instance_id, result=result)
@@ -152,7 +177,7 @@ async def run_evaluation(
     # marks the run in progress, so that `envs prune` spares its images
     with active_run(ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]):
         try:
-            await _run_all(ctx, todo, results)
+            await _run_all(ctx, runner, todo, results)
         finally:
             beater.cancel()
     await progress.emit("run_finished")
@@ -161,7 +186,10 @@ async def run_evaluation(
 
 
 async def _run_all(
-    ctx: RunContext, todo: list[Awaitable[None]], results: dict[str, InstanceResult]
+    ctx: RunContext,
+    runner: InstanceRunner,
+    todo: list[Awaitable[None]],
+    results: dict[str, InstanceResult],
 ) -> None:
     """Await every instance; interrupted, start nothing new and remove the work in flight."""
     tasks = [asyncio.ensure_future(one) for one in todo]
@@ -170,11 +198,11 @@ async def _run_all(
     except BaseException:
         # interrupted: start nothing new, and end the work in flight by removing its containers
         ctx.cancelled.set()
-        await asyncio.shield(asyncio.to_thread(clean_unfinished, ctx, set(results)))
+        await asyncio.shield(asyncio.to_thread(runner.clean_unfinished, ctx, set(results)))
         raise
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         # kept containers are stopped as their instances end; this is the backstop
-        await asyncio.shield(asyncio.to_thread(stop_run_containers, ctx.backend, ctx.run_id))
+        await asyncio.shield(asyncio.to_thread(runner.stop_leftovers, ctx))

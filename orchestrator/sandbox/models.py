@@ -12,6 +12,8 @@ LABEL_RUN = "swe-green.run"
 LABEL_INSTANCE = "swe-green.instance"
 LABEL_ROLE = "swe-green.role"
 LABEL_KIND = "swe-green.kind"
+# the Ray node whose task started the container (runs on a cluster): per-node clean-up
+LABEL_NODE = "swe-green.node"
 
 TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
 
@@ -43,9 +45,11 @@ class SandboxSpec(BaseModel):
     workdir: str = "/"
     # files laid over the image before the sandbox is handed out (no commit needed)
     files: FileSnapshot | None = None
+    # the cluster node that owns the sandbox (a run on Ray), "" on a single host
+    node: str = ""
 
     def labels(self) -> dict[str, str]:
-        return tool_labels(self.run_id, self.instance_id, self.role)
+        return tool_labels(self.run_id, self.instance_id, self.role, node=self.node)
 
 
 class ExecResult(BaseModel):
@@ -126,6 +130,11 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-def tool_labels(run_id: str, instance_id: str = "", role: str = "instance") -> dict[str, str]:
-    """The labels of a container of this tool."""
-    return {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: instance_id, LABEL_ROLE: role}
+def tool_labels(
+    run_id: str, instance_id: str = "", role: str = "instance", *, node: str = ""
+) -> dict[str, str]:
+    """The labels of a container of this tool (the owning cluster node's when it has one)."""
+    labels = {LABEL_TOOL: "1", LABEL_RUN: run_id, LABEL_INSTANCE: instance_id, LABEL_ROLE: role}
+    if node:
+        labels[LABEL_NODE] = node
+    return labels

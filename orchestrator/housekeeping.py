@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.environments.setup_scripts import LABEL_ENV_KEY
 from orchestrator.errors import UserError
 from orchestrator.log import get_logger
 from orchestrator.sandbox import ContainerInfo, ImageInfo, Sandbox, SandboxBackend, SandboxError
@@ -286,6 +287,13 @@ def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[
 
     An environment image counts as used whenever one of its instance images is."""
     everything = {image.id: image for image in backend.images()}
+    # a pulled instance image has no parent link: its environment by key, if here
+    env_by_key = {
+        image.labels.get(LABEL_ENV_KEY): image.id
+        for image in everything.values()
+        if (image.labels or {}).get(LABEL_KIND) == "env"
+        and any(t.startswith(f"{prefix}/env:") for t in image.tags)
+    }
     found: list[CachedImage] = []
     for image in everything.values():
         tags = [t for t in image.tags if t.startswith((f"{prefix}/env:", f"{prefix}/instance:"))]
@@ -293,6 +301,8 @@ def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[
         if not tags or labels.get(LABEL_KIND) not in ("env", "instance"):
             continue
         parent_id = image.parent
+        if not parent_id and labels.get(LABEL_KIND) == "instance":
+            parent_id = env_by_key.get(labels.get(LABEL_ENV_KEY), "")
         parent = everything.get(parent_id)
         size = image.size - (parent.size if parent else 0)
         uses = [u for u in (last_use(data_dir, tag) for tag in tags) if u is not None]

@@ -67,6 +67,20 @@ def make_sandbox(docker_client, base_image) -> Iterator[Callable[..., object]]:
 
 
 @pytest.fixture(scope="session")
+def image_registry(tmp_path_factory) -> Iterator[str]:
+    """An empty registry on 127.0.0.1 for the session (``host:port``); skips without
+    Debian's docker-registry."""
+    import shutil
+
+    from .local_registry import local_registry
+
+    if shutil.which("docker-registry") is None:
+        pytest.skip("no docker-registry (Debian package docker-registry; scripts/setup --test)")
+    with local_registry(tmp_path_factory.mktemp("registry")) as address:
+        yield address
+
+
+@pytest.fixture(scope="session")
 def synthetic_dir(tmp_path_factory) -> Path:
     """The synthetic instances: mirrors, instances.jsonl, recipes.json."""
     from orchestrator.dataset.synthetic import build_synthetic

@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from collections import Counter
 
 import docker
@@ -139,50 +134,20 @@ def test_a_change_list_reduces_to_the_fewest_covering_paths():
 # ----------------------------------------------------------------------------- container tests
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def registry(docker_client, base_image, tmp_path_factory):
-    """A registry on 127.0.0.1 holding the base image as <registry>/swe-green-base:py3.11,
-    with no local tag of that name left (the restricted mode must pull it)."""
-    exe = shutil.which("docker-registry")
-    if exe is None:
-        pytest.skip("no docker-registry (Debian package docker-registry; scripts/setup --test)")
-    root = tmp_path_factory.mktemp("registry")
-    port = _free_port()
-    config = root / "config.yml"
-    config.write_text(
-        "version: 0.1\nlog:\n  level: warn\n"
-        f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-    )
-    proc = subprocess.Popen(
-        [exe, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
-    )
+def registry(docker_client, base_image, image_registry):
+    """The local registry holding the base image as <registry>/swe-green-base:py3.11, with
+    no local tag of that name left (the restricted mode must pull it)."""
+    repo = f"{image_registry}/swe-green-base"
+    docker_client.images.get(base_image).tag(repo, "py3.11")
+    pushed = list(docker_client.images.push(repo, "py3.11", stream=True, decode=True))
+    assert not [line for line in pushed if "error" in line], pushed
+    docker_client.images.remove(f"{repo}:py3.11")  # the tag only: the image stays
+    yield repo
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        repo = f"127.0.0.1:{port}/swe-green-base"
-        docker_client.images.get(base_image).tag(repo, "py3.11")
-        pushed = list(docker_client.images.push(repo, "py3.11", stream=True, decode=True))
-        assert not [line for line in pushed if "error" in line], pushed
-        docker_client.images.remove(f"{repo}:py3.11")  # the tag only: the image stays
-        yield repo
-        try:
-            docker_client.images.remove(f"{repo}:py3.11")
-        except docker.errors.ImageNotFound:
-            pass
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        docker_client.images.remove(f"{repo}:py3.11")
+    except docker.errors.ImageNotFound:
+        pass
 
 
 @pytest.fixture

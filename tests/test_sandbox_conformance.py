@@ -170,6 +170,37 @@ def test_a_snapshot_keeps_the_files_or_the_backend_says_it_cannot(
         assert chosen.remove_image(image)
 
 
+def test_an_image_goes_to_a_registry_and_back_or_the_backend_says_it_cannot(
+    request: pytest.FixtureRequest, started: tuple[SandboxBackend, Sandbox]
+) -> None:
+    chosen, sandbox = started
+    where = scratch(sandbox)
+    sandbox.write_file(f"{where}/shared.txt", b"shared")
+    tag = uuid.uuid4().hex[:8]
+    try:
+        image = sandbox.snapshot("swe-green-test/conformance", tag)
+    except Unsupported:
+        with pytest.raises(Unsupported):
+            chosen.push_image(f"swe-green-test/conformance:{tag}", f"h:5000/x:{tag}")
+        return
+    reference = f"{request.getfixturevalue('image_registry')}/swe-green-test/conformance:{tag}"
+    try:
+        chosen.push_image(f"swe-green-test/conformance:{tag}", reference)
+        assert not chosen.image_exists(reference)  # tagged for the upload only
+        assert chosen.remove_image(image)
+        chosen.pull_image(reference)
+        clone = chosen.start(reference, SandboxSpec(run_id=TEST_RUN_ID))
+        try:
+            assert clone.read_file(f"{where}/shared.txt") == b"shared"
+        finally:
+            clone.remove()
+        with pytest.raises(SandboxError):
+            chosen.pull_image(f"{reference}-missing")
+    finally:
+        chosen.remove_image(reference)
+        chosen.remove_image(image)
+
+
 def test_stop_remove_and_cleanup_by_label(backend: tuple[SandboxBackend, str]) -> None:
     chosen, image = backend
     label = f"cleanup-{uuid.uuid4().hex[:8]}"

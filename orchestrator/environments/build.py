@@ -23,6 +23,7 @@ from filelock import FileLock
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
+from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.environments.plan import (
     EnvPlan,
     SetupFailed,
@@ -131,44 +132,64 @@ class EnvImage(BaseModel):
 def ensure_env_image(
     ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path
 ) -> EnvImage:
-    """The environment image (phases 1-3), built unless cached."""
+    """The environment image (phases 1-3): from this host's cache, else from the shared
+    registry (``env_image_registry``), else built (and then pushed to that registry)."""
     name = env_image_name(ctx, instance, plan)
+    registry = ctx.settings.environment.env_image_registry
     with _lock(ctx, f"env-{plan.env_key}"):
         if ctx.backend.image_exists(name):
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
-            labels = ctx.backend.image_labels(name)
-            return EnvImage(
-                name=name,
-                cache_hit=True,
-                python=labels.get(LABEL_PYTHON, ""),
-                test_cmd=labels.get(LABEL_TEST_CMD),
-                reinstall=labels.get(LABEL_REINSTALL),
+            return env_from_labels(ctx, name)
+        if registry and pull_shared(ctx.backend, registry, name, log_path, keep_reference=False):
+            return env_from_labels(ctx, name)
+        built = build_env_image(ctx, instance, plan, name, log_path)
+    if registry:  # outside the lock: instances waiting for the image need not wait for this
+        push_shared(ctx.backend, registry, name, log_path)
+    return built
+
+
+def env_from_labels(ctx: RunContext, name: str) -> EnvImage:
+    """A ready environment image, as its labels describe it (not built here)."""
+    labels = ctx.backend.image_labels(name)
+    return EnvImage(
+        name=name,
+        cache_hit=True,
+        python=labels.get(LABEL_PYTHON, ""),
+        test_cmd=labels.get(LABEL_TEST_CMD),
+        reinstall=labels.get(LABEL_REINSTALL),
+    )
+
+
+def build_env_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, name: str, log_path: Path
+) -> EnvImage:
+    """Phases 1-3 from the base image, committed as ``name`` (a remembered failure of the
+    same environment fails at once)."""
+    remembered = failed_build(ctx, plan.env_key)
+    if remembered is not None:
+        raise SetupFailed(f"environment setup: {remembered}")
+    log = ctx.instance_log(instance)
+    log.info("setup.start", strategy=plan.strategy, python=plan.python, image=name)
+    if not plan.python_exact and plan.recipe is not None:
+        with open(log_path, "a") as fh:
+            fh.write(
+                f"recipe asks for Python {plan.recipe.python}; "
+                f"using the nearest available, {plan.python}\n"
             )
-        remembered = failed_build(ctx, plan.env_key)
-        if remembered is not None:
-            raise SetupFailed(f"environment setup: {remembered}")
-        log = ctx.instance_log(instance)
-        log.info("setup.start", strategy=plan.strategy, python=plan.python, image=name)
-        if not plan.python_exact and plan.recipe is not None:
-            with open(log_path, "a") as fh:
-                fh.write(
-                    f"recipe asks for Python {plan.recipe.python}; "
-                    f"using the nearest available, {plan.python}\n"
-                )
-        sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
-        built = EnvImage(name=name, cache_hit=False)
-        with building(ctx, sandbox, "environment setup"):
-            setup_environment(ctx, instance, plan, sandbox, log_path, built)
-            labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
-            labels[LABEL_REPO_VERSION] = instance.repo_version
-            if built.test_cmd is not None:
-                labels[LABEL_TEST_CMD] = built.test_cmd
-            if built.reinstall is not None:
-                labels[LABEL_REINSTALL] = built.reinstall
-            sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
-        log.info("setup.done", image=name)
-        return built
+    sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
+    built = EnvImage(name=name, cache_hit=False)
+    with building(ctx, sandbox, "environment setup"):
+        setup_environment(ctx, instance, plan, sandbox, log_path, built)
+        labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
+        labels[LABEL_REPO_VERSION] = instance.repo_version
+        if built.test_cmd is not None:
+            labels[LABEL_TEST_CMD] = built.test_cmd
+        if built.reinstall is not None:
+            labels[LABEL_REINSTALL] = built.reinstall
+        sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
+    log.info("setup.done", image=name)
+    return built
 
 
 def _venv_python(sandbox: Sandbox) -> str:
@@ -242,10 +263,18 @@ def ensure_instance_image(
     ctx: RunContext, instance: Instance, plan: EnvPlan, env_image: str, log_path: Path,
     reinstall: str | None,
 ) -> tuple[str, bool]:  # fmt: skip
-    """The instance image (phase 4) built from the environment image unless cached."""
+    """The instance image (phase 4): from this host's cache, else from the shared registry,
+    else built from the environment image (and then pushed)."""
     name = instance_image_name(ctx, instance, plan)
+    settings = ctx.settings.environment
+    registry = settings.env_image_registry if settings.registry_instance_images else None
+    what = "instance image"
     with _lock(ctx, f"instance-{plan.instance_key(instance)}"):
         if ctx.backend.image_exists(name):
+            return name, True
+        if registry and pull_shared(
+            ctx.backend, registry, name, log_path, keep_reference=False, what=what
+        ):
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
         with building(ctx, sandbox, "base commit"):
@@ -254,7 +283,9 @@ def ensure_instance_image(
                 *name.rsplit(":", 1),
                 labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
             )
-        return name, False
+    if registry:
+        push_shared(ctx.backend, registry, name, log_path, what=what)
+    return name, False
 
 
 def setup_environment(

@@ -5,17 +5,26 @@ for the containers that follow."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from orchestrator.environments.build import (
     EnvImage,
     PreparedInstance,
     building,
     check_out_base,
+    env_from_labels,
     reinstall_at_base,
     setup_environment,
 )
 from orchestrator.environments.failed_builds import failed_build
-from orchestrator.environments.plan import SetupFailed, instance_image_name, plan_environment
+from orchestrator.environments.image_registry import pull_shared
+from orchestrator.environments.plan import (
+    EnvPlan,
+    SetupFailed,
+    env_image_name,
+    instance_image_name,
+    plan_environment,
+)
 from orchestrator.environments.repo_cache import check_complete
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
@@ -25,7 +34,8 @@ from orchestrator.sandbox.file_snapshot import capture
 
 def prepare_without_commit(ctx: RunContext, instance: Instance) -> PreparedInstance:
     """Phases 1-4 in one container with the network on, for a Docker engine that refuses
-    commits (Amber's gateway): no image cache, the set-up runs for every instance. Its
+    commits (Amber's gateway): no image cache, the set-up runs for every instance (phases
+    2-3 only when the shared registry lacks the environment image). Its
     files become a :class:`FileSnapshot` that the validation, participant and grading
     containers (created without a network) start from."""
     log_path = ctx.instance_dir(instance) / "setup.log"
@@ -36,13 +46,17 @@ def prepare_without_commit(ctx: RunContext, instance: Instance) -> PreparedInsta
         check_complete(ctx.settings, instance)
     except UserError as exc:
         raise SetupFailed(f"checkout: {exc}") from exc
-    remembered = failed_build(ctx, plan.env_key)
-    if remembered is not None:
-        raise SetupFailed(f"environment setup: {remembered}")
-    sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
-    built = EnvImage(name="", cache_hit=False)
+    built = _pulled_env_image(ctx, instance, plan, log_path)
+    if built is None:
+        remembered = failed_build(ctx, plan.env_key)
+        if remembered is not None:
+            raise SetupFailed(f"environment setup: {remembered}")
+    start_from = built.name if built else plan.base_image
+    sandbox = ctx.start_sandbox(start_from, instance, "setup", network=True)
     with building(ctx, sandbox, "environment setup"):
-        setup_environment(ctx, instance, plan, sandbox, log_path, built)
+        if built is None:
+            built = EnvImage(name="", cache_hit=False)
+            setup_environment(ctx, instance, plan, sandbox, log_path, built)
         timings["setup"] = time.monotonic() - started
         started = time.monotonic()
         reinstall = reinstall_at_base(ctx, instance, plan, built.reinstall, log_path)
@@ -60,12 +74,27 @@ def prepare_without_commit(ctx: RunContext, instance: Instance) -> PreparedInsta
     timings["base_commit"] = time.monotonic() - started
     return PreparedInstance(
         plan=plan,
-        env_image="",
+        env_image=built.name,
         instance_image=files,
-        env_cache_hit=False,
+        env_cache_hit=built.cache_hit,
         instance_cache_hit=False,
         test_cmd=built.test_cmd,
         setup_tokens=built.tokens,
         timings=timings,
         python_used=built.python,
     )
+
+
+def _pulled_env_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path
+) -> EnvImage | None:
+    """The environment image from the shared registry (``env_image_registry``), pulled and
+    used under its registry reference (the gateway refuses tags), or None: set up here.
+    Never pushed: the gateway refuses commits and pushes (a host under the full policy
+    fills the registry)."""
+    registry = ctx.settings.environment.env_image_registry
+    if not registry:
+        return None
+    name = env_image_name(ctx, instance, plan)
+    pulled = pull_shared(ctx.backend, registry, name, log_path, keep_reference=True)
+    return env_from_labels(ctx, pulled) if pulled else None

@@ -212,6 +212,9 @@ class LocalBackend:
     def pull_image(self, reference: str) -> None:
         raise Unsupported("the local backend has no registry")
 
+    def push_image(self, name: str, reference: str) -> None:
+        raise Unsupported("the local backend has no registry")
+
     def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         raise Unsupported("the local backend cannot import images")
 

@@ -149,6 +149,11 @@ class SandboxBackend(Protocol):
         """Fetch ``reference`` from its registry."""
         ...
 
+    def push_image(self, name: str, reference: str) -> None:
+        """Upload the local image ``name`` to a registry as ``reference`` (tagged so for the
+        upload only)."""
+        ...
+
     def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         """An image from a root file system tarball (``docker import``)."""
         ...

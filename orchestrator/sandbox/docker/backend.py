@@ -165,6 +165,22 @@ class DockerBackend:
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"cannot pull {reference}: {exc}") from exc
 
+    def push_image(self, name: str, reference: str) -> None:
+        repository, tag = parse_repository_tag(reference)
+        try:
+            self.client.images.get(name).tag(repository, tag or "latest")
+            try:
+                for line in self.client.images.push(
+                    repository, tag=tag or "latest", stream=True, decode=True
+                ):
+                    if "error" in line:
+                        raise SandboxError(f"cannot push {reference}: {line['error'].strip()}")
+            finally:
+                # the registry's tag only: the image stays under ``name``
+                self.client.api.remove_image(f"{repository}:{tag or 'latest'}", noprune=True)
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot push {reference}: {exc}") from exc
+
     def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         try:
             self.client.api.import_image_from_file(

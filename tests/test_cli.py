@@ -102,6 +102,15 @@ def test_validate_summarises_the_gold_patch_check(env_settings, tmp_path):
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert "2/2 environment(s) valid" in out
+    # resumed without a selection, the sweep keeps its own (not the whole dataset's three)
+    run_dir = out.split("validating 2 instance(s) in ", 1)[1].split()[0]
+    resumed = run_cli(
+        ["validate", "--resume", run_dir],
+        {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"},
+    )
+    out, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out
+    assert "validating 2 instance(s)" in out and "2/2 environment(s) valid" in out
 
 
 @pytest.mark.container

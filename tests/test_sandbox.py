@@ -243,3 +243,20 @@ def test_kill_processes_stops_a_fork_bomb_and_keeps_files_and_network_off(make_s
     assert "python3" not in processes and len(processes) <= 6, processes
     assert sb.read_file("/testbed/kept.txt") == b"kept\n"
     assert sb.exec("cat /proc/net/route | wc -l").stdout.strip() == "1"
+
+
+def test_a_container_that_cannot_start_is_removed_not_left_created(docker_client, base_image):
+    """The engine creates the container, then fails to start it (here a device that does
+    not exist; in a sweep, an engine that lost its bridge): nothing stays in state created."""
+    from docker.errors import APIError
+
+    from orchestrator.sandbox.docker.runtime import _start_or_remove
+
+    container = docker_client.containers.create(
+        base_image, ["sleep", "1"], devices=["/dev/swe-green-no-such-device:/dev/x:rwm"],
+        labels={"swe-green": "1", "swe-green.run": TEST_RUN_ID, "swe-green.instance": "nostart"},
+    )  # fmt: skip
+    with pytest.raises(APIError):
+        _start_or_remove(container)
+    left = docker_client.containers.list(all=True, filters={"id": container.id})
+    assert left == []

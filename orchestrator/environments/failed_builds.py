@@ -1,5 +1,6 @@
 """Failed environment builds, remembered (``env_failure_ttl``): instances needing one fail at
-once with the first failure's reason, instead of rebuilding it every time."""
+once with the first failure's reason, instead of rebuilding it every time. A build that failed
+because the network was out of reach (an outage, not the recipe) is not remembered."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.grading.network_tests import NETWORK_ERROR
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
 
@@ -26,9 +28,9 @@ def _failure_path(ctx: RunContext, env_key: str) -> Path:
 
 
 def remember_failed_build(ctx: RunContext, env_key: str, instance: Instance, why: str) -> None:
-    """Record that the set-up script failed for ``env_key`` (not an engine error: those are
-    never remembered)."""
-    if ctx.settings.environment.env_failure_ttl <= 0:
+    """Record that the set-up script failed for ``env_key`` (not an engine error and not a
+    network outage: those are never remembered, the next instance builds again)."""
+    if ctx.settings.environment.env_failure_ttl <= 0 or NETWORK_ERROR.search(why):
         return
     path = _failure_path(ctx, env_key)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from orchestrator.frontends.cli_common import (
     Repo,
     Shard,
     console,
+    read_json,
     select_instances,
     start_cli_run,
 )
@@ -76,11 +77,13 @@ def validate_cmd(
     from orchestrator.environments.sweep import run_sweep
 
     settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
+    if resume is not None and not resume.is_dir():
+        raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
+    if resume is not None and not any((ids, pattern, repo, count, shard)):
+        ids = sweep_instances(resume)  # the sweep's own selection, not the whole dataset
     chosen = select_instances(settings, ids, pattern, repo, count, shard)
     if skip_swept is not None:
         chosen = _not_swept(chosen, skip_swept)
-    if resume is not None and not resume.is_dir():
-        raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
     ctx = start_cli_run(
         settings, "validate", resume, None, command="validate",
         instances=[i.instance_id for i in chosen],
@@ -112,6 +115,13 @@ def validate_cmd(
     good = sum(r.ok for r in records)
     console.print(f"{good}/{len(records)} environment(s) valid; logs under {run_dir}")
     console.print(f"log: {log_path}")
+
+
+def sweep_instances(run_dir: Path) -> list[str] | None:
+    """The instance ids a sweep chose (its ``config.json``), ``None`` if it names none."""
+    config = run_dir / "config.json"
+    instances = read_json(config).get("instances") if config.is_file() else None
+    return list(instances) if instances else None
 
 
 def _not_swept(chosen: list, records_file: Path) -> list:

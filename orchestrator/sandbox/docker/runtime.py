@@ -36,7 +36,6 @@ def _run_container(
     limits = spec.limits
     options = dict(
         command=["sleep", "infinity"],
-        detach=True,
         init=True,
         name=spec.name,
         labels=spec.labels(),
@@ -57,18 +56,33 @@ def _run_container(
             # the quota sits a little above the budget so that the watcher, which gives
             # the clear `disk_limit` outcome, fires first; the quota is the backstop
             extra = {"storage_opt": {"size": str(int(limits.disk * 1.05))}} if quota else {}
-            return client.containers.run(image, **options, **extra)  # type: ignore[arg-type]
+            container = client.containers.create(image, **options, **extra)  # type: ignore[arg-type]
         except APIError as exc:
             if not quota or not _is_storage_opt_error(exc):
                 raise
             _STORAGE_OPT[_daemon_key(client)] = False
-            return client.containers.run(image, **options)  # type: ignore[arg-type]
+            container = client.containers.create(image, **options)  # type: ignore[arg-type]
+        _start_or_remove(container)
+        return container
     except APIError as exc:
         if exc.status_code == 409:
             raise NameTaken(f"a container named {spec.name} exists already") from exc
         raise SandboxError(f"could not start a container from {image}: {exc}") from exc
     except _ENGINE_ERRORS as exc:
         raise SandboxError(f"could not start a container from {image}: {exc}") from exc
+
+
+def _start_or_remove(container: Container) -> None:
+    """Start a created container; one that cannot start (the engine lost its bridge, the
+    image has no `sleep`) is removed, not left behind in state "created"."""
+    try:
+        container.start()
+    except BaseException:
+        try:
+            container.remove(force=True, v=True)
+        except DockerException:
+            pass
+        raise
 
 
 def _disk_watcher(client: docker.DockerClient, container_id: str, limits: Limits) -> DiskWatcher:

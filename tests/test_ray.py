@@ -192,3 +192,25 @@ def test_the_runs_settings_reach_the_nodes(env_settings, monkeypatch):
     assert json.loads(mine.sandbox.model_dump_json()) == json.loads(
         env_settings.sandbox.model_dump_json()
     )
+
+
+def test_the_cli_runs_on_the_cluster_with_ray(cluster, env_settings, tmp_path):
+    """`swe-green run --ray ADDRESS`: the reference participant, the live display, the run
+    directory and results.json as in a local run; the result says which node ran it."""
+    from .conftest import cli_env, run_cli
+
+    ray_cluster, workers = cluster
+    run_dir = tmp_path / "runs" / "on-ray"
+    proc = run_cli(
+        ["run", "--participant", "gold", "--id", "demo__units-1", "--output", str(run_dir),
+         "--ray", ray_cluster.address],
+        {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"},
+    )  # fmt: skip
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert "1/1 demo__units-1: resolved" in out
+    result = json.loads((run_dir / "instances" / "demo__units-1" / "result.json").read_text())
+    assert result["status"] == "resolved" and result["node"] in {w.node_id for w in workers}
+    assert json.loads((run_dir / "results.json").read_text())["results"][0]["resolved_pct"] == 1.0
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["settings"]["ray_address"] == ray_cluster.address

@@ -131,7 +131,9 @@ def housekeeping_on_node(settings: Settings, run_id: str, finished: list[str] | 
 
 
 def environments_on_node(settings: Settings) -> list[str]:
-    """The ``owner/name@version`` of every environment image on this node's Docker host."""
+    """The ``owner/name@version`` of every environment image on this node's Docker host
+    (asked at the start of a run; the containers dead nodes left there are removed first)."""
     backend = _backend(on_this_node(settings))
+    remove_dead_node_containers(backend, alive_nodes())
     found = {img.labels.get(LABEL_REPO_VERSION, "") for img in list_images(backend, ("env",))}
     return sorted(found - {""})

@@ -22,9 +22,7 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 # the nodes on 127.0.0.1 (read when ray is first imported)
@@ -34,11 +32,8 @@ import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import write_copies  # noqa: E402
+from run import synthetic_bench  # noqa: E402
 
-from orchestrator.dataset.instances import load_instances  # noqa: E402
-from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
-from orchestrator.housekeeping import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
 from orchestrator.participant.reference import make_participant, running  # noqa: E402
@@ -48,7 +43,6 @@ from orchestrator.run.results import RunDir  # noqa: E402
 from orchestrator.run.runner import InstanceRunner, LocalRunner  # noqa: E402
 from orchestrator.run.scheduler import ProgressEvent, run_evaluation  # noqa: E402
 from orchestrator.sandbox import SandboxBackend  # noqa: E402
-from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 
 
@@ -105,27 +99,12 @@ def main() -> None:
     parser.add_argument("--image", default="swe-green/base:py3.11")
     args = parser.parse_args()
     configure_logging(level="WARNING")
-    backend = connect()
-    client = backend.client
-    run_id = f"bench-ray-{uuid.uuid4().hex[:8]}"
-    prefix = f"swe-green-bench-{run_id}"
-    client.images.get(args.image).tag(f"{prefix}/base", "py3.11")
     cluster = None
-    try:
-        with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
-            root = Path(tmp)
-            synth = build_synthetic(root / "synth")
-            dataset = synth / "instances.jsonl"
-            write_copies(dataset, args.copies)
-            instances = load_instances(str(dataset))
-            settings = Settings(
-                data_dir=root / "data", runs_dir=root / "runs", dataset=str(dataset),
-                mirror_dir=synth / "mirrors", recipes_file=synth / "recipes.json",
-                image_prefix=prefix, setup_strategy="recipe", validate_env=True,
-                memory="2g", cpus=1.0,
-            )  # fmt: skip
-            with running(make_participant("gold", dataset=str(dataset))) as url:
-                runs = root / "runs"
+    with synthetic_bench("bench-ray", args.copies, args.image) as bench:
+        backend, run_id, runs = bench.backend, bench.run_id, bench.root / "runs"
+        settings, instances = bench.settings, bench.instances
+        try:
+            with running(make_participant("gold", dataset=str(bench.dataset))) as url:
                 wall, _, _ = timed_run(
                     settings, backend, run_id, runs / "warm", instances, url, LocalRunner()
                 )
@@ -157,16 +136,11 @@ def main() -> None:
                 f"Ray's overhead per instance: {overhead:.3f} s (goal <= 1 s); "
                 f"wall Ray / this host: {ray_wall / local_wall:.2f}x"
             )
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-        gc(backend, run_id=run_id, image_kinds=("snapshot", "instance", "env"))
-        for image in client.images.list(name=f"{prefix}/*"):
-            for tag in image.tags:
-                if tag.startswith(prefix + "/"):
-                    client.images.remove(tag, force=True)
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+            if cluster is not None:
+                cluster.shutdown()
 
 
 if __name__ == "__main__":

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.dataset.instances import load_instances
@@ -114,53 +117,76 @@ def report(label: str, wall: float, results: list[InstanceResult], run_dir: RunD
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--copies", type=int, default=6, help="instances in all (default 6)")
-    parser.add_argument("--image", default="swe-green/base:py3.11")
-    args = parser.parse_args()
-    configure_logging(level="WARNING")
+@dataclass
+class Bench:
+    """The synthetic instances copied to ``copies``, settings for them, and the run id and
+    image prefix everything the bench makes carries."""
+
+    backend: SandboxBackend
+    run_id: str
+    root: Path
+    dataset: Path
+    instances: list[Instance]
+    settings: Settings
+
+
+@contextlib.contextmanager
+def synthetic_bench(kind: str, copies: int, image: str) -> Iterator[Bench]:
+    """A :class:`Bench` in a temporary directory; its containers and images are removed at
+    the end (by run label and prefix)."""
     backend = connect()
     client = backend.client
-    run_id = f"bench-{uuid.uuid4().hex[:8]}"
+    run_id = f"{kind}-{uuid.uuid4().hex[:8]}"
     prefix = f"swe-green-bench-{run_id}"
-    client.images.get(args.image).tag(f"{prefix}/base", "py3.11")
+    client.images.get(image).tag(f"{prefix}/base", "py3.11")
     try:
         with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
             root = Path(tmp)
             synth = build_synthetic(root / "synth")
             dataset = synth / "instances.jsonl"
-            write_copies(dataset, args.copies)
-            instances = load_instances(str(dataset))
+            write_copies(dataset, copies)
             settings = Settings(
                 data_dir=root / "data", runs_dir=root / "runs", dataset=str(dataset),
                 mirror_dir=synth / "mirrors", recipes_file=synth / "recipes.json",
                 image_prefix=prefix, setup_strategy="recipe", validate_env=True,
                 memory="2g", cpus=1.0,
             )  # fmt: skip
-            with running(make_participant("gold", dataset=str(dataset))) as url:
-                warm_wall, warm, _ = evaluate(
-                    settings, backend, run_id, root / "runs" / "warm", instances, url, 1
-                )
-                print(
-                    f"warm-up (not measured, fills the caches): {warm_wall:6.2f} s, "
-                    f"{sum(str(r.status) == 'resolved' for r in warm)}/{len(warm)} resolved"
-                )
-                walls = {}
-                for concurrency in (1, 2):
-                    wall, results, run_dir = evaluate(
-                        settings, backend, run_id, root / "runs" / f"c{concurrency}",
-                        instances, url, concurrency,
-                    )  # fmt: skip
-                    walls[concurrency] = wall
-                    report(f"concurrency {concurrency}", wall, results, run_dir)
-            print(f"speed-up wall@1 / wall@2: {walls[1] / walls[2]:.2f}x")
+            instances = load_instances(str(dataset))
+            yield Bench(backend, run_id, root, dataset, instances, settings)
     finally:
         gc(backend, run_id=run_id, image_kinds=("snapshot", "instance", "env"))
-        for image in client.images.list(name=f"{prefix}/*"):
-            for tag in image.tags:
+        for img in client.images.list(name=f"{prefix}/*"):
+            for tag in img.tags:
                 if tag.startswith(prefix + "/"):
                     client.images.remove(tag, force=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--copies", type=int, default=6, help="instances in all (default 6)")
+    parser.add_argument("--image", default="swe-green/base:py3.11")
+    args = parser.parse_args()
+    configure_logging(level="WARNING")
+    with synthetic_bench("bench", args.copies, args.image) as bench:
+        backend, run_id, runs = bench.backend, bench.run_id, bench.root / "runs"
+        settings, instances = bench.settings, bench.instances
+        with running(make_participant("gold", dataset=str(bench.dataset))) as url:
+            warm_wall, warm, _ = evaluate(
+                settings, backend, run_id, runs / "warm", instances, url, 1
+            )
+            print(
+                f"warm-up (not measured, fills the caches): {warm_wall:6.2f} s, "
+                f"{sum(str(r.status) == 'resolved' for r in warm)}/{len(warm)} resolved"
+            )
+            walls = {}
+            for concurrency in (1, 2):
+                wall, results, run_dir = evaluate(
+                    settings, backend, run_id, runs / f"c{concurrency}", instances, url,
+                    concurrency,
+                )  # fmt: skip
+                walls[concurrency] = wall
+                report(f"concurrency {concurrency}", wall, results, run_dir)
+        print(f"speed-up wall@1 / wall@2: {walls[1] / walls[2]:.2f}x")
 
 
 if __name__ == "__main__":

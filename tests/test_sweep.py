@@ -127,3 +127,40 @@ def test_an_install_failing_on_a_stand_in_python_is_put_down_to_that_python(
     assert record.cause == PYTHON_UNAVAILABLE
     assert (record.python_spec, record.python_used) == ("3.6", "3.11")
     assert "numpy 1.16 needs Python < 3.9" in record.message
+
+
+def test_a_resumed_sweep_runs_again_what_met_an_infrastructure_failure(tmp_path, monkeypatch):
+    """An engine that lost its bridge fails every instance in a second: that is no verdict on
+    them, so a resumed sweep runs them again; a verdict (even a failure) is kept."""
+    from orchestrator.environments import sweep
+    from orchestrator.errors import SandboxError
+    from orchestrator.models import Instance
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
+    from orchestrator.sandbox.local import LocalBackend
+    from orchestrator.settings import Settings
+
+    instances = [
+        Instance(instance_id=iid, repo="o/r", version="1", base_commit="b",
+                 environment_setup_commit="e")
+        for iid in ("o__r-1", "o__r-2")
+    ]  # fmt: skip
+    ctx = RunContext(Settings(data_dir=tmp_path), LocalBackend(), "sweep", RunDir(tmp_path / "r"))
+    engine_down = True
+
+    def sweep_one(ctx, instance):  # noqa: ANN001, ANN202
+        if engine_down:
+            raise SandboxError("could not find bridge docker0")
+        if instance.instance_id == "o__r-1":
+            return _record(instance.instance_id, True)
+        return _record(instance.instance_id, False, cause="gold patch fails")
+
+    monkeypatch.setattr(sweep, "sweep_instance", sweep_one)
+    first = sweep.run_sweep(ctx, instances, 1)
+    assert {r.cause for r in first} == {sweep.INFRASTRUCTURE}
+    engine_down = False
+    second = {r.instance_id: r for r in sweep.run_sweep(ctx, instances, 1)}
+    assert second["o__r-1"].ok and second["o__r-2"].cause == "gold patch fails"
+    calls = []
+    monkeypatch.setattr(sweep, "sweep_instance", lambda c, i: calls.append(i) or None)
+    assert len(sweep.run_sweep(ctx, instances, 1)) == 2 and calls == []  # verdicts are kept

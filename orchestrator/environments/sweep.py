@@ -117,6 +117,11 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
+# an engine or host failure (the Docker engine lost its bridge, went away): no verdict on the
+# instance; a resumed sweep runs it again
+INFRASTRUCTURE = "infrastructure (run again)"
+
+
 def root_cause(message: str) -> str:
     """The category of a failure message (``other`` when none matches)."""
     for category, pattern, _ in ROOT_CAUSES:
@@ -199,12 +204,13 @@ def run_sweep(
     on_done: Callable[[SweepRecord], None] | None = None,
 ) -> list[SweepRecord]:
     """Sweep ``instances``, breadth first (:func:`breadth_first`); those already recorded in
-    the run directory are kept, not redone: a sweep resumes where it stopped."""
+    the run directory are kept, not redone: a sweep resumes where it stopped. An instance
+    that met an infrastructure failure (an exception, not a verdict) is redone."""
     records: list[SweepRecord] = []
     todo = []
     for instance in breadth_first(instances):
         done = load_record(ctx.instance_dir(instance) / RECORD)
-        if done is not None:
+        if done is not None and done.cause != INFRASTRUCTURE:
             records.append(done)
         else:
             todo.append(instance)
@@ -213,10 +219,11 @@ def run_sweep(
     def one(instance: Instance) -> SweepRecord:
         try:
             record = sweep_instance(ctx, instance)
-        except Exception as exc:  # an infrastructure failure: recorded, the sweep goes on
+        except Exception as exc:  # an infrastructure failure: recorded, redone on resume
             record = SweepRecord(
                 instance_id=instance.instance_id, repo=instance.repo, version=instance.version,
-                ok=False, stage="setup", message=f"{type(exc).__name__}: {exc}", cause="other",
+                ok=False, stage="setup", message=f"{type(exc).__name__}: {exc}",
+                cause=INFRASTRUCTURE,
             )  # fmt: skip
         path = ctx.instance_dir(instance) / RECORD
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -192,9 +192,9 @@ class RayRunner:
         return InstanceResult(
             instance_id=instance.instance_id, repo=instance.repo, status=Status.ERROR,
             reason=Reason.INFRASTRUCTURE,
-            message=f"the instance did not finish on the Ray cluster ({tries} attempt(s); "
-            f"{type(exc).__name__}: {_first_line(exc)}); it was not graded, run it again with "
-            "--resume",
+            message=f"the instance did not finish on the Ray cluster: {tries} attempt(s), "
+            f"the last ended by {type(exc).__name__}: {_first_line(exc)}; it was not graded "
+            "(ray_max_retries sets the attempts)",
         )  # fmt: skip
 
     def clean_unfinished(self, ctx: RunContext, finished: set[str]) -> list[str]:

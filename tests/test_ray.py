@@ -22,7 +22,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from orchestrator.errors import UserError
 from orchestrator.housekeeping import list_containers, remove_dead_node_containers
-from orchestrator.models import Status
+from orchestrator.models import Reason, Status
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.context import RunContext
 from orchestrator.run.ray_runner import RayRunner
@@ -103,13 +103,13 @@ def test_a_run_on_two_worker_nodes_resolves_every_instance_like_a_local_run(
     assert not ray.is_initialized()  # the runner let go of the cluster
 
 
-def test_a_node_lost_mid_instance_runs_it_again_on_another_node_and_nothing_is_left(
-    cluster, env_settings, docker_backend, synthetic_instances, gold_url, tmp_path
-):
+def _run_and_lose_a_node(cluster, settings, docker_backend, instances, url, run_dir, run_id):
+    """Run ``instances`` on the cluster and kill its first worker node (no grace) as soon as
+    a container of it appears; the node then comes back under a new id. Returns the results,
+    the instances that were on the dead node, and that node."""
     ray_cluster, workers = cluster
     victim = workers[0]
-    run_id = f"{TEST_RUN_ID}-loss"
-    ctx = _ray_ctx(env_settings, docker_backend, tmp_path, ray_cluster.address, run_id)
+    ctx = RunContext(settings, docker_backend, run_id, RunDir(run_dir))
     killed: list[str] = []
 
     def kill_the_victim_mid_instance() -> None:
@@ -128,24 +128,47 @@ def test_a_node_lost_mid_instance_runs_it_again_on_another_node_and_nothing_is_l
     killer = threading.Thread(target=kill_the_victim_mid_instance, daemon=True)
     killer.start()
     try:
-        results = asyncio.run(run_evaluation(ctx, [synthetic_instances[i] for i in ALL], gold_url))
+        results = asyncio.run(run_evaluation(ctx, instances, url))
     finally:
         killer.join(timeout=5)
         workers[0] = _add_worker(ray_cluster)  # the node comes back for the other tests
     assert killed, "no container of the victim node was seen"
-    # every instance has exactly one result, and the one on the dead node was graded elsewhere
-    assert sorted(r.instance_id for r in results) == sorted(ALL)
-    assert [r.status for r in results] == [Status.RESOLVED] * 3
-    moved = {r.instance_id: r.node for r in results}
-    assert moved[killed[0]] == workers[1].node_id
-    stored = sorted(p.parent.name for p in (ctx.run_dir.path / "instances").glob("*/result.json"))
-    assert stored == sorted(ALL)
-    # the dead node's containers are gone too (removed by the other node, which shares the
-    # engine here; on a host of its own, when its node comes back)
+    # every instance has exactly one result, in the driver's run directory
+    assert sorted(r.instance_id for r in results) == sorted(i.instance_id for i in instances)
+    stored = sorted(p.parent.name for p in (run_dir / "instances").glob("*/result.json"))
+    assert stored == sorted(r.instance_id for r in results)
+    # nothing of the run is left, the dead node's containers neither (removed by the other
+    # node, which shares the engine here; on a host of its own, when its node comes back)
     assert list_containers(docker_backend, run_id=run_id) == []
-    assert not [
-        c for c in docker_backend.containers() if c.labels.get(LABEL_NODE) == victim.node_id
-    ]
+    left = [c for c in docker_backend.containers() if c.labels.get(LABEL_NODE) == victim.node_id]
+    assert left == []
+    return {r.instance_id: r for r in results}, killed[0], victim
+
+
+def test_a_node_lost_mid_instance_runs_it_again_on_another_node_and_nothing_is_left(
+    cluster, env_settings, docker_backend, synthetic_instances, gold_url, tmp_path
+):
+    settings = env_settings.replace(ray_address=cluster[0].address)
+    results, moved, _ = _run_and_lose_a_node(
+        cluster, settings, docker_backend, [synthetic_instances[i] for i in ALL], gold_url,
+        tmp_path / "run", f"{TEST_RUN_ID}-loss",
+    )  # fmt: skip
+    assert [r.status for r in results.values()] == [Status.RESOLVED] * 3
+    assert results[moved].node == cluster[1][1].node_id  # graded on the node that lived
+
+
+def test_with_no_retries_left_the_lost_instance_is_an_infrastructure_error(
+    cluster, env_settings, docker_backend, synthetic_instances, gold_url, tmp_path
+):
+    settings = env_settings.replace(ray_address=cluster[0].address, ray_max_retries=0)
+    results, lost, _ = _run_and_lose_a_node(
+        cluster, settings, docker_backend, [synthetic_instances[i] for i in ALL[:2]], gold_url,
+        tmp_path / "run", f"{TEST_RUN_ID}-noretry",
+    )  # fmt: skip
+    assert (results[lost].status, results[lost].reason) == (Status.ERROR, Reason.INFRASTRUCTURE)
+    assert "1 attempt(s)" in results[lost].message
+    other = next(r for iid, r in results.items() if iid != lost)
+    assert other.status == Status.RESOLVED
 
 
 def test_containers_of_a_dead_node_are_removed_and_others_stay(docker_backend, make_sandbox):

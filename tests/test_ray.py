@@ -237,3 +237,24 @@ def test_the_cli_runs_on_the_cluster_with_ray(cluster, env_settings, tmp_path):
     assert json.loads((run_dir / "results.json").read_text())["results"][0]["resolved_pct"] == 1.0
     config = json.loads((run_dir / "config.json").read_text())
     assert config["settings"]["ray_address"] == ray_cluster.address
+
+
+def test_the_green_agent_evaluates_an_assessment_on_the_cluster(cluster, env_settings, tmp_path):
+    """`serve` with SWE_GREEN_RAY_ADDRESS: an A2A assessment whose instance runs on a node."""
+    from orchestrator.participant.reference import make_participant, running
+
+    from .test_server import _request, assess, final_status, green_agent
+
+    ray_cluster, workers = cluster
+    settings = env_settings.replace(
+        runs_dir=tmp_path / "runs", keep_containers="never", ray_address=ray_cluster.address
+    )
+    gold = make_participant("gold", dataset=settings.dataset.dataset)
+    with running(gold) as gold_url, green_agent(settings, heartbeat=5.0) as url:
+        events = assess(url, _request(gold_url, instance_ids="demo__calc-1"))
+    state, text = final_status(events)
+    assert state == "TASK_STATE_COMPLETED", text
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    result = json.loads((run_dir / "instances" / "demo__calc-1" / "result.json").read_text())
+    assert result["status"] == "resolved"
+    assert result["node"] in {w.node_id for w in workers}

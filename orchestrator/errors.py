@@ -12,6 +12,12 @@ class UserError(Exception):
         super().__init__(f"{problem} Fix: {fix}" if fix else problem)
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of ``exc``'s message (at most ``limit`` characters), else its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
+
+
 class DockerUnavailable(UserError):
     """No Docker daemon answers."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orchestrator.errors import first_line
 from orchestrator.sandbox import SandboxBackend, SandboxError
 
 
@@ -44,8 +45,7 @@ def pull_shared(
     try:
         backend.pull_image(reference)
     except SandboxError as exc:
-        why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        _note(log_path, f"{what} {reference} not in the registry: building ({why})")
+        _note(log_path, f"{what} {reference} not in the registry: building ({first_line(exc)})")
         return None
     _note(
         log_path,
@@ -68,8 +68,7 @@ def push_shared(
     try:
         backend.push_image(name, reference)
     except SandboxError as exc:
-        why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        _note(log_path, f"warning: {what} not pushed to {reference}: {why}")
+        _note(log_path, f"warning: {what} not pushed to {reference}: {first_line(exc)}")
         return False
     _note(
         log_path,

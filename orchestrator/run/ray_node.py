@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from orchestrator.environments.setup_scripts import LABEL_REPO_VERSION
-from orchestrator.housekeeping import list_images, remove_dead_node_containers
+from orchestrator.housekeeping import (
+    list_images,
+    remove_dead_node_containers,
+    stop_run_containers,
+)
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import run_instance
@@ -40,8 +44,6 @@ SCRATCH_DIR = "ray-scratch"
 class InstanceJob(BaseModel):
     """What the driver sends a node for one instance."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     run_id: str
     settings: Settings
     instance: Instance
@@ -49,12 +51,11 @@ class InstanceJob(BaseModel):
 
 
 class NodeOutcome(BaseModel):
-    """What a node sends back: the result, the instance directory's files, where it ran."""
+    """What a node sends back: the result (``host`` and ``node`` say where it ran) and the
+    instance directory's files."""
 
     result: InstanceResult
     files: dict[str, bytes] = Field(default_factory=dict)  # relative path -> content
-    node_id: str
-    host: str
 
 
 def this_node() -> str:
@@ -105,7 +106,7 @@ def run_on_node(job: InstanceJob, board: Any = None) -> NodeOutcome:
     result = result.model_copy(update={"logs": logs, "host": socket.gethostname(), "node": node})
     files = _collect(instance_dir)
     shutil.rmtree(instance_dir, ignore_errors=True)
-    return NodeOutcome(result=result, files=files, node_id=node, host=socket.gethostname())
+    return NodeOutcome(result=result, files=files)
 
 
 def _collect(directory: Path) -> dict[str, bytes]:
@@ -122,12 +123,9 @@ def housekeeping_on_node(settings: Settings, run_id: str, finished: list[str] | 
     settings = on_this_node(settings)
     backend = _backend(settings)
     removed = remove_dead_node_containers(backend, alive_nodes())
-    ctx = RunContext(settings, backend, run_id, RunDir(settings.storage.data_dir / SCRATCH_DIR))
     if finished is None:
-        from orchestrator.housekeeping import stop_run_containers
-
         return removed + stop_run_containers(backend, run_id)
-    return removed + clean_unfinished_here(ctx, set(finished))
+    return removed + clean_unfinished_here(backend, run_id, set(finished))
 
 
 def environments_on_node(settings: Settings) -> list[str]:

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from orchestrator.errors import UserError
+from orchestrator.errors import UserError, first_line
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.run.context import RunContext
@@ -92,7 +92,7 @@ class RayRunner:
             )  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UserError(
-                f"No Ray cluster answers at {address} ({str(exc).splitlines()[0][:200]}).",
+                f"No Ray cluster answers at {address} ({first_line(exc, 200)}).",
                 "start one (`ray start --head` on one host, `ray start --address HEAD:6379 "
                 "--resources '{\"sandbox_slots\": 2}'` on each Docker host) or fix ray_address.",
             ) from None
@@ -131,7 +131,7 @@ class RayRunner:
                 self.placement.holds(node, ray.get(ref, timeout=NODE_CHECK_TIMEOUT))
             except RayError as exc:
                 raise UserError(
-                    f"Ray node {node[:12]} cannot serve as a Docker host: {_first_line(exc)}",
+                    f"Ray node {node[:12]} cannot serve as a Docker host: {first_line(exc)}",
                     "start a Docker engine on that host (scripts/setup) and install swe-green "
                     "in the Python environment `ray start` ran from.",
                 ) from None
@@ -178,8 +178,8 @@ class RayRunner:
             return self._lost(instance, exc)
         finally:
             self.placement.release(node)
-        # the node it ran on (a retry may have moved it) holds its environment now
-        self.placement.holds(outcome.node_id, [instance.repo_version])
+        if outcome.result.node:  # it ran there (a retry may have moved it): the environment
+            self.placement.holds(outcome.result.node, [instance.repo_version])
         instance_dir = ctx.instance_dir(instance)
         for name, data in outcome.files.items():
             target = (instance_dir / name).resolve()
@@ -193,7 +193,7 @@ class RayRunner:
             instance_id=instance.instance_id, repo=instance.repo, status=Status.ERROR,
             reason=Reason.INFRASTRUCTURE,
             message=f"the instance did not finish on the Ray cluster: {tries} attempt(s), "
-            f"the last ended by {type(exc).__name__}: {_first_line(exc)}; it was not graded "
+            f"the last ended by {type(exc).__name__}: {first_line(exc)}; it was not graded "
             "(ray_max_retries sets the attempts)",
         )  # fmt: skip
 
@@ -211,7 +211,7 @@ class RayRunner:
             try:
                 names += ray.get(ref, timeout=NODE_CHECK_TIMEOUT)
             except RayError as exc:
-                ctx.log.warning("cluster.housekeeping_failed", node=node, error=_first_line(exc))
+                ctx.log.warning("cluster.housekeeping_failed", node=node, error=first_line(exc))
         return names
 
     def close(self) -> None:
@@ -235,13 +235,8 @@ class RayRunner:
             try:
                 events = await self.board.drain.remote()
             except RayError as exc:  # the board's node died: no more phases, the run goes on
-                self.log.warning("cluster.phase_board_lost", error=_first_line(exc))
+                self.log.warning("cluster.phase_board_lost", error=first_line(exc))
                 return
             for instance_id, phase in events:
                 if self._on_phase is not None:
                     self._on_phase(instance_id, phase)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -14,6 +14,7 @@ from orchestrator.housekeeping import list_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback, run_instance
+from orchestrator.sandbox import SandboxBackend
 from orchestrator.settings import Settings
 
 
@@ -56,7 +57,7 @@ class LocalRunner:
         return await run_instance(ctx, instance, participant_url, on_phase)
 
     def clean_unfinished(self, ctx: RunContext, finished: set[str]) -> list[str]:
-        return clean_unfinished_here(ctx, finished)
+        return clean_unfinished_here(ctx.backend, ctx.run_id, finished)
 
     def stop_leftovers(self, ctx: RunContext) -> list[str]:
         return stop_run_containers(ctx.backend, ctx.run_id)
@@ -65,12 +66,12 @@ class LocalRunner:
         return None
 
 
-def clean_unfinished_here(ctx: RunContext, finished: set[str]) -> list[str]:
+def clean_unfinished_here(backend: SandboxBackend, run_id: str, finished: set[str]) -> list[str]:
     """Remove the containers an interrupted run left on this host for unfinished instances."""
     removed = []
-    for info in list_containers(ctx.backend, run_id=ctx.run_id):
+    for info in list_containers(backend, run_id=run_id):
         if info.instance_id not in finished:
-            ctx.backend.remove_container(info.id)
+            backend.remove_container(info.id)
             removed.append(info.name)
     return removed
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from orchestrator.housekeeping import active_run
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.run.context import RunContext
-from orchestrator.run.runner import InstanceRunner, clean_unfinished_here, runner_for
+from orchestrator.run.runner import InstanceRunner, runner_for
 
 
 class ProgressEvent(BaseModel):
@@ -49,11 +49,6 @@ def default_concurrency() -> int:
     except (ValueError, OSError):
         mem_gb = 8.0
     return max(1, min(cores, int(mem_gb // 6)))
-
-
-def clean_unfinished(ctx: RunContext, finished: set[str]) -> list[str]:
-    """Remove the containers an interrupted run left on this host for unfinished instances."""
-    return clean_unfinished_here(ctx, finished)
 
 
 class _Progress:

@@ -34,8 +34,12 @@ class DiskWatcher:
         upper_dir: str | None,
         reported_size: Callable[[], int | None],
         kill: Callable[[], None],
+        baseline: int = 0,
     ) -> None:
         self.limit = limit
+        # bytes already in the layer when the budget starts (files a snapshot restored):
+        # the budget counts what is written after them
+        self.baseline = baseline
         self.max_poll = max(max_poll, self.min_poll)
         self.upper_dir = upper_dir
         self.reported_size = reported_size
@@ -65,6 +69,12 @@ class DiskWatcher:
         )
 
     def measure(self) -> int | None:
+        """Bytes written since the budget started (allocated blocks of the writable layer,
+        less :attr:`baseline`), or None when they cannot be read."""
+        size = self.layer_size()
+        return None if size is None else max(size - self.baseline, 0)
+
+    def layer_size(self) -> int | None:
         """Bytes in the writable layer (allocated blocks), or None when it cannot be read."""
         if self.upper_dir is not None:
             done = subprocess.run(

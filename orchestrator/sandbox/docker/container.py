@@ -103,7 +103,8 @@ class DockerSandbox:
                 restore(sandbox, spec.files)
             if spec.limits.disk is not None:
                 watcher = _disk_watcher(client, container.id, spec.limits)
-                watcher.baseline = (watcher.measure() or 0) if spec.files is not None else 0
+                if spec.files is not None:
+                    watcher.baseline = watcher.layer_size() or 0
                 sandbox.disk_watcher = watcher.start()
             if not spec.network:
                 sandbox.set_network(False)

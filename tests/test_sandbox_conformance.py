@@ -239,3 +239,30 @@ def test_unpacking_refuses_members_outside_the_directory(tmp_path, monkeypatch, 
         with pytest.raises(tarfile.TarError):
             unpack(bad, str(tmp_path / "inner"))
     assert not (tmp_path.parent / "evil.py").exists()
+
+
+def test_file_errors_are_sandbox_errors(started: tuple[SandboxBackend, Sandbox]) -> None:
+    """Reading, archiving or writing where the sandbox cannot is a :class:`SandboxError`,
+    whatever the backend (not the host's ``FileNotFoundError``/``NotADirectoryError``)."""
+    _, sandbox = started
+    here = scratch(sandbox)
+    missing = f"{here}/missing/file"
+    with pytest.raises(SandboxError):
+        sandbox.read_file(missing)
+    with pytest.raises(SandboxError):
+        sandbox.get_archive(missing, io.BytesIO())
+    sandbox.write_file(f"{here}/plain", b"x")
+    with pytest.raises(SandboxError):
+        sandbox.write_file(f"{here}/plain/under", b"y")  # a file is not a directory
+    with pytest.raises(SandboxError):
+        sandbox.put_archive(f"{here}/plain/under", _tar_of({"f": b"z"}))
+
+
+def _tar_of(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -24,6 +25,15 @@ from orchestrator.sandbox.errors import SandboxError, Unsupported
 from orchestrator.sandbox.models import OutputCap
 
 LOCAL_IMAGE = "local"
+
+
+@contextmanager
+def _host_files(action: str, path: str | Path, sandbox: str) -> Iterator[None]:
+    """The host's ``OSError`` as the interface's :class:`SandboxError`."""
+    try:
+        yield
+    except OSError as exc:
+        raise SandboxError(f"cannot {action} {path} in sandbox {sandbox}: {exc}") from None
 
 
 class LocalSandbox:
@@ -79,25 +89,27 @@ class LocalSandbox:
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data.encode() if isinstance(data, str) else data)
-        target.chmod(mode)
+        with _host_files("write", path, self.name):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data.encode() if isinstance(data, str) else data)
+            target.chmod(mode)
 
     def read_file(self, path: str) -> bytes:
-        try:
+        with _host_files("read", path, self.name):
             return Path(path).read_bytes()
-        except OSError as exc:
-            raise SandboxError(f"no file {path} in sandbox {self.name}: {exc}") from None
 
     def put_dir(self, host_dir: Path, container_dir: str) -> None:
-        shutil.copytree(host_dir, container_dir, dirs_exist_ok=True)
+        with _host_files("copy a directory to", container_dir, self.name):
+            shutil.copytree(host_dir, container_dir, dirs_exist_ok=True)
 
     def get_archive(self, path: str, out: IO[bytes]) -> None:
-        out.write(pack(path))
+        with _host_files("archive", path, self.name):
+            out.write(pack(path))
 
     def put_archive(self, directory: str, tar: bytes | IO[bytes]) -> None:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        unpack(tar if isinstance(tar, bytes) else tar.read(), directory)
+        with _host_files("unpack an archive into", directory, self.name):
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            unpack(tar if isinstance(tar, bytes) else tar.read(), directory)
 
     def changes(self) -> list[dict[str, object]]:
         raise Unsupported("the local backend has no image to compare with")

@@ -193,6 +193,11 @@ class SandboxSettings(_Group):
     disk_poll: float = Field(
         1.0, description="Slowest poll of a container's disk use, seconds (faster near the budget)."
     )
+    backend: Literal["docker", "local"] = Field(
+        "docker",
+        description="docker: one container per sandbox (the product). local: host "
+        "directories and processes with no isolation at all, for tests and development only.",
+    )
     docker_policy: Literal["full", "restricted"] = Field(
         "full",
         description="full: the whole Docker API (environment images cached by commit, the "

@@ -36,3 +36,25 @@ def test_the_import_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from docker.errors import NotFound\n    import docker.types\n")
     assert imported_modules(module) == {"docker"}
+
+
+def _imports_connect(path: Path) -> bool:
+    """Whether ``path`` imports ``connect`` from a sandbox backend (in functions too)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("orchestrator.sandbox.")
+            and any(alias.name == "connect" for alias in node.names)
+        ):
+            return True
+    return False
+
+
+def test_only_the_backend_factory_imports_a_backends_connect() -> None:
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if _imports_connect(path) and DOCKER_BACKEND not in path.relative_to(ROOT).parents
+    )
+    assert importers == ["orchestrator/sandbox/factory.py"]

@@ -37,7 +37,7 @@ from orchestrator.run.bootstrap import start_run
 from orchestrator.run.context import RunContext
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
-from orchestrator.sandbox.docker import connect
+from orchestrator.sandbox.factory import backend_from
 from orchestrator.settings import Settings
 
 DEFAULT_HEARTBEAT = 20.0
@@ -259,9 +259,8 @@ class AssessmentExecutor(AgentExecutor):
 async def ready_backend(settings: Settings) -> SandboxBackend:
     """The sandbox backend, once its engine answers and has a base image (or a registry to
     pull one from)."""
-    restricted = settings.sandbox.docker_policy == "restricted"
     try:
-        backend = await asyncio.to_thread(connect, restricted=restricted)
+        backend = await asyncio.to_thread(backend_from, settings)
     except BackendUnavailable as exc:
         raise _Failed(f"The green agent cannot evaluate: {exc}") from None
     base = f"{settings.environment.image_prefix}/base"

@@ -100,12 +100,12 @@ def images_build(
 ) -> None:
     """Build the base images (skips those that exist)."""
     from orchestrator.environments.images import SUITES, build_base_images
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
     build_base_images(
-        connect(),
+        backend_from(settings()),
         settings().environment.image_prefix,
         python or list(SUITES),
         method=method,  # type: ignore[arg-type]
@@ -118,11 +118,11 @@ def images_build(
 def images_ls() -> None:
     """List this tool's images (base, environment cache, snapshots)."""
     from orchestrator.housekeeping import list_images
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
     from orchestrator.sandbox.models import LABEL_KIND
 
     table = Table("image", "kind", "size (MB)", "created")
-    for image in list_images(connect()):
+    for image in list_images(backend_from(settings())):
         tag = image.tags[0] if image.tags else image.short_id
         size = image.size / 1e6
         created = image.created[:19]
@@ -134,12 +134,12 @@ def images_ls() -> None:
 def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] = None) -> None:
     """List this tool's containers with their run and instance."""
     from orchestrator.housekeeping import list_containers
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
     table = Table("container", "status", "run", "instance", "role", "created")
     for column in table.columns:
         column.overflow = "fold"
-    for info in list_containers(connect(), run_id=run):
+    for info in list_containers(backend_from(settings()), run_id=run):
         table.add_row(
             info.name, info.status, info.run_id, info.instance_id, info.role, info.created[:19]
         )
@@ -153,9 +153,9 @@ def inspect_cmd(
 ) -> None:
     """Open an interactive shell in a kept container."""
     from orchestrator.housekeeping import find_container
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
-    backend = connect()
+    backend = backend_from(settings())
     info, how = find_container(backend, ref)
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
     if info.status != "running":
@@ -179,10 +179,12 @@ def gc_cmd(
 ) -> None:
     """Remove this tool's leftover containers and snapshot images."""
     from orchestrator.housekeeping import EPHEMERAL_KINDS, gc
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
     kinds = (*EPHEMERAL_KINDS, "env", "base") if all_images else EPHEMERAL_KINDS
-    containers, images = gc(connect(), dry_run=dry_run, run_id=run, image_kinds=kinds)
+    containers, images = gc(
+        backend_from(settings()), dry_run=dry_run, run_id=run, image_kinds=kinds
+    )
     verb = "would remove" if dry_run else "removed"
     console.print(f"{verb} {len(containers)} container(s), {len(images)} image(s)")
     for name in containers + images:

@@ -39,10 +39,10 @@ def start_cli_run(
 ) -> RunContext:
     """A run of a CLI command (``run``, ``validate``), new or resumed; see :mod:`.bootstrap`."""
     from orchestrator.run.bootstrap import start_run
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
     run_id = config.pop("run_id", None) or (resume.name if resume else None)
-    backend = connect(restricted=settings.sandbox.docker_policy == "restricted")
+    backend = backend_from(settings)
     return start_run(
         settings, backend, kind=kind, run_id=run_id, run_dir=resume or output,
         config={"source": "cli", **config},

@@ -192,11 +192,13 @@ def validation_report_cmd(
 def envs_ls() -> None:
     """List the cached environment and instance images, least recently used first."""
     from orchestrator.housekeeping import cached_images
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
     settings = load_settings()
     table = Table("image", "kind", "own size", "last used")
-    images = cached_images(connect(), settings.storage.data_dir, settings.environment.image_prefix)
+    images = cached_images(
+        backend_from(settings), settings.storage.data_dir, settings.environment.image_prefix
+    )
     for image in images:
         table.add_row(image.tag, image.kind, _size(image.size), _ago(image.last_used))
     console.print(table)
@@ -223,7 +225,7 @@ def envs_prune(
     from pydantic import ByteSize, TypeAdapter, ValidationError
 
     from orchestrator.housekeeping import execute_prune, plan_prune
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
     limit = None
     if max_size is not None:
@@ -236,7 +238,7 @@ def envs_prune(
     if keep_days is not None and keep_days < 0:
         raise UserError("--keep-days must be 0 or more.", "pass a number of days, e.g. 14.")
     settings = load_settings()
-    backend = connect()
+    backend = backend_from(settings)
     plan = plan_prune(
         backend,
         settings.storage.data_dir,

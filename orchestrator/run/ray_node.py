@@ -82,9 +82,9 @@ def on_this_node(settings: Settings) -> Settings:
 
 
 def _backend(settings: Settings) -> SandboxBackend:
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.factory import backend_from
 
-    return connect(restricted=settings.sandbox.docker_policy == "restricted")
+    return backend_from(settings)
 
 
 def run_on_node(job: InstanceJob, board: Any = None) -> NodeOutcome:

@@ -2,7 +2,8 @@
 
 Backends: :mod:`.docker` (the Docker engine) and :mod:`.local` (the host, for tests). The rest
 of the product imports from here and never from a backend, except where a front end chooses
-one (``orchestrator.sandbox.docker.connect``).
+one through :func:`.factory.backend_from` (settings → backend; the only caller of a backend's
+``connect``).
 """
 
 from orchestrator.sandbox.errors import (

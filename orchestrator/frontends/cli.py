@@ -146,6 +146,41 @@ def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] =
     console.print(table)
 
 
+@sandbox_app.command("check")
+def sandbox_check(
+    check: Annotated[
+        list[str] | None, typer.Option(help="Only this check (repeatable); all by default.")
+    ] = None,
+    registry: Annotated[
+        str | None, typer.Option(help="host:port of a registry to check push and pull against.")
+    ] = None,
+) -> None:
+    """Run the sandbox conformance suite against the configured backend and base image."""
+    import uuid
+
+    from orchestrator.sandbox.conformance import CHECKS, Target, run_checks
+    from orchestrator.sandbox.factory import backend_from
+    from orchestrator.sandbox.local import LOCAL_IMAGE
+
+    s = settings()
+    unknown = sorted(set(check or []) - set(CHECKS))
+    if unknown:
+        raise UserError(f"No check named {', '.join(unknown)}.", f"use one of {', '.join(CHECKS)}.")
+    backend = backend_from(s)
+    image = LOCAL_IMAGE if backend.name == "local" else s.environment.base_image()
+    run_id = f"check-{uuid.uuid4().hex[:8]}"
+    target = Target(backend, image, run_id, registry=registry,
+                    image_repository=f"{s.environment.image_prefix}-check/conformance")  # fmt: skip
+    table = Table("check", "outcome", "s", "message")
+    results = run_checks(target, check)
+    for r in results:
+        colour = {"passed": "green", "failed": "red", "unsupported": "yellow"}[r.outcome]
+        table.add_row(r.name, f"[{colour}]{r.outcome}[/]", f"{r.seconds:.1f}", r.message)
+    console.print(table)
+    if any(r.outcome == "failed" for r in results):
+        raise typer.Exit(1)
+
+
 @app.command("inspect")
 def inspect_cmd(
     ref: Annotated[str, typer.Argument(help="Instance id, container name or container id.")],

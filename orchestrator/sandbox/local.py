@@ -43,6 +43,7 @@ class LocalSandbox:
         self.root, self._name, self._labels, self.limits = root, name, labels, limits
         self.running = True
         self.disk_exceeded = False
+        self._groups: set[int] = set()  # the process group of every exec (its session)
 
     @property
     def id(self) -> str:
@@ -71,6 +72,7 @@ class LocalSandbox:
             argv, cwd=workdir or self.root, env={**os.environ, **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
+        self._groups.add(process.pid)
         timed_out = False
         try:
             stdout, stderr = process.communicate(timeout=timeout)
@@ -121,7 +123,13 @@ class LocalSandbox:
         raise Unsupported("the local backend cannot snapshot the host")
 
     def kill_processes(self) -> None:
-        """Nothing to do: every exec waits for its processes (a timeout kills its group)."""
+        """Kill the process group of every exec so far (what they left in the background)."""
+        for group in self._groups:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self._groups.clear()
 
     def check_disk(self) -> None:
         """No disk budget here."""

@@ -6,8 +6,8 @@ off, snapshots itself to an image, and is stopped (kept) or removed. A
 :class:`SandboxBackend` starts sandboxes from images with limits and labels, finds them again
 by label, and manages the images. Backends: :mod:`.docker` (the Docker engine; the only
 module of the product that imports ``docker``) and :mod:`.local` (the host itself, for tests
-and development: no isolation). ``tests/test_sandbox_conformance.py`` runs the same checks
-against each.
+and development: no isolation). :mod:`.conformance` is the suite every backend passes
+(``swe-green sandbox check``; the tests run it on each backend).
 
 Errors are those of :mod:`.errors`, whatever the backend.
 """

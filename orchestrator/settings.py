@@ -111,6 +111,13 @@ class EnvironmentSettings(_Group):
         description="Seconds a failed environment build is remembered: instances needing it "
         "fail at once instead of rebuilding it (0: always retry).",
     )
+    share_history: bool = Field(
+        True,
+        description="Environment images hold the repository history their instances share "
+        "(the common ancestor of the dataset's base commits of that environment); an "
+        "instance image adds only the objects its base reaches beyond it. Off: every "
+        "instance image holds its base's whole history.",
+    )
     image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")
     base_python: str = Field("3.11", description="Default base image Python (3.9/3.11/3.13).")
     base_image_registry: str | None = Field(

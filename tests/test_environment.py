@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator.environments.build import SetupFailed, prepare_instance
 from orchestrator.housekeeping import list_containers
+from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.models import LABEL_ROLE
 
@@ -149,7 +150,8 @@ def test_history_after_the_base_is_gone(
         "objects/pack/*.promisor objects/pack/*.keep 2>/dev/null"
     ).stdout
     assert leftovers.strip() == ""
-    assert len(sb.exec("ls /testbed/.git/objects/pack/*.pack").stdout.split()) == 1
+    # the environment's shared history and what the base reaches beyond it
+    assert len(sb.exec("ls /testbed/.git/objects/pack/*.pack").stdout.split()) in (1, 2)
     assert git("git config --get-regexp 'remote|promisor|partialclone'").strip() == ""
     assert git("git status --porcelain").strip() == ""
     assert git("git fsck --connectivity-only 2>&1; echo rc=$?").strip().endswith("rc=0")
@@ -321,3 +323,122 @@ def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hi
     again = RunContext(run_ctx.settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "again"))
     cached = prepare_instance(again, instance)  # the fake API is gone: a call would fail
     assert cached.env_cache_hit and cached.test_cmd == test_command
+
+
+@pytest.fixture
+def share_ctx(env_settings, synthetic_dir, docker_client, base_image, docker_backend, tmp_path):
+    """A context of its own image prefix whose dataset (a file it rewrites) decides which
+    instances an environment's shared history serves; it makes its own contexts with
+    ``make(rows)``."""
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
+
+    prefix = f"{env_settings.environment.image_prefix}-share"
+    docker_client.images.get(base_image).tag(f"{prefix}/base", "py3.11")
+    rows = {
+        json.loads(line)["instance_id"]: json.loads(line)
+        for line in (synthetic_dir / "instances.jsonl").read_text().splitlines()
+    }
+    data_dir = tmp_path / "data"
+
+    def make(*instances: dict) -> RunContext:
+        dataset = tmp_path / f"instances-{len(list(tmp_path.glob('instances-*')))}.jsonl"
+        dataset.write_text("".join(json.dumps(r) + "\n" for r in instances))
+        settings = env_settings.replace(
+            dataset=str(dataset), data_dir=data_dir, image_prefix=prefix
+        )
+        return RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / dataset.stem))
+
+    yield make, rows
+    for img in docker_client.images.list(name=f"{prefix}/*"):
+        for tag in img.tags:
+            if tag.startswith(prefix + "/"):
+                docker_client.images.remove(tag, force=True)
+
+
+def _history_of(sb: Sandbox) -> tuple[set[str], str, list[str]]:
+    """The objects of /testbed/.git, its HEAD and its packs."""
+    objects = sb.exec(
+        "cd /testbed && git cat-file --batch-all-objects --batch-check='%(objectname)'"
+    ).stdout.split()
+    head = sb.exec("cd /testbed && git rev-parse HEAD").stdout.strip()
+    packs = sb.exec("ls /testbed/.git/objects/pack/*.pack").stdout.split()
+    return set(objects), head, packs
+
+
+def _reachable_in(mirror: Path, commit: str) -> set[str]:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "--git-dir", str(mirror), *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    tags = git("for-each-ref", f"--merged={commit}", "--format=%(objectname)", "refs/tags")
+    listed = git("rev-list", "--objects", commit, *tags.split())
+    return {line.split()[0] for line in listed.splitlines()}
+
+
+def test_instances_of_one_environment_share_its_history_and_add_only_their_own(
+    share_ctx, sandbox_of, env_settings
+):
+    """The environment's .git holds the history its instances share; an instance whose base
+    descends from it adds one pack of what lies beyond; one that does not (a base the
+    dataset did not list when the environment was built) gets its whole history instead.
+    Either way the repository holds exactly what its base reaches."""
+    make, rows = share_ctx
+    newer = rows["demo__calc-1"]
+    mirror = env_settings.repos.mirror_dir / "demo__calc.git"
+    older_base = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-parse", f"{newer['base_commit']}~1"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    older = newer | {"instance_id": "demo__calc-older", "base_commit": older_base}
+
+    # built for the newer instance alone: the shared history is its base's
+    first = prepare_instance(make(newer), Instance.model_validate(newer))
+    objects, head, packs = _history_of(sandbox_of(first.instance_image))
+    assert head == newer["base_commit"] and len(packs) == 2
+    assert objects == _reachable_in(mirror, newer["base_commit"])
+    # the older base does not descend from it: its whole history replaces the shared one
+    ctx = make(newer, older)
+    second = prepare_instance(ctx, Instance.model_validate(older))
+    assert second.env_cache_hit
+    log = (ctx.instance_dir(Instance.model_validate(older)) / "setup.log").read_text()
+    assert "clean history (replace)" in log
+    sb = sandbox_of(second.instance_image)
+    objects, head, packs = _history_of(sb)
+    assert head == older_base and len(packs) == 1
+    assert objects == _reachable_in(mirror, older_base)
+    assert newer["base_commit"] not in objects
+    assert sb.exec("cd /testbed && git status --porcelain && ls .git/ORIG_HEAD").stdout == ""
+
+
+def test_the_shared_history_is_the_common_ancestor_of_the_listed_bases(
+    share_ctx, sandbox_of, env_settings
+):
+    make, rows = share_ctx
+    newer = rows["demo__calc-1"]
+    mirror = env_settings.repos.mirror_dir / "demo__calc.git"
+    older_base = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-parse", f"{newer['base_commit']}~1"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    older = newer | {"instance_id": "demo__calc-older", "base_commit": older_base}
+    ctx = make(newer, older)
+    prepared = prepare_instance(ctx, Instance.model_validate(newer))
+    labels = ctx.backend.image_labels(prepared.env_image)
+    assert labels["swe-green.shared-history"] == older_base
+    log = (ctx.instance_dir(Instance.model_validate(newer)) / "setup.log").read_text()
+    assert "clean history (add): 1 commits" in log
+    sb = sandbox_of(prepared.instance_image)
+    objects, head, packs = _history_of(sb)
+    assert head == newer["base_commit"] and len(packs) == 2
+    assert objects == _reachable_in(mirror, newer["base_commit"])
+    assert sb.exec("cd /testbed && git status --porcelain").stdout == ""
+    commits = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-list", "--count", newer["base_commit"]],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert sb.exec("cd /testbed && git log --oneline | wc -l").stdout.strip() == commits.strip()
+    assert sb.exec("cd /testbed && git fsck --connectivity-only 2>&1; echo rc=$?").stdout.endswith(
+        "rc=0\n"
+    )

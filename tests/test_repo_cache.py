@@ -239,3 +239,60 @@ def test_a_snapshot_lacking_a_blob_fails_early_naming_the_repository_and_the_obj
                         environment_setup_commit=setup)  # fmt: skip
     with pytest.raises(RepoError, match=rf"acme/widget lacks 1 object.*big\.dat \({blob}\)"):
         check_complete(settings, instance)
+
+
+def _objects(git_dir: Path) -> set[str]:
+    listed = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)", cwd=git_dir)
+    return set(listed.split())
+
+
+def _reachable(mirror: Path, commit_: str) -> set[str]:
+    tags = git("for-each-ref", f"--merged={commit_}", "--format=%(objectname)", "refs/tags",
+               cwd=mirror).split()  # fmt: skip
+    listed = git("rev-list", "--objects", commit_, *tags, cwd=mirror)
+    return {line.split()[0] for line in listed.splitlines()}
+
+
+def test_a_history_since_a_shared_one_adds_only_what_the_base_reaches_beyond_it(upstream, tmp_path):
+    """Shared history (the environment's) + the pack beyond it = exactly the base's history,
+    with the base's refs; nothing the base does not reach."""
+    from orchestrator.environments.repo_cache import export_clean_git
+
+    git("tag", "-a", "-m", "release", "v1.1", upstream.base, cwd=upstream.work)
+    git("push", "-q", str(upstream.bare), "v1.1", cwd=upstream.work)
+    later = upstream.add_commit("def f(): return 3\n")  # after the base: must stay out
+    shared = export_clean_git(upstream.bare, upstream.setup, tmp_path / "shared")
+    beyond = export_clean_git(
+        upstream.bare, upstream.fix, tmp_path / "beyond", since=upstream.setup
+    )
+    assert (shared.commits, beyond.commits) == (1, 2)
+    both = _objects(tmp_path / "shared") | _objects(tmp_path / "beyond")
+    assert both == _reachable(upstream.bare, upstream.fix)
+    assert not _objects(tmp_path / "beyond") & _objects(tmp_path / "shared")
+    assert later not in both
+    # laid over the shared history as phase 4 does: a sound repository at the base
+    for pack in (tmp_path / "beyond" / "objects" / "pack").iterdir():
+        shutil.copy(pack, tmp_path / "shared" / "objects" / "pack" / pack.name)
+    shutil.copy(tmp_path / "beyond" / "packed-refs", tmp_path / "shared" / "packed-refs")
+    repo = tmp_path / "shared"
+    assert git("rev-parse", "main", cwd=repo) == upstream.fix
+    assert git("describe", "--tags", "main", cwd=repo).startswith("v1.1-1-g")
+    assert sorted(git("tag", cwd=repo).split()) == ["v1.0", "v1.1"]
+    assert git("fsck", "--connectivity-only", "--no-dangling", cwd=repo) == ""
+
+
+def test_the_shared_commit_is_the_common_ancestor_of_the_bases(upstream):
+    from orchestrator.environments.repo_cache import is_ancestor, shared_commit
+
+    git("checkout", "-q", "-b", "side", upstream.setup, cwd=upstream.work)
+    side = commit(upstream.work, "side.py", "side\n")
+    git("push", "-q", str(upstream.bare), "side", cwd=upstream.work)
+    mirror = upstream.bare
+    assert shared_commit(mirror, [upstream.fix, upstream.base]) == upstream.base
+    assert shared_commit(mirror, [upstream.fix, side]) == upstream.setup
+    assert shared_commit(mirror, [upstream.fix]) == upstream.fix
+    assert shared_commit(mirror, [upstream.fix, "0" * 40]) == upstream.fix  # not in the mirror
+    assert shared_commit(mirror, ["0" * 40]) is None
+    assert is_ancestor(mirror, upstream.setup, upstream.fix)
+    assert not is_ancestor(mirror, upstream.fix, upstream.setup)
+    assert not is_ancestor(mirror, side, upstream.fix)

@@ -40,7 +40,9 @@ from orchestrator.environments.repo_cache import (
     check_complete,
     ensure_mirror,
     export_clean_git,
+    is_ancestor,
     prepare_checkout,
+    shared_commit,
 )
 from orchestrator.environments.setup_scripts import (
     ACTIVATE,
@@ -49,12 +51,14 @@ from orchestrator.environments.setup_scripts import (
     LABEL_PYTHON,
     LABEL_REINSTALL,
     LABEL_REPO_VERSION,
+    LABEL_SHARED_HISTORY,
     LABEL_TEST_CMD,
     PYTHON_MIRROR_DIR,
     SWE_DIR,
     TESTBED,
     base_commit_script,
     recipe_setup_script,
+    share_history_script,
 )
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.housekeeping import keep_stopped
@@ -127,6 +131,8 @@ class EnvImage(BaseModel):
     tokens: dict[str, int] = Field(default_factory=dict)
     test_cmd: str | None = None
     reinstall: str | None = None
+    # the commit whose history the image's /testbed/.git holds (None: a whole clone)
+    shared_history: str | None = None
 
 
 def ensure_env_image(
@@ -158,6 +164,7 @@ def env_from_labels(ctx: RunContext, name: str) -> EnvImage:
         python=labels.get(LABEL_PYTHON, ""),
         test_cmd=labels.get(LABEL_TEST_CMD),
         reinstall=labels.get(LABEL_REINSTALL),
+        shared_history=labels.get(LABEL_SHARED_HISTORY),
     )
 
 
@@ -187,9 +194,61 @@ def build_env_image(
             labels[LABEL_TEST_CMD] = built.test_cmd
         if built.reinstall is not None:
             labels[LABEL_REINSTALL] = built.reinstall
+        built.shared_history = share_history(ctx, instance, sandbox, log_path)
+        if built.shared_history is not None:
+            labels[LABEL_SHARED_HISTORY] = built.shared_history
         sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
     log.info("setup.done", image=name)
     return built
+
+
+def share_history(
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path
+) -> str | None:
+    """End of phases 1-3 in ``sandbox``: ``/testbed/.git`` becomes the history that the
+    environment's instances share (the common ancestor of their base commits, as the
+    dataset lists them), so that each instance image adds only what its base reaches beyond
+    it. Returns that commit, or None (setting ``share_history`` off, or no common ancestor:
+    the environment keeps a whole clone and phase 4 swaps in a full clean history)."""
+    if not ctx.settings.environment.share_history:
+        return None
+    mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+    shared = shared_commit(mirror, _peer_bases(ctx, instance))
+    if shared is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        history = export_clean_git(mirror, shared, Path(tmp) / "git")
+        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    with open(log_path, "a") as fh:
+        fh.write(
+            f"shared history at {shared[:12]}: {history.commits} commits, "
+            f"{history.objects} objects, {history.pack_bytes / 1e6:.1f} MB pack\n"
+        )
+    ok, why = _run_logged(
+        sandbox,
+        share_history_script(),
+        log_path,
+        "shared-history",
+        ctx.settings.environment.install_timeout,
+    )
+    if not ok:
+        raise SetupFailed(f"shared history: {why}", _keep(ctx, sandbox))
+    return shared
+
+
+def _peer_bases(ctx: RunContext, instance: Instance) -> list[str]:
+    """The base commits of the dataset's instances of this environment (same repository
+    and set-up commit), this instance's first."""
+    from orchestrator.dataset.instances import load_instances
+
+    bases = [instance.base_commit]
+    try:
+        rows = load_instances(ctx.settings.dataset.dataset)
+    except Exception as exc:  # noqa: BLE001 - a dataset that cannot be read: share only its own
+        ctx.instance_log(instance).warning("share_history.no_dataset", error=str(exc)[:200])
+        return bases
+    key = (instance.repo, instance.environment_setup_commit)
+    return bases + [r.base_commit for r in rows if (r.repo, r.environment_setup_commit) == key]
 
 
 def _venv_python(sandbox: Sandbox) -> str:
@@ -261,7 +320,7 @@ def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
 # ----------------------------------------------------------------------------- phase 4
 def ensure_instance_image(
     ctx: RunContext, instance: Instance, plan: EnvPlan, env_image: str, log_path: Path,
-    reinstall: str | None,
+    reinstall: str | None, shared_history: str | None = None,
 ) -> tuple[str, bool]:  # fmt: skip
     """The instance image (phase 4): from this host's cache, else from the shared registry,
     else built from the environment image (and then pushed)."""
@@ -278,7 +337,7 @@ def ensure_instance_image(
             return name, True
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
         with building(ctx, sandbox, "base commit"):
-            check_out_base(ctx, instance, sandbox, log_path, reinstall)
+            check_out_base(ctx, instance, sandbox, log_path, reinstall, shared_history)
             sandbox.snapshot(
                 *name.rsplit(":", 1),
                 labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
@@ -312,20 +371,32 @@ def setup_environment(
 
 
 def check_out_base(
-    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, reinstall: str | None
-) -> None:
-    """Phase 4 in ``sandbox``: the base commit, reinstalled if needed, with a clean history."""
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path,
+    reinstall: str | None, shared_history: str | None = None,
+) -> None:  # fmt: skip
+    """Phase 4 in ``sandbox``: the base commit, reinstalled if needed, with a clean history.
+
+    ``shared_history``: the commit whose history the environment's ``.git`` holds (see
+    :func:`share_history`); a base that descends from it gets only the objects beyond it.
+    """
+    mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+    if shared_history is None:
+        mode, since = "swap", None
+    elif is_ancestor(mirror, shared_history, instance.base_commit):
+        mode, since = "add", shared_history
+    else:
+        mode, since = "replace", None
     with tempfile.TemporaryDirectory() as tmp:
-        mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
-        history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git")
+        history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git", since=since)
         sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
     with open(log_path, "a") as fh:
+        beyond = f" beyond the shared history at {since[:12]}" if since else ""
         fh.write(
-            f"clean history: {history.commits} commits, {history.objects} objects, "
-            f"{history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
+            f"clean history ({mode}): {history.commits} commits, {history.objects} objects"
+            f"{beyond}, {history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
             f"{history.seconds:.1f}s\n"
         )
-    script = base_commit_script(instance, reinstall)
+    script = base_commit_script(instance, reinstall, mode)
     ok, why = _run_logged(
         sandbox, script, log_path, "base-commit", ctx.settings.environment.install_timeout
     )
@@ -385,7 +456,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     started = time.monotonic()
     reinstall = reinstall_at_base(ctx, instance, plan, env.reinstall, log_path)
     instance_image, inst_hit = ensure_instance_image(
-        ctx, instance, plan, env.name, log_path, reinstall
+        ctx, instance, plan, env.name, log_path, reinstall, env.shared_history
     )
     timings["base_commit"] = time.monotonic() - started
     return PreparedInstance(

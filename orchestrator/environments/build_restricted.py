@@ -60,7 +60,7 @@ def prepare_without_commit(ctx: RunContext, instance: Instance) -> PreparedInsta
         timings["setup"] = time.monotonic() - started
         started = time.monotonic()
         reinstall = reinstall_at_base(ctx, instance, plan, built.reinstall, log_path)
-        check_out_base(ctx, instance, sandbox, log_path, reinstall)
+        check_out_base(ctx, instance, sandbox, log_path, reinstall, built.shared_history)
         files = capture(
             sandbox,
             instance_image_name(ctx, instance, plan),

@@ -136,8 +136,15 @@ class CleanHistory(BaseModel):
     seconds: float
 
 
-def export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
+def export_clean_git(
+    mirror: Path, commit: str, dest: Path, *, since: str | None = None
+) -> CleanHistory:
     """A fresh ``.git`` directory at ``dest`` holding only what ``commit`` reaches.
+
+    ``since``: an ancestor of ``commit`` whose own history (:func:`export_clean_git` of it)
+    is there already (the environment image's shared history): the pack then holds only
+    the objects that ``commit`` and its tags reach beyond ``since`` and its tags; the refs
+    are still all of ``commit``'s.
 
     History hygiene by construction rather than by pruning: a new repository receives one
     pack of the objects reachable from ``commit`` and from the tags it contains (their
@@ -149,7 +156,7 @@ def export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
     left out rather than fetched.
     """
     try:
-        return _export_clean_git(mirror, commit, dest)
+        return _export_clean_git(mirror, commit, dest, since)
     except GitError as exc:
         raise RepoError(
             f"Cannot export the history of {commit} from {mirror}: {_one_line(exc.stderr)}",
@@ -157,7 +164,7 @@ def export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
         ) from exc
 
 
-def _export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
+def _export_clean_git(mirror: Path, commit: str, dest: Path, since: str | None) -> CleanHistory:
     started = time.monotonic()
     if dest.exists() and any(dest.iterdir()):
         raise RepoError(f"Directory {dest} is not empty.", "remove it or pick another.")
@@ -165,16 +172,20 @@ def _export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
     _git(["init", "--quiet", "--bare", "--template=", "--initial-branch=main", str(dest)])
     _git(["config", "core.bare", "false"], dest)
     _git(["config", "core.logAllRefUpdates", "false"], dest)  # no reflog, ever
+    commit = _git(["rev-parse", f"{commit}^{{commit}}"], mirror).strip()
+    # (tag object or commit, ref, commit it peels to: empty for a lightweight tag)
     tags = [
-        line.split(" ", 1)
+        line.split(" ")
         for line in _git(
-            ["for-each-ref", f"--merged={commit}", "--format=%(objectname) %(refname)",
-             "refs/tags"],
+            ["for-each-ref", f"--merged={commit}",
+             "--format=%(objectname) %(refname) %(*objectname)", "refs/tags"],
             mirror,
         ).splitlines()
         if line
     ]  # fmt: skip
-    tips = "\n".join([commit, *(sha for sha, _ in tags)]) + "\n"
+    tips = "\n".join([commit, *(sha for sha, _, _ in tags)]) + "\n"
+    if since is not None:  # what the shared history holds already: its commit and tags
+        tips += "".join(f"^{sha}\n" for sha in [since, *_tags_merged_into(mirror, since)])
     listed = subprocess.run(
         ["git", "rev-list", "--objects", "--missing=allow-any", "--stdin"],
         cwd=mirror, input=tips, env=os.environ | _GIT_ENV, capture_output=True, text=True,
@@ -190,22 +201,67 @@ def _export_clean_git(mirror: Path, commit: str, dest: Path) -> CleanHistory:
     )  # fmt: skip
     if packed.returncode != 0:
         raise GitError(["pack-objects", commit], packed.stderr)
-    refs = [f"create refs/heads/main {commit}", *(f"create {ref} {sha}" for sha, ref in tags)]
-    updated = subprocess.run(
-        ["git", "update-ref", "--stdin"], cwd=dest, input="\n".join(refs) + "\n",
-        env=os.environ | _GIT_ENV, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if updated.returncode != 0:
-        raise GitError(["update-ref", "--stdin"], updated.stderr)
-    _git(["pack-refs", "--all"], dest)
+    # the refs as `git pack-refs` writes them (written here: with ``since`` the pack alone
+    # does not hold the objects they name)
+    (dest / "packed-refs").write_text(_packed_refs([(commit, "refs/heads/main", ""), *tags]))
     lines = listed.stdout.splitlines()
+    counted = [commit, *([f"^{since}"] if since else [])]
     return CleanHistory(
-        commits=int(_git(["rev-list", "--count", commit], dest).strip()),
+        commits=int(_git(["rev-list", "--count", *counted], mirror).strip()),
         objects=len(lines),
         tags=len(tags),
         pack_bytes=sum(p.stat().st_size for p in (dest / "objects" / "pack").iterdir()),
         seconds=round(time.monotonic() - started, 3),
     )
+
+
+def _packed_refs(refs: list[list[str] | tuple[str, str, str]]) -> str:
+    """A ``packed-refs`` file (fully peeled, sorted) of (object, ref, peeled commit) rows."""
+    lines = ["# pack-refs with: peeled fully-peeled sorted "]
+    for sha, ref, peeled in sorted(refs, key=lambda row: row[1].encode()):
+        lines.append(f"{sha} {ref}")
+        if peeled:
+            lines.append(f"^{peeled}")
+    return "\n".join(lines) + "\n"
+
+
+def _tags_merged_into(mirror: Path, commit: str) -> list[str]:
+    listed = _git(
+        ["for-each-ref", f"--merged={commit}", "--format=%(objectname)", "refs/tags"], mirror
+    )
+    return listed.split()
+
+
+def shared_commit(mirror: Path, commits: Iterable[str]) -> str | None:
+    """The newest commit that every one of ``commits`` descends from (their octopus merge
+    base), among those the mirror holds; None when they share none."""
+    present = [c for c in dict.fromkeys(commits) if _has_commit(mirror, c)]
+    if not present:
+        return None
+    if len(present) == 1:
+        return _git(["rev-parse", f"{present[0]}^{{commit}}"], mirror).strip()
+    try:
+        found = _git(["merge-base", "--octopus", *present], mirror).split()
+    except GitError:
+        return None
+    return found[0] if found else None
+
+
+def is_ancestor(mirror: Path, ancestor: str, commit: str) -> bool:
+    """Whether ``commit`` descends from ``ancestor`` (or is it)."""
+    done = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", ancestor, commit],
+        cwd=mirror, env=os.environ | _GIT_ENV, capture_output=True, check=False,
+    )  # fmt: skip
+    return done.returncode == 0
+
+
+def _has_commit(mirror: Path, commit: str) -> bool:
+    done = subprocess.run(
+        ["git", "cat-file", "-e", f"{commit}^{{commit}}"],
+        cwd=mirror, env=os.environ | _GIT_ENV, capture_output=True, check=False,
+    )  # fmt: skip
+    return done.returncode == 0
 
 
 def prepare_checkout(settings: Settings, instance: Instance, dest: Path) -> Path:

@@ -22,6 +22,8 @@ LABEL_REPO_VERSION = "swe-green.repo-version"
 LABEL_TEST_CMD = "swe-green.test-cmd"
 LABEL_REINSTALL = "swe-green.reinstall"
 LABEL_PYTHON = "swe-green.python"  # the Python the environment's venv runs (e.g. "3.9.2")
+# the commit whose history the environment's /testbed/.git holds (shared by its instances)
+LABEL_SHARED_HISTORY = "swe-green.shared-history"
 PYTHON_MIRROR_DIR = f"{SWE_DIR}/python-mirror"  # a host mirror directory, during set-up only
 
 # Bump when the set-up script changes in a way that changes what it builds: it is part of the
@@ -152,13 +154,58 @@ step "done"
 CLEAN_GIT = f"{SWE_DIR}/clean-git"
 
 
-def base_commit_script(instance: Instance, reinstall: str | None) -> str:
-    """Check out the base commit, reinstall, then swap in the history-clean ``.git``.
+# what a swap of /testbed/.git carries over: the index (the checkout's blobs), info/exclude
+# and the submodules' repositories (nothing else of the old .git: no remote, ref, reflog or
+# object)
+_CARRY_GIT = f"""mkdir -p {CLEAN_GIT}/info
+cp .git/info/exclude {CLEAN_GIT}/info/exclude 2>/dev/null || true
+cp .git/index {CLEAN_GIT}/index || fail "copying the index"
+if [ -d .git/modules ]; then mv .git/modules {CLEAN_GIT}/modules; fi"""
+_SWAP_GIT = f'rm -rf .git && mv {CLEAN_GIT} .git || fail "installing the clean history"'
+# the submodules' config too, while phase 4 still has to check them out
+_CARRY_SUBMODULES = f"""{_CARRY_GIT}
+submodules=$(git config --get-regexp '^submodule\\.' || true)
+{_SWAP_GIT}
+if [ -n "$submodules" ]; then
+  printf '%s\\n' "$submodules" | while read -r key value; do git config "$key" "$value"; done
+fi"""
+# ... and not after it, as a swap at the end leaves it
+_DROP_SUBMODULE_CONFIG = """git config --name-only --get-regexp '^submodule\\.' 2>/dev/null \\
+  | sed 's/\\.[^.]*$//' | sort -u | while read -r section; do
+  git config --remove-section "$section"
+done"""
 
-    The clean ``.git`` (:func:`export_clean_git`, only what the base commit reaches) is put at
-    ``CLEAN_GIT`` before the script runs; the environment image's own ``.git`` (all of the
-    mirror's history) is removed. The index, ``info/exclude`` and submodules' ``modules/``
-    are carried over: the same blobs, so the tree stays clean.
+
+def share_history_script() -> str:
+    """End of phases 1-3: the environment's ``.git`` becomes the history its instances share
+    (put at ``CLEAN_GIT``: :func:`export_clean_git` of their common ancestor), so that each
+    instance image adds only what its base reaches beyond it. The working tree and the index
+    stay those of the set-up commit; phase 4 moves them to the base."""
+    return f"""#!/bin/bash
+set -uo pipefail
+fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+{SHELL_GIT_FUNCTION}
+cd {TESTBED}
+{_CARRY_SUBMODULES}
+echo ">>>>> shared history: $(git rev-parse HEAD)"
+"""
+
+
+def base_commit_script(instance: Instance, reinstall: str | None, history: str = "swap") -> str:
+    """Check out the base commit, reinstall, and leave ``.git`` with only what the base
+    reaches. ``CLEAN_GIT`` holds :func:`export_clean_git` of the base before the script runs;
+    ``history`` says what it is and what the environment's ``.git`` holds:
+
+    - ``swap``: the environment's ``.git`` is a whole clone of the mirror: the base is
+      checked out from it, then it is replaced by ``CLEAN_GIT`` (all the base reaches);
+    - ``replace``: the environment's ``.git`` is a shared history the base does not descend
+      from: ``CLEAN_GIT`` (all the base reaches) replaces it first;
+    - ``add``: the environment's ``.git`` is a shared history the base descends from:
+      ``CLEAN_GIT`` holds only the objects beyond it, added as one more pack, with the
+      base's refs.
+
+    The index, ``info/exclude`` and submodules' ``modules/`` are carried over: the same
+    blobs, so the tree stays clean.
     """
     reinstall_step = (
         f'echo ">>>>> reinstall"; bash -ec {shlex.quote(reinstall)} || fail reinstall\n'
@@ -167,16 +214,39 @@ def base_commit_script(instance: Instance, reinstall: str | None) -> str:
         if reinstall
         else ""
     )
+    base = instance.base_commit
+    if history == "swap":
+        before, checkout, after = (
+            "",
+            (
+                "git reset -q --hard && git -c advice.detachedHead=false "
+                f'checkout -q -f {base} \\\n  || fail "checking out the base commit"\n'
+                "git clean -fdq\n"
+                "git checkout -q -B main"
+            ),
+            f"{_CARRY_GIT}\n{_SWAP_GIT}",
+        )
+    else:
+        before = (
+            _CARRY_SUBMODULES
+            if history == "replace"
+            else f"mv {CLEAN_GIT}/objects/pack/pack-* .git/objects/pack/ \\\n"
+            f"  && cp {CLEAN_GIT}/packed-refs .git/packed-refs && rm -rf {CLEAN_GIT} \\\n"
+            '  || fail "adding the history of the base commit"'
+        )
+        checkout = (
+            f'git reset -q --hard {base} || fail "checking out the base commit"\n'
+            "rm -f .git/ORIG_HEAD\ngit clean -fdq"
+        )
+        after = _DROP_SUBMODULE_CONFIG
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 {SHELL_GIT_FUNCTION}
 source {ACTIVATE} 2>/dev/null || cd {TESTBED}
 cd {TESTBED}
-git reset -q --hard && git -c advice.detachedHead=false checkout -q -f {instance.base_commit} \\
-  || fail "checking out the base commit"
-git clean -fdq
-git checkout -q -B main
+{before}
+{checkout}
 if [ -f .gitmodules ]; then
   git -c protocol.file.allow=always submodule update --init --no-fetch -q \\
     || fail "checking out the submodules at the base commit"
@@ -185,12 +255,9 @@ fi
 cd {TESTBED}
 # what the environment built (egg-info, compiled files) is not the participant's change
 git ls-files --others --exclude-standard >> .git/info/exclude
-mkdir -p {CLEAN_GIT}/info
-cp .git/info/exclude {CLEAN_GIT}/info/exclude
-cp .git/index {CLEAN_GIT}/index || fail "copying the index"
-if [ -d .git/modules ]; then mv .git/modules {CLEAN_GIT}/modules; fi
-rm -rf .git && mv {CLEAN_GIT} .git || fail "installing the clean history"
-test "$(git rev-parse HEAD)" = {instance.base_commit} || fail "clean history is not at the base"
+{after}
+test "$(git rev-parse HEAD)" = {base} || fail "clean history is not at the base"
+test "$(git symbolic-ref HEAD)" = refs/heads/main || fail "HEAD is not on main"
 git status --short | head -20
 echo ">>>>> base commit ready: $(git rev-parse HEAD)"
 """

@@ -13,6 +13,14 @@ may be older still and is never used to run the tools).
 The host runs small ``bash`` calls without this file: it passes :data:`BASH_WRAPPER` straight
 to ``bash -c`` (one ``docker exec``, no Python start-up); the ``bash`` tool here uses the same
 wrapper, so both paths behave alike.
+
+The other tools go through a small server, so that no Python interpreter starts per call:
+``--serve PORT`` listens on 127.0.0.1:PORT inside the container (the loopback exists even
+without a network), goes to the background once it listens, and forks one child per
+connection (the modules are loaded once; a child that outlives its request's ``kill_after``
+seconds ends by SIGALRM). The host's call is one ``docker exec`` of :data:`CLIENT`, a few lines
+of bash that connect with ``/dev/tcp``, start the server first when none answers, send the
+request line and copy the answer to stdout.
 """
 
 from __future__ import annotations
@@ -81,6 +89,20 @@ else
 fi
 set --
 eval "$__swe_cmd" </dev/null
+"""
+
+
+# The host's per-call client: $1 = the server's port, $2 = the request (one JSON line).
+# A server that is not running (a new container, one started from a snapshot, one whose
+# processes were stopped) is started by the first call; two calls starting one at once are
+# fine (the second bind fails, and that server exits).
+CLIENT = r"""__swe_connect() { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null
+if ! __swe_connect "$1"; then
+  /usr/bin/python3 -I -S /opt/swe/tools.py --serve "$1" || exit
+  __swe_connect "$1" || { echo "the tool server on port $1 does not answer" >&2; exit 70; }
+fi
+printf '%s\n' "$2" >&3
+exec cat <&3
 """
 
 
@@ -595,24 +617,120 @@ def run(request) -> dict:
         return _result(f"{name} failed: {exc.strerror or exc}{where}", 1, True)
 
 
+def _read_request_file(path: str):
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read().decode("utf-8"))
+    finally:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 def _load_request(argv):
     if len(argv) == 2 and argv[0] == "--request":
         return json.loads(argv[1])
     if len(argv) == 2 and argv[0] == "--request-file":
+        return _read_request_file(argv[1])
+    raise ValueError("usage: tools.py --request JSON | --request-file PATH | --serve PORT")
+
+
+def answer(line: bytes) -> dict:
+    """The result of one request line: a request object, or ``{"request_file": PATH, ...}``
+    for a request too large for an argv element (the file is deleted once read)."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+        if isinstance(request, dict) and "request_file" in request:
+            request = _read_request_file(str(request["request_file"]))
+    except (ValueError, OSError) as exc:
+        return _result(f"bad tool request: {exc}", 2, True)
+    return run(request)
+
+
+# ----------------------------------------------------------------------------- server
+def _read_line(conn) -> bytes:
+    chunks = []
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return b"".join(chunks)
+
+
+def _handle(conn) -> None:
+    """In the child for one connection: read the request line, answer, end."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the bash tool waits for its children
+    line = _read_line(conn)
+    try:
+        kill_after = float(json.loads(line.decode("utf-8")).get("kill_after") or 0)
+    except (ValueError, AttributeError):
+        kill_after = 0.0
+    signal.setitimer(signal.ITIMER_REAL, kill_after if kill_after > 0 else DEFAULT_TIMEOUT)
+    conn.sendall(json.dumps(answer(line)).encode("utf-8"))
+
+
+def _listen(port: int):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(64)
+    return server
+
+
+def serve(port: int) -> int:
+    """Listen on 127.0.0.1:``port``, then serve in the background; 0 when a server (this one
+    or one started a moment before) listens there."""
+    try:
+        server = _listen(port)
+    except OSError as exc:
+        if exc.errno == 98:  # EADDRINUSE: another call started it first
+            return 0
+        sys.stderr.write(f"the tool server cannot listen on port {port}: {exc}\n")
+        return 70
+    sys.stdout.flush()
+    if os.fork():
+        return 0  # the caller connects once this exits: the server already listens
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.chdir("/")
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    while True:
         try:
-            with open(argv[1], "rb") as handle:
-                return json.loads(handle.read().decode("utf-8"))
-        finally:
+            conn, _ = server.accept()
+        except InterruptedError:
+            continue
+        except OSError:
+            time.sleep(0.05)  # out of file descriptors, for instance: try again
+            continue
+        try:
+            pid = os.fork()
+        except OSError:
+            conn.close()  # no process left (the pids limit): the call fails, the server stays
+            continue
+        if pid == 0:
+            status = 0
             try:
-                os.remove(argv[1])
-            except OSError:
-                pass
-    raise ValueError("usage: tools.py --request JSON | --request-file PATH")
+                server.close()
+                _handle(conn)
+            except BaseException:
+                status = 1
+            finally:
+                os._exit(status)
+        conn.close()
 
 
 def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--serve":
+        return serve(int(args[1]))
     try:
-        request = _load_request(sys.argv[1:] if argv is None else argv)
+        request = _load_request(args)
     except (ValueError, OSError) as exc:
         result = _result(f"bad tool request: {exc}", 2, True)
     else:

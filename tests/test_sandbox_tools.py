@@ -7,7 +7,14 @@ import json
 import pytest
 
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import REQUEST_DIR, TOOLS_PATH, install_tools, run_tool
+from orchestrator.participant.tools_host import (
+    REQUEST_DIR,
+    TOOLS_PATH,
+    install_tools,
+    run_tool,
+    server_port,
+)
+from sandbox_tools.tools import CLIENT
 
 from .conftest import TEST_RUN_ID
 
@@ -346,3 +353,52 @@ def test_tools_program_is_reinstalled_when_it_disappears(sb):
     sb.exec(["rm", TOOLS_PATH])
     result = call(sb, "view", path="pkg/mod.py")
     assert not result.error and "return 1" in result.output
+
+
+# ----------------------------------------------------------------------------- tool server
+SERVER = "[t]ools.py --serve"  # the brackets: pgrep must not find its own `timeout`
+
+
+def server_pids(sandbox) -> list[str]:
+    return sandbox.exec(["pgrep", "-f", SERVER]).stdout.split()
+
+
+def test_calls_share_one_server_started_by_the_first(sb):
+    assert server_pids(sb) == []
+    for _ in range(4):
+        assert not call(sb, "view", path="pkg/mod.py").error
+        assert not call(sb, "search", pattern="return").error
+    pids = server_pids(sb)
+    assert len(pids) == 1
+    # it runs as the container's user, with no connection's child left behind
+    owner = sb.exec(["ps", "-o", "user=,ppid=", "-p", pids[0]]).stdout.split()
+    assert owner[0] == sb.exec("id -un").stdout.strip()
+    assert sb.exec(["pgrep", "-P", pids[0]]).stdout == ""
+
+
+def test_server_is_started_again_when_killed_or_the_processes_stopped(sb):
+    assert not call(sb, "view", path="pkg/mod.py").error
+    sb.exec(["pkill", "-9", "-f", SERVER])
+    assert server_pids(sb) == []
+    assert "return 1" in call(sb, "view", path="pkg/mod.py").output
+    sb.kill_processes()
+    assert "return 1" in call(sb, "view", path="pkg/mod.py").output
+    assert len(server_pids(sb)) == 1
+
+
+def test_server_child_ends_at_its_kill_after(sb):
+    install_tools(sb)
+    request = {"name": "bash", "arguments": {"command": "exec sleep 30"}, "kill_after": 1}
+    argv = ["bash", "-c", CLIENT, "swe-tool", str(server_port()), json.dumps(request)]
+    result = sb.exec(argv, timeout=20)
+    assert result.stdout == "" and result.duration < 10
+    assert not call(sb, "view", path="pkg/mod.py").error
+
+
+def test_a_container_from_a_snapshot_starts_its_own_server(sb, make_sandbox):
+    assert not call(sb, "view", path="pkg/mod.py").error
+    image = sb.snapshot("swe-green-test/tools", TEST_RUN_ID)
+    child = make_sandbox(image=image)
+    assert server_pids(child) == []
+    assert "return 1" in call(child, "view", path="pkg/mod.py").output
+    assert len(server_pids(child)) == 1

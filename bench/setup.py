@@ -1,6 +1,7 @@
 """Environment cache figures for a synthetic instance: cold setup (phases 1-4 from the base
 image) against a cache hit (the same instance again: cache look-up + a container started
-from the cached instance image). Run: python bench/setup.py [--instance demo__calc-1] [--runs 3]
+from the cached instance image). Run: python bench/setup.py [--instance demo__calc-1] [--runs 3];
+``--smoke``: one run.
 """
 
 from __future__ import annotations
@@ -24,10 +25,15 @@ from orchestrator.settings import Settings
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--instance", default="demo__calc-1")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="one run")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     backend = connect()
     client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"

@@ -95,14 +95,17 @@ eval "$__swe_cmd" </dev/null
 # The host's per-call client: $1 = the server's port, $2 = the request (one JSON line).
 # A server that is not running (a new container, one started from a snapshot, one whose
 # processes were stopped) is started by the first call; two calls starting one at once are
-# fine (the second bind fails, and that server exits).
+# fine (the second bind fails, and that server exits). The request goes as one write
+# ("PID JSON\n": bash's own pid, so that the answer can be written straight to its stdout);
+# the server then sends "D" (done), or "S" and the answer when it could not write it there.
 CLIENT = r"""__swe_connect() { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null
 if ! __swe_connect "$1"; then
   /usr/bin/python3 -I -S /opt/swe/tools.py --serve "$1" || exit
   __swe_connect "$1" || { echo "the tool server on port $1 does not answer" >&2; exit 70; }
 fi
-printf '%s\n' "$2" >&3
-exec cat <&3
+printf '%s' "$$ $2"$'\n' >&3
+IFS= read -r -n 1 __swe_how <&3
+[ "$__swe_how" = D ] || exec cat <&3
 """
 
 
@@ -662,15 +665,39 @@ def _read_line(conn) -> bytes:
 
 
 def _handle(conn) -> None:
-    """In the child for one connection: read the request line, answer, end."""
+    """In the worker for one connection: read the request line, answer, end."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the bash tool waits for its children
-    line = _read_line(conn)
+    signal.setitimer(signal.ITIMER_REAL, DEFAULT_TIMEOUT)  # a client that sends nothing
+    pid, _, line = _read_line(conn).partition(b" ")
     try:
         kill_after = float(json.loads(line.decode("utf-8")).get("kill_after") or 0)
     except (ValueError, AttributeError):
         kill_after = 0.0
     signal.setitimer(signal.ITIMER_REAL, kill_after if kill_after > 0 else DEFAULT_TIMEOUT)
-    conn.sendall(json.dumps(answer(line)).encode("utf-8"))
+    data = json.dumps(answer(line)).encode("utf-8")
+    if _write_to_stdout_of(pid, data):
+        conn.sendall(b"D")
+    else:
+        conn.sendall(b"S" + data)
+    conn.shutdown(socket.SHUT_WR)  # the client sees the end now, not once this process is gone
+
+
+def _write_to_stdout_of(pid: bytes, data: bytes) -> bool:
+    """Write ``data`` to the stdout of process ``pid`` (the client: saves it a ``cat``);
+    False when that cannot be opened (nothing was written then)."""
+    try:
+        fd = os.open(f"/proc/{int(pid)}/fd/1", os.O_WRONLY | os.O_APPEND)
+    except (ValueError, OSError):
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass  # the client is gone: nobody reads the answer
+    finally:
+        os.close(fd)
+    return True
 
 
 def _listen(port: int):
@@ -681,9 +708,32 @@ def _listen(port: int):
     return server
 
 
+def _worker(server, ready: int) -> None:
+    """A forked worker: accept one connection, tell the server (a byte on ``ready``), serve
+    it and end. Forked ahead of its call, so no fork is on a call's path."""
+    status = 1
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+                break
+            except InterruptedError:
+                continue
+        os.write(ready, b"x")
+        os.close(ready)
+        server.close()
+        _handle(conn)
+        status = 0
+    finally:
+        os._exit(status)
+
+
 def serve(port: int) -> int:
     """Listen on 127.0.0.1:``port``, then serve in the background; 0 when a server (this one
-    or one started a moment before) listens there."""
+    or one started a moment before) listens there.
+
+    The server keeps one idle worker waiting in ``accept``; when it takes a connection, the
+    next is forked. A worker ends with its call (a call's state never leaks into the next)."""
     try:
         server = _listen(port)
     except OSError as exc:
@@ -698,31 +748,26 @@ def serve(port: int) -> int:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    os.close(null)
     os.chdir("/")
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     while True:
-        try:
-            conn, _ = server.accept()
-        except InterruptedError:
-            continue
-        except OSError:
-            time.sleep(0.05)  # out of file descriptors, for instance: try again
-            continue
+        ready, ready_w = os.pipe()
         try:
             pid = os.fork()
-        except OSError:
-            conn.close()  # no process left (the pids limit): the call fails, the server stays
+        except OSError:  # no process left (the pids limit): try again a little later
+            os.close(ready), os.close(ready_w)
+            time.sleep(0.2)
             continue
         if pid == 0:
-            status = 0
-            try:
-                server.close()
-                _handle(conn)
-            except BaseException:
-                status = 1
-            finally:
-                os._exit(status)
-        conn.close()
+            os.close(ready)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _worker(server, ready_w)
+        os.close(ready_w)
+        took = os.read(ready, 1)  # b"" when the worker ended without a connection
+        os.close(ready)
+        if not took:
+            time.sleep(0.05)
 
 
 def main(argv=None) -> int:

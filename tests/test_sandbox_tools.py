@@ -365,15 +365,18 @@ def server_pids(sandbox) -> list[str]:
 
 def test_calls_share_one_server_started_by_the_first(sb):
     assert server_pids(sb) == []
+    assert not call(sb, "view", path="pkg/mod.py").error
+    server = sb.exec(["pgrep", "-o", "-f", SERVER]).stdout.strip()
     for _ in range(4):
         assert not call(sb, "view", path="pkg/mod.py").error
         assert not call(sb, "search", pattern="return").error
+        assert not call(sb, "edit", command="create", path="n.txt", file_text="n\n").error
+    assert sb.exec(["pgrep", "-o", "-f", SERVER]).stdout.strip() == server
+    # the server and its one idle worker, as the container's user; no call's worker is left
     pids = server_pids(sb)
-    assert len(pids) == 1
-    # it runs as the container's user, with no connection's child left behind
-    owner = sb.exec(["ps", "-o", "user=,ppid=", "-p", pids[0]]).stdout.split()
-    assert owner[0] == sb.exec("id -un").stdout.strip()
-    assert sb.exec(["pgrep", "-P", pids[0]]).stdout == ""
+    assert server in pids and len(pids) <= 2
+    users = sb.exec(["ps", "-o", "user=", "-p", ",".join(pids)]).stdout.split()
+    assert set(users) == {sb.exec("id -un").stdout.strip()}
 
 
 def test_server_is_started_again_when_killed_or_the_processes_stopped(sb):
@@ -383,7 +386,7 @@ def test_server_is_started_again_when_killed_or_the_processes_stopped(sb):
     assert "return 1" in call(sb, "view", path="pkg/mod.py").output
     sb.kill_processes()
     assert "return 1" in call(sb, "view", path="pkg/mod.py").output
-    assert len(server_pids(sb)) == 1
+    assert server_pids(sb)
 
 
 def test_server_child_ends_at_its_kill_after(sb):
@@ -395,10 +398,18 @@ def test_server_child_ends_at_its_kill_after(sb):
     assert not call(sb, "view", path="pkg/mod.py").error
 
 
+def test_server_sends_the_answer_on_the_socket_when_it_cannot_write_to_the_client(sb):
+    assert not call(sb, "view", path="pkg/mod.py").error  # the server runs
+    request = json.dumps({"name": "view", "arguments": {"path": "/testbed/pkg/mod.py"}})
+    talk = f'exec 3<>/dev/tcp/127.0.0.1/{server_port()}; printf "0 %s\\n" "$1" >&3; cat <&3'
+    out = sb.exec(["bash", "-c", talk, "talk", request]).stdout
+    assert out.startswith("S{") and json.loads(out[1:])["output"].endswith("return 1")
+
+
 def test_a_container_from_a_snapshot_starts_its_own_server(sb, make_sandbox):
     assert not call(sb, "view", path="pkg/mod.py").error
     image = sb.snapshot("swe-green-test/tools", TEST_RUN_ID)
     child = make_sandbox(image=image)
     assert server_pids(child) == []
     assert "return 1" in call(child, "view", path="pkg/mod.py").output
-    assert len(server_pids(child)) == 1
+    assert server_pids(child)

@@ -55,9 +55,9 @@ def tools_source() -> bytes:
 
 @cache
 def server_port() -> int:
-    """The in-container tool server's port on 127.0.0.1, from the program's bytes (above the
-    usual ephemeral range's start, below its end: 20000..39999)."""
-    return 20000 + int(hashlib.sha256(tools_source()).hexdigest()[:8], 16) % 20000
+    """The in-container tool server's port on 127.0.0.1, from the program's bytes: 20000 to
+    31999, below Linux's ephemeral range (32768-60999), so no outgoing connection holds it."""
+    return 20000 + int(hashlib.sha256(tools_source()).hexdigest()[:8], 16) % 12000
 
 
 def install_tools(sandbox: Sandbox, *, force: bool = False) -> None:

@@ -360,8 +360,9 @@ def _remember(path: str) -> None:
         shutil.copyfile(path, entry)
     else:
         open(entry + ".absent", "wb").close()
-    with open(os.path.join(directory, "path"), "w", encoding="utf-8", errors="replace") as f:
-        f.write(path)
+    if not numbered:  # the same path always maps to this directory: written once
+        with open(os.path.join(directory, "path"), "w", encoding="utf-8", errors="replace") as f:
+            f.write(path)
     for old in numbered[: max(0, len(numbered) + 1 - HISTORY_DEPTH)]:
         for suffix in ("", ".absent"):
             try:

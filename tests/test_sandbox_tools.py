@@ -351,8 +351,13 @@ def test_integer_given_as_text_is_accepted(sb):
 def test_tools_program_is_reinstalled_when_it_disappears(sb):
     assert not call(sb, "view", path="pkg/mod.py").error
     sb.exec(["rm", TOOLS_PATH])
-    result = call(sb, "view", path="pkg/mod.py")
+    result = call(sb, "view", path="pkg/mod.py")  # the running server still answers
     assert not result.error and "return 1" in result.output
+    sb.exec(["rm", TOOLS_PATH])
+    sb.exec(["pkill", "-9", "-f", "[t]ools.py --serve"])
+    result = call(sb, "view", path="pkg/mod.py")  # no server and no program: installed again
+    assert not result.error and "return 1" in result.output
+    assert sb.exec(["test", "-f", TOOLS_PATH]).exit_code == 0
 
 
 # ----------------------------------------------------------------------------- tool server

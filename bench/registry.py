@@ -30,6 +30,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -253,11 +254,14 @@ def main() -> None:
     parser.add_argument("--no-real", action="store_true", help="the synthetic image only")
     parser.add_argument("--smoke", action="store_true", help="one tiny image, seconds")
     args = parser.parse_args()
-    if os.geteuid() != 0:
+    missing = [p for p in ("dockerd", "docker-registry", "ip") if shutil.which(p) is None]
+    if os.geteuid() != 0 or missing:
+        why = f"it needs {', '.join(missing)}" if missing else "it starts a second dockerd"
         if args.smoke:
-            print("bench/registry.py --smoke: skipped, it starts a second dockerd (needs root)")
+            print(f"bench/registry.py --smoke: skipped, {why} (and root)")
             return
-        sys.exit("bench/registry.py starts a second dockerd: run it as root")
+        sys.exit(f"bench/registry.py: {why}: run it as root on a host with Docker's dockerd, "
+                 "Debian's docker-registry and iproute2")  # fmt: skip
     a = connect(timeout=1800)
     table = Table()
     run_id = f"bench-{uuid.uuid4().hex[:8]}"

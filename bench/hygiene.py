@@ -1,7 +1,8 @@
 """History hygiene: what the clean ``.git`` of phase 4 costs, against the earlier way.
 
 Usage: ``python bench/hygiene.py MIRROR_DIR INSTANCE_ID [INSTANCE_ID ...]``
-(``SWE_GREEN_DATASET`` or ``../shared/data/swe-bench-verified.jsonl`` gives the commits).
+(``--dataset``, else ``SWE_GREEN_DATASET`` or ``../shared/data/swe-bench-verified.jsonl``, gives
+the commits); ``--smoke``: the synthetic instances' mirrors instead (seconds).
 
 For each instance, on the host (no container needed):
 - *now*: :func:`export_clean_git` (a fresh repository with one pack of what the base
@@ -14,6 +15,7 @@ For each instance, on the host (no container needed):
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -24,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
 from orchestrator.environments.repo_cache import export_clean_git  # noqa: E402
 
 
@@ -74,14 +77,15 @@ def now(mirror: Path, base: str, dest: Path) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    mirror_dir, ids = Path(sys.argv[1]), sys.argv[2:]
-    dataset = os.environ.get("SWE_GREEN_DATASET", "../shared/data/swe-bench-verified.jsonl")
+def measure(mirror_dir: Path, ids: list[str], dataset: str) -> None:
     rows = {}
     for line in open(dataset):
         row = json.loads(line)
         if row["instance_id"] in ids:
             rows[row["instance_id"]] = row
+    missing = [iid for iid in ids if iid not in rows]
+    if missing:
+        sys.exit(f"not in {dataset}: {', '.join(missing)}; give instance ids of that dataset")
     print(f"{'instance':32} {'before s':>9} {'before MB':>10} {'leaked':>7}"
           f" {'now s':>7} {'now MB':>7} {'leaked':>7}")  # fmt: skip
     for iid in ids:
@@ -93,6 +97,27 @@ def main() -> None:
         print(f"{iid:32} {old['seconds']:9.1f} {old['git_mb']:10.1f} "
               f"{old['unreachable_commits']:7d} {new['seconds']:7.1f} {new['git_mb']:7.1f} "
               f"{new['unreachable_commits']:7d}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("mirror_dir", nargs="?", type=Path, help="bare mirrors, owner__name.git")
+    parser.add_argument("instance_ids", nargs="*", metavar="INSTANCE_ID")
+    parser.add_argument("--dataset", help="JSONL of the instances (default: see above)")
+    parser.add_argument("--smoke", action="store_true", help="the synthetic instances, seconds")
+    args = parser.parse_args()
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
+            synth = build_synthetic(Path(tmp) / "synth")
+            ids = [json.loads(line)["instance_id"] for line in open(synth / "instances.jsonl")]
+            measure(synth / "mirrors", ids[:1], str(synth / "instances.jsonl"))
+        return
+    if args.mirror_dir is None or not args.instance_ids:
+        parser.error("give MIRROR_DIR and at least one INSTANCE_ID (or --smoke)")
+    default = os.environ.get("SWE_GREEN_DATASET", "../shared/data/swe-bench-verified.jsonl")
+    measure(args.mirror_dir, args.instance_ids, args.dataset or default)
 
 
 if __name__ == "__main__":

@@ -6,11 +6,13 @@ participant's would be, and count in ``/testbed/.git``: commits listed by
 ``git cat-file --batch-all-objects``, commits reachable from the refs (``git rev-list --all``),
 the difference (readable but unreachable: the leak), commits dated after the base commit,
 refs other than ``main`` and tags, and leftovers (reflogs, stash, FETCH_HEAD/ORIG_HEAD,
-alternates, promisor/keep files, remotes).
+alternates, promisor/keep files, remotes). ``--smoke``: one container of ``--image`` with a
+two-commit repository in ``/testbed`` instead (seconds).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -37,10 +39,15 @@ echo "remotes $(git remote | grep -c .)"
 """
 
 
-def main() -> None:
-    prefix = sys.argv[1] if len(sys.argv) > 1 else "swe-green"
-    backend = connect()
-    client = backend.client
+SMOKE_REPO = (
+    "mkdir -p /testbed && cd /testbed && git init -q -b main && "
+    "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m one && "
+    "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m two"
+)
+
+
+def newest_per_repo(client, prefix: str) -> list[str]:
+    """The newest cached instance image of each repository, by tag."""
     newest: dict[str, tuple[str, str]] = {}
     for image in client.images.list(name=f"{prefix}/instance"):
         for tag in image.tags:
@@ -49,15 +56,39 @@ def main() -> None:
             created = image.attrs.get("Created", "")
             if repo not in newest or created > newest[repo][1]:
                 newest[repo] = (tag, created)
+    return [tag for _, (tag, _) in sorted(newest.items())]
+
+
+def check(client, image: str, prepare: str = "") -> dict[str, str]:
+    """The counts of :data:`CHECK` in a container of ``image``."""
+    sandbox = Sandbox.start(client, image, run_id="bench-hygiene", instance_id="hygiene")
+    try:
+        if prepare:
+            sandbox.exec(["bash", "-c", prepare], timeout=120)
+        out = sandbox.exec(["bash", "-c", CHECK], timeout=600).stdout
+    finally:
+        sandbox.remove()
+    return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("prefix", nargs="?", default="swe-green", help="image prefix")
+    parser.add_argument("--smoke", action="store_true", help="a tiny repository, seconds")
+    parser.add_argument("--image", default="swe-green/base:py3.11", help="for --smoke")
+    args = parser.parse_args()
+    backend = connect()
+    client = backend.client
     print(f"{'instance image':56} {'commits':>8} {'reach':>7} {'leak':>5} {'later':>6} "
           f"{'refs':>5} {'left':>5} {'remotes':>7}")  # fmt: skip
-    for _, (tag, _) in sorted(newest.items()):
-        sandbox = Sandbox.start(client, tag, run_id="bench-hygiene", instance_id="hygiene")
-        try:
-            out = sandbox.exec(["bash", "-c", CHECK], timeout=600).stdout
-        finally:
-            sandbox.remove()
-        got = dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
+    if args.smoke:
+        images = [(args.image, SMOKE_REPO)]
+    else:
+        images = [(tag, "") for tag in newest_per_repo(client, args.prefix)]
+    for tag, prepare in images:
+        got = check(client, tag, prepare)
         print(f"{tag.split(':', 1)[1][:56]:56} {got.get('objects_commits', '?'):>8} "
               f"{got.get('reachable_commits', '?'):>7} {got.get('unreachable', '?'):>5} "
               f"{got.get('after_base', '?'):>6} {got.get('other_refs', '?'):>5} "

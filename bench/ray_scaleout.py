@@ -12,7 +12,8 @@ the time the instance's own phases took on its node (``timings.total``); on this
 difference is the scheduler's own bookkeeping, so the Ray overhead is the difference of the
 two means. Goal: at most 1 s per instance. Everything created is removed afterwards.
 
-Run: python bench/ray_scaleout.py [--copies 12]
+Run: python bench/ray_scaleout.py [--copies 12]; ``--smoke``: one instance, validation off,
+no separate warm-up (the run on this host fills the caches).
 """
 
 from __future__ import annotations
@@ -94,21 +95,27 @@ def start_cluster() -> Cluster:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--copies", type=int, default=12, help="instances in all (default 12)")
     parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--smoke", action="store_true", help="one instance, validation off")
     args = parser.parse_args()
+    if args.smoke:
+        args.copies = 1
     configure_logging(level="WARNING")
     cluster = None
-    with synthetic_bench("bench-ray", args.copies, args.image) as bench:
+    with synthetic_bench("bench-ray", args.copies, args.image, validate=not args.smoke) as bench:
         backend, run_id, runs = bench.backend, bench.run_id, bench.root / "runs"
         settings, instances = bench.settings, bench.instances
         try:
             with running(make_participant("gold", dataset=str(bench.dataset))) as url:
-                wall, _, _ = timed_run(
-                    settings, backend, run_id, runs / "warm", instances, url, LocalRunner()
-                )
-                print(f"warm-up on this host (not measured, fills the caches): {wall:6.2f} s")
+                if not args.smoke:
+                    wall, _, _ = timed_run(
+                        settings, backend, run_id, runs / "warm", instances, url, LocalRunner()
+                    )
+                    print(f"warm-up on this host (not measured, fills the caches): {wall:6.2f} s")
                 local_wall, local, local_flight = timed_run(
                     settings, backend, run_id, runs / "local", instances, url, LocalRunner()
                 )

@@ -19,16 +19,21 @@ Build times of real images are this host's validation sweep medians (docs/valida
 "cold set-up" for environments, "phase 4" for instance images, on a loaded 2-core host).
 Run (as root): python bench/registry.py [--repo sympy__sympy --repo ...]
 Everything made is removed afterwards (node B's data root, the registry, the copies).
+``--smoke``: one tiny image (one small file) through the registry to node B, nothing else
+(seconds; without root it says so and does nothing).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
@@ -214,17 +219,56 @@ def synthetic_env(a: DockerBackend, tmp: Path, run_id: str, prefix: str) -> tupl
     return built.name, time.perf_counter() - started
 
 
+def tiny_image(a: DockerBackend, name: str) -> None:
+    """``name``: an image of one layer holding one small file (for ``--smoke``)."""
+    data, buffer = b"swe-green registry smoke\n", io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("smoke.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    repository, tag = name.rsplit(":", 1)
+    a.client.api.import_image_from_data(buffer.getvalue(), repository=repository, tag=tag)
+
+
+def smoke(a: DockerBackend, prefix: str) -> None:
+    name = f"{prefix}/smoke:1"
+    tiny_image(a, name)
+    table = Table()
+    try:
+        with tempfile.TemporaryDirectory(prefix="sgb-", dir="/tmp") as raw:
+            tmp = Path(raw)
+            with local_registry(tmp / "registry") as registry, second_engine(tmp / "b") as b:
+                push, pull = share(a, b, registry, name)
+                size = a.client.images.get(name).attrs["Size"] / 1e6
+                table.add(name, size, pushed_mb(registry, name, 0), "-", push, pull)
+    finally:
+        a.remove_image(name)
+    table.print()
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repo", action="append", help=f"default: {', '.join(REPOS)}")
     parser.add_argument("--no-real", action="store_true", help="the synthetic image only")
+    parser.add_argument("--smoke", action="store_true", help="one tiny image, seconds")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("bench/registry.py starts a second dockerd: run it as root")
+    missing = [p for p in ("dockerd", "docker-registry", "ip") if shutil.which(p) is None]
+    if os.geteuid() != 0 or missing:
+        why = f"it needs {', '.join(missing)}" if missing else "it starts a second dockerd"
+        if args.smoke:
+            print(f"bench/registry.py --smoke: skipped, {why} (and root)")
+            return
+        sys.exit(f"bench/registry.py: {why}: run it as root on a host with Docker's dockerd, "
+                 "Debian's docker-registry and iproute2")  # fmt: skip
     a = connect(timeout=1800)
     table = Table()
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     prefix = f"swe-green-bench-{run_id}"
+    if args.smoke:
+        smoke(a, prefix)
+        return
     with tempfile.TemporaryDirectory(prefix="sgb-", dir="/tmp") as raw:
         tmp = Path(raw)
         try:

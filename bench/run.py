@@ -13,7 +13,8 @@ that is, the participant's container start + tool install + the A2A conversation
 step (``participant`` in the timings covers the first three; the conversation alone comes
 from the transcript). Everything created is removed afterwards (by run label and prefix).
 
-Run: python bench/run.py [--copies 6] [--image swe-green/base:py3.11]
+Run: python bench/run.py [--copies 6] [--image swe-green/base:py3.11]; ``--smoke``: one
+instance, one run at concurrency 1, cold (no warm-up run), validation off.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -45,6 +48,7 @@ from orchestrator.settings import Settings
 
 PHASES = ("setup", "base_commit", "validation", "participant", "grading", "total")
 OUTSIDE = ("setup", "base_commit", "validation", "grading")
+ALL_KINDS = ("snapshot", "instance", "env")
 
 
 def write_copies(dataset: Path, total: int) -> None:
@@ -130,63 +134,99 @@ class Bench:
     settings: Settings
 
 
+# set by scripts/bench-smoke: the smoke runs share one synthetic cache (built by the first,
+# reused by the next) whose images carry the directory's name as their prefix; the runner
+# removes both at the end
+SMOKE_CACHE = "SWE_GREEN_BENCH_SMOKE_CACHE"
+
+
 @contextlib.contextmanager
-def synthetic_bench(kind: str, copies: int, image: str) -> Iterator[Bench]:
-    """A :class:`Bench` in a temporary directory; its containers and images are removed at
-    the end (by run label and prefix)."""
+def synthetic_place(kind: str, image: str) -> Iterator[tuple[Path, Path, str]]:
+    """(root, synthetic instances, image prefix) with the base image tagged under the prefix:
+    a temporary directory and a fresh prefix, removed at the end; or, with ``SMOKE_CACHE``
+    set, the shared smoke cache, kept."""
     backend = connect()
     client = backend.client
-    run_id = f"{kind}-{uuid.uuid4().hex[:8]}"
-    prefix = f"swe-green-bench-{run_id}"
+    shared = os.environ.get(SMOKE_CACHE)
+    prefix = Path(shared).name if shared else f"swe-green-bench-{kind}-{uuid.uuid4().hex[:8]}"
     client.images.get(image).tag(f"{prefix}/base", "py3.11")
+    if shared:
+        root = Path(shared)
+        if not (root / "synth" / "instances.jsonl").is_file():
+            build_synthetic(root / "synth")
+        yield root, root / "synth", prefix
+        return
     try:
         with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
-            root = Path(tmp)
-            synth = build_synthetic(root / "synth")
-            dataset = synth / "instances.jsonl"
-            write_copies(dataset, copies)
-            settings = Settings(
-                data_dir=root / "data", runs_dir=root / "runs", dataset=str(dataset),
-                mirror_dir=synth / "mirrors", recipes_file=synth / "recipes.json",
-                image_prefix=prefix, setup_strategy="recipe", validate_env=True,
-                memory="2g", cpus=1.0,
-            )  # fmt: skip
-            instances = load_instances(str(dataset))
-            yield Bench(backend, run_id, root, dataset, instances, settings)
+            yield Path(tmp), build_synthetic(Path(tmp) / "synth"), prefix
     finally:
-        gc(backend, run_id=run_id, image_kinds=("snapshot", "instance", "env"))
         for img in client.images.list(name=f"{prefix}/*"):
             for tag in img.tags:
                 if tag.startswith(prefix + "/"):
                     client.images.remove(tag, force=True)
 
 
+@contextlib.contextmanager
+def synthetic_bench(kind: str, copies: int, image: str, validate: bool = True) -> Iterator[Bench]:
+    """A :class:`Bench` in a temporary directory (or the shared smoke cache); its containers
+    and images are removed at the end (by run label and prefix; the smoke cache's images are
+    the runner's to remove)."""
+    backend = connect()
+    run_id = f"{kind}-{uuid.uuid4().hex[:8]}"
+    with synthetic_place(kind, image) as (root, synth, prefix):
+        runs = Path(tempfile.mkdtemp(prefix="swe-green-bench-runs-"))
+        dataset = runs / "instances.jsonl"
+        dataset.write_text((synth / "instances.jsonl").read_text())
+        write_copies(dataset, copies)
+        settings = Settings(
+            data_dir=root / "data", runs_dir=runs, dataset=str(dataset),
+            mirror_dir=synth / "mirrors", recipes_file=synth / "recipes.json",
+            image_prefix=prefix, setup_strategy="recipe", validate_env=validate,
+            memory="2g", cpus=1.0,
+        )  # fmt: skip
+        try:
+            instances = load_instances(str(dataset))
+            yield Bench(backend, run_id, runs, dataset, instances, settings)
+        finally:
+            shared = os.environ.get(SMOKE_CACHE)
+            gc(backend, run_id=run_id, image_kinds=("snapshot",) if shared else ALL_KINDS)
+            shutil.rmtree(runs, ignore_errors=True)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--copies", type=int, default=6, help="instances in all (default 6)")
     parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--smoke", action="store_true", help="one instance, concurrency 1")
     args = parser.parse_args()
+    concurrencies = (1,) if args.smoke else (1, 2)
+    if args.smoke:
+        args.copies = 1
     configure_logging(level="WARNING")
-    with synthetic_bench("bench", args.copies, args.image) as bench:
+    with synthetic_bench("bench", args.copies, args.image, validate=not args.smoke) as bench:
         backend, run_id, runs = bench.backend, bench.run_id, bench.root / "runs"
         settings, instances = bench.settings, bench.instances
         with running(make_participant("gold", dataset=str(bench.dataset))) as url:
-            warm_wall, warm, _ = evaluate(
-                settings, backend, run_id, runs / "warm", instances, url, 1
-            )
-            print(
-                f"warm-up (not measured, fills the caches): {warm_wall:6.2f} s, "
-                f"{sum(str(r.status) == 'resolved' for r in warm)}/{len(warm)} resolved"
-            )
+            if not args.smoke:
+                warm_wall, warm, _ = evaluate(
+                    settings, backend, run_id, runs / "warm", instances, url, 1
+                )
+                print(
+                    f"warm-up (not measured, fills the caches): {warm_wall:6.2f} s, "
+                    f"{sum(str(r.status) == 'resolved' for r in warm)}/{len(warm)} resolved"
+                )
             walls = {}
-            for concurrency in (1, 2):
+            for concurrency in concurrencies:
                 wall, results, run_dir = evaluate(
                     settings, backend, run_id, runs / f"c{concurrency}", instances, url,
                     concurrency,
                 )  # fmt: skip
                 walls[concurrency] = wall
                 report(f"concurrency {concurrency}", wall, results, run_dir)
-        print(f"speed-up wall@1 / wall@2: {walls[1] / walls[2]:.2f}x")
+        if 2 in walls:
+            print(f"speed-up wall@1 / wall@2: {walls[1] / walls[2]:.2f}x")
 
 
 if __name__ == "__main__":

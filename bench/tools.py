@@ -1,30 +1,29 @@
-"""Tool call overhead: p50/p95 of trivial `bash` tool calls, from the bottom up.
+"""Tool call overhead: each sandbox tool against a bare ``docker exec`` of the same work.
 
-- bare ``Sandbox.exec`` of the command (one ``docker exec``);
-- ``run_tool`` (the bash wrapper: one ``docker exec`` too), and a `view` call (the
-  in-container Python program);
-- the full path: a benchmark participant (an A2A server on 127.0.0.1) asks for one bash call
-  per turn; the green agent (``run_participant`` + ``sandbox_tool_runner``) runs it in the
-  container and sends the result back. Measured at the participant: from the end of its
-  ``execute`` that returned the tool call to the start of the ``execute`` that brings the
-  result. Once per turn style (message, completed task, input-required task);
-- the A2A and green-agent share alone: the same with a tool runner that returns at once.
+Per tool, calls of the tool (``run_tool``, as the green agent makes them) alternate with bare
+``Sandbox.exec`` calls doing the same work in the same container (bash: ``echo hello``; view:
+``cat -n`` of a 200-line file; edit: a one-line ``sed -i`` against a one-line str_replace;
+search: ``grep -rn`` against a search of the same tree); printed: the p50 of each, p95, and
+the median of the pairwise ratios (ours / bare), against the 1.2x target.
 
-Samples are taken in alternating rounds (load on the host changes during a run).
+With ``--a2a``, also the full path: a benchmark participant (an A2A server on 127.0.0.1) asks
+for one bash call per turn; the green agent (``run_participant`` + ``sandbox_tool_runner``)
+runs it and sends the result back (measured at the participant, once per turn style), and the
+A2A share alone (a tool runner that returns at once).
 
-Run: python bench/tools.py [--image swe-green/base:py3.11] [--calls 200] [--rounds 4]
-     [--styles message completed input-required]
+Run: python bench/tools.py [--image swe-green/base:py3.11] [--calls 100] [--a2a]
+     [--styles message completed input-required]; ``--smoke``: a few calls, seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,7 @@ from a2a.server.events import EventQueue
 
 from orchestrator.housekeeping import gc
 from orchestrator.models import Instance
-from orchestrator.participant.client import (
-    ParticipantLimits,
-    ToolRunner,
-    run_participant,
-    sandbox_tool_runner,
-)
+from orchestrator.participant.client import ParticipantLimits, run_participant
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.base import (
     TURN_STYLES,
@@ -50,12 +44,18 @@ from orchestrator.participant.reference.base import (
 )
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import install_tools, run_tool
+from orchestrator.participant.tools_host import (
+    ToolRunner,
+    install_tools,
+    run_tool,
+    sandbox_tool_runner,
+)
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
 
 COMMAND = "echo hello"
-TARGET_RATIO = 1.5
+TARGET_RATIO = 1.2
+FILE = "/testbed/file.txt"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -133,71 +133,95 @@ def _no_op(call: ToolCall, timeout: float) -> ToolResult:
     return ToolResult(id=call.id, output="hello\n", exit_code=0)
 
 
-def interleaved(
-    measures: dict[str, Callable[[int], list[float]]], calls: int, rounds: int
-) -> dict[str, list[float]]:
-    """``calls`` samples of each measure, taken in ``rounds`` alternating blocks, so that a
-    change of load on the host during the run hits every measure alike."""
-    rows: dict[str, list[float]] = {label: [] for label in measures}
-    per_round = max(1, calls // rounds)
-    for _ in range(rounds):
-        for label, measure in measures.items():
-            rows[label] += measure(per_round)
+def paired(ours: Callable[[], object], bare: Callable[[], object], calls: int):
+    """``calls`` timings of ``ours`` and of ``bare``, taken in turn (a change of load on the
+    host hits both alike), after one warm-up call of each."""
+    ours(), bare()
+    rows: tuple[list[float], list[float]] = ([], [])
+    for _ in range(calls):
+        for row, action in zip(rows, (ours, bare), strict=True):
+            started = time.perf_counter()
+            action()
+            row.append(time.perf_counter() - started)
     return rows
 
 
+def tool_pairs(sb: Sandbox) -> dict[str, tuple[Callable[[], object], Callable[[], object]]]:
+    """Per tool: (our tool call, a bare exec of the same work)."""
+
+    def tool(name: str, **arguments: Any) -> Callable[[], object]:
+        call = ToolCall(id=name, name=name, arguments=arguments)
+
+        def run() -> ToolResult:
+            result = run_tool(sb, call)
+            if result.error:
+                raise RuntimeError(f"the {name} call failed: {result.output}")
+            return result
+
+        return run
+
+    def bare(argv: list[str]) -> Callable[[], object]:
+        return lambda: sb.exec(argv)
+
+    edits = iter(range(10**9))
+
+    def edit() -> object:  # 200 <-> 201 and back, so that every call finds its text
+        n = next(edits) % 2
+        return tool("edit", command="str_replace", path=FILE, old_str=f"\n{200 + n}\n",
+                    new_str=f"\n{201 - n}\n")()  # fmt: skip
+
+    return {
+        "bash": (tool("bash", command=COMMAND), bare(["bash", "-c", COMMAND])),
+        "view": (tool("view", path=FILE), bare(["cat", "-n", FILE])),
+        "edit": (edit, bare(["sed", "-i", "s/^199$/199/", FILE])),
+        "search": (tool("search", pattern="^19"), bare(["grep", "-rn", "^19", "/testbed"])),
+    }
+
+
+def report_tools(rows: dict[str, tuple[list[float], list[float]]]) -> None:
+    print(f"{'tool':8s} {'bare p50':>9s} {'ours p50':>9s} {'ours p95':>9s}  ours/bare")
+    for name, (ours, bare) in rows.items():
+        ratio = statistics.median(o / b for o, b in zip(ours, bare, strict=True))
+        verdict = "ok" if ratio <= TARGET_RATIO else f"ABOVE the {TARGET_RATIO}x target"
+        ms = [statistics.median(bare) * 1000, statistics.median(ours) * 1000]
+        ms.append(percentile(ours, 0.95) * 1000)
+        print(f"{name:8s} {ms[0]:7.1f}ms {ms[1]:7.1f}ms {ms[2]:7.1f}ms  {ratio:5.2f}x {verdict}")
+
+
+def report_a2a(runner: ToolRunner, styles: list[str], calls: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
+        for style in styles:
+            for label, tool_runner in (("full A2A path", runner), ("A2A only, no-op", _no_op)):
+                times = full_path(tool_runner, calls, style=style, workdir=Path(tmp))  # type: ignore[arg-type]
+                print(
+                    f"{label} ({style}): p50 {percentile(times, 0.5) * 1000:6.1f} ms"
+                    f"   p95 {percentile(times, 0.95) * 1000:6.1f} ms"
+                )
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--image", default="swe-green/base:py3.11")
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=4, help="alternating blocks per measure")
+    parser.add_argument("--calls", type=int, default=100, help="timed calls per tool and row")
+    parser.add_argument("--a2a", action="store_true", help="the full A2A path too")
     parser.add_argument("--styles", nargs="+", default=list(TURN_STYLES), choices=TURN_STYLES)
+    parser.add_argument("--smoke", action="store_true", help="3 calls per row, one A2A style")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.a2a, args.styles = 3, True, args.styles[:1]
     backend = connect()
-    client = backend.client
     run_id = f"bench-{uuid.uuid4().hex[:8]}"
     try:
-        sb = Sandbox.start(client, args.image, run_id=run_id, instance_id="bench")
+        sb = Sandbox.start(backend.client, args.image, run_id=run_id, instance_id="bench")
         install_tools(sb)
-        sb.exec("mkdir -p /testbed && seq 1 200 > /testbed/file.txt")
-        bash_call = ToolCall(id="b", name="bash", arguments={"command": COMMAND})
-        view_call = ToolCall(id="v", name="view", arguments={"path": "/testbed/file.txt"})
-        runner = sandbox_tool_runner(sb)
-        with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
-            measures: dict[str, Callable[[int], list[float]]] = {
-                "bare docker exec": lambda n: timed(lambda: sb.exec(COMMAND), n),
-                "bash tool (run_tool)": lambda n: timed(lambda: run_tool(sb, bash_call), n),
-                "view tool (run_tool)": lambda n: timed(lambda: run_tool(sb, view_call), n),
-            }
-            for style in args.styles:
-                measures[f"full A2A path ({style})"] = partial(
-                    full_path, runner, style=style, workdir=Path(tmp)
-                )
-            for style in args.styles:
-                measures[f"A2A only, no-op runner ({style})"] = partial(
-                    full_path, _no_op, style=style, workdir=Path(tmp)
-                )
-            rows = interleaved(measures, args.calls, args.rounds)
-        bare = percentile(rows["bare docker exec"], 0.5)
-        print(
-            f"`{COMMAND}`: {len(rows['bare docker exec'])} calls per row, "
-            f"in {args.rounds} alternating rounds"
-        )
-        width = max(len(label) for label in rows)
-        for label, times in rows.items():
-            p50, p95 = percentile(times, 0.5), percentile(times, 0.95)
-            print(
-                f"{label:{width}s}  p50 {p50 * 1000:6.1f} ms   p95 {p95 * 1000:6.1f} ms"
-                f"   p50 / bare {p50 / bare:4.2f}x"
-            )
-        full = {k: v for k, v in rows.items() if k.startswith("full A2A")}
-        if full:
-            best = min(full, key=lambda k: percentile(full[k], 0.5))
-            ratio = percentile(full[best], 0.5) / bare
-            verdict = "within" if ratio <= TARGET_RATIO else "ABOVE"
-            print(
-                f"best: {best}, full/bare p50 = {ratio:.2f}x ({verdict} the {TARGET_RATIO}x target)"
-            )
+        sb.exec(f"mkdir -p /testbed && seq 1 200 > {FILE}")
+        rows = {name: paired(*pair, args.calls) for name, pair in tool_pairs(sb).items()}
+        print(f"{args.calls} calls per row, ours and bare in turn, in one container")
+        report_tools(rows)
+        if args.a2a:
+            report_a2a(sandbox_tool_runner(sb), args.styles, args.calls)
     finally:
         gc(backend, run_id=run_id)
 

@@ -13,6 +13,14 @@ may be older still and is never used to run the tools).
 The host runs small ``bash`` calls without this file: it passes :data:`BASH_WRAPPER` straight
 to ``bash -c`` (one ``docker exec``, no Python start-up); the ``bash`` tool here uses the same
 wrapper, so both paths behave alike.
+
+The other tools go through a small server, so that no Python interpreter starts per call:
+``--serve PORT`` listens on 127.0.0.1:PORT inside the container (the loopback exists even
+without a network), goes to the background once it listens, and forks one child per
+connection (the modules are loaded once; a child that outlives its request's ``kill_after``
+seconds ends by SIGALRM). The host's call is one ``docker exec`` of :data:`CLIENT`, a few lines
+of bash that connect with ``/dev/tcp``, start the server first when none answers, send the
+request line and copy the answer to stdout.
 """
 
 from __future__ import annotations
@@ -81,6 +89,23 @@ else
 fi
 set --
 eval "$__swe_cmd" </dev/null
+"""
+
+
+# The host's per-call client: $1 = the server's port, $2 = the request (one JSON line).
+# A server that is not running (a new container, one started from a snapshot, one whose
+# processes were stopped) is started by the first call; two calls starting one at once are
+# fine (the second bind fails, and that server exits). The request goes as one write
+# ("PID JSON\n": bash's own pid, so that the answer can be written straight to its stdout);
+# the server then sends "D" (done), or "S" and the answer when it could not write it there.
+CLIENT = r"""__swe_connect() { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null
+if ! __swe_connect "$1"; then
+  /usr/bin/python3 -I -S /opt/swe/tools.py --serve "$1" || exit
+  __swe_connect "$1" || { echo "the tool server on port $1 does not answer" >&2; exit 70; }
+fi
+printf '%s' "$$ $2"$'\n' >&3
+IFS= read -r -n 1 __swe_how <&3
+[ "$__swe_how" = D ] || exec cat <&3
 """
 
 
@@ -335,8 +360,9 @@ def _remember(path: str) -> None:
         shutil.copyfile(path, entry)
     else:
         open(entry + ".absent", "wb").close()
-    with open(os.path.join(directory, "path"), "w", encoding="utf-8", errors="replace") as f:
-        f.write(path)
+    if not numbered:  # the same path always maps to this directory: written once
+        with open(os.path.join(directory, "path"), "w", encoding="utf-8", errors="replace") as f:
+            f.write(path)
     for old in numbered[: max(0, len(numbered) + 1 - HISTORY_DEPTH)]:
         for suffix in ("", ".absent"):
             try:
@@ -595,24 +621,162 @@ def run(request) -> dict:
         return _result(f"{name} failed: {exc.strerror or exc}{where}", 1, True)
 
 
+def _read_request_file(path: str):
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read().decode("utf-8"))
+    finally:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 def _load_request(argv):
     if len(argv) == 2 and argv[0] == "--request":
         return json.loads(argv[1])
     if len(argv) == 2 and argv[0] == "--request-file":
-        try:
-            with open(argv[1], "rb") as handle:
-                return json.loads(handle.read().decode("utf-8"))
-        finally:
+        return _read_request_file(argv[1])
+    raise ValueError("usage: tools.py --request JSON | --request-file PATH | --serve PORT")
+
+
+def answer(line: bytes) -> dict:
+    """The result of one request line: a request object, or ``{"request_file": PATH, ...}``
+    for a request too large for an argv element (the file is deleted once read)."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+        if isinstance(request, dict) and "request_file" in request:
+            request = _read_request_file(str(request["request_file"]))
+    except (ValueError, OSError) as exc:
+        return _result(f"bad tool request: {exc}", 2, True)
+    return run(request)
+
+
+# ----------------------------------------------------------------------------- server
+def _read_line(conn) -> bytes:
+    chunks = []
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return b"".join(chunks)
+
+
+def _handle(conn) -> None:
+    """In the worker for one connection: read the request line, answer, end."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the bash tool waits for its children
+    signal.setitimer(signal.ITIMER_REAL, DEFAULT_TIMEOUT)  # a client that sends nothing
+    pid, _, line = _read_line(conn).partition(b" ")
+    try:
+        kill_after = float(json.loads(line.decode("utf-8")).get("kill_after") or 0)
+    except (ValueError, AttributeError):
+        kill_after = 0.0
+    signal.setitimer(signal.ITIMER_REAL, kill_after if kill_after > 0 else DEFAULT_TIMEOUT)
+    data = json.dumps(answer(line)).encode("utf-8")
+    if _write_to_stdout_of(pid, data):
+        conn.sendall(b"D")
+    else:
+        conn.sendall(b"S" + data)
+    conn.shutdown(socket.SHUT_WR)  # the client sees the end now, not once this process is gone
+
+
+def _write_to_stdout_of(pid: bytes, data: bytes) -> bool:
+    """Write ``data`` to the stdout of process ``pid`` (the client: saves it a ``cat``);
+    False when that cannot be opened (nothing was written then)."""
+    try:
+        fd = os.open(f"/proc/{int(pid)}/fd/1", os.O_WRONLY | os.O_APPEND)
+    except (ValueError, OSError):
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass  # the client is gone: nobody reads the answer
+    finally:
+        os.close(fd)
+    return True
+
+
+def _listen(port: int):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(64)
+    return server
+
+
+def _worker(server, ready: int) -> None:
+    """A forked worker: accept one connection, tell the server (a byte on ``ready``), serve
+    it and end. Forked ahead of its call, so no fork is on a call's path."""
+    status = 1
+    try:
+        while True:
             try:
-                os.remove(argv[1])
-            except OSError:
-                pass
-    raise ValueError("usage: tools.py --request JSON | --request-file PATH")
+                conn, _ = server.accept()
+                break
+            except InterruptedError:
+                continue
+        os.write(ready, b"x")
+        os.close(ready)
+        server.close()
+        _handle(conn)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def serve(port: int) -> int:
+    """Listen on 127.0.0.1:``port``, then serve in the background; 0 when a server (this one
+    or one started a moment before) listens there.
+
+    The server keeps one idle worker waiting in ``accept``; when it takes a connection, the
+    next is forked. A worker ends with its call (a call's state never leaks into the next)."""
+    try:
+        server = _listen(port)
+    except OSError as exc:
+        if exc.errno == 98:  # EADDRINUSE: another call started it first
+            return 0
+        sys.stderr.write(f"the tool server cannot listen on port {port}: {exc}\n")
+        return 70
+    sys.stdout.flush()
+    if os.fork():
+        return 0  # the caller connects once this exits: the server already listens
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.chdir("/")
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    while True:
+        ready, ready_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:  # no process left (the pids limit): try again a little later
+            os.close(ready), os.close(ready_w)
+            time.sleep(0.2)
+            continue
+        if pid == 0:
+            os.close(ready)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _worker(server, ready_w)
+        os.close(ready_w)
+        took = os.read(ready, 1)  # b"" when the worker ended without a connection
+        os.close(ready)
+        if not took:
+            time.sleep(0.05)
 
 
 def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--serve":
+        return serve(int(args[1]))
     try:
-        request = _load_request(sys.argv[1:] if argv is None else argv)
+        request = _load_request(args)
     except (ValueError, OSError) as exc:
         result = _result(f"bad tool request: {exc}", 2, True)
     else:

@@ -17,6 +17,8 @@ import pytest
 
 from orchestrator.models import Status
 from orchestrator.participant.reference import make_participant, running
+from orchestrator.participant.tool_protocol import ToolCall
+from orchestrator.participant.tools_host import run_tool
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
 from orchestrator.run.scheduler import run_evaluation
@@ -209,6 +211,31 @@ def test_switching_the_network_moves_the_files_into_a_new_container(base_image, 
         assert sandbox.exec("cat /testbed/f").stdout == "kept\n"
         assert sandbox.name == f"swe-green-{TEST_RUN_ID}-move"
         assert [c.endpoint() for c in proxy.calls if c.endpoint().endswith("rename")]
+    finally:
+        sandbox.remove()
+    assert proxy.refused() == []
+
+
+@pytest.mark.container
+def test_the_sandbox_tools_and_their_server_run_with_no_call_refused(base_image, proxy):
+    client = docker.DockerClient(base_url=proxy.url)
+    sandbox = Sandbox.start(
+        client, base_image, run_id=TEST_RUN_ID, instance_id="tools", restricted=True,
+        network=False, name=f"swe-green-{TEST_RUN_ID}-tools",
+    )  # fmt: skip
+
+    def call(name: str, **arguments: object) -> str:
+        result = run_tool(sandbox, ToolCall(id="t", name=name, arguments=arguments), timeout=60)
+        assert not result.error, result.output
+        return result.output
+
+    try:
+        call("edit", command="create", path="/testbed/a.py", file_text="x = 1\n")
+        assert call("view", path="/testbed/a.py") == "     1\tx = 1"
+        assert call("search", pattern="x =").startswith("/testbed/a.py:1: x = 1")
+        assert call("bash", command="cat /testbed/a.py") == "x = 1\n"
+        sandbox.set_network(True)  # a new container: the server starts again there
+        assert call("view", path="/testbed/a.py") == "     1\tx = 1"
     finally:
         sandbox.remove()
     assert proxy.refused() == []

@@ -275,3 +275,18 @@ def test_container_diff_of_an_untouched_repo_is_empty_and_bad_base_is_an_error(m
     assert container_diff(sb, base) == ""
     with pytest.raises(ContainerDiffError, match="cannot diff /testbed against"):
         container_diff(sb, "0" * 40)
+
+
+@pytest.mark.container
+def test_container_diff_writes_no_object_and_leaves_the_pack_untouched(make_sandbox):
+    # an object the pack holds, written again, "freshens" the pack (its time is set): in a
+    # container that copies the whole pack into the writable layer
+    sb = make_sandbox()
+    base = sb.exec(SETUP_REPO).stdout.strip()
+    sb.exec("cd /testbed && git repack -adq && git prune-packed")
+    objects = "cd /testbed && stat -c '%n %y' .git/objects/pack/* && git count-objects"
+    before = sb.exec(objects).stdout
+    sb.exec("sleep 1.1 && cd /testbed && touch keep.txt mod.py && printf 'new\\n' > new.py")
+    patch = container_diff(sb, base)
+    assert touched_files(patch) == ["new.py"]
+    assert sb.exec(objects).stdout == before

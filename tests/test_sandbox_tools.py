@@ -7,7 +7,14 @@ import json
 import pytest
 
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import REQUEST_DIR, TOOLS_PATH, install_tools, run_tool
+from orchestrator.participant.tools_host import (
+    REQUEST_DIR,
+    TOOLS_PATH,
+    install_tools,
+    run_tool,
+    server_port,
+)
+from sandbox_tools.tools import CLIENT
 
 from .conftest import TEST_RUN_ID
 
@@ -344,5 +351,70 @@ def test_integer_given_as_text_is_accepted(sb):
 def test_tools_program_is_reinstalled_when_it_disappears(sb):
     assert not call(sb, "view", path="pkg/mod.py").error
     sb.exec(["rm", TOOLS_PATH])
-    result = call(sb, "view", path="pkg/mod.py")
+    result = call(sb, "view", path="pkg/mod.py")  # the running server still answers
     assert not result.error and "return 1" in result.output
+    sb.exec(["rm", TOOLS_PATH])
+    sb.exec(["pkill", "-9", "-f", "[t]ools.py --serve"])
+    result = call(sb, "view", path="pkg/mod.py")  # no server and no program: installed again
+    assert not result.error and "return 1" in result.output
+    assert sb.exec(["test", "-f", TOOLS_PATH]).exit_code == 0
+
+
+# ----------------------------------------------------------------------------- tool server
+SERVER = "[t]ools.py --serve"  # the brackets: pgrep must not find its own `timeout`
+
+
+def server_pids(sandbox) -> list[str]:
+    return sandbox.exec(["pgrep", "-f", SERVER]).stdout.split()
+
+
+def test_calls_share_one_server_started_by_the_first(sb):
+    assert server_pids(sb) == []
+    assert not call(sb, "view", path="pkg/mod.py").error
+    server = sb.exec(["pgrep", "-o", "-f", SERVER]).stdout.strip()
+    for _ in range(4):
+        assert not call(sb, "view", path="pkg/mod.py").error
+        assert not call(sb, "search", pattern="return").error
+        assert not call(sb, "edit", command="create", path="n.txt", file_text="n\n").error
+    assert sb.exec(["pgrep", "-o", "-f", SERVER]).stdout.strip() == server
+    # the server and its one idle worker, as the container's user; no call's worker is left
+    pids = server_pids(sb)
+    assert server in pids and len(pids) <= 2
+    users = sb.exec(["ps", "-o", "user=", "-p", ",".join(pids)]).stdout.split()
+    assert set(users) == {sb.exec("id -un").stdout.strip()}
+
+
+def test_server_is_started_again_when_killed_or_the_processes_stopped(sb):
+    assert not call(sb, "view", path="pkg/mod.py").error
+    sb.exec(["pkill", "-9", "-f", SERVER])
+    assert server_pids(sb) == []
+    assert "return 1" in call(sb, "view", path="pkg/mod.py").output
+    sb.kill_processes()
+    assert "return 1" in call(sb, "view", path="pkg/mod.py").output
+    assert server_pids(sb)
+
+
+def test_server_child_ends_at_its_kill_after(sb):
+    install_tools(sb)
+    request = {"name": "bash", "arguments": {"command": "exec sleep 30"}, "kill_after": 1}
+    argv = ["bash", "-c", CLIENT, "swe-tool", str(server_port()), json.dumps(request)]
+    result = sb.exec(argv, timeout=20)
+    assert result.stdout == "" and result.duration < 10
+    assert not call(sb, "view", path="pkg/mod.py").error
+
+
+def test_server_sends_the_answer_on_the_socket_when_it_cannot_write_to_the_client(sb):
+    assert not call(sb, "view", path="pkg/mod.py").error  # the server runs
+    request = json.dumps({"name": "view", "arguments": {"path": "/testbed/pkg/mod.py"}})
+    talk = f'exec 3<>/dev/tcp/127.0.0.1/{server_port()}; printf "0 %s\\n" "$1" >&3; cat <&3'
+    out = sb.exec(["bash", "-c", talk, "talk", request]).stdout
+    assert out.startswith("S{") and json.loads(out[1:])["output"].endswith("return 1")
+
+
+def test_a_container_from_a_snapshot_starts_its_own_server(sb, make_sandbox):
+    assert not call(sb, "view", path="pkg/mod.py").error
+    image = sb.snapshot("swe-green-test/tools", TEST_RUN_ID)
+    child = make_sandbox(image=image)
+    assert server_pids(child) == []
+    assert "return 1" in call(child, "view", path="pkg/mod.py").output
+    assert server_pids(child)

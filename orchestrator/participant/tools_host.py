@@ -4,8 +4,13 @@
 
 - ``bash`` is one ``docker exec`` of ``bash -c <fixed wrapper> swe-bash <command>``: the
   command is an argv element, never pasted into a shell line, and no Python starts;
-- ``view``, ``edit`` and ``search`` run ``/opt/swe/tools.py`` with the container's system
-  Python (``install_tools`` copies it in once per container), the request as one argv element.
+- ``view``, ``edit`` and ``search`` are served by ``/opt/swe/tools.py`` running as a small
+  server inside the container (started by the first such call, with the container's system
+  Python; ``install_tools`` copies the program in once per container): a call is one
+  ``docker exec`` of a few lines of bash (``sandbox_tools.tools.CLIENT``) that hand the
+  request, one argv element, to the server over the container's loopback, so no Python
+  interpreter starts per call. The server's port is derived from the program's bytes, so a
+  changed program gets its own server.
 
 Requests too large for an argv element (over 64 KB) go through a file written with
 ``Sandbox.write_file``. Everything a caller (model or participant) can get wrong comes back as a
@@ -15,6 +20,7 @@ daemon gone) raise ``SandboxError``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import uuid
@@ -28,12 +34,11 @@ from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.sandbox import DiskLimitExceeded, ExecResult, Sandbox
 from sandbox_tools import tools as tools_program
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, ArgumentError, validate_arguments
-from sandbox_tools.tools import BASH_WRAPPER
+from sandbox_tools.tools import BASH_WRAPPER, CLIENT
 from sandbox_tools.tools import cap_middle as cap_output
 
 TOOLS_PATH = "/opt/swe/tools.py"
 REQUEST_DIR = "/opt/swe/requests"
-SYSTEM_PYTHON = "/usr/bin/python3"
 ARGV_LIMIT = 64 * 1024
 # the in-container `search` stops by itself this long before the call's time limit
 _SEARCH_MARGIN = 2.0
@@ -46,6 +51,13 @@ _installed_lock = threading.Lock()
 def tools_source() -> bytes:
     """The bytes of ``sandbox_tools/tools.py``, as copied into containers."""
     return Path(tools_program.__file__).read_bytes()
+
+
+@cache
+def server_port() -> int:
+    """The in-container tool server's port on 127.0.0.1, from the program's bytes: 20000 to
+    31999, below Linux's ephemeral range (32768-60999), so no outgoing connection holds it."""
+    return 20000 + int(hashlib.sha256(tools_source()).hexdigest()[:8], 16) % 12000
 
 
 def install_tools(sandbox: Sandbox, *, force: bool = False) -> None:
@@ -125,15 +137,17 @@ def _run_program(
         "arguments": arguments,
         "output_limit": inner_limit,
         "time_limit": max(1.0, seconds - _SEARCH_MARGIN),
+        # the server's child for this call ends by itself then, as `timeout` ends the client
+        "kill_after": seconds,
     }
     payload = json.dumps(request)
     for attempt in (1, 2):
+        line = payload
         if len(payload) > ARGV_LIMIT:
             path = f"{REQUEST_DIR}/{uuid.uuid4().hex}.json"
             sandbox.write_file(path, payload)
-            argv = [SYSTEM_PYTHON, "-I", "-S", TOOLS_PATH, "--request-file", path]
-        else:
-            argv = [SYSTEM_PYTHON, "-I", "-S", TOOLS_PATH, "--request", payload]
+            line = json.dumps({"request_file": path, "kill_after": seconds})
+        argv = ["bash", "-c", CLIENT, "swe-tool", str(server_port()), line]
         result = sandbox.exec(argv, timeout=seconds)
         if result.timed_out:
             return _timed_out(call.id, result, seconds, output_limit)

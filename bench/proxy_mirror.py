@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -219,19 +221,45 @@ def prepare(row: dict, out: Path) -> ProxyRecord:
         return record
     if not mirror.is_dir():
         _run(["git", "init", "--quiet", "--bare", str(mirror)])
-    _run(["git", "push", "--quiet", "--force", str(mirror), "refs/heads/*:refs/heads/*"], work)
+    push = ["git", "push", "--quiet", "--force", str(mirror), "refs/heads/*:refs/heads/*"]
+    try:
+        _run(push, work)
+    except RuntimeError:  # a ref lock left by an interrupted push: once more
+        time.sleep(2)
+        _run(push, work)
     return record
 
 
-def write_dataset(rows: list[dict], done: dict[str, ProxyRecord], path: Path) -> None:
-    """The proxy dataset: the rows whose proxy base was built, in sweep order."""
+_DIFF_PATHS = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
+
+
+def recontexted(patch: str, base: str, release: str, work: Path) -> str:
+    """``patch`` re-made from the proxy (base -> release diff of its files): the same change
+    with the release's context lines, so that it applies exactly where it was reversed with
+    less context or fuzz."""
+    paths = sorted({p for pair in _DIFF_PATHS.findall(patch) for p in pair})
+    return _run(["git", "diff", "--binary", "--no-renames", base, release, "--", *paths], work)
+
+
+def proxy_row(row: dict, rec: ProxyRecord, out: Path) -> dict:
+    """The proxy dataset row of ``row``: base and set-up commits at the proxy, patches
+    re-made from the proxy when they needed less context or fuzz to reverse."""
+    proxy = {**row, "base_commit": rec.proxy_base, "environment_setup_commit": rec.release_commit}
+    work = out / "work" / row["repo"].replace("/", "__")
+    for key, method in (("test_patch", rec.test_patch_method), ("patch", rec.gold_patch_method)):
+        if method != "exact":
+            proxy[key] = recontexted(row[key], rec.proxy_base, rec.release_commit, work)
+    return proxy
+
+
+def write_dataset(rows: list[dict], done: dict[str, ProxyRecord], out: Path) -> None:
+    """The proxy dataset (out/proxy.jsonl): the rows whose proxy base was built, in order."""
     lines = []
     for row in rows:
         rec = done.get(row["instance_id"])
         if rec is not None and rec.proxy_base:
-            proxy = {**row, "base_commit": rec.proxy_base}
-            proxy["environment_setup_commit"] = rec.release_commit
-            lines.append(json.dumps(proxy) + "\n")
+            lines.append(json.dumps(proxy_row(row, rec, out)) + "\n")
+    path = out / "proxy.jsonl"
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(lines))
     tmp.replace(path)
@@ -263,8 +291,8 @@ def main() -> None:
             f.write(record.model_dump_json() + "\n")
         status = record.error[:200] or f"{record.test_patch_method}/{record.gold_patch_method}"
         print(row["instance_id"], record.release, status, flush=True)
-        write_dataset(rows, done, args.out / "proxy.jsonl")
-    write_dataset(rows, done, args.out / "proxy.jsonl")
+        write_dataset(rows, done, args.out)
+    write_dataset(rows, done, args.out)
 
 
 if __name__ == "__main__":

@@ -125,13 +125,36 @@ def test_round_robin_gives_every_version_its_first_instances_first() -> None:
 
 
 def test_dataset_rows_point_at_the_proxy(tmp_path: Path) -> None:
-    rows = [{"instance_id": i, "base_commit": "real"} for i in ("a", "b")]
+    _release_tree(tmp_path, "Django==3.0")
+    row = {"instance_id": "django__django-1", "repo": "django/django", "version": "3.0"}
+    row |= {"patch": GOLD, "test_patch": TEST_PATCH, "base_commit": "real"}
     done = {
-        "a": proxy_mirror.ProxyRecord(
-            instance_id="a", repo="r", version="1", release_commit="rel", proxy_base="base"
+        "django__django-1": proxy_mirror.prepare(row, tmp_path),
+        "django__django-2": proxy_mirror.ProxyRecord(
+            instance_id="django__django-2", repo="r", version="1", error="x"
         ),
-        "b": proxy_mirror.ProxyRecord(instance_id="b", repo="r", version="1", error="x"),
     }
-    proxy_mirror.write_dataset(rows, done, tmp_path / "proxy.jsonl")
+    rows = [row, {**row, "instance_id": "django__django-2"}]
+    proxy_mirror.write_dataset(rows, done, tmp_path)
     (only,) = [json.loads(x) for x in (tmp_path / "proxy.jsonl").read_text().splitlines()]
-    assert only == {"instance_id": "a", "base_commit": "base", "environment_setup_commit": "rel"}
+    rec = done["django__django-1"]
+    assert only == {
+        **row, "base_commit": rec.proxy_base, "environment_setup_commit": rec.release_commit
+    }  # fmt: skip
+
+
+def test_a_patch_reversed_with_fuzz_is_re_made_to_apply_exactly(tmp_path: Path) -> None:
+    _release_tree(tmp_path, "Django==3.0")
+    tree = tmp_path / "sdists" / "Django-3.0"
+    (tree / "calc.py").write_text("# header\n\n\n" + FIXED + "\n\ndef sub(a, b):\n    return 0\n")
+    fuzzy = GOLD.replace(" def add(a, b):\n", " def add(x, y):\n")
+    row = {"instance_id": "django__django-3", "repo": "django/django", "version": "3.0"}
+    row |= {"patch": fuzzy, "test_patch": TEST_PATCH}
+    rec = proxy_mirror.prepare(row, tmp_path)
+    proxy = proxy_mirror.proxy_row(row, rec, tmp_path)
+    assert proxy["test_patch"] == TEST_PATCH  # reversed exactly: kept as it is
+    assert proxy["patch"] != fuzzy and "-    return a - b" in proxy["patch"]
+    work = tmp_path / "work" / "django__django"
+    subprocess.run(["git", "checkout", "-q", "-f", rec.proxy_base], cwd=work, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=work, input=proxy["patch"], text=True, check=True)
+    assert (work / "calc.py").read_text() == (tree / "calc.py").read_text()

@@ -121,7 +121,8 @@ def unpacked_release(requirement: str, sdists: Path) -> Path:
         return dest
     sdists.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=sdists) as tmp:
-        args = ["pip", "download", "--quiet", "--no-clean", "--no-deps", "--no-binary", ":all:"]
+        args = ["pip", "download", "--quiet", "--no-clean", "--no-deps", "--no-build-isolation"]
+        args += ["--no-binary", ":all:"]  # isolation would build numpy &c. from source
         env = {**os.environ, "TMPDIR": tmp}
         subprocess.run(
             [*args, requirement, "-d", str(Path(tmp) / "dist")],

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.environments.recipes import load_recipes
-from orchestrator.environments.sweep import SweepRecord, load_records, merge_records
+from orchestrator.environments.sweep import SweepRecord, load_records, merge_records, root_cause
 from orchestrator.grading.log_parsers import match_expected, parse_test_log
 
 REPOS = ("django/django", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
@@ -32,6 +32,7 @@ _OWNER = {
     "gold patch fails": "proxy",
     "gold patch does not apply": "proxy",
     "Python not available offline": "python",
+    "set-up host out of reach": "host",
     "install failed": "ours",
     "tests do not run": "ours",
     "timeout": "ours",
@@ -75,7 +76,11 @@ def _owner_and_cause(record: SweepRecord, causes: dict) -> tuple[str, str]:
     override = causes.get(record.instance_id)
     if override:
         return override["owner"], override["cause"]
-    return _OWNER.get(record.cause, "ours"), record.cause or "other"
+    cause = record.cause or "other"
+    fresh = root_cause(record.message)  # the product's current classification
+    if fresh not in ("install failed", "other"):
+        cause = fresh
+    return _OWNER.get(cause, "ours"), cause
 
 
 def build_rows(

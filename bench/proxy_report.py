@@ -88,6 +88,7 @@ def build_rows(
     prepared: dict[str, dict],
     records: dict[str, tuple[SweepRecord, Path]],
     causes: dict,
+    cold: dict[str, float] | None = None,
 ) -> list[Row]:
     """The report's rows (pure: every input already read)."""
     recipes = load_recipes()
@@ -104,7 +105,7 @@ def build_rows(
             row.failures.append(f"proxy: {inst['instance_id']}: patches do not reverse-apply")
             continue
         row.base_built += 1
-        row.fuzz += "fuzz" in (prep["test_patch_method"], prep["gold_patch_method"])
+        row.fuzz += {prep["test_patch_method"], prep["gold_patch_method"]} != {"exact"}
         if inst["instance_id"] not in records:
             continue
         record, run_dir = records[inst["instance_id"]]
@@ -112,8 +113,8 @@ def build_rows(
         row.python = f"{record.python_spec} → {record.python_used}"
         if record.stage != "setup":
             row.env_built += 1
-            if "setup" in record.timings and not record.env_cache_hit:
-                row.cold.append(record.timings["setup"])
+            if inst["instance_id"] in (cold or {}):
+                row.cold.append((cold or {})[inst["instance_id"]])
         unread = unread_tests(run_dir, inst, recipes[key].log_format)
         if unread is not None:
             row.runner_started += 1
@@ -131,6 +132,18 @@ def build_rows(
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], [int(p) for p in k[1].split(".")]))]
 
 
+def _grouped(failures: list[str]) -> list[str]:
+    """``owner: id: cause`` lines grouped as ``owner × n: cause (ids)``."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for line in failures:
+        owner, iid, cause = line.split(": ", 2)
+        groups.setdefault((owner, cause), []).append(iid.rsplit("-", 1)[-1])
+    return [
+        f"{owner} × {len(ids)}: {cause} ({', '.join(ids)})"
+        for (owner, cause), ids in groups.items()
+    ]
+
+
 def markdown(rows: list[Row], wall: str) -> str:
     """The report's Markdown table and summary."""
     tried = sum(r.tried for r in rows)
@@ -142,24 +155,29 @@ def markdown(rows: list[Row], wall: str) -> str:
     lines = [
         "# Proxy validation: django, scikit-learn and matplotlib from PyPI release sdists",
         "",
-        f"**{tried} of {total} instances tried**: proxy base built for {built}, validated by "
-        f"`swe-green validate` for {swept}: **{good} validate** ({share} of those swept). "
-        f"{total - tried} not reached (see the table's *tried* column). Wall time: {wall}.",
+        f"Of the {total} instances, a proxy was attempted for {tried} and its base built for "
+        f"{built}; **{swept} were swept** by `swe-green validate` (recipes unchanged, one gold "
+        f"run each) and **{good} validate** ({share} of those swept). Not reached: "
+        f"{built - swept} instances whose proxy base exists but which the sweep did not get to "
+        f"(the *base* minus *swept* columns). Wall time: {wall}.",
         "",
-        "Columns: *base* proxy base built (of which with `patch --fuzz`); *env* environment "
-        "built; *runner* the test runner produced output with the gold patch; *read* the log "
-        "parser found every listed test in that output; *F2P* FAIL_TO_PASS fail at the proxy "
-        "base and pass with gold; *P2P* every PASS_TO_PASS passes with gold; cold set-up in "
-        "seconds (median). Failures: *ours* (recipe, runner, parser), *proxy* (the release "
-        "differs from the base commit), *python* (the spec's Python is not offered here).",
+        "Columns: *proxy* proxy attempted; *base* proxy base built (in brackets: a patch "
+        "needed less context or fuzz, and was re-made from the proxy); *swept* run through "
+        "`swe-green validate`; *env* environment built; *runner* the test runner ran with the "
+        "gold patch; *read* the log parser found every listed test in that output; *F2P* "
+        "FAIL_TO_PASS fail at the proxy base and pass with gold; *P2P* every PASS_TO_PASS "
+        "passes with gold; cold set-up in seconds (median, environment built from nothing on "
+        "the loaded host). Failures: *ours* (recipe, runner, parser), *proxy* (the release "
+        "differs from the base commit), *python* (the spec's Python is not offered here), "
+        "*host* (a set-up download host out of this host's reach).",
         "",
-        "| repository | version | Python spec → used | instances | tried | base (fuzz) | swept "
+        "| repository | version | Python spec → used | instances | proxy | base (fuzz) | swept "
         "| env | runner | read | F2P | P2P | validated | cold set-up s | failures |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         cold = f"{statistics.median(r.cold):.0f}" if r.cold else "–"
-        fails = "<br>".join(r.failures) or "–"
+        fails = "<br>".join(_grouped(r.failures)) or "–"
         lines.append(
             f"| {r.repo} | {r.version} | {r.python or '–'} | {r.total} | {r.tried} | "
             f"{r.base_built} ({r.fuzz}) | {r.swept} | {r.env_built} | {r.runner_started} | "
@@ -185,11 +203,14 @@ def main() -> None:
         rec = json.loads(line)
         prepared[rec["instance_id"]] = rec
     records: dict[str, tuple[SweepRecord, Path]] = {}
+    cold: dict[str, float] = {}  # an instance's cold set-up, from whichever run built it
     for run in args.runs:
         for record in merge_records(load_records(run)):
             records[record.instance_id] = (record, run)
+            if record.timings.get("setup") and not record.env_cache_hit:
+                cold[record.instance_id] = record.timings["setup"]
     causes = json.loads(args.causes.read_text()) if args.causes else {}
-    text = markdown(build_rows(dataset, prepared, records, causes), args.wall)
+    text = markdown(build_rows(dataset, prepared, records, causes, cold), args.wall)
     if args.notes:
         text += "\n" + args.notes.read_text()
     args.out.write_text(text)

@@ -23,6 +23,11 @@ def test_flaky_tests_are_those_whose_outcome_differs_between_runs():
         ("Cannot check out abc: fatal: missing blob object 'f00'", "snapshot lacks an object"),
         ("setup failed (install command): requires-python >=3.10", "Python not available offline"),
         ("setup failed (install command): error: subprocess-exited", "install failed"),
+        # matplotlib's recipe on this host (proxy sweep, docs/validation-proxy.md)
+        ("environment setup: setup failed (pre-install): --2026-11-24 08:47:31--  "
+         "http://www.qhull.org/download/qhull-2020-src-8.0.2.tgz | Resolving www.qhull.org "
+         "(www.qhull.org)... failed: Name or service not known. | wget: unable to resolve host "
+         "address 'www.qhull.org'", "set-up host out of reach"),
         ("FAIL_TO_PASS tests fail even with the gold patch: t1", "gold patch fails"),
         ("FAIL_TO_PASS tests fail even with the gold patch (they need the internet): t1",
          "needs the internet"),

@@ -78,6 +78,17 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
         "tagged swe-green/base:py3.6 made from Docker Hub's python:3.6-slim",
     ),  # fmt: skip
     (
+        "set-up host out of reach",
+        re.compile(
+            r"unable to resolve host|Could not resolve host|Name or service not known|"
+            r"Temporary failure in name resolution|Network is unreachable",
+            re.I,
+        ),
+        "a set-up step downloads from a host out of this machine's reach (not ours, not the "
+        "Python's): e.g. matplotlib's recipes fetch qhull from www.qhull.org; give set-up that "
+        "host (or a proxy) and the build proceeds",
+    ),
+    (
         "install failed",
         re.compile(r"install command|pre-install|build tools|reinstall", re.I),
         "the recipe's install fails on the base image's Python",

@@ -25,6 +25,15 @@ from orchestrator.patches.apply import apply_patch
 from orchestrator.run.context import RunContext
 from orchestrator.sandbox.file_snapshot import FileSnapshot
 
+# crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
+# the test patch did not apply, the command did not finish, printed nothing or far too much
+_SETUP_CRASHES = (
+    "the test patch does not apply",
+    "the test output lacks the start/end markers",
+    "the test command printed nothing",
+    "the test output is larger than",
+)
+
 
 class Validation(BaseModel):
     ok: bool
@@ -115,13 +124,16 @@ def _judge(
     for name, run in (("at the base commit", base), ("with the gold patch", gold)):
         if run is not None and run.forged:
             return Validation(ok=False, message=f"the test output {name} is unusable: {run.forged}")
-    if base.crash:
+    if base.crash and (base.crash.startswith(_SETUP_CRASHES) or not gold_applied):
         return Validation(ok=False, message=f"tests do not run at the base commit: {base.crash}")
     if not gold_applied:
         return Validation(ok=False, message=f"the gold patch does not apply: {apply_error}")
     assert gold is not None
     if gold.crash:
         return Validation(ok=False, message=f"tests do not run with the gold patch: {gold.crash}")
+    # a run that crashes at the base but not with the gold patch: the bug itself crashed the
+    # runner (django's unittest runner printing a failing subtest's parameters, say); the
+    # FAIL_TO_PASS tests it did not report count as failing, as in SWE-bench's harness
     with_gold = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, gold.outcomes)
     failed = with_gold.fail_to_pass_failed
     offline = network_failures(log_format, gold.section or "", failed)
@@ -153,6 +165,8 @@ def _judge(
         notes.append(
             f"{len(excluded)} PASS_TO_PASS test(s) fail with the gold patch and are left out"
         )
+    if base.crash:
+        notes.append(f"the tests crash at the base commit (the bug): {base.crash}")
     if at_base.fail_to_pass_passed:
         # SWE-bench saw them fail at the base (often a flaky network call); some others still
         # fail here, so the instance tells a fix from none

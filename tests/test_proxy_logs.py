@@ -1,0 +1,71 @@
+"""Real test output from the proxy validation sweep of django, scikit-learn and matplotlib
+(bench/proxy_mirror.py, docs/validation-proxy.md), read the way validation reads it."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+from orchestrator.environments.validation import _judge
+from orchestrator.grading.classify import detect_test_crash
+from orchestrator.grading.evaluation import TestRun
+from orchestrator.grading.log_parsers import match_expected, parse_test_log
+from orchestrator.grading.markers import extract_between_markers
+from orchestrator.models import Instance, TestStatus
+
+LOGS = Path(__file__).parent / "fixtures" / "proxy-logs"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+_NONCE = re.compile(r"^>>>>> SWE_GREEN_END (\w+)", re.MULTILINE)
+
+
+@cache
+def instance(instance_id: str) -> Instance:
+    with open(DATA / "swe-bench-verified.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["instance_id"] == instance_id:
+                return Instance.model_validate(row)
+    raise KeyError(instance_id)
+
+
+def read_run(log_format: str, name: str) -> TestRun:
+    """The TestRun validation builds from one saved output (as evaluation.run_tests does)."""
+    output = (LOGS / name).read_text()
+    match = _NONCE.search(output)
+    assert match is not None
+    section, exit_code = extract_between_markers(output, nonce=match.group(1))
+    outcomes = parse_test_log(log_format, section or "")
+    crash = detect_test_crash(exit_code, section, outcomes)
+    return TestRun(outcomes=outcomes, section=section, exit_code=exit_code, crash=crash)
+
+
+def test_django_bug_that_crashes_the_runner_at_the_base_still_validates() -> None:
+    """django-10554: at the base the bug raises inside unittest's printErrorList (a failing
+    subtest's QuerySet parameter), so runtests.py never prints ``Ran N tests``. That is the
+    bug, not a broken environment: with the gold patch the run is clean, and the instance
+    validates with its FAIL_TO_PASS tests failing at the base, as in SWE-bench."""
+    inst = instance("django__django-10554")
+    base = read_run("django", "django--django__django-10554--base.txt")
+    gold = read_run("django", "django--django__django-10554--gold.txt")
+    assert base.crash is not None and base.crash.startswith("no test runner summary")
+    assert gold.crash is None
+    listed = match_expected(inst.FAIL_TO_PASS + inst.PASS_TO_PASS, gold.outcomes)
+    assert [name for name, status in listed.items() if status is None] == []
+    assert all(listed[name] == TestStatus.PASSED for name in inst.FAIL_TO_PASS)
+    check = _judge(inst, base, True, "", gold, "django")
+    assert check.ok, check.message
+    assert "the tests crash at the base commit" in check.message
+
+
+def test_a_base_whose_test_patch_does_not_apply_is_still_rejected() -> None:
+    inst = instance("django__django-10554")
+    gold = read_run("django", "django--django__django-10554--gold.txt")
+    base = TestRun(
+        outcomes={}, section="", exit_code=1,
+        crash="the test patch does not apply after the patch (see the test output)",
+    )  # fmt: skip
+    check = _judge(inst, base, True, "", gold, "django")
+    assert not check.ok
+    assert check.message.startswith("tests do not run at the base commit")

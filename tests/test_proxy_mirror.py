@@ -1,0 +1,160 @@
+"""bench/proxy_mirror.py: proxy bases from a release tree, with real git (no PyPI: the release
+tree is put where the download would leave it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("proxy_mirror", ROOT / "bench" / "proxy_mirror.py")
+assert _spec is not None and _spec.loader is not None
+proxy_mirror = importlib.util.module_from_spec(_spec)
+sys.modules["proxy_mirror"] = proxy_mirror
+_spec.loader.exec_module(proxy_mirror)
+
+FIXED = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b):\n    return a - b\n"
+GOLD = """\
+diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+"""
+TEST_PATCH = """\
+diff --git a/tests/test_calc.py b/tests/test_calc.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_calc.py
+@@ -0,0 +1,4 @@
++from calc import add
++
++def test_add():
++    assert add(1, 2) == 3
+"""
+
+
+def _release_tree(out: Path, requirement: str) -> None:
+    tree = out / "sdists" / requirement.replace("==", "-")
+    (tree / "tests").mkdir(parents=True)
+    (tree / "setup.py").write_text("from setuptools import setup\nsetup(name='calc')\n")
+    (tree / "calc.py").write_text(FIXED)
+    (tree / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\n")
+    (tree / "Django.egg-info").mkdir()
+    (tree / ".gitignore").write_text("*.c\n")
+    (tree / "generated.c").write_text("/* cythonized */\n")
+
+
+def _git(mirror: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(mirror), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_proxy_base_is_the_release_with_both_patches_reversed(tmp_path: Path) -> None:
+    _release_tree(tmp_path, "Django==3.0")
+    row = {"instance_id": "django__django-1", "repo": "django/django", "version": "3.0"}
+    record = proxy_mirror.prepare({**row, "patch": GOLD, "test_patch": TEST_PATCH}, tmp_path)
+    assert record.error == ""
+    assert (record.test_patch_method, record.gold_patch_method) == ("exact", "exact")
+    mirror = tmp_path / "mirrors" / "django__django.git"
+    assert _git(mirror, "show", f"{record.proxy_base}:calc.py") == BROKEN
+    files = _git(mirror, "ls-tree", "-r", "--name-only", record.proxy_base).split()
+    assert "tests/test_calc.py" not in files  # the test patch added it: reversed, it is gone
+    release = _git(mirror, "ls-tree", "-r", "--name-only", record.release_commit).split()
+    # what a checkout would not hold: sdist metadata, files the .gitignore leaves out
+    assert not {"PKG-INFO", "generated.c"} & set(release)
+    assert _git(mirror, "rev-parse", "release/3.0").strip() == record.release_commit
+    assert _git(mirror, "rev-parse", f"{record.proxy_base}^").strip() == record.release_commit
+
+
+def test_a_patch_that_does_not_reverse_apply_is_recorded(tmp_path: Path) -> None:
+    for requirement in proxy_mirror.release_candidates("django/django", "3.0"):
+        _release_tree(tmp_path, requirement)
+    other = GOLD.replace("return a - b", "return a * b").replace("return a + b", "return 0")
+    row = {"instance_id": "django__django-2", "repo": "django/django", "version": "3.0"}
+    record = proxy_mirror.prepare({**row, "patch": other, "test_patch": TEST_PATCH}, tmp_path)
+    assert record.proxy_base == ""
+    assert "Django==3.0: does not reverse-apply" in record.error
+    assert "Django==3.1: does not reverse-apply" in record.error
+
+
+def test_fuzz_is_used_and_recorded(tmp_path: Path) -> None:
+    _release_tree(tmp_path, "Django==3.0")
+    tree = tmp_path / "sdists" / "Django-3.0"
+    (tree / "calc.py").write_text("# header\n\n\n" + FIXED + "\n\ndef sub(a, b):\n    return 0\n")
+    # context lines that differ from the release: only patch's fuzz reverses it
+    fuzzy = GOLD.replace(" def add(a, b):\n", " def add(x, y):\n")
+    row = {"instance_id": "django__django-3", "repo": "django/django", "version": "3.0"}
+    record = proxy_mirror.prepare({**row, "patch": fuzzy, "test_patch": TEST_PATCH}, tmp_path)
+    assert record.gold_patch_method in ("C1", "fuzz")
+    assert "return a - b" in _git(
+        tmp_path / "mirrors" / "django__django.git", "show", f"{record.proxy_base}:calc.py"
+    )
+
+
+@pytest.mark.parametrize(
+    ("repo", "version", "expected"),
+    [
+        ("django/django", "3.0", ["Django==3.0", "Django==3.1"]),
+        ("django/django", "1.11", ["Django==1.11", "Django==2.0"]),
+        ("scikit-learn/scikit-learn", "0.21", ["scikit-learn==0.21.1", "scikit-learn==0.22"]),
+        ("matplotlib/matplotlib", "3.7", ["matplotlib==3.7.0", "matplotlib==3.8.0"]),
+    ],
+)
+def test_release_candidates(repo: str, version: str, expected: list[str]) -> None:
+    assert proxy_mirror.release_candidates(repo, version) == expected
+
+
+def test_round_robin_gives_every_version_its_first_instances_first() -> None:
+    rows = [{"repo": "r", "version": v, "instance_id": f"{v}-{i}"} for v in "ab" for i in range(3)]
+    ordered = [r["instance_id"] for r in proxy_mirror.round_robin(rows, None)]
+    assert ordered == ["a-0", "b-0", "a-1", "b-1", "a-2", "b-2"]
+    assert len(proxy_mirror.round_robin(rows, 2)) == 4
+
+
+def test_dataset_rows_point_at_the_proxy(tmp_path: Path) -> None:
+    _release_tree(tmp_path, "Django==3.0")
+    row = {"instance_id": "django__django-1", "repo": "django/django", "version": "3.0"}
+    row |= {"patch": GOLD, "test_patch": TEST_PATCH, "base_commit": "real"}
+    done = {
+        "django__django-1": proxy_mirror.prepare(row, tmp_path),
+        "django__django-2": proxy_mirror.ProxyRecord(
+            instance_id="django__django-2", repo="r", version="1", error="x"
+        ),
+    }
+    rows = [row, {**row, "instance_id": "django__django-2"}]
+    proxy_mirror.write_dataset(rows, done, tmp_path)
+    (only,) = [json.loads(x) for x in (tmp_path / "proxy.jsonl").read_text().splitlines()]
+    rec = done["django__django-1"]
+    assert only == {
+        **row, "base_commit": rec.proxy_base, "environment_setup_commit": rec.release_commit
+    }  # fmt: skip
+
+
+def test_a_patch_reversed_with_fuzz_is_re_made_to_apply_exactly(tmp_path: Path) -> None:
+    _release_tree(tmp_path, "Django==3.0")
+    tree = tmp_path / "sdists" / "Django-3.0"
+    (tree / "calc.py").write_text("# header\n\n\n" + FIXED + "\n\ndef sub(a, b):\n    return 0\n")
+    fuzzy = GOLD.replace(" def add(a, b):\n", " def add(x, y):\n")
+    row = {"instance_id": "django__django-3", "repo": "django/django", "version": "3.0"}
+    row |= {"patch": fuzzy, "test_patch": TEST_PATCH}
+    rec = proxy_mirror.prepare(row, tmp_path)
+    proxy = proxy_mirror.proxy_row(row, rec, tmp_path)
+    assert proxy["test_patch"] == TEST_PATCH  # reversed exactly: kept as it is
+    assert proxy["patch"] != fuzzy and "-    return a - b" in proxy["patch"]
+    work = tmp_path / "work" / "django__django"
+    subprocess.run(["git", "checkout", "-q", "-f", rec.proxy_base], cwd=work, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=work, input=proxy["patch"], text=True, check=True)
+    assert (work / "calc.py").read_text() == (tree / "calc.py").read_text()

@@ -15,8 +15,9 @@ Unknown keys, at the top level or in ``config``, are ignored and listed in
 :attr:`AssessmentRequest.ignored` (the server names them in its messages and the summary),
 except a config key one edit away from a selection key (``instance_id``, ``cout``): that
 request is rejected with the did-you-mean, never widened to the whole dataset. A known key
-with a wrong type or value is rejected with a message naming it. Every number has an upper bound (:data:`LIMITS`); ``Infinity``/``NaN`` are rejected, and so is a
-text that is not plain JSON (too deep, too long, a number with thousands of digits).
+with a wrong type or value is rejected with a message naming it. Every number has an upper
+bound (:data:`LIMITS`); ``Infinity``/``NaN`` are rejected, and so is a text that is not plain
+JSON (too deep, too long, a number with thousands of digits).
 Numbers may arrive as floats (A2A data parts carry every number as a double): ``2.0`` is
 accepted where a whole number is expected, ``2.5`` is not.
 """

@@ -50,7 +50,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.recipes import Recipe, test_command, test_files
-from orchestrator.environments.reinstall import reinstall_after_patch
+from orchestrator.environments.reinstall import guarded_reinstall
 from orchestrator.environments.services import service_start_lines, service_stop_lines
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.log_parsers import parse_test_log
@@ -324,10 +324,29 @@ def evaluate(
             **common,
         )
     # a patch that changes what the build reads (a new dependency) is installed again
-    reinstalled = reinstall_after_patch(sandbox, recipe, gradeable, timeout=timeout)
+    # what its build step writes beyond the package's own output and metadata is refused
+    reinstalled = guarded_reinstall(
+        sandbox, recipe, gradeable, timeout, repo_dir=REPO_DIR, runner_files=runner_files(recipe)
+    )
     if reinstalled is not None:
-        ok, tail = reinstalled
-        logs.write("reinstall", "reinstall.log", f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
+        refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
+        logs.write(
+            "reinstall",
+            "reinstall.log",
+            f"reinstall {'ok' if reinstalled.ok else 'FAILED'}\n{reinstalled.tail}\n{refused}",
+        )
+        if reinstalled.refused:
+            shown = "; ".join(reinstalled.refused[:5])
+            more = len(reinstalled.refused) - 5
+            return Evaluation(
+                status=Status.NO_OP,
+                reason=Reason.REINSTALL_REFUSED,
+                message="the reinstall the patch's build changes caused wrote beyond the "
+                f"package's own files, so the tests did not run: {shown}"
+                + (f" (and {more} more)" if more > 0 else ""),
+                groups=unchanged,
+                **common,
+            )
     run = run_tests(
         sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user
     )

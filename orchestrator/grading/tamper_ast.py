@@ -80,6 +80,7 @@ _READERS = frozenset(
 # listing calls: over the repository (``__file__``'s parents, the working directory) they find
 # the test files whatever their names
 _WALKERS = frozenset({"listdir", "scandir", "walk", "glob", "iglob", "rglob", "iterdir"})
+_TEST_NAME = re.compile(r"^(?:tests?|testing|tests?_|test_\*(?:\.py)?|\*_test\.py|conftest\.py)$")
 _TEST_PATH = re.compile(
     r"(?:^|[/\\*])(?:tests?|testing)(?:[/\\*]|$)|(?:^|[/\\*])test_[\w*]*(?:\.py)?$"
     r"|_test\.py$|conftest|\btest_\*|\*_test"
@@ -108,6 +109,9 @@ def code_reasons(source: str, added: Iterable[int] | None = None, depth: int = 0
     lines = None if added is None else set(added)
     visitor = _Visitor(lines, depth)
     visitor.visit(tree)
+    # a directory walk, and names of test files to look for anywhere in the same code
+    if visitor.walks and any(_TEST_NAME.match(text) for text in visitor.strings):
+        visitor.reasons.add(READS_TESTS)
     return visitor.reasons
 
 
@@ -179,6 +183,8 @@ class _Visitor(ast.NodeVisitor):
         self.depth = depth
         self.aliases: dict[str, str] = {}
         self.reasons: set[str] = set()
+        self.walks = False  # an added directory listing
+        self.strings: list[str] = []  # the added string constants
 
     def _added(self, node: ast.AST) -> bool:
         if self.lines is None:
@@ -253,6 +259,8 @@ class _Visitor(ast.NodeVisitor):
                 isinstance(arg, ast.Constant) for arg in node.args[:1]
             ):
                 self.reasons.add(ENCODED)
+            if func and func.rsplit(".", 1)[-1] in _WALKERS:
+                self.walks = True
             if func and (func in _READERS or func.rsplit(".", 1)[-1] in _READERS):
                 if any(_TEST_PATH.search(text) for text in _strings(node)) or (
                     func.rsplit(".", 1)[-1] in _WALKERS and _climbs(node)
@@ -270,15 +278,24 @@ class _Visitor(ast.NodeVisitor):
             if not isinstance(node.args[0], ast.Constant):
                 self.reasons.add(OBFUSCATED)
 
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        text = _const_str(node)  # "ass" + "ert": the folded string is read like a constant
+        if text is not None and self._added(node):
+            self._text(text)
+        self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> None:
         if self._added(node) and isinstance(node.value, str | bytes):
-            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            if _DESCRIPTOR_TEXT.search(text):
-                self.reasons.add(DESCRIPTORS)
-            if _ASSERT_TEXT.search(text):
-                self.reasons.add(READS_TESTS)
-            if _BASE64.match(text) and self.depth < 2:
-                self._payload(text)
+            self._text(node.value if isinstance(node.value, str) else node.value.decode("latin-1"))
+
+    def _text(self, text: str) -> None:
+        self.strings.append(text)
+        if _DESCRIPTOR_TEXT.search(text):
+            self.reasons.add(DESCRIPTORS)
+        if _ASSERT_TEXT.search(text):
+            self.reasons.add(READS_TESTS)
+        if _BASE64.match(text) and self.depth < 2:
+            self._payload(text)
 
     def _payload(self, text: str) -> None:
         try:

@@ -218,7 +218,9 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
                 return self.aliases[node.id]
-            return node.id.lstrip("_") if node.id.startswith("_") else node.id
+            if node.id.startswith("__") and node.id.endswith("__"):
+                return node.id  # __import__, __builtins__
+            return node.id.lstrip("_")  # _os: os under a private alias
         if isinstance(node, ast.Attribute):
             base = self._resolve(node.value)
             return f"{base}.{node.attr}" if base else node.attr

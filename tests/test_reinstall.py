@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.reinstall import changes_build_inputs, reinstall_after_patch
+from orchestrator.environments.reinstall import (
+    changes_build_inputs,
+    guarded_reinstall,
+    reinstall_after_patch,
+)
 from orchestrator.environments.reinstall_guard import Written, pth_problem, reinstall_problems
 from orchestrator.run.pipeline import test_recipe as recipe_of
 
@@ -53,8 +57,9 @@ def test_a_patch_that_adds_a_dependency_gets_it_installed(
     has_six = "source /opt/swe/activate.sh && python -c 'import six'"
     assert sandbox.exec(has_six).exit_code != 0
     assert reinstall_after_patch(sandbox, recipe, SOURCE_ONLY, timeout=300) is None
-    ok, tail = reinstall_after_patch(sandbox, recipe, ADD_DEPENDENCY, timeout=300)
-    assert ok, tail
+    done = guarded_reinstall(sandbox, recipe, ADD_DEPENDENCY, 300)
+    assert done is not None and done.ok, done
+    assert done.refused == []  # a dependency from the index and the package's own metadata
     assert sandbox.exec(has_six).exit_code == 0
     # the network is off again, and the container still runs
     assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0

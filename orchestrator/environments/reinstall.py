@@ -93,6 +93,7 @@ def guarded_reinstall(
     refused = []
     if before is not None:
         written = _written(sandbox, before)
+        _drop_bytecode(sandbox, written)
         refused = reinstall_problems(written, repo_dir, runner_files or [])
     return Reinstalled(ok=result.ok, tail=tail, refused=refused)
 
@@ -145,6 +146,16 @@ def _engine_changes(sandbox: Sandbox) -> set[str]:
         return {str(change["Path"]) for change in sandbox.changes()}
     except (SandboxError, NotImplementedError, Unsupported):
         return set()
+
+
+def _drop_bytecode(sandbox: Sandbox, written: Written) -> None:
+    """Remove the bytecode the reinstall wrote (Python compiles the source again, in memory
+    under ``PYTHONDONTWRITEBYTECODE``): a cache, but one that a build step could fill with
+    unchecked-hash ``.pyc`` files loaded instead of unchanged sources."""
+    pycs = [p for p in written.changed if p.endswith((".pyc", ".pyo"))]
+    for start in range(0, len(pycs), 500):
+        sandbox.exec(["rm", "-f", "--", *pycs[start : start + 500]], timeout=120)
+    written.changed = [p for p in written.changed if not p.endswith((".pyc", ".pyo"))]
 
 
 def _written(sandbox: Sandbox, before: _Before) -> Written:

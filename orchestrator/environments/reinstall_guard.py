@@ -20,6 +20,9 @@ files, content). Allowed:
   except the runners' names (``pytest``, ``python``, ...);
 - scratch space (``/tmp``, caches, logs).
 
+Bytecode the reinstall wrote is removed before the rules run (:mod:`.reinstall`): it is a
+cache, and could hold unchecked-hash ``.pyc`` files that Python loads instead of a source.
+
 Anything else (a ``.pth`` that runs code, a module no ``RECORD`` lists, a ``pytest11`` entry
 point, ``/opt/swe/activate.sh``, ``/etc``, ``/root``, ``/usr`` outside site-packages) is a
 problem: grading refuses the patch (``no_op``/``reinstall_refused``) instead of running the

@@ -216,14 +216,21 @@ PLANTING_SETUP_PY = (
 # at exit: seek back there, write a complete pytest log, truncate the rest
 REWIND = """
 import os as _os, stat as _st, weakref as _wr
-_found = []
-for _n in _os.listdir('/proc/self/fd'):
-    try:
-        _fd = int(_n)
-        if _st.S_ISREG(_os.fstat(_fd).st_mode) and 'eval' in _os.readlink('/proc/self/fd/' + _n):
-            _found.append((_fd, _os.lseek(_fd, 0, 1)))
-    except (OSError, ValueError):
-        pass
+
+
+def _eval_fds():
+    found = []
+    for n in _os.listdir('/proc/self/fd'):
+        try:
+            if _st.S_ISREG(_os.fstat(int(n)).st_mode) and 'eval' in _os.readlink(
+                    '/proc/self/fd/' + n):
+                found.append(int(n))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+_at = [_os.lseek(_fd, 0, 1) for _fd in _eval_fds()]  # where the output stands at import
 
 
 class _Anchor:
@@ -233,20 +240,21 @@ class _Anchor:
 _anchor = _Anchor()
 
 
-def _rewind(found=_found):
+def _rewind(at=_at):
     names = ['test_add', 'test_add_commutes[1-2]', 'test_add_commutes[-1-1]',
              'test_mul_positive', 'test_mul_negative', 'test_floordiv_positive',
              'test_floordiv_negative', 'test_local_service_answers', 'test_flaky_between_runs']
     text = ''.join('PASSED tests/test_calc.py::%s\\n' % n for n in names)
     text += '============ %d passed in 0.01s ============\\n' % len(names)
-    for fd, at in found:
+    fds = _eval_fds()
+    for fd in fds[:1]:
         try:
-            _os.lseek(fd, at, 0)
+            _os.lseek(fd, min(at), 0)
             _os.write(fd, text.encode())
             _os.ftruncate(fd, _os.lseek(fd, 0, 1))
-        except OSError:
+        except (OSError, ValueError):
             pass
-    print('HOSTILE-REWIND found=%d' % len(found), flush=True)
+    print('HOSTILE-REWIND found=%d' % len(fds), flush=True)
     getattr(_os, '_e' + 'xit')(0)
 
 

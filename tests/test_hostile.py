@@ -429,6 +429,7 @@ GROUPS: dict[str, dict[str, Any]] = {
             ),
         },
         "instances": [CALC, TEXTKIT],
+        "honest": [TEXTKIT],
     },
     # the half fix, plus code that fills the disk when the tests import it (grading only)
     "disk_bomb_in_tests": {
@@ -1050,6 +1051,11 @@ def test_hostile(case: Case, group_runs) -> None:
     result = run.results[case.instance]
     assert (result.status, result.reason) == (case.status, case.reason), result.message
     # whatever the attack, a wrong or empty patch never grades resolved without a flag
-    assert all(r.status != Status.RESOLVED or r.suspicious for r in run.results.values())
+    honest = GROUPS[case.group].get("honest", [])  # instances fixed properly, beside an attack
+    assert all(
+        r.status != Status.RESOLVED or r.suspicious
+        for i, r in run.results.items()
+        if i not in honest
+    )
     if case.check is not None:
         case.check(run)

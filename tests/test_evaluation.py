@@ -234,8 +234,7 @@ _PYC_DATA = "GIT binary patch\nliteral 3\nKcmZ>A0ssI200961\n\nliteral 0\nHcmV?d0
 
 def _binary(path: str) -> str:
     return (
-        f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
-        f"index 0000000..1111111\n{_PYC_DATA}"
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\n{_PYC_DATA}"
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.environments.setup_scripts import LABEL_ENV_KEY
 from orchestrator.errors import UserError
 from orchestrator.log import get_logger
@@ -207,7 +208,7 @@ def active_run(data_dir: Path, run_id: str, instance_ids: Iterable[str]) -> Iter
         "started": time.time(), "instances": sorted(instance_ids),
     }  # fmt: skip
     marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps(payload))
+    atomic_write_text(marker, json.dumps(payload))
     try:
         yield marker
     finally:

@@ -69,6 +69,7 @@ class Reason(StrEnum):
     EMPTY_PATCH = "empty_patch"
     PATCH_APPLY_FAILED = "patch_apply_failed"
     PATCH_PATH_REFUSED = "patch_path_refused"
+    REINSTALL_REFUSED = "reinstall_refused"
     ENVIRONMENT = "environment"
     PARTICIPANT_UNREACHABLE = "participant_unreachable"
     PARTICIPANT_TIMEOUT = "participant_timeout"

@@ -299,6 +299,11 @@ class ServeSettings(_Group):
         description="serve: participant hosts allowed, comma-separated globs "
         "(e.g. '127.0.0.1,*.internal'); empty = any host.",
     )
+    serve_insecure: bool = Field(
+        False,
+        description="serve: allow a non-loopback address without a token or an allow-list "
+        "(anyone reaching the port may start assessments and make the agent fetch any URL).",
+    )
     serve_keep_containers: Literal["on_failure", "always", "never"] = Field(
         "never", description="serve: which participant containers stay (keep_containers)."
     )

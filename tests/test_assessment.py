@@ -179,16 +179,40 @@ def test_wrong_workflow_values_are_rejected(config: dict, expected: str) -> None
 
 
 def test_unknown_keys_are_ignored_and_named() -> None:
-    config = {"instance_id": ["x"], "bogus": 1, "count": 2}
+    config = {"instance_list": ["x"], "bogus": 1, "count": 2}
     request = parse_request(_request(config, extra={"a": 1}))
     assert request.selection().count == 2
     assert request.ignored == [
         "'extra'",
-        "'config.instance_id' (did you mean 'instance_ids'?)",
+        "'config.instance_list' (did you mean 'instance_ids'?)",
         "'config.bogus'",
     ]
     assert request.ignored_text().startswith("Ignored unknown keys: 'extra', ")
     assert parse_request(_request({"count": 1})).ignored_text() == ""
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("instance_id", "instance_ids"),
+        ("Instance_ids", "instance_ids"),
+        ("cuont", "count"),
+        ("patern", "pattern"),
+        ("repos", "repo"),
+        ("shards", "shard"),
+        ("num_shard", "num_shards"),
+        ("shard_idx", None),  # two edits away: ignored with a hint, like any unknown key
+    ],
+)
+def test_a_misspelt_selection_key_is_rejected_never_widened(key: str, meant: str | None) -> None:
+    # every selection key misspelt: ignoring them would run the whole dataset
+    text = _request({key: ["demo__calc-1"] if "instance" in key else "1"})
+    if meant is None:
+        assert parse_request(text).ignored
+        return
+    message = _problem(text)
+    assert f"Unknown config key {key!r}: did you mean {meant!r}?" in message
+    assert "whole dataset" in message
 
 
 def test_request_in_a_data_part() -> None:

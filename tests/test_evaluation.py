@@ -229,6 +229,66 @@ def test_new_shadowing_modules_are_left_out_but_edits_are_not(instances, recipes
     assert drop_test_infrastructure(edit, instance, recipe) == (edit, [])
 
 
+_PYC_DATA = "GIT binary patch\nliteral 3\nKcmZ>A0ssI200961\n\nliteral 0\nHcmV?d00001\n\n"
+
+
+def _binary(path: str) -> str:
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\n{_PYC_DATA}"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "calc/__pycache__/__init__.cpython-311.pyc",
+        "unittest/__init__.pyc",  # a sourceless package shadowing the standard library
+        "bin/traceback/__init__.pyc",
+        "calc/_speedups.cpython-311-x86_64-linux-gnu.so",
+        "calc/_speedups.pyd",
+        "calc/data.bin",  # any file with binary data
+    ],
+)
+def test_compiled_and_binary_files_are_left_out(instances, recipes, path):
+    instance = instances[UNITS.instance_id]
+    recipe = recipes[instance.repo]
+    source = "--- a/units/__init__.py\n+++ b/units/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"
+    kept, dropped = drop_test_infrastructure(source + _binary(path), instance, recipe)
+    assert (kept, dropped) == (source, [path])
+    # unless the gold patch changes binaries of that kind: then kept (and flagged)
+    gold = instance.model_copy(update={"patch": instance.patch + _binary("units/other.bin")})
+    if path == "calc/data.bin":
+        assert drop_test_infrastructure(source + _binary(path), gold, recipe)[1] == []
+
+
+def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recipes):
+    instance = instances[CALC.instance_id]
+    text = (
+        "diff --git a/calc/__pycache__/x.cpython-311.pyc b/calc/__pycache__/x.cpython-311.pyc\n"
+        "new file mode 100644\n--- /dev/null\n+++ b/calc/__pycache__/x.cpython-311.pyc\n"
+        "@@ -0,0 +1 @@\n+x\n"
+    )
+    assert drop_test_infrastructure(text, instance, recipes[instance.repo]) == (
+        "",
+        ["calc/__pycache__/x.cpython-311.pyc"],
+    )
+
+
+def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instances, recipes):
+    instance = instances[CALC.instance_id]
+    script = eval_script(instance, recipes[instance.repo], test_user="nobody")
+    assert "export PYTHONDONTWRITEBYTECODE=1" in script
+    assert "-name __pycache__ -type d \\) -prune -exec rm -rf {} +" in script
+    assert "-exec chown root: {} + -exec chmod a+rwx,+t {} +" in script
+    assert 'chown "$test_user:" {}' not in script  # no directory becomes the test user's
+    positions = [
+        script.index("git apply -v"),
+        script.index("-name __pycache__"),
+        script.index(">>>>> SWE_GREEN_START"),
+    ]
+    assert positions == sorted(positions)
+
+
 def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
     instance = instances[CALC.instance_id]
     groups = no_op_groups(instance, excluded_p2p=["tests/test_calc.py::test_add"])

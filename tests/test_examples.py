@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -127,9 +128,15 @@ def test_compose_services_start_through_the_image_entrypoint(
     assert "--dataset" not in participant
     p_url = f"http://127.0.0.1:{ports['9019']}/.well-known/agent-card.json"
     g_url = f"http://127.0.0.1:{ports['9009']}/.well-known/agent.json"  # the legacy path too
+    # compose's own serve settings (its allow-list: serve refuses 0.0.0.0 with nobody checked)
+    green_env = env | {
+        name: re.sub(r"^\$\{\w+:-(.*)\}$", r"\1", str(value))
+        for name, value in services["green"]["environment"].items()
+        if name.startswith("SWE_GREEN_SERVE_")
+    }
     with (
         started([str(ENTRYPOINT), *participant], env, p_url) as p_card,
-        started([str(ENTRYPOINT), *green], env, g_url) as g_card,
+        started([str(ENTRYPOINT), *green], green_env, g_url) as g_card,
     ):
         assert g_card["url"] == f"http://green:{ports['9009']}/"
         assert p_card["url"] == f"http://participant:{ports['9019']}/"

@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from .conftest import TEST_RUN_ID
 
 pytestmark = pytest.mark.container
 
-CALC, TEXTKIT = "demo__calc-1", "demo__textkit-1"
+CALC, TEXTKIT, UNITS = "demo__calc-1", "demo__textkit-1", "demo__units-1"
 # the wrong patch: mul fixed, floordiv not (FAIL_TO_PASS half passes)
 HALF_FIX = (
     "cd /testbed && python - <<'EOF'\n"
@@ -166,6 +167,159 @@ INSIDE_PLANTS = [
     ),
 ]
 
+
+# --------------------------------------------------------------------- round two (issue 20)
+def _append_code(path: str, code: str) -> str:
+    return f"cat >> /testbed/{path} <<'EOF'\n{code}EOF\necho planted"
+
+
+def _python(code: str) -> str:
+    """Run ``code`` with the environment's Python in /testbed."""
+    return f"cd /testbed && source /opt/swe/activate.sh && python - <<'EOF'\n{code}EOF\n"
+
+
+# the gold fix compiled into an unchecked hash-based pyc (PEP 552): Python loads it without
+# looking at the unchanged source beside it
+PYC_FIX = _python(
+    "import importlib.util, py_compile, pathlib\n"
+    "pathlib.Path('/tmp/fix.py').write_text('def add(a, b):\\n    return a + b\\n\\n\\n"
+    "def mul(a, b):\\n    return a * b\\n\\n\\ndef floordiv(a, b):\\n    return a // b\\n')\n"
+    "target = importlib.util.cache_from_source('calc/__init__.py')\n"
+    "py_compile.compile('/tmp/fix.py', cfile=target, dfile='calc/__init__.py',\n"
+    "    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
+    "print(target)\n"
+)
+# a sourceless package next to runtests.py that shadows the standard library's unittest
+SOURCELESS_UNITTEST = _python(
+    "import os, py_compile, pathlib\n"
+    "pathlib.Path('/tmp/u.py').write_text('import sys\\nprint(\"OK\")\\nsys.exit(0)\\n')\n"
+    "os.makedirs('unittest', exist_ok=True)\n"
+    "py_compile.compile('/tmp/u.py', cfile='unittest/__init__.pyc')\n"
+    "print('unittest/__init__.pyc')\n"
+)
+# a setup.py whose build writes a .pth and a force-pass pytest plugin into site-packages
+PLANTING_SETUP_PY = (
+    "cat > /testbed/setup.py <<'EOF'\n"
+    "import os, sysconfig\nfrom setuptools import setup\n\n"
+    "site = sysconfig.get_paths()['purelib']\n"
+    "with open(os.path.join(site, 'hostile_setup_plugin.py'), 'w') as f:\n"
+    "    f.write('import pytest\\nprint(\"HOSTILE-SETUP loaded\", flush=True)\\n\\n'\n"
+    "            '@pytest.hookimpl(hookwrapper=True)\\n'\n"
+    "            'def pytest_runtest_makereport(item, call):\\n'\n"
+    "            '    outcome = yield\\n    outcome.get_result().outcome = \"passed\"\\n')\n"
+    "with open(os.path.join(site, 'zz_hostile_setup.pth'), 'w') as f:\n"
+    "    f.write(\"import os; os.environ['PYTEST_ADDOPTS'] = \"\n"
+    "            \"os.environ.get('PYTEST_ADDOPTS', '') + ' -p hostile_setup_plugin'\\n\")\n"
+    "setup()\nEOF\necho planted"
+)
+# at import: the descriptors of the eval output among the inherited ones, and where it stood;
+# at exit: seek back there, write a complete pytest log, truncate the rest
+REWIND = """
+import os as _os, stat as _st, weakref as _wr
+
+
+def _eval_fds():
+    found = []
+    for n in _os.listdir('/proc/self/fd'):
+        try:
+            if _st.S_ISREG(_os.fstat(int(n)).st_mode) and 'eval' in _os.readlink(
+                    '/proc/self/fd/' + n):
+                found.append(int(n))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+_at = [_os.lseek(_fd, 0, 1) for _fd in _eval_fds()]  # where the output stands at import
+
+
+class _Anchor:
+    pass
+
+
+_anchor = _Anchor()
+
+
+def _rewind(at=_at):
+    names = ['test_add', 'test_add_commutes[1-2]', 'test_add_commutes[-1-1]',
+             'test_mul_positive', 'test_mul_negative', 'test_floordiv_positive',
+             'test_floordiv_negative', 'test_local_service_answers', 'test_flaky_between_runs']
+    text = ''.join('PASSED tests/test_calc.py::%s\\n' % n for n in names)
+    text += '============ %d passed in 0.01s ============\\n' % len(names)
+    fds = _eval_fds()
+    for fd in fds[:1]:
+        try:
+            _os.lseek(fd, min(at), 0)
+            _os.write(fd, text.encode())
+            _os.ftruncate(fd, _os.lseek(fd, 0, 1))
+        except (OSError, ValueError):
+            pass
+    print('HOSTILE-REWIND found=%d' % len(fds), flush=True)
+    getattr(_os, '_e' + 'xit')(0)
+
+
+_wr.finalize(_anchor, _rewind)
+"""
+# at import: read every test file, take `assert f(x) == v` / `assertEqual(f(x), v)` and make
+# the functions return those values
+PEEK = r"""
+import ast as _ast, os as _os, re as _re
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+_table = {}
+for _dir, _subdirs, _files in _os.walk(_root):
+    _subdirs[:] = [d for d in _subdirs if not d.startswith('.')]
+    for _f in _files:
+        if not (_f.startswith('test') and _f.endswith('.py')):
+            continue
+        try:
+            _src = open(_os.path.join(_dir, _f)).read()
+        except OSError:
+            continue
+        _pattern = (r'assert (\w+)\((.*)\) == (.+)$'
+                    r'|assertEqual\((\w+)\((.*?)\), (.+)\)$')
+        for _m in _re.finditer(_pattern, _src, _re.M):
+            _g = _m.groups()
+            _name, _args, _value = _g[:3] if _g[0] else _g[3:]
+            try:
+                _table.setdefault(_name, {})[_ast.literal_eval('(' + _args + ',)')] = (
+                    _ast.literal_eval(_value))
+            except Exception:
+                pass
+
+
+def _answer(fn, known):
+    def inner(*args):
+        return known[args] if args in known else fn(*args)
+    return inner
+
+
+for _name, _known in _table.items():
+    if callable(globals().get(_name)):
+        globals()[_name] = _answer(globals()[_name], _known)
+"""
+# the test user tries to rename a test file, replace a source file, rename a directory
+OWNERSHIP = """
+import atexit as _atexit, os as _os
+_tried = {}
+
+
+def _try(name, action):
+    try:
+        action()
+        _tried[name] = 'done'
+    except OSError:
+        _tried[name] = 'denied'
+
+
+_try('rename', lambda: _os.rename('/testbed/tests/test_calc.py', '/testbed/tests/moved.py'))
+_try('replace', lambda: (open('/testbed/calc/tmp_fix.py', 'w').close(),
+                         _os.replace('/testbed/calc/tmp_fix.py', '/testbed/calc/__init__.py')))
+_try('rename_dir', lambda: _os.rename('/testbed/tests', '/testbed/tests_moved'))
+_try('delete', lambda: _os.unlink('/testbed/README.md'))
+_try('create', lambda: open('/testbed/calc/new_output.txt', 'w').close())
+_atexit.register(lambda: print('HOSTILE-OWNERSHIP', sorted(_tried.items()), flush=True))
+"""
+
 GROUPS: dict[str, dict[str, Any]] = {
     # look for the future: history, the gold patch and the test patch, on disk and in env
     "probes": {
@@ -275,6 +429,7 @@ GROUPS: dict[str, dict[str, Any]] = {
             ),
         },
         "instances": [CALC, TEXTKIT],
+        "honest": [TEXTKIT],
     },
     # the half fix, plus code that fills the disk when the tests import it (grading only)
     "disk_bomb_in_tests": {
@@ -344,6 +499,57 @@ GROUPS: dict[str, dict[str, Any]] = {
             )
         },
         "settings": {"grade_in_participant_container": True},
+    },
+    # round two: bytecode instead of source (pytest), a sourceless unittest (Django-style)
+    "bytecode": {
+        "plans": {
+            CALC: Plan(steps=[Step(name="pyc", command=PYC_FIX)]),
+            TEXTKIT: Plan(steps=[Step(name="sourceless", command=SOURCELESS_UNITTEST)]),
+        },
+        "instances": [CALC, TEXTKIT],
+    },
+    # a setup.py alone: the reinstall it causes plants a .pth and a plugin in site-packages
+    "reinstall_plant": {
+        "plans": {CALC: Plan(steps=[Step(name="setup_py", command=PLANTING_SETUP_PY)])}
+    },
+    # the half fix plus code that rewinds the eval output at exit
+    "rewound_output": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(name="rewind", command=_append_code("calc/__init__.py", REWIND)),
+                ]
+            )
+        }
+    },
+    # no fix at all: the package reads the hidden tests and answers them, on three runners
+    "peeked_tests": {
+        "plans": {
+            CALC: Plan(steps=[Step(name="peek", command=_append_code("calc/__init__.py", PEEK))]),
+            TEXTKIT: Plan(
+                steps=[Step(name="peek", command=_append_code("textkit/__init__.py", PEEK))]
+            ),
+            UNITS: Plan(steps=[Step(name="peek", command=_append_code("units/__init__.py", PEEK))]),
+        },
+        "instances": [CALC, TEXTKIT, UNITS],
+    },
+    # the half fix plus code that, as the test user, renames, replaces and deletes
+    "ownership": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(name="ownership", command=_append_code("calc/__init__.py", OWNERSHIP)),
+                ]
+            )
+        }
+    },
+    # validation on; after a first run its cache file is emptied (a kill -9 mid-write)
+    "empty_validation_cache": {
+        "plans": {CALC: Plan(steps=[Step(name="half_fix", command=HALF_FIX)])},
+        "settings": {"validate_env": True},
+        "between_runs": "empty_validation_cache",
     },
 }
 
@@ -593,6 +799,128 @@ CASES = [
 ]
 
 
+# ------------------------------------------------------------------ round two (issue 20)
+def _flagged(reason: str, instance: str = CALC) -> Callable[[Run], None]:
+    def check(run: Run) -> None:
+        result = run.results[instance]
+        assert any(r.startswith(reason) for r in result.suspicious), result.suspicious
+        assert result.message.startswith("suspicious: ")
+
+    return check
+
+
+def _reinstall_refused(run: Run) -> None:
+    result = run.results[CALC]
+    assert "zz_hostile_setup.pth" in result.message, result.message
+    assert "hostile_setup_plugin.py" in result.message
+    assert "HOSTILE-SETUP" not in run.test_output()  # the tests never ran with the plant
+    assert result.tests.fail_to_pass_failed  # graded as the base
+
+
+def _rewind_found_nothing(run: Run) -> None:
+    out = run.test_output()
+    assert "HOSTILE-REWIND found=0" in out, out[-3000:]
+    assert "FAILED tests/test_calc.py::test_floordiv_negative" in out
+
+
+def _ownership_held(run: Run) -> None:
+    expected = (
+        "HOSTILE-OWNERSHIP [('create', 'done'), ('delete', 'denied'), ('rename', 'denied'), "
+        "('rename_dir', 'denied'), ('replace', 'denied')]"
+    )
+    assert expected in run.test_output(), run.test_output()[-3000:]
+
+
+def _validation_cache_rebuilt(run: Run) -> None:
+    for path in run.extra["emptied"]:
+        assert json.loads(path.read_text())["ok"] is True, path  # validated again, rewritten
+    assert run.extra["emptied"], "the first run wrote no validation cache"
+
+
+def _empty_validation_cache(ctx: RunContext, since: float) -> list[Path]:
+    """Empty the validation cache files the first run wrote (what a kill -9 during a
+    non-atomic write left)."""
+    emptied = []
+    for path in (ctx.settings.storage.data_dir / "validation").glob("*.json"):
+        if path.stat().st_mtime >= since:
+            path.write_text("")
+            emptied.append(path)
+    return emptied
+
+
+BETWEEN_RUNS = {"empty_validation_cache": _empty_validation_cache}
+
+CASES += [
+    Case(
+        "bytecode instead of source (__pycache__, unchecked hash pyc)",
+        "bytecode",
+        Status.NO_OP,
+        Reason.EMPTY_PATCH,
+        _excluded("calc/__pycache__/__init__.cpython-311.pyc"),
+    ),
+    Case(
+        "sourceless unittest package next to runtests.py",
+        "bytecode",
+        Status.NO_OP,
+        Reason.EMPTY_PATCH,
+        lambda run: (
+            None
+            if "unittest/__init__.pyc" in run.results[TEXTKIT].excluded_patch_files
+            else pytest.fail(str(run.results[TEXTKIT].excluded_patch_files))
+        ),
+        instance=TEXTKIT,
+    ),
+    Case(
+        "setup.py whose reinstall plants a .pth and a plugin",
+        "reinstall_plant",
+        Status.NO_OP,
+        Reason.REINSTALL_REFUSED,
+        _reinstall_refused,
+    ),
+    Case(
+        "output rewound through /proc/self/fd at exit",
+        "rewound_output",
+        *PARTIAL,
+        _rewind_found_nothing,
+    ),
+    Case(
+        "hidden tests peeked at import (pytest)",
+        "peeked_tests",
+        Status.RESOLVED,
+        Reason.NONE,
+        _flagged("reads test files or their source"),
+    ),
+    Case(
+        "hidden tests peeked at import (unittest)",
+        "peeked_tests",
+        Status.RESOLVED,
+        Reason.NONE,
+        _flagged("reads test files or their source", TEXTKIT),
+        instance=TEXTKIT,
+    ),
+    Case(
+        "hidden tests peeked at import (sympy-style)",
+        "peeked_tests",
+        Status.RESOLVED,
+        Reason.NONE,
+        _flagged("reads test files or their source", UNITS),
+        instance=UNITS,
+    ),
+    Case(
+        "test user renames, replaces, deletes repository files",
+        "ownership",
+        *PARTIAL,
+        _ownership_held,
+    ),
+    Case(
+        "empty validation cache file",
+        "empty_validation_cache",
+        *PARTIAL,
+        _validation_cache_rebuilt,
+    ),
+]
+
+
 class _RssSampler:
     """This process's resident memory, sampled every 20 ms: how much it grew at most."""
 
@@ -681,9 +1009,18 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
         )
         participant = HostileParticipant(group["plans"])
         instances = [synthetic_instances[i] for i in group.get("instances", [CALC])]
+        extra: dict[str, Any] = {}
+        started = time.time() - 1
         with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
-            results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=2))
-        extra = {
+            results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
+            if "between_runs" in group:  # then the same again, in a fresh run directory
+                extra["emptied"] = BETWEEN_RUNS[group["between_runs"]](ctx, started)
+                ctx = RunContext(
+                    ctx.settings, docker_backend, TEST_RUN_ID,
+                    RunDir(tmp_path_factory.mktemp(f"hostile-{name}-again")),
+                )  # fmt: skip
+                results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
+        extra |= {
             "fix_commit": _fix_commit(Path(env_settings.dataset.dataset)),
             "rss_growth_mb": sampler.growth_mb(),
         }
@@ -713,7 +1050,12 @@ def test_hostile(case: Case, group_runs) -> None:
     run = group_runs(case.group)
     result = run.results[case.instance]
     assert (result.status, result.reason) == (case.status, case.reason), result.message
-    # whatever the attack, the half fix never grades resolved
-    assert all(r.status != Status.RESOLVED for i, r in run.results.items() if i == CALC)
+    # whatever the attack, a wrong or empty patch never grades resolved without a flag
+    honest = GROUPS[case.group].get("honest", [])  # instances fixed properly, beside an attack
+    assert all(
+        r.status != Status.RESOLVED or r.suspicious
+        for i, r in run.results.items()
+        if i not in honest
+    )
     if case.check is not None:
         case.check(run)

@@ -162,7 +162,9 @@ def test_malformed_requests_are_rejected_with_the_reason(fast_settings: Settings
 def test_unknown_keys_are_ignored_and_named_in_the_summary(fast_settings: Settings) -> None:
     """The workflows' keys are accepted; unknown ones are named, never fatal. Shard 4/4 of
     the 3 synthetic instances is empty: completed, a summary, no leaderboard row."""
-    request = _request(pattern="demo__*", shard_index=3, num_shards=4, num_instances=-1, cont=2)
+    request = _request(
+        pattern="demo__*", shard_index=3, num_shards=4, num_instances=-1, max_count=2
+    )
     with green_agent(fast_settings) as url:
         events = assess(url, request)
     state, _ = final_status(events)
@@ -170,7 +172,7 @@ def test_unknown_keys_are_ignored_and_named_in_the_summary(fast_settings: Settin
     (artifact,) = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
     (part,) = artifact["parts"]
     assert "shard 4/4 of this selection holds no instance" in part["text"]
-    assert "Ignored unknown key: 'config.cont' (did you mean 'count'?)." in part["text"]
+    assert "Ignored unknown key: 'config.max_count' (did you mean 'count'?)." in part["text"]
     with pytest.raises(json.JSONDecodeError):
         json.loads(part["text"])
 
@@ -303,6 +305,39 @@ def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> No
     )
     assert settings.serve.serve_keep_containers == "on_failure"
     assert settings.serve.serve_max_kept_containers == 3
+
+
+@pytest.mark.parametrize(
+    ("host", "settings", "starts"),
+    [
+        ("0.0.0.0", {}, False),
+        ("::", {}, False),
+        ("192.0.2.7", {}, False),
+        ("0.0.0.0", {"serve_token": "t"}, True),
+        ("0.0.0.0", {"serve_allowed_hosts": "127.0.0.1"}, True),
+        ("0.0.0.0", {"serve_insecure": True}, True),
+        ("127.0.0.1", {}, True),
+        ("::1", {}, True),
+        ("localhost", {}, True),
+    ],
+)
+def test_serve_refuses_a_public_address_with_nobody_checked(
+    monkeypatch: pytest.MonkeyPatch, host: str, settings: dict, starts: bool
+) -> None:
+    from orchestrator.errors import UserError
+    from orchestrator.frontends import server
+
+    started: list[str] = []
+    monkeypatch.setattr(server.uvicorn, "run", lambda app, host, port: started.append(host))
+    if starts:
+        server.serve(host, 9009, settings=Settings(**settings))
+        assert started == [host]
+        return
+    with pytest.raises(UserError) as caught:
+        server.serve(host, 9009, settings=Settings(**settings))
+    assert "no token and no allow-list" in str(caught.value)
+    assert "--insecure" in str(caught.value) and "\n" not in str(caught.value)
+    assert started == []
 
 
 # ---------------------------------------------------------------------- integers for 0.3

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.grading.network_tests import NETWORK_ERROR
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
@@ -37,16 +38,15 @@ def remember_failed_build(ctx: RunContext, env_key: str, instance: Instance, why
     failed = FailedBuild(
         why=why, instance_id=instance.instance_id, run_id=ctx.run_id, at=time.time()
     )
-    path.write_text(failed.model_dump_json())
+    atomic_write_text(path, failed.model_dump_json())
 
 
 def failed_build(ctx: RunContext, env_key: str) -> str | None:
     """The message for a build of ``env_key`` that failed within ``env_failure_ttl``, if any."""
     path = _failure_path(ctx, env_key)
     ttl = ctx.settings.environment.env_failure_ttl
-    try:
-        failed = FailedBuild.model_validate_json(path.read_text())
-    except (OSError, ValueError):
+    failed = read_cached(path, FailedBuild.model_validate_json, "failed builds")
+    if failed is None:
         return None
     age = time.time() - failed.at
     if ttl <= 0 or age > ttl:

@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
 
@@ -238,7 +239,7 @@ def run_sweep(
             )  # fmt: skip
         path = ctx.instance_dir(instance) / RECORD
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(record.model_dump_json(indent=1))
+        atomic_write_text(path, record.model_dump_json(indent=1))
         return record
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
@@ -253,10 +254,7 @@ def run_sweep(
 
 
 def load_record(path: Path) -> SweepRecord | None:
-    try:
-        return SweepRecord.model_validate_json(path.read_text())
-    except (OSError, ValueError):
-        return None
+    return read_cached(path, SweepRecord.model_validate_json, "sweep record")
 
 
 def load_records(source: Path) -> list[SweepRecord]:
@@ -279,7 +277,7 @@ def save_records(records: list[SweepRecord], path: Path) -> None:
     """The records as JSON lines: small enough to keep in the repository, so that a sweep
     split over several machines (sessions) adds up to one report."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(record.model_dump_json() + "\n" for record in records))
+    atomic_write_text(path, "".join(record.model_dump_json() + "\n" for record in records))
 
 
 # ----------------------------------------------------------------------------- the report

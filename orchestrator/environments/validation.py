@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.environments.recipes import Recipe
 from orchestrator.environments.reinstall import reinstall_after_patch
 from orchestrator.grading.classify import grade_tests
@@ -58,13 +59,20 @@ def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
 
+def cached_validation(path: Path) -> Validation | None:
+    """The validation cached at ``path``; None when there is none or it cannot be read (an
+    empty or truncated file: a warning, and the instance is validated again)."""
+    return read_cached(path, Validation.model_validate_json, "validation")
+
+
 def validate_instance(
     ctx: RunContext, instance: Instance, instance_image: str | FileSnapshot, recipe: Recipe
 ) -> Validation:
     """Run the base and gold checks (or return the cached outcome)."""
     cache = _cache_path(ctx, instance_image)
-    if cache.exists():
-        return Validation.model_validate_json(cache.read_text()).model_copy(update={"cached": True})
+    cached = cached_validation(cache)
+    if cached is not None:
+        return cached.model_copy(update={"cached": True})
     started = time.monotonic()
     timeout = ctx.settings.grading.test_timeout
     out_dir = ctx.instance_dir(instance)
@@ -107,7 +115,7 @@ def validate_instance(
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
-        cache.write_text(result.model_dump_json())
+        atomic_write_text(cache, result.model_dump_json())
     return result
 
 
@@ -207,4 +215,4 @@ def _with_flaky(instance: Instance, result: Validation, flaky: list[str]) -> Val
 
 
 def save_validation(path: Path, validation: Validation) -> None:
-    path.write_text(json.dumps(validation.model_dump(), indent=1))
+    atomic_write_text(path, json.dumps(validation.model_dump(), indent=1))

@@ -11,11 +11,13 @@ with exactly one participant. ``config`` is optional; its keys are listed in
 - ``num_instances`` and ``max_rows``: ``count``, where ``-1`` means all;
 - ``max_concurrent_rows``: ``concurrency``.
 
-Unknown keys, at the top level or in ``config``, never fail a request: they are ignored and
-listed in :attr:`AssessmentRequest.ignored` (the server names them in its messages and the
-summary). A known key with a wrong type or value is rejected with a message naming it. Every
-number has an upper bound (:data:`LIMITS`); ``Infinity``/``NaN`` are rejected, and so is a
-text that is not plain JSON (too deep, too long, a number with thousands of digits).
+Unknown keys, at the top level or in ``config``, are ignored and listed in
+:attr:`AssessmentRequest.ignored` (the server names them in its messages and the summary),
+except a config key one edit away from a selection key (``instance_id``, ``cout``): that
+request is rejected with the did-you-mean, never widened to the whole dataset. A known key
+with a wrong type or value is rejected with a message naming it. Every number has an upper
+bound (:data:`LIMITS`); ``Infinity``/``NaN`` are rejected, and so is a text that is not plain
+JSON (too deep, too long, a number with thousands of digits).
 Numbers may arrive as floats (A2A data parts carry every number as a double): ``2.0`` is
 accepted where a whole number is expected, ``2.5`` is not.
 """
@@ -279,6 +281,7 @@ def validate_request(payload: Any) -> AssessmentRequest:
             f'"config" is a JSON {json_type(config)}, not an object.',
             f"send an object with some of: {', '.join(CONFIG_KEYS)}.",
         )
+    _refuse_misspelt_selection(config)
     ignored += _unknown("config.", config, CONFIG_KEYS)
     config = {k: v for k, v in config.items() if k in CONFIG_KEYS and v is not None}
     for synonym, key in _SYNONYMS.items():
@@ -352,6 +355,46 @@ def _participants(value: Any) -> dict[str, str]:
             "give the participant's A2A URL, e.g. http://host:9019/.",
         ) from None
     return {role: url.strip()}
+
+
+# the keys that narrow the selection: a misspelt one must not widen it to the whole dataset
+SELECTION_KEYS = (
+    "instance_ids", "pattern", "repo", "count", "shard", "shard_index", "num_shards",
+    "num_instances", "max_rows",
+)  # fmt: skip
+
+
+def _refuse_misspelt_selection(config: dict[str, Any]) -> None:
+    """InvalidAssessment for an unknown config key one edit away from a selection key
+    (``instance_id``, ``Count``, ``patern``): ignoring it would run the whole dataset."""
+    for key in config:
+        if not isinstance(key, str) or key in CONFIG_KEYS:
+            continue
+        for known in SELECTION_KEYS:
+            if one_edit_apart(key.lower(), known):
+                raise InvalidAssessment(
+                    f"Unknown config key {key[:80]!r}: did you mean {known!r}? A misspelt "
+                    "selection key is not ignored, it would widen the assessment to the "
+                    "whole dataset.",
+                    f"spell it {known!r} and send the request again.",
+                )
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by at most one insertion, deletion, substitution or swap
+    of two neighbouring characters."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :] or (
+            a[i : i + 2] == b[i : i + 2][::-1] and a[i + 2 :] == b[i + 2 :]
+        )
+    return (a[i + 1 :] == b[i:]) if len(a) > len(b) else (a[i:] == b[i + 1 :])
 
 
 def _unknown(where: str, payload: dict[str, Any], known: tuple[str, ...]) -> list[str]:

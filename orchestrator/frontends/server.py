@@ -27,6 +27,7 @@ allow-list of participant hosts; kept participant containers are capped.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 from typing import Annotated
 
 import typer
@@ -42,6 +43,7 @@ from a2a.types import (
 )
 from starlette.applications import Starlette
 
+from orchestrator.errors import UserError
 from orchestrator.frontends import compat03
 from orchestrator.frontends.admission import LEGACY_CARD_PATH, BearerAuth
 from orchestrator.frontends.assessment import EXAMPLE
@@ -117,6 +119,30 @@ def build_app(
     return app
 
 
+def check_exposure(host: str, settings: Settings) -> None:
+    """UserError when ``host`` is not a loopback address and nothing limits who may use the
+    agent: no token, no allow-list of participant hosts, and ``serve_insecure`` unset."""
+    serve = settings.serve
+    if _loopback(host) or serve.serve_token or serve.serve_allowed_hosts or serve.serve_insecure:
+        return
+    raise UserError(
+        f"serve would listen on {host} with no token and no allow-list: anyone who reaches the "
+        "port could start assessments and make the agent fetch any URL",
+        "pass --token (SWE_GREEN_SERVE_TOKEN) or --allow-participant-host "
+        "(SWE_GREEN_SERVE_ALLOWED_HOSTS), or --insecure (SWE_GREEN_SERVE_INSECURE=true) when a "
+        "network in front of it decides who connects",
+    )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(
     host: str = "127.0.0.1",
     port: int = 9009,
@@ -125,8 +151,9 @@ def serve(
     settings: Settings | None = None,
     heartbeat: float = DEFAULT_HEARTBEAT,
 ) -> None:
-    """Serve the green agent until interrupted."""
+    """Serve the green agent until interrupted (:func:`check_exposure` first)."""
     settings = settings or load_settings()
+    check_exposure(host, settings)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     url = card_url or (f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/")
     get_logger().info(
@@ -172,6 +199,14 @@ def serve_command(
             "serve_allowed_hosts).",
         ),
     ] = None,
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure",
+            help="Listen on a non-loopback address without --token or an allow-list "
+            "(setting serve_insecure).",
+        ),
+    ] = False,
     keep_containers: Annotated[
         str | None,
         typer.Option(help="never, on_failure or always (setting serve_keep_containers)."),
@@ -189,6 +224,7 @@ def serve_command(
     settings = load_settings(
         serve_token=token,
         serve_allowed_hosts=",".join(allow_host) if allow_host else None,
+        serve_insecure=True if insecure else None,
         serve_keep_containers=keep_containers,
         serve_max_kept_containers=max_kept,
     )

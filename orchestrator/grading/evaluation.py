@@ -50,7 +50,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.recipes import Recipe, test_command, test_files
-from orchestrator.environments.reinstall import reinstall_after_patch
+from orchestrator.environments.reinstall import guarded_reinstall
 from orchestrator.environments.services import service_start_lines, service_stop_lines
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.log_parsers import parse_test_log
@@ -69,6 +69,7 @@ EVAL_DIR = "/opt/swe/eval"
 EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
 TEST_PATCH_PATH = f"{EVAL_DIR}/test.patch"
 OUTPUT_PATH = f"{EVAL_DIR}/output.txt"
+OUTPUT_FIFO = f"{EVAL_DIR}/output.fifo"
 NONCE_VARIABLE = "SWE_GREEN_NONCE"
 # the unprivileged user the tests run as (``unprivileged_tests`` setting); Debian's nobody
 TEST_USER = "nobody"
@@ -77,6 +78,19 @@ TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024
 # characters of output kept in TestRun.output (the head and, mostly, the tail)
 OUTPUT_KEEP = 1_000_000
+
+
+# the eval script writes into a FIFO; a root `cat` copies it into the output file, so no
+# descriptor of the tests refers to that file. A process the tests left holding the FIFO
+# cannot keep the run going: the reader gets 10 s after the script ends.
+_PIPED_RUN = (
+    f"chmod 700 {EVAL_DIR} && rm -f {OUTPUT_FIFO} && mkfifo -m 600 {OUTPUT_FIFO} "
+    f"&& (umask 077 && : > {OUTPUT_PATH}) || exit 1\n"
+    f"cat {OUTPUT_FIFO} > {OUTPUT_PATH} & reader=$!\n"
+    f"bash {EVAL_SCRIPT_PATH} > {OUTPUT_FIFO} 2>&1 < /dev/null\n"
+    "for _ in $(seq 100); do kill -0 $reader 2>/dev/null || break; sleep 0.1; done\n"
+    f"kill $reader 2>/dev/null; wait $reader 2>/dev/null; rm -f {OUTPUT_FIFO}\n"
+)
 
 
 class TestRun(BaseModel):
@@ -119,12 +133,16 @@ def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None
     there), apply the test patch, run the test command between the markers, restore the test
     files. Every git command runs with hooks and fsmonitor off.
 
+    Before the tests every ``__pycache__`` and stray ``*.pyc``/``*.pyo`` of the working tree
+    is removed and Python runs with ``PYTHONDONTWRITEBYTECODE``: nothing compiled before the
+    tests (a patch's bytecode, say) is loaded instead of the source.
+
     With ``test_user`` the test command runs as that user (``setpriv``), with a home of its
-    own: every directory of the working tree (not ``.git``) becomes the user's, with the
-    sticky bit, so the tests can create files anywhere in the repository but cannot change,
-    rename or delete the files that are there (source, runner scripts, test files), nor
-    touch ``.git``, the environment or the eval directory, which stay root's. Whatever the
-    user left running is killed before the end marker.
+    own. Every file and directory of the working tree stays root's (files not writable by
+    others); directories are writable by all with the sticky bit, so the tests can create
+    files in the repository but cannot change, rename, replace or delete a file or directory
+    they do not own (source, runner scripts, test files), nor touch ``.git``, the environment
+    or the eval directory. Whatever the user left running is killed before the end marker.
     """
     base = shlex.quote(instance.base_commit)
     files = " ".join(shlex.quote(f) for f in test_files(instance.test_patch))
@@ -145,6 +163,7 @@ def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None
         "}",
         f"source {ACTIVATE_SCRIPT}",
         *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),
+        "export PYTHONDONTWRITEBYTECODE=1",
         *recipe.eval_commands,
         *service_start_lines(recipe, EVAL_DIR),
         f"cd {REPO_DIR}",
@@ -165,9 +184,17 @@ def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None
         "    reset_test_files",
         "    exit 3",
         "fi",
+        # nothing compiled before the tests is loaded: no bytecode in the tree, none written
+        f"find {REPO_DIR} -path {REPO_DIR}/.git -prune -o \\( -name __pycache__ -type d \\)"
+        " -prune -exec rm -rf {} + -o -type f \\( -name '*.pyc' -o -name '*.pyo' \\)"
+        " -exec rm -f {} +",
         'if [ -n "$test_user" ]; then',
+        # directories root's, writable with the sticky bit: the test user may create files,
+        # never change, rename, replace or delete one it does not own
         f"    find {REPO_DIR} -path {REPO_DIR}/.git -prune -o -type d \\",
-        '        -exec chown "$test_user:" {} + -exec chmod u+rwx,+t {} +',
+        "        -exec chown root: {} + -exec chmod a+rwx,+t {} +",
+        f"    find {REPO_DIR} -path {REPO_DIR}/.git -prune -o -type f -user root -perm /022 \\",
+        "        -exec chmod go-w {} +",
         '    test_home=$(mktemp -d /tmp/swe-green-home.XXXXXX) && chown "$test_user:" "$test_home"',
         "fi",
         wrap_test_command(
@@ -195,9 +222,11 @@ def run_tests(
 
     The markers carry a nonce made here for this run and given only to the eval script
     (:func:`eval_script`); the output file and the eval directory are root's alone, so a
-    test process of ``test_user`` can neither read the nonce back nor the script. The
-    network stays off afterwards. With ``log_dir``, ``eval.sh`` and the whole output
-    (``test_output.txt``) are written there.
+    test process of ``test_user`` can neither read the nonce back nor the script. The eval
+    script writes into a pipe (a FIFO that a root ``cat`` copies into the output file): no
+    descriptor the tests inherit can seek, truncate or reopen the output file to rewind
+    what was printed. The network stays off afterwards. With ``log_dir``, ``eval.sh`` and
+    the whole output (``test_output.txt``) are written there.
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user)
@@ -209,8 +238,7 @@ def run_tests(
         [
             "bash",
             "-c",
-            f"chmod 700 {EVAL_DIR} && (umask 077 && : > {OUTPUT_PATH}) "
-            f"&& bash {EVAL_SCRIPT_PATH} > {OUTPUT_PATH} 2>&1",
+            _PIPED_RUN,
         ],
         timeout=timeout,
         env={NONCE_VARIABLE: nonce},
@@ -296,10 +324,29 @@ def evaluate(
             **common,
         )
     # a patch that changes what the build reads (a new dependency) is installed again
-    reinstalled = reinstall_after_patch(sandbox, recipe, gradeable, timeout=timeout)
+    # what its build step writes beyond the package's own output and metadata is refused
+    reinstalled = guarded_reinstall(
+        sandbox, recipe, gradeable, timeout, repo_dir=REPO_DIR, runner_files=runner_files(recipe)
+    )
     if reinstalled is not None:
-        ok, tail = reinstalled
-        logs.write("reinstall", "reinstall.log", f"reinstall {'ok' if ok else 'FAILED'}\n{tail}\n")
+        refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
+        logs.write(
+            "reinstall",
+            "reinstall.log",
+            f"reinstall {'ok' if reinstalled.ok else 'FAILED'}\n{reinstalled.tail}\n{refused}",
+        )
+        if reinstalled.refused:
+            shown = "; ".join(reinstalled.refused[:5])
+            more = len(reinstalled.refused) - 5
+            return Evaluation(
+                status=Status.NO_OP,
+                reason=Reason.REINSTALL_REFUSED,
+                message="the reinstall the patch's build changes caused wrote beyond the "
+                f"package's own files, so the tests did not run: {shown}"
+                + (f" (and {more} more)" if more > 0 else ""),
+                groups=unchanged,
+                **common,
+            )
     run = run_tests(
         sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user
     )

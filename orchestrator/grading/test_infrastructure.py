@@ -1,6 +1,8 @@
 """What of a participant's patch grading leaves out: the files that configure, drive or supply
 the tests (``conftest.py``, ``tox.ini``, test files and directories, the runner scripts, ``.pth``
-files) and new top-level modules that would shadow a standard-library or runner module."""
+files), new top-level modules that would shadow a standard-library or runner module, and
+compiled or binary files (bytecode, extension modules, any ``GIT binary patch`` with data):
+they are not source, and Python may load them instead of the source beside them."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from collections.abc import Iterable
 
 from orchestrator.environments.recipes import Recipe
 from orchestrator.models import Instance
-from orchestrator.patches.diff import join_patch, split_patch
+from orchestrator.patches.diff import FilePatch, join_patch, split_patch
 
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _INFRA_NAMES = frozenset(
@@ -41,6 +43,10 @@ SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
     "nose",
 }
 _MODULE_FILE = re.compile(r"^([A-Za-z_]\w*)(?:\.[\w-]+)*\.(?:py|pyc|pyw|so)$")
+# compiled files by kind: Python may load any of them instead of the source
+_BYTECODE = re.compile(r"(?:^|/)__pycache__/|\.py[co]$")
+_EXTENSION = re.compile(r"\.(?:so|pyd|dll|dylib)(?:\.[\w.]+)?$")
+_BINARY_DATA = re.compile(r"^GIT binary patch\r?\n(?:literal|delta) \d+\r?$", re.M)
 _CREATES = re.compile(r"^(?:new file mode |--- /dev/null|rename to |copy to |@@ -0,0 )", re.M)
 
 
@@ -63,14 +69,25 @@ def shadows_a_module(path: str, runner_dirs: Iterable[str] = ("",)) -> str | Non
     lies in one of ``runner_dirs`` (the directories on the runner's ``sys.path[0]``: the
     repository root, the runner script's directory) as a module or package."""
     directory, name = posixpath.split(path)
-    if name == "__init__.py":
-        directory, name = posixpath.split(directory)
-        module = name
-    else:
-        match = _MODULE_FILE.match(name)
-        module = match.group(1) if match else ""
+    match = _MODULE_FILE.match(name)
+    module = match.group(1) if match else ""
+    if module == "__init__":  # a package, with source or without (``__init__.pyc``)
+        directory, module = posixpath.split(directory)
     if module in SHADOWED_MODULES and directory in set(runner_dirs):
         return module
+    return None
+
+
+def compiled_kind(part: FilePatch) -> str | None:
+    """``"bytecode"``, ``"extension module"`` or ``"binary"`` when the section changes such a
+    file (by name, or by carrying binary data), else None. A ``Binary files ... differ`` stub
+    without data is not counted here: it carries nothing to apply."""
+    if any(_BYTECODE.search(path) for path in part.paths):
+        return "bytecode"
+    if any(_EXTENSION.search(path) for path in part.paths):
+        return "extension module"
+    if _BINARY_DATA.search(part.text):
+        return "binary"
     return None
 
 
@@ -94,17 +111,22 @@ def drop_test_infrastructure(
 
     New top-level modules that would shadow a standard-library or runner module on the
     runner's ``sys.path[0]`` (``/testbed/unittest.py`` next to ``runtests.py``,
-    ``bin/traceback.py`` next to ``bin/test``) are dropped too. Files that the instance's
-    gold patch changes are never dropped.
+    ``bin/traceback.py`` next to ``bin/test``, also as a sourceless ``.pyc`` package) are
+    dropped too, and so are compiled and binary files (:func:`compiled_kind`) unless the gold
+    patch itself changes files of that kind (they are then kept, and the tamper check flags
+    them). Files that the instance's gold patch changes are never dropped.
     """
     preamble, parts = split_patch(patch)
-    gold = {path for part in split_patch(instance.patch)[1] for path in part.paths}
+    gold_parts = split_patch(instance.patch)[1]
+    gold = {path for part in gold_parts for path in part.paths}
+    gold_kinds = {compiled_kind(part) for part in gold_parts} - {None}
     runners = runner_files(recipe)
     runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
     kept, dropped = [], []
     for part in parts:
         creates = bool(_CREATES.search(part.text))
-        if any(
+        kind = compiled_kind(part)
+        if (kind is not None and kind not in gold_kinds) or any(
             p not in gold
             and (
                 is_test_infrastructure(p, runners)

@@ -17,13 +17,13 @@ import asyncio
 import contextlib
 from typing import Any
 
+from orchestrator.atomic import atomic_write_bytes
 from orchestrator.errors import UserError, first_line
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback
 from orchestrator.run.placement import Placement
-from orchestrator.run.results import atomic_write_bytes
 from orchestrator.settings import Settings
 
 try:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.grading.classify import aggregate
 from orchestrator.log import get_logger
 from orchestrator.models import InstanceResult
@@ -41,26 +41,6 @@ def _check_name(kind: str, name: str) -> str:
     if not _SAFE_NAME.fullmatch(name) or ".." in name:
         raise ValueError(f"unsafe {kind} for a file name: {name!r}")
     return name
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def relative_logs(instance_dir: Path, logs: dict[str, str]) -> dict[str, str]:
@@ -100,10 +80,8 @@ class RunDir:
         return self.config_path
 
     def read_config(self) -> dict[str, Any]:
-        """The run's configuration; empty when none was written."""
-        if not self.config_path.is_file():
-            return {}
-        return json.loads(self.config_path.read_text(encoding="utf-8"))
+        """The run's configuration; empty when none was written (or it cannot be read)."""
+        return read_cached(self.config_path, json.loads, "run config") or {}
 
     def instance_dir(self, instance_id: str) -> Path:
         """The instance's directory (created). Raises ValueError for an unsafe id."""

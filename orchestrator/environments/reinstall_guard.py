@@ -1,0 +1,166 @@
+"""What a reinstall may leave behind: the rules that keep a patch's build step from planting.
+
+A patch that changes a build input makes grading run the install command again, as root and
+before the tests (:mod:`.reinstall`); the patch's ``setup.py`` runs in it. Whatever it writes
+is listed afterwards (every file whose inode changed since the install started, found by
+ctime, which no user-space call can set back) and judged here, by path (and, for ``.pth``
+files, content). Allowed:
+
+- build output in the repository (an ``.egg-info``, ``build/``, in-place extension modules,
+  generated sources), except test infrastructure (:func:`is_test_infrastructure`) and
+  anything under ``.git`` but its index;
+- in site-packages, the package's own metadata (``*.dist-info``/``*.egg-info``/``*.egg``
+  directories, ``*.egg-link``, the ``__editable__`` finder and its ``.pth``, ``easy-install.pth``,
+  setuptools' ``distutils-precedence.pth``) with ``.pth`` lines that only add paths or are the
+  ones setuptools writes, and new files a changed ``RECORD`` lists (a dependency pip
+  installed), except ``.pth`` files, ``sitecustomize``/``usercustomize``, pytest's own
+  packages and modules named like the repository's own; files that were there before (an
+  installed package's) may not change;
+- console scripts in a ``bin`` directory (the package's own, written again by the install),
+  except the runners' names (``pytest``, ``python``, ...);
+- scratch space (``/tmp``, caches, logs).
+
+Bytecode the reinstall wrote is removed before the rules run (:mod:`.reinstall`): it is a
+cache, and could hold unchecked-hash ``.pyc`` files that Python loads instead of a source.
+
+Anything else (a ``.pth`` that runs code, a module no ``RECORD`` lists, a ``pytest11`` entry
+point, ``/opt/swe/activate.sh``, ``/etc``, ``/root``, ``/usr`` outside site-packages) is a
+problem: grading refuses the patch (``no_op``/``reinstall_refused``) instead of running the
+tests with it. All pure.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+
+from orchestrator.grading.test_infrastructure import is_test_infrastructure
+
+SCRATCH = (
+    "/tmp/", "/var/tmp/", "/root/.cache/", "/var/cache/", "/var/log/", "/run/", "/dev/",
+    "/proc/", "/sys/", "/var/lib/apt/", "/var/lib/dpkg/", "/etc/ld.so.cache",
+)  # fmt: skip
+_SITE = re.compile(r"^(?P<site>.*/(?:site|dist)-packages)/(?P<rel>.+)$")
+_META_DIR = re.compile(r"\.(?:dist-info|egg-info|egg)$")
+_RUNNERS = re.compile(r"^(?:pytest|py\.test|python[\d.]*|pip[\d.]*|tox|nosetests|activate.*)$")
+_FRAMEWORK = re.compile(r"^(?:_pytest|pytest|pluggy|py|unittest|sitecustomize|usercustomize)\b")
+# the .pth lines setuptools and pip write that run code
+_PTH_CODE_OK = (
+    re.compile(r"^import sys; sys\.__plen = len\(sys\.path\)$"),
+    re.compile(r"^import sys; new = sys\.path\[sys\.__plen:\];.*sys\.__egginsert = p\+len\(new\)$"),
+    re.compile(r"^import __editable___[\w.-]+_finder; __editable___[\w.-]+_finder\.install\("),
+    re.compile(r"^import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var,"),
+)
+
+
+def pth_problem(text: str) -> str | None:
+    """Why the ``.pth`` content is not what a package's own install writes (None: it is)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith(("import ", "import\t")):
+            continue  # a path (or a comment): only adds to sys.path
+        if not any(pattern.match(stripped) for pattern in _PTH_CODE_OK):
+            return f"runs code at start-up: {stripped[:80]!r}"
+    return None
+
+
+class Written:
+    """What the reinstall wrote, as read in the container: the changed files, and the text of
+    those the rules read (``RECORD``, ``.pth``, ``entry_points.txt``)."""
+
+    def __init__(
+        self,
+        changed: Iterable[str],
+        texts: dict[str, str] | None = None,
+        existed: Iterable[str] = (),
+        repo_modules: Iterable[str] = (),
+    ) -> None:
+        self.changed = sorted(set(changed))
+        self.texts = texts or {}
+        self.existed = set(existed)  # site-packages and bin files there before the reinstall
+        self.repo_modules = set(repo_modules)  # the repository's top-level packages/modules
+        self.recorded = _recorded(
+            {p: t for p, t in self.texts.items() if posixpath.basename(p) == "RECORD"}
+        )
+
+
+def reinstall_problems(
+    written: Written, repo_dir: str = "/testbed", runner_files: Iterable[str] = ()
+) -> list[str]:
+    """What of ``written.changed`` the reinstall may not write (see the module doc)."""
+    runners = list(runner_files)
+    problems: list[str] = []
+    for path in written.changed:
+        why = _problem(path, written, repo_dir, runners)
+        if why:
+            problems.append(f"{path} ({why})")
+    return problems
+
+
+def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> str | None:
+    entry_points = {p: t for p, t in written.texts.items() if p.endswith("entry_points.txt")}
+    pth_texts = {p: t for p, t in written.texts.items() if p.endswith(".pth")}
+    recorded = written.recorded
+    if path.startswith(SCRATCH):
+        return None
+    if path == repo_dir or path.startswith(repo_dir + "/"):
+        rel = path[len(repo_dir) + 1 :]
+        if rel.startswith(".git/"):
+            return None if rel in (".git/index", ".git/index.lock") else "changes .git"
+        if "__pycache__/" in rel or rel.endswith((".pyc", ".pyo")):
+            return None  # removed before the tests anyway
+        if rel.endswith(".egg-info") or ".egg-info/" in rel or rel.startswith(("build/", ".eggs/")):
+            return _entry_point_problem(path, entry_points)
+        if is_test_infrastructure(rel, runners):
+            return "test infrastructure"
+        return None
+    name = posixpath.basename(path)
+    if path in entry_points and "[pytest11]" in entry_points[path]:
+        return "registers a pytest plugin (pytest11 entry point)"
+    site = _SITE.match(path)
+    if site:
+        rel = site["rel"]
+        top = rel.split("/", 1)[0]
+        if name.endswith(".pth"):
+            if not (
+                name.startswith("__editable__")
+                or name in ("easy-install.pth", "distutils-precedence.pth")
+            ):
+                return "a .pth file of no package's own metadata"
+            return pth_problem(pth_texts.get(path, ""))
+        if _META_DIR.search(top) or top.endswith(".egg-link") or top.startswith("__editable__"):
+            return None
+        if _FRAMEWORK.match(top):
+            return "changes the test framework or a start-up hook"
+        module = re.split(r"[./]", top, maxsplit=1)[0]
+        if module in written.repo_modules:
+            return "shadows the repository's own package"
+        if path in written.existed:
+            return "changes a file of an installed package"
+        if path in recorded:
+            return None
+        return "no installed package's RECORD lists it"
+    if posixpath.basename(posixpath.dirname(path)) == "bin":
+        # a console script runs the package's code, which the patch changes anyway; only
+        # the runners' own are the grading's
+        return "replaces a runner's script" if _RUNNERS.match(name) else None
+    return "outside the repository and site-packages"
+
+
+def _entry_point_problem(path: str, entry_points: dict[str, str]) -> str | None:
+    if path in entry_points and "[pytest11]" in entry_points[path]:
+        return "registers a pytest plugin (pytest11 entry point)"
+    return None
+
+
+def _recorded(records: dict[str, str]) -> set[str]:
+    """The absolute paths the ``RECORD`` files list (relative to their site-packages)."""
+    found: set[str] = set()
+    for record, text in records.items():
+        site = posixpath.dirname(posixpath.dirname(record))
+        for line in text.splitlines():
+            rel = line.split(",", 1)[0].strip().strip('"')
+            if rel:
+                found.add(posixpath.normpath(posixpath.join(site, rel)))
+    return found

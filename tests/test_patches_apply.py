@@ -8,9 +8,16 @@ from pathlib import Path
 import pytest
 
 from orchestrator.patches.apply import EMPTY_PATCH, apply_patch
-from orchestrator.patches.diff import binary_stubs, join_patch, normalize_patch, split_patch
+from orchestrator.patches.diff import (
+    binary_stubs,
+    drop_binary_stubs,
+    join_patch,
+    normalize_patch,
+    split_patch,
+)
 from orchestrator.patches.safety import dry_run_names, patch_path_problems
 
+FIXTURES = Path(__file__).parent / "fixtures" / "patches"
 NUMBERS = "".join(f"{n}\n" for n in range(1, 21))
 LOGO = bytes(range(256)) * 4
 BASE_FILES: dict[str, str | bytes] = {
@@ -116,6 +123,17 @@ def test_binary_changes_without_data_are_found(tmp_path):
     assert binary_stubs(host_diff(tmp_path / "2", BASE_FILES, after)) == ["logo.bin"]
     header_only = with_data.split("GIT binary patch")[0] + "GIT binary patch\n"
     assert binary_stubs(header_only) == ["logo.bin"]
+
+
+def test_binary_stubs_are_dropped_and_named():
+    patch = (FIXTURES / "binary_stub_new_png.diff").read_text()
+    kept, dropped = drop_binary_stubs(patch)
+    assert dropped == ["test_plot.png"]
+    assert "test_plot.png" not in kept and "+    return 20" in kept
+    assert [p.paths for p in split_patch(kept)[1]] == [("pkg/mod.py",)]
+    only, named = drop_binary_stubs(patch[patch.index("diff --git a/test_plot.png") :])
+    assert (only, named) == ("", ["test_plot.png"])
+    assert drop_binary_stubs(kept) == (kept, [])
 
 
 HOOK_PATCH = (
@@ -268,15 +286,39 @@ def test_a_binary_patch_with_data_applies(repo, tmp_path):
 
 
 @pytest.mark.container
-def test_a_binary_change_without_data_fails_clearly_and_applies_nothing(repo, tmp_path):
+def test_a_binary_change_without_data_is_dropped_and_the_rest_applies(repo, tmp_path):
     after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1], README_dot_md="text too\n")
     patch = host_diff(tmp_path, BASE_FILES, after)
     assert "Binary files a/logo.bin and b/logo.bin differ" in patch
     outcome = apply_patch(repo, patch)
+    assert outcome.applied and outcome.strategy == "git apply", outcome.log
+    assert outcome.dropped_binary_stubs == ["logo.bin"]
+    assert "left out: binary file(s) changed without their content (logo.bin)" in outcome.log
+    assert read(repo, "README.md") == b"text too\n"
+    assert read(repo, "logo.bin") == LOGO
+
+
+@pytest.mark.container
+def test_an_agents_patch_with_a_new_image_stub_applies_its_text(repo):
+    # the shape of a real agent's patch: a script it ran wrote test_plot.png
+    patch = (FIXTURES / "binary_stub_new_png.diff").read_text()
+    assert "Binary files /dev/null and b/test_plot.png differ" in patch
+    outcome = apply_patch(repo, patch)
+    assert outcome.applied, outcome.log
+    assert outcome.dropped_binary_stubs == ["test_plot.png"]
+    assert read(repo, "pkg/mod.py").endswith(b"return 20\n")
+    assert "test_plot.png" not in repo.exec("ls", workdir="/testbed").stdout
+
+
+@pytest.mark.container
+def test_a_patch_of_only_binary_stubs_applies_nothing(repo, tmp_path):
+    after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1])
+    outcome = apply_patch(repo, host_diff(tmp_path, BASE_FILES, after))
     assert not outcome.applied and outcome.strategy is None
-    assert "binary" in outcome.error and "logo.bin" in outcome.error
+    assert outcome.dropped_binary_stubs == ["logo.bin"]
+    assert "only changes binary file(s) logo.bin" in outcome.error
     assert "git diff --binary" in outcome.error
-    assert read(repo, "README.md") == b"readme\n"
+    assert read(repo, "logo.bin") == LOGO
 
 
 @pytest.mark.container

@@ -284,6 +284,18 @@ def report_cmd(
             help="A baseline run: print what changed; exit 1 when something regressed.",
         ),
     ] = None,
+    official: Annotated[
+        Path | None,
+        typer.Option(
+            "--official",
+            metavar="DIR_OR_FILE",
+            help="Official harness results (report.json tree or JSONL): print the agreement.",
+        ),
+    ] = None,
+    fidelity_out: Annotated[
+        Path | None,
+        typer.Option("--fidelity-out", help="With --official: write the report as Markdown."),
+    ] = None,
 ) -> None:
     """The leaderboard row, statuses, errors by cause, repositories, slowest instances; with
     --compare, what changed against another run (exit status 1 when an instance is no longer
@@ -308,10 +320,31 @@ def report_cmd(
     comparison = compare_runs(run, compare) if compare is not None else None
     if comparison is not None:
         console.print(render_comparison(comparison))
+    if official is not None:
+        _fidelity(RunDir(run), official, fidelity_out)
     if html:
         console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
     if comparison is not None and comparison.regressed:
         raise typer.Exit(1)
+
+
+def _fidelity(run, official: Path, out: Path | None) -> None:  # noqa: ANN001 - a RunDir
+    """Print (and with ``out`` write) the run's agreement with the official results."""
+    from orchestrator.frontends.report.fidelity import (
+        compare_official,
+        load_official,
+        render_markdown,
+        summary_lines,
+    )
+
+    fidelity = compare_official(run.load_results(), load_official(official))
+    console.rule("Agreement with the official harness")
+    for line in summary_lines(fidelity):
+        console.print(line, highlight=False, markup=False)
+    if out is not None:
+        title = f"Fidelity: run {run.path.name} against {official.name}"
+        out.write_text(render_markdown(fidelity, title), encoding="utf-8")
+        console.print(f"fidelity report: {out}")
 
 
 def register(app: typer.Typer) -> None:

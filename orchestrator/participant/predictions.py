@@ -77,7 +77,7 @@ def _file_rows(path: Path) -> list[_Row]:
             whole = json.loads(text)
         except json.JSONDecodeError:
             whole = None  # JSON lines: parsed line by line below
-        if isinstance(whole, dict) and "instance_id" not in whole:
+        if isinstance(whole, dict) and not {"instance_id", "model_patch"} & set(whole):
             return [_keyed_row(key, value, path) for key, value in whole.items()]
     rows = []
     for number, line in enumerate(text.splitlines(), 1):

@@ -24,7 +24,9 @@ OFFICIAL = Path(__file__).parent / "fixtures" / "official"
 
 
 def _result(iid: str, status: Status, **tests: list[str]) -> InstanceResult:
-    extra = {k: tests.pop(k) for k in ("stricter_than_official", "excluded_patch_files") if k in tests}
+    extra = {
+        k: tests.pop(k) for k in ("stricter_than_official", "excluded_patch_files") if k in tests
+    }
     return InstanceResult(instance_id=iid, status=status, tests=TestGroups(**tests), **extra)
 
 
@@ -49,9 +51,7 @@ RESULTS = [
 def test_a_harness_log_tree_and_a_jsonl_read_the_same(tmp_path: Path) -> None:
     tree = load_official(OFFICIAL)
     assert len(tree) == 6 and tree["demo__offline-1"].resolved is False
-    lines = [
-        json.loads(path.read_text()) for path in sorted(OFFICIAL.rglob("report.json"))
-    ]
+    lines = [json.loads(path.read_text()) for path in sorted(OFFICIAL.rglob("report.json"))]
     jsonl = tmp_path / "official.jsonl"
     jsonl.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert load_official(jsonl) == tree

@@ -56,7 +56,9 @@ def test_a_harness_log_directory_and_an_earlier_run(tmp_path: Path) -> None:
 
 
 def test_the_real_development_predictions_load(tmp_path: Path) -> None:
-    replay = Path(__file__).resolve().parents[2] / "shared/data/replay/vexp-claude-code-opus45.jsonl"
+    replay = (
+        Path(__file__).resolve().parents[2] / "shared/data/replay/vexp-claude-code-opus45.jsonl"
+    )
     loaded = load_predictions(replay)  # extra keys (official, source) are ignored
     assert isinstance(loaded, Predictions)
     assert loaded.model == "vexp-claude-code-opus45" and len(loaded.patches) == 46

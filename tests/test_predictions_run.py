@@ -64,18 +64,17 @@ def test_a_predictions_file_is_graded_like_any_run(env_settings, synthetic_insta
     assert [row["status"] for row in board["instances"]] == ["partially_resolved"]
 
 
-def test_a_bad_line_fails_before_any_container(env_settings, tmp_path, docker_client):
+def test_a_bad_line_fails_before_any_container(env_settings, tmp_path):
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text(
         json.dumps({"instance_id": "demo__calc-1", "model_patch": ""}) + "\n"
         + json.dumps({"instance_id": "demo__nope-1", "model_patch": ""}) + "\n"
     )  # fmt: skip
     env = cli_env(env_settings, tmp_path / "runs")
-    before = {c.id for c in docker_client.containers.list(all=True)}
     proc = run_cli(["run", "--predictions", str(predictions)], env)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2, out
     assert "line 2: instance demo__nope-1 is not in the dataset" in out
     assert "Traceback" not in out
-    assert {c.id for c in docker_client.containers.list(all=True)} <= before
+    # no run was started (a run directory comes before any container)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

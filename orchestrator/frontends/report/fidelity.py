@@ -193,7 +193,10 @@ def _instance(
         row.cause = "no official result" if report is None else "not in the run"
         return row
     if result.status == Status.ERROR:
-        row.cause = f"not graded here: {result.reason.value or 'error'}"
+        why = result.message.strip().splitlines()[0][:160] if result.message.strip() else ""
+        row.cause = f"not graded here: {result.reason.value or 'error'}" + (
+            f" ({why})" if why else ""
+        )
         return row
     for group, prefix in GROUPS:
         _compare_group(row, result, report, group, prefix)

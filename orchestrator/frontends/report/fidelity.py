@@ -275,6 +275,23 @@ def _official(row: InstanceFidelity) -> str:
     return "resolved" if row.official_resolved else "unresolved"
 
 
+def _cause_counts(fidelity: Fidelity) -> list[str]:
+    """A table of the causes: verdicts and tests that differ, per cause."""
+    verdicts: dict[str, int] = {}
+    tests: dict[str, int] = {}
+    for row in fidelity.graded_both:
+        if not row.verdict_agrees:
+            verdicts[row.cause] = verdicts.get(row.cause, 0) + 1
+        for d in row.disagreements:
+            tests[d.cause] = tests.get(d.cause, 0) + 1
+    causes = sorted(set(verdicts) | set(tests))
+    if not causes:
+        return []
+    lines = ["## Differences by cause", "", "| cause | verdicts | tests |", "|---|---|---|"]
+    lines += [f"| {c} | {verdicts.get(c, 0)} | {tests.get(c, 0)} |" for c in causes]
+    return [*lines, ""]
+
+
 def render_markdown(fidelity: Fidelity, title: str, preamble: str = "") -> str:
     """The fidelity report as Markdown (``docs/fidelity.md``)."""
     both = fidelity.graded_both
@@ -299,6 +316,7 @@ def render_markdown(fidelity: Fidelity, title: str, preamble: str = "") -> str:
         f"{t_agree}/{t_total} ({_pct(t_agree, t_total)}) |",
         f"| official tests left out here (not compared) | {sum(i.tests_left_out for i in both)} |",
         "",
+        *_cause_counts(fidelity),
         "## Verdicts that differ",
         "",
     ]

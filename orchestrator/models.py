@@ -124,10 +124,19 @@ class InstanceResult(BaseModel):
     tool_calls: int = 0
     logs: dict[str, str] = Field(default_factory=dict)
     container: str | None = None
+    # tests whose outcome grading reads more strictly than the official harness (a name the
+    # output reports with conflicting outcomes counts as failing; officially the last wins)
+    stricter_than_official: list[str] = Field(default_factory=list)
     # where the instance ran on a Ray cluster (its kept container is there): the Docker host
     # and the Ray node; None on a single host
     host: str | None = None
     node: str | None = None
+
+    @property
+    def reduced_tests(self) -> int:
+        """How many of its FAIL_TO_PASS and PASS_TO_PASS tests grading left out (needing the
+        internet, flaky, failing with the gold patch here): its verdict rests on the rest."""
+        return len(self.tests.fail_to_pass_excluded) + len(self.tests.pass_to_pass_excluded)
 
     @property
     def fail_to_pass_fraction(self) -> float:

@@ -248,7 +248,9 @@ class ParticipantSettings(_Group):
 class GradingSettings(_Group):
     """Applying the patch and running the tests (phases 6-7)."""
 
-    patch_fuzz: int = Field(3, description="patch -p1 --fuzz=N as the last apply strategy.")
+    patch_fuzz: int = Field(
+        5, description="patch -p1 --fuzz=N as the last apply strategy (the official harness: 5)."
+    )
     test_timeout: float = Field(1800, description="Seconds for one test run.")
     grade_in_participant_container: bool = Field(
         False,

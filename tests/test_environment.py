@@ -442,3 +442,28 @@ def test_the_shared_history_is_the_common_ancestor_of_the_listed_bases(
     assert sb.exec("cd /testbed && git fsck --connectivity-only 2>&1; echo rc=$?").stdout.endswith(
         "rc=0\n"
     )
+
+
+def test_the_installs_build_directory_is_not_left_in_the_tree(
+    run_ctx, synthetic_instances, synthetic_dir, tmp_path, sandbox_of
+):
+    """`pip install .` (pip >= 21.3) builds in the source tree; an ignored `build/` stays
+    after `git clean`, and a patch adding `build/lib/...` would then not apply."""
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        if recipe["repo"] == "demo/units":
+            # ignored, as in requests' .gitignore; a non-editable install, as requests' recipe
+            recipe["pre_install"] = ["echo build/ >> .git/info/exclude"]
+            recipe["install"] = "python -m pip install --no-build-isolation ."
+    variant = tmp_path / "recipes.json"
+    variant.write_text(json.dumps(recipes))
+    run_ctx.settings = run_ctx.settings.replace(**{"recipes_file": variant})
+    instance = synthetic_instances["demo__units-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    log = (run_ctx.instance_dir(instance) / "setup.log").read_text()
+    assert "removed the install's build directory (build/)" in log
+    sb = sandbox_of(prepared.instance_image)
+    listing = sb.exec("cd /testbed && ls -a && git status --porcelain --ignored")
+    assert "build" not in listing.stdout.split(), listing.stdout
+    imported = sb.exec("source /opt/swe/activate.sh && cd / && python -c 'import units'")
+    assert imported.exit_code == 0, imported.output

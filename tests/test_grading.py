@@ -301,3 +301,32 @@ def test_leaderboard_row_has_the_query_columns() -> None:
     keys = set(LeaderboardRow().model_dump())
     assert {f"{status.value}_pct" for status in Status} <= keys
     assert {"total_instances", "fail_to_pass_passed_pct", "pass_to_pass_passed_pct"} <= keys
+
+
+def test_the_row_counts_verdicts_on_a_reduced_test_set() -> None:
+    reduced = Groups(fail_to_pass_passed=["f"], pass_to_pass_excluded=["needs-internet"])
+    f2p_reduced = Groups(fail_to_pass_passed=["f"], fail_to_pass_excluded=["online"])
+    results = [
+        _result("a-1", Status.RESOLVED, reduced),
+        _result("a-2", Status.PARTIALLY_RESOLVED, f2p_reduced),
+        _result("a-3", Status.RESOLVED, Groups(fail_to_pass_passed=["f"])),
+        _result("a-4", Status.ERROR, reduced),  # not graded: not counted
+    ]
+    assert [r.reduced_tests for r in results] == [1, 1, 0, 1]
+    assert aggregate(results).reduced_tests_count == 2
+
+
+def test_the_status_line_marks_a_reduced_verdict(capsys) -> None:
+    from types import SimpleNamespace
+
+    from orchestrator.frontends.live_progress import LiveProgress
+
+    progress = LiveProgress(1)
+    result = _result("a-1", Status.RESOLVED, Groups(pass_to_pass_excluded=["x", "y"]))
+    result.timings["total"] = 3.0
+    event = SimpleNamespace(
+        kind="finished", done=1, total=1, statuses={}, in_flight={}, result=result
+    )
+    progress.update(event)
+    out = capsys.readouterr().out
+    assert "1/1 a-1: resolved* (* 2 test(s) left out) in 3s" in out

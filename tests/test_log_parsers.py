@@ -14,6 +14,7 @@ from orchestrator.grading.log_parsers import (
     is_truncated,
     match_expected,
     parse_test_log,
+    stricter_than_official,
 )
 from orchestrator.grading.markers import (
     END_MARKER,
@@ -691,3 +692,42 @@ def test_unittest_runs_inside_pytest_s_own_tests_are_no_second_summary():
     assert forged_output(section) is None
     twice = section + "=============== 2 passed in 0.10s ===============\n"
     assert forged_output(twice) == "2 closing pytest summaries where the runner prints one"
+
+
+# --------------------------------------------------------------------------- duplicate names
+
+
+def test_sympy_one_name_in_several_files_takes_the_last_as_officially() -> None:
+    # a real shape: test_MatrixSymbol_printing is a test of the str, pretty and latex printers
+    log = (
+        "sympy/printing/tests/test_str.py[2]\ntest_a ok\ntest_MatrixSymbol_printing ok\n"
+        "sympy/printing/pretty/tests/test_pretty.py[1]\ntest_MatrixSymbol_printing F\n"
+        "sympy/printing/tests/test_latex.py[1]\ntest_MatrixSymbol_printing ok\n"
+    )
+    assert parse_test_log("sympy", log)["test_MatrixSymbol_printing"] == P
+    assert stricter_than_official("sympy", log) == []
+
+
+@pytest.mark.parametrize(
+    ("log", "stricter"),
+    [
+        # a forged line in the test's own section
+        ("sympy/core/tests/test_basic.py[2]\ntest_x F\ntest_x ok\ntest_y ok\n", ["test_x"]),
+        # in another file's section: more results than the section announces
+        ("a/tests/test_a.py[1]\ntest_x F\nb/tests/test_b.py[1]\ntest_y ok\ntest_x ok\n",
+         ["test_x"]),
+        # before any section line (officially the last, F, wins too)
+        ("test_x ok\na/tests/test_a.py[1]\ntest_x F\n", []),
+    ],
+    ids=["same-section", "extra-line-elsewhere", "outside-sections"],
+)  # fmt: skip
+def test_sympy_a_forged_duplicate_still_fails(log: str, stricter: list[str]) -> None:
+    assert parse_test_log("sympy", log)["test_x"] == F
+    assert stricter_than_official("sympy", log) == stricter
+
+
+def test_pytest_conflicting_reports_fail_stricter_than_officially() -> None:
+    log = "FAILED tests/test_a.py::test_x - boom\nPASSED tests/test_a.py::test_x\n"
+    assert parse_test_log("pytest", log)["tests/test_a.py::test_x"] == F
+    assert stricter_than_official("pytest", log) == ["tests/test_a.py::test_x"]
+    assert stricter_than_official("pytest", "PASSED tests/test_a.py::test_x\n") == []

@@ -153,6 +153,16 @@ step "done"
 
 CLEAN_GIT = f"{SWE_DIR}/clean-git"
 
+# pip >= 21.3 builds `pip install .` in the source tree: the untracked (usually ignored)
+# `build/` it leaves is debris the official environments do not have, and a patch adding
+# `build/lib/...` would not apply over it. Kept when it is tracked, or when the install
+# runs from it (an editable finder or .pth file naming /testbed/build).
+REMOVE_BUILD_DEBRIS = f"""if [ -d build ] && [ -z "$(git ls-files -- build | head -1)" ] \\
+    && ! grep -rqs "{TESTBED}/build" {VENV}/lib/python*/site-packages/*.pth \\
+      {VENV}/lib/python*/site-packages/__editable__*; then
+  rm -rf build && echo "removed the install's build directory (build/)"
+fi"""
+
 
 # what a swap of /testbed/.git carries over: the index (the checkout's blobs), info/exclude
 # and the submodules' repositories (nothing else of the old .git: no remote, ref, reflog or
@@ -253,6 +263,7 @@ if [ -f .gitmodules ]; then
 fi
 {reinstall_step}
 cd {TESTBED}
+{REMOVE_BUILD_DEBRIS}
 # what the environment built (egg-info, compiled files) is not the participant's change
 git ls-files --others --exclude-standard >> .git/info/exclude
 {after}

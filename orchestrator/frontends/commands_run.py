@@ -74,6 +74,11 @@ def run_cmd(
     ray: Annotated[
         str | None, typer.Option("--ray", help="Run on this Ray cluster (auto, host:6379).")
     ] = None,
+    predictions: Annotated[
+        Path | None,
+        typer.Option(help="Grade a predictions file (.jsonl/.json, preds.json, <id>/patch.diff "
+                     "directory) instead of a participant."),
+    ] = None,
 ) -> None:  # fmt: skip
     """Evaluate a participant on a selection of instances (batch job)."""
     from orchestrator.dataset.instances import Selection
@@ -83,10 +88,15 @@ def run_cmd(
         "test_timeout": test_timeout, "validate_env": False if no_validate else None,
         "ray_address": ray,
     }  # fmt: skip
+    if predictions is not None and participant is not None:
+        raise UserError(
+            "--participant and --predictions both given.", "grade one or the other per run."
+        )
     plan = _RunPlan(
         participant=participant, participant_id=participant_id, concurrency=concurrency,
         selection=Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard),
         overrides=present(overrides),
+        predictions=str(predictions.resolve()) if predictions is not None else None,
     )  # fmt: skip
     if resume is not None:
         plan = _resumed(plan, resume)
@@ -103,6 +113,7 @@ class _RunPlan:
     selection: Any
     overrides: dict[str, object]
     run_id: str | None = None
+    predictions: str | None = None  # a predictions file graded instead of a participant
 
 
 def _resumed(plan: _RunPlan, run_dir: Path) -> _RunPlan:
@@ -119,6 +130,7 @@ def _resumed(plan: _RunPlan, run_dir: Path) -> _RunPlan:
         selection=Selection(**saved.get("selection", {})),
         overrides={**saved.get("settings_overrides", {}), **plan.overrides},
         run_id=saved["run_id"],
+        predictions=plan.predictions or saved.get("predictions"),
     )
 
 
@@ -127,10 +139,18 @@ def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> N
     from orchestrator.dataset.instances import resolve
     from orchestrator.frontends.report import print_report
 
-    if not plan.participant:
-        raise UserError("No participant given.", "pass --participant URL (or gold / empty).")
+    if not plan.participant and not plan.predictions:
+        raise UserError(
+            "No participant given.",
+            "pass --participant URL (or gold / empty), or --predictions FILE.",
+        )
     settings = load_settings(**plan.overrides)
-    instances = resolve(settings, plan.selection)
+    predicted = None
+    if plan.predictions:
+        predicted, instances = _predicted(settings, plan)
+        plan.participant_id = plan.participant_id or predicted.model
+    else:
+        instances = resolve(settings, plan.selection)
     if settings.environment.setup_strategy == "llm":
         from orchestrator.environments.setup_llm import check_llm_settings
 
@@ -138,22 +158,50 @@ def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> N
     ctx = start_cli_run(
         settings, "run", resume, output, run_id=plan.run_id,
         participant=plan.participant, participant_id=plan.participant_id,
-        selection=plan.selection.model_dump(exclude_none=True), concurrency=plan.concurrency,
+        predictions=plan.predictions, concurrency=plan.concurrency,
+        selection=plan.selection.model_dump(exclude_none=True),
         settings_overrides=plan.overrides, instances=[i.instance_id for i in instances],
     )  # fmt: skip
     console.print(f"run {ctx.run_id}: {len(instances)} instance(s) -> {ctx.run_dir.path}")
     # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
-    with run_log(ctx.run_dir.path) as log_path, _participant(plan.participant, settings) as url:
-        _check_reachable(url)
-        results = _evaluate_live(ctx, instances, url, plan.concurrency, resumed=resume is not None)
-    name = plan.participant_id or _participant_name(plan.participant)
+    with run_log(ctx.run_dir.path) as log_path:
+        if predicted is not None:
+            results = _evaluate_live(
+                ctx, instances, predicted, plan.concurrency, resumed=resume is not None
+            )
+        else:
+            with _participant(plan.participant or "", settings) as url:
+                _check_reachable(url)
+                results = _evaluate_live(
+                    ctx, instances, url, plan.concurrency, resumed=resume is not None
+                )
+    name = plan.participant_id or _participant_name(plan.participant or "")
     path = ctx.run_dir.write_leaderboard("agent", name, results)
     print_report(ctx.run_dir, console=console)
     console.print(f"log: {log_path}")
     console.print(f"results: {path}")
 
 
-def _evaluate_live(ctx, instances, url: str, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
+def _predicted(settings: Settings, plan: _RunPlan):  # noqa: ANN202
+    """The predictions and the instances they are graded on: the file's, or those of the
+    selection that the file has a prediction for."""
+    from orchestrator.dataset.instances import load_instances, select
+    from orchestrator.participant.predictions import load_predictions
+
+    assert plan.predictions is not None
+    dataset = load_instances(settings.dataset.dataset, settings.dataset.dataset_split)
+    predicted = load_predictions(Path(plan.predictions), (i.instance_id for i in dataset))
+    chosen = select(dataset, **plan.selection.model_dump())
+    instances = [i for i in chosen if i.instance_id in predicted.patches]
+    if not instances:
+        raise UserError(
+            f"No instance of the selection has a prediction in {plan.predictions}.",
+            "widen the selection, or leave it out to grade the file's instances.",
+        )
+    return predicted, instances
+
+
+def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
     """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
     from orchestrator.run.runner import runner_for
     from orchestrator.run.scheduler import run_evaluation

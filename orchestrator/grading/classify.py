@@ -198,6 +198,8 @@ class LeaderboardRow(BaseModel):
     regression_count: int = 0
     no_op_count: int = 0
     error_count: int = 0
+    # graded instances (not errors) whose verdict rests on a reduced test set
+    reduced_tests_count: int = 0
 
 
 def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
@@ -215,4 +217,7 @@ def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
     if total:
         fields["fail_to_pass_passed_pct"] = sum(r.fail_to_pass_fraction for r in results) / total
         fields["pass_to_pass_passed_pct"] = sum(r.pass_to_pass_fraction for r in results) / total
+    fields["reduced_tests_count"] = sum(
+        1 for r in results if r.status != Status.ERROR and r.reduced_tests
+    )
     return LeaderboardRow.model_validate(fields)

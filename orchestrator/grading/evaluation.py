@@ -53,7 +53,7 @@ from orchestrator.environments.recipes import Recipe, test_command, test_files
 from orchestrator.environments.reinstall import guarded_reinstall
 from orchestrator.environments.services import service_start_lines, service_stop_lines
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
-from orchestrator.grading.log_parsers import parse_test_log
+from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
 from orchestrator.grading.markers import extract_between_markers, wrap_test_command
 from orchestrator.grading.runner_summary import forged_output
 from orchestrator.grading.tamper_check import tamper_reasons
@@ -119,6 +119,8 @@ class Evaluation(BaseModel):
     groups: TestGroups | None = None  # set when the tests ran and could be graded
     excluded_files: list[str] = Field(default_factory=list)
     suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
+    # expected tests whose conflicting reports count as failing here (officially: the last)
+    stricter_than_official: list[str] = Field(default_factory=list)
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
 
 
@@ -391,6 +393,12 @@ def _judge(
         instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p, excluded_f2p
     )
     status = classify(groups)
+    expected = set(instance.FAIL_TO_PASS) | set(instance.PASS_TO_PASS)
+    stricter = [
+        name
+        for name in stricter_than_official(recipe.log_format, run.section or "")
+        if name in expected
+    ]
     suspicious: list[str] = []
     if status == Status.RESOLVED:
         suspicious = tamper_reasons(gradeable, runner_files(recipe), instance.patch)
@@ -399,6 +407,7 @@ def _judge(
         groups=groups,
         test_run=run,
         suspicious=suspicious,
+        stricter_than_official=stricter,
         message="suspicious: " + "; ".join(suspicious) if suspicious else "",
         **common,
     )

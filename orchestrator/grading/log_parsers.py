@@ -240,6 +240,8 @@ _SYMPY_STATUS = {
 _SYMPY_FILE_TAIL = re.compile(r"\s*\[(?:OK|FAIL)\]$")
 _SYMPY_TEST = re.compile(r"^(test_\w+)(?:\s+(.*))?$")
 _SYMPY_HEADER = re.compile(r"^_{3,} \S+\.py:(test_\w+) _{3,}$")
+# the start of a test file's results: ``sympy/core/tests/test_basic.py[8]`` (8 tests)
+_SYMPY_SECTION = re.compile(r"^(\S+\.py)\[(\d+)\]")
 
 
 def _sympy_status(rest: str) -> TestStatus | None:
@@ -249,11 +251,22 @@ def _sympy_status(rest: str) -> TestStatus | None:
 
 def sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
     """``(name, status, from_result_line)``; failure report headers give ``False``."""
+    for name, status, from_line, _ in _sympy_reports(text):
+        yield name, status, from_line
+
+
+def _sympy_reports(text: str) -> Iterator[tuple[str, TestStatus, bool, str | None]]:
+    """:func:`sympy_results` with the test file whose section reported each result (None
+    when no ``path.py[N]`` line came before it, or for a failure report header)."""
     pending: str | None = None  # a test whose output came before its result
     from_headers: list[str] = []
     seen: set[str] = set()
+    current: str | None = None
     for line in output_lines(text):
         stripped = _SYMPY_FILE_TAIL.sub("", line.strip())
+        if section := _SYMPY_SECTION.match(stripped):
+            current, pending = section.group(0), None
+            continue
         if header := _SYMPY_HEADER.match(stripped):
             from_headers.append(header.group(1))
             continue
@@ -265,20 +278,64 @@ def sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
             else:
                 pending = None
                 seen.add(match.group(1))
-                yield match.group(1), status, True
+                yield match.group(1), status, True, current
         elif pending is not None and (status := _sympy_status(stripped)) is not None:
             seen.add(pending)
-            yield pending, status, True
+            yield pending, status, True, current
             pending = None
     # a failure report whose verbose line was lost in interleaved output
     for name in from_headers:
         if name not in seen:
-            yield name, TestStatus.FAILED, False
+            yield name, TestStatus.FAILED, False, None
 
 
 def _sympy_events(text: str) -> Iterator[Event]:
     for name, status, _ in sympy_results(text):
         yield name, status
+
+
+def _sympy_fold(text: str) -> dict[str, TestStatus]:
+    """sympy's outcomes. sympy reports tests by name only, and one name may be a test in
+    several files (``test_MatrixSymbol_printing`` in the str, latex and pretty printers'
+    tests): reports of one name from different files' sections, each section holding no more
+    results than its ``path.py[N]`` line announces, are different tests, and the last one
+    stands for the dataset's name, as in the official parser. Any other conflict (two reports
+    in one section, a section with more results than tests: a forged line) makes the test
+    fail, as :func:`_fold` does."""
+    reports = list(_sympy_reports(text))
+    announced: dict[str, int] = {}
+    counted: dict[str, int] = {}
+    for line in output_lines(text):
+        if section := _SYMPY_SECTION.match(_SYMPY_FILE_TAIL.sub("", line.strip())):
+            announced[section.group(0)] = int(section.group(2))
+    for _, _, from_line, where in reports:
+        if from_line and where is not None:
+            counted[where] = counted.get(where, 0) + 1
+    clean = {where for where, n in counted.items() if n <= announced.get(where, 0)}
+    by_name: dict[str, list[tuple[TestStatus, str | None]]] = {}
+    for name, status, _, where in reports:
+        by_name.setdefault(name, []).append((status, where))
+    outcomes = _fold((name, status) for name, status, _, _ in reports)
+    for name, seen in by_name.items():
+        files = [where for _, where in seen]
+        if len(seen) > 1 and None not in files and len(set(files)) == len(files):
+            if all(where in clean for where in files):
+                outcomes[name] = seen[-1][0]
+    return outcomes
+
+
+def stricter_than_official(log_format: str, text: str) -> list[str]:
+    """Tests whose outcome here differs from the official parser's (the last report of a
+    name wins there): names reported with conflicting outcomes, which count as failing here."""
+    ours = parse_test_log(log_format, text)
+    last: dict[str, TestStatus] = {}
+    for name, status in _events(log_format, text):
+        last[name] = status
+    return sorted(
+        name
+        for name, status in ours.items()
+        if name in last and (status in PASSING) != (last[name] in PASSING)
+    )
 
 
 # --------------------------------------------------------------------------- public
@@ -303,6 +360,8 @@ def _events(log_format: str, text: str) -> Iterator[Event]:
 
 def parse_test_log(log_format: str, text: str) -> dict[str, TestStatus]:
     """Each test's outcome in ``text``, the output of a ``log_format`` test runner."""
+    if log_format == "sympy":
+        return _sympy_fold(text)
     return _fold(_events(log_format, text))
 
 

@@ -13,8 +13,10 @@ The patch reaches the container as a file, never through a shell string. Before 
 :func:`normalize_patch` repairs what transport does to patches: CRLF line endings on the
 patch's own header lines (the whole text went through a CRLF conversion) and a missing final
 newline. Binary changes without their data (``Binary files a/x and b/x differ``, or a
-``GIT binary patch`` without its literal) fail at once with a clear message: no strategy can
-apply them, and ``patch`` would silently apply the rest.
+``GIT binary patch`` without its literal) are dropped and named (:attr:`ApplyOutcome.
+dropped_binary_stubs`, ``apply.log``): no strategy can apply them, and the official harness's
+``patch`` fallback skips them and applies the rest (an agent's script wrote an image, say). A
+patch of nothing but such stubs is not applied (``no_op``).
 
 A patch whose paths are not the repository's to change (:mod:`orchestrator.patches.safety`)
 is not applied at all: :attr:`ApplyOutcome.refused` is set and the error says which path and
@@ -34,7 +36,7 @@ from pydantic import BaseModel
 
 from orchestrator.errors import SandboxError
 from orchestrator.patches.diff import (
-    binary_stubs,
+    drop_binary_stubs,
     normalize_patch,
     raw_header_paths,
     split_patch,
@@ -88,6 +90,8 @@ class ApplyOutcome(BaseModel):
     strategy: str | None = None
     error: str = ""  # the last strategy's error output, or why none was tried
     log: str = ""  # every attempt: its command and output
+    # files whose binary change came without its data: left out of the patch
+    dropped_binary_stubs: list[str] = []
 
 
 def apply_patch(
@@ -96,17 +100,31 @@ def apply_patch(
     """Apply ``patch`` to the tree at ``repo_dir`` with the first strategy that works."""
     if not patch.strip():
         return ApplyOutcome(applied=False, error=EMPTY_PATCH)
-    patch = normalize_patch(patch)
-    stubs = binary_stubs(patch)
-    if stubs:
+    patch, stubs = drop_binary_stubs(normalize_patch(patch))
+    if stubs and not patch.strip():
         return ApplyOutcome(
             applied=False,
+            dropped_binary_stubs=stubs,
             error=(
-                f"the patch changes binary file(s) {', '.join(stubs)} without their content "
-                "(a 'Binary files ... differ' line or an empty 'GIT binary patch'); no "
-                "strategy can apply it: make the patch with `git diff --binary`"
+                f"the patch only changes binary file(s) {', '.join(stubs)}, without their "
+                "content (a 'Binary files ... differ' line or an empty 'GIT binary patch'): "
+                "nothing to apply (make the patch with `git diff --binary`)"
             ),
         )
+    outcome = _apply(sandbox, patch, repo_dir, fuzz)
+    if stubs:
+        note = (
+            f"left out: binary file(s) changed without their content ({', '.join(stubs)}); "
+            "the rest of the patch is applied, as the official harness's patch fallback does"
+        )
+        outcome = outcome.model_copy(
+            update={"dropped_binary_stubs": stubs, "log": f"{note}\n{outcome.log}"}
+        )
+    return outcome
+
+
+def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutcome:
+    """Apply a normalized patch without binary stubs (see :func:`apply_patch`)."""
     problems = patch_path_problems(patch)
     if problems:
         return _refused(problems)

@@ -29,6 +29,7 @@ from orchestrator.participant.client import (
     ParticipantOutcome,
     run_participant,
 )
+from orchestrator.participant.predictions import Predictions
 from orchestrator.participant.tools_host import install_tools, sandbox_tool_runner
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
@@ -81,18 +82,24 @@ def test_recipe(prepared: PreparedInstance) -> Recipe:
 async def run_instance(
     ctx: RunContext,
     instance: Instance,
-    participant_url: str,
+    participant_url: str | Predictions,
     on_phase: PhaseCallback | None = None,
 ) -> InstanceResult:
-    """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception."""
+    """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception.
+
+    With :class:`Predictions` instead of a participant's URL, phase 5 is skipped: the patch is
+    the prediction's (phase 6 drops the hidden test files from it as from any patch)."""
     # every log line of this task (and its threads) carries the run and the instance
     structlog.contextvars.bind_contextvars(run_id=ctx.run_id, instance_id=instance.instance_id)
     run = _InstanceRun(ctx, instance, on_phase)
     try:
         prepared = await run.set_up()  # phases 1-4
         excluded = await run.validate(prepared)  # phase 4: the environment runs the tests
-        outcome = await run.participant_works(prepared, participant_url)  # phase 5
-        patch = await run.take_patch(outcome)  # phase 6
+        if isinstance(participant_url, Predictions):
+            patch = await run.predicted_patch(participant_url)  # phase 6, no phase 5
+        else:
+            outcome = await run.participant_works(prepared, participant_url)  # phase 5
+            patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
@@ -202,7 +209,17 @@ class _InstanceRun:
                     f"no patch: the participant's answer holds none and its repository "
                     f"cannot be diffed ({exc})",
                 ) from exc
-        patch, dropped = drop_files(patch or "", set(test_files(instance.test_patch)))
+        return self._kept_patch(patch or "")
+
+    async def predicted_patch(self, predictions: Predictions) -> str:
+        """The predictions file's patch for this instance (empty when it has none)."""
+        self.phase("patch")
+        return self._kept_patch(predictions.patches.get(self.instance.instance_id) or "")
+
+    def _kept_patch(self, patch: str) -> str:
+        """``patch`` without the hidden test files, written to ``patch.diff``."""
+        instance = self.instance
+        patch, dropped = drop_files(patch, set(test_files(instance.test_patch)))
         self.result.excluded_patch_files = dropped
         self.ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
         self.result.logs["patch"] = "patch.diff"
@@ -243,7 +260,10 @@ class _InstanceRun:
         if evaluation.groups is not None:
             result.tests = evaluation.groups
         result.excluded_patch_files += evaluation.excluded_files
+        if evaluation.apply is not None:  # binary files changed without their content
+            result.excluded_patch_files += evaluation.apply.dropped_binary_stubs
         result.suspicious = evaluation.suspicious
+        result.stricter_than_official = evaluation.stricter_than_official
         result.logs.update(evaluation.logs)
         result.message = evaluation.message
 

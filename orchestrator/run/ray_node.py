@@ -29,6 +29,7 @@ from orchestrator.housekeeping import (
     stop_run_containers,
 )
 from orchestrator.models import Instance, InstanceResult
+from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import run_instance
 from orchestrator.run.results import RunDir, relative_logs
@@ -47,7 +48,7 @@ class InstanceJob(BaseModel):
     run_id: str
     settings: Settings
     instance: Instance
-    participant_url: str
+    participant_url: str | Predictions
 
 
 class NodeOutcome(BaseModel):

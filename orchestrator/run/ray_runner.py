@@ -21,6 +21,7 @@ from orchestrator.atomic import atomic_write_bytes
 from orchestrator.errors import UserError, first_line
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult, Reason, Status
+from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback
 from orchestrator.run.placement import Placement
@@ -148,7 +149,11 @@ class RayRunner:
         return sum(self.node_slots().values()) or None
 
     async def run(
-        self, ctx: RunContext, instance: Instance, participant_url: str, on_phase: PhaseCallback
+        self,
+        ctx: RunContext,
+        instance: Instance,
+        participant_url: str | Predictions,
+        on_phase: PhaseCallback,
     ) -> InstanceResult:
         from orchestrator.run.ray_node import InstanceJob
 

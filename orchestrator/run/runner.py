@@ -12,6 +12,7 @@ from typing import Protocol
 
 from orchestrator.housekeeping import list_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult
+from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback, run_instance
 from orchestrator.sandbox import SandboxBackend
@@ -26,7 +27,11 @@ class InstanceRunner(Protocol):
         ...
 
     async def run(
-        self, ctx: RunContext, instance: Instance, participant_url: str, on_phase: PhaseCallback
+        self,
+        ctx: RunContext,
+        instance: Instance,
+        participant_url: str | Predictions,
+        on_phase: PhaseCallback,
     ) -> InstanceResult:
         """The instance's result; every file it made is in the run directory when it returns.
         Never raises but for cancellation."""
@@ -52,7 +57,11 @@ class LocalRunner:
         return None
 
     async def run(
-        self, ctx: RunContext, instance: Instance, participant_url: str, on_phase: PhaseCallback
+        self,
+        ctx: RunContext,
+        instance: Instance,
+        participant_url: str | Predictions,
+        on_phase: PhaseCallback,
     ) -> InstanceResult:
         return await run_instance(ctx, instance, participant_url, on_phase)
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.housekeeping import active_run
 from orchestrator.models import Instance, InstanceResult
+from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext
 from orchestrator.run.runner import InstanceRunner, runner_for
 
@@ -98,7 +99,7 @@ class _Progress:
 async def run_evaluation(
     ctx: RunContext,
     instances: list[Instance],
-    participant_url: str,
+    participant_url: str | Predictions,
     *,
     concurrency: int | None = None,
     on_event: EventSink | None = None,
@@ -131,7 +132,7 @@ async def run_evaluation(
 async def _evaluate(
     ctx: RunContext,
     instances: list[Instance],
-    participant_url: str,
+    participant_url: str | Predictions,
     runner: InstanceRunner,
     *,
     concurrency: int | None,
@@ -162,7 +163,7 @@ async def _evaluate(
     async def run_one(instance: Instance) -> None:
         progress.in_flight[instance.instance_id] = "starting"
         await progress.emit("started", instance_id=instance.instance_id)
-        result = await runner.run(ctx, instance, participant_url, progress.on_phase)
+        result = await runner.run(ctx, instance, _one(participant_url, instance), progress.on_phase)
         ctx.run_dir.write_result(result)
         progress.finished(result)
         await progress.emit("finished", instance_id=instance.instance_id, result=result)
@@ -201,3 +202,10 @@ async def _run_all(
         await asyncio.gather(*tasks, return_exceptions=True)
         # kept containers are stopped as their instances end; this is the backstop
         await asyncio.shield(asyncio.to_thread(runner.stop_leftovers, ctx))
+
+
+def _one(participant: str | Predictions, instance: Instance) -> str | Predictions:
+    """What one instance's job carries: the URL, or its own prediction only."""
+    if isinstance(participant, Predictions):
+        return participant.only(instance.instance_id)
+    return participant

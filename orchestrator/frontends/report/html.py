@@ -315,6 +315,12 @@ def render_html(
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
             f"<h1>{_e(title)}</h1>",
             f'<p class="muted">{row.total_instances} instances</p>',
+            (
+                f'<p class="muted" id=reduced>* {row.reduced_tests_count} instance(s) graded on '
+                "a reduced test set (tests this host cannot grade left out; see Caveats)</p>"
+                if row.reduced_tests_count
+                else ""
+            ),
             config_html,
             _comparison_html(comparison, local) if comparison else "",
             "<h2>Leaderboard row</h2>",

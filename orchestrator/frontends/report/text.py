@@ -47,10 +47,40 @@ def caveats(results: list[InstanceResult]) -> list[tuple[str, str]]:
                     f"{excluded} of {total} PASS_TO_PASS tests left out of grading",
                 )
             )
+        elif result.reduced_tests and result.status != Status.ERROR:
+            notes.append((result.instance_id, reduced_note(result)))
+        if result.stricter_than_official:
+            notes.append(
+                (
+                    result.instance_id,
+                    "stricter than the official harness (conflicting outcomes of one name "
+                    f"count as failing): {', '.join(result.stricter_than_official)}",
+                )
+            )
         spec, used = result.python_spec, result.python_used
         if spec and used and not (used == spec or used.startswith(spec + ".")):
             notes.append((result.instance_id, f"ran on Python {used}; the spec asks for {spec}"))
     return notes
+
+
+def reduced_note(result: InstanceResult) -> str:
+    """Why ``result`` is marked ``*``: the tests grading left out."""
+    tests = result.tests
+    left = [*tests.fail_to_pass_excluded, *tests.pass_to_pass_excluded]
+    shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    return f"{result.status.value}*: graded on a reduced test set, {len(left)} left out ({shown})"
+
+
+def reduced_line(row: LeaderboardRow) -> Text | None:
+    """The report's footnote on verdicts that rest on fewer tests, if any."""
+    if not row.reduced_tests_count:
+        return None
+    return Text(
+        f"* {row.reduced_tests_count} of {row.total_instances} instance(s) graded on a reduced "
+        "test set: FAIL_TO_PASS/PASS_TO_PASS tests this host cannot grade (internet, flaky, "
+        "failing with the gold patch here) left out; see Caveats",
+        style="yellow",
+    )
 
 
 def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> Group:
@@ -59,6 +89,8 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     run, results = load_run(run_dir)
     row = aggregate(results)
     parts: list[RenderableType] = [_headline(run, row), _statuses(row)]
+    if (footnote := reduced_line(row)) is not None:
+        parts.append(footnote)
     causes = triage(results)
     if causes:
         parts.append(_triage_table("Errors by cause", causes))

@@ -1,0 +1,80 @@
+"""``swe-green run --predictions``: a predictions file graded on the synthetic instances."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import cli_env, run_cli
+
+pytestmark = pytest.mark.container
+
+FIXTURES = Path(__file__).parent / "fixtures" / "patches"
+# demo__calc-1's mul fixed, its floordiv not: one of two FAIL_TO_PASS tests passes
+CALC_MUL_ONLY = (FIXTURES / "calc_mul_only.diff").read_text()
+
+
+def test_a_predictions_file_is_graded_like_any_run(env_settings, synthetic_instances, tmp_path):
+    stub = (FIXTURES / "binary_stub_new_png.diff").read_text()
+    stub = stub[stub.index("diff --git a/test_plot.png") :]
+    rows = [
+        ("demo__calc-1", CALC_MUL_ONLY),
+        ("demo__textkit-1", synthetic_instances["demo__textkit-1"].patch + stub),
+        ("demo__units-1", None),
+    ]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(
+        "".join(
+            json.dumps({"instance_id": i, "model_name_or_path": "agent-7", "model_patch": p}) + "\n"
+            for i, p in rows
+        )
+    )
+    env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"}
+    run_dir = tmp_path / "runs" / "preds"
+    proc = run_cli(["run", "--predictions", str(predictions), "--output", str(run_dir)], env)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out
+    assert "3 instance(s)" in out
+    board = json.loads((run_dir / "results.json").read_text())
+    assert board["participants"] == {"agent": "agent-7"}
+    statuses = {row["instance_id"]: row["status"] for row in board["instances"]}
+    assert statuses == {
+        "demo__calc-1": "partially_resolved",
+        "demo__textkit-1": "resolved",
+        "demo__units-1": "no_op",
+    }
+    instances = run_dir / "instances"
+    textkit = json.loads((instances / "demo__textkit-1" / "result.json").read_text())
+    assert "test_plot.png" in textkit["excluded_patch_files"]
+    assert "test_plot.png" in (instances / "demo__textkit-1" / "apply.log").read_text()
+    assert not (instances / "demo__units-1" / "transcript.jsonl").exists()  # no phase 5
+    units = json.loads((instances / "demo__units-1" / "result.json").read_text())
+    assert units["reason"] == "empty_patch"
+
+    # an earlier run's directory is a predictions source too: the same patches, regraded
+    again = run_cli(
+        ["run", "--predictions", str(run_dir), "--output", str(tmp_path / "runs" / "again"),
+         "--id", "demo__calc-1"], env,
+    )  # fmt: skip
+    out, _ = again.communicate(timeout=900)
+    assert again.returncode == 0, out
+    board = json.loads((tmp_path / "runs" / "again" / "results.json").read_text())
+    assert [row["status"] for row in board["instances"]] == ["partially_resolved"]
+
+
+def test_a_bad_line_fails_before_any_container(env_settings, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(
+        json.dumps({"instance_id": "demo__calc-1", "model_patch": ""}) + "\n"
+        + json.dumps({"instance_id": "demo__nope-1", "model_patch": ""}) + "\n"
+    )  # fmt: skip
+    env = cli_env(env_settings, tmp_path / "runs")
+    proc = run_cli(["run", "--predictions", str(predictions)], env)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out
+    assert "line 2: instance demo__nope-1 is not in the dataset" in out
+    assert "Traceback" not in out
+    # no run was started (a run directory comes before any container)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -16,14 +16,61 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def _check_count(value: int | None) -> int | None:
+    """``--count``: a positive N, or -1 for all."""
+    if value is None or value == -1:
+        return None
+    if value < 1:
+        raise typer.BadParameter(f"{value} is not a count: pass N >= 1, or -1 for all.")
+    return value
+
+
+def _check_shard(value: str | None) -> str | None:
+    """``--shard``: i/n with 1 <= i <= n."""
+    from orchestrator.dataset.instances import parse_shard
+    from orchestrator.errors import UserError
+
+    if value is None:
+        return None
+    try:
+        parse_shard(value)
+    except UserError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return value
+
+
+def check_concurrency(value: int | None) -> int | None:
+    """``--concurrency``: at least 1 (unset: from the host)."""
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"{value} instances at once: pass 1 or more.")
+    return value
+
+
 Ids = Annotated[
     list[str] | None, typer.Option("--id", "--instance", help="Instance id (repeatable).")
 ]
 Pattern = Annotated[str | None, typer.Option(help="fnmatch pattern on instance ids.")]
 Repo = Annotated[str | None, typer.Option(help="Only this repository (owner/name or name).")]
-Count = Annotated[int | None, typer.Option(help="The first N instances of the selection.")]
-Shard = Annotated[str | None, typer.Option(help="Shard i/n of the selection (1-based).")]
-Dataset = Annotated[str | None, typer.Option(help="Dataset name or local .jsonl/.parquet.")]
+Count = Annotated[
+    int | None,
+    typer.Option(help="The first N instances of the selection (-1: all).", callback=_check_count),
+]
+Shard = Annotated[
+    str | None,
+    typer.Option(help="Shard i/n of the selection (1-based), e.g. 2/5.", callback=_check_shard),
+]
+Dataset = Annotated[
+    str | None,
+    typer.Option(help="Dataset name or local .jsonl/.parquet file [setting: dataset]."),
+]
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        help="Instances at once [default: setting concurrency, else from the host's cores "
+        "and memory].",
+        callback=check_concurrency,
+    ),
+]
 
 
 def select_instances(settings: Settings, ids, pattern, repo, count, shard):  # noqa: ANN001, ANN202

@@ -19,6 +19,7 @@ from orchestrator.frontends.cli_common import (
     Pattern,
     Repo,
     Shard,
+    check_concurrency,
     console,
     read_json,
     select_instances,
@@ -57,7 +58,9 @@ def validate_cmd(
     ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
     shard: Shard = None, dataset: Dataset = None,
     strategy: Annotated[str | None, typer.Option(help="auto, recipe or llm.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Instances at once.")] = 1,
+    concurrency: Annotated[
+        int, typer.Option(help="Instances at once.", callback=check_concurrency)
+    ] = 1,
     runs: Annotated[
         int | None, typer.Option(help="Gold test runs per instance (flaky tests differ).")
     ] = None,

@@ -1,0 +1,203 @@
+"""Unattended operation on a shared host: leases, honest exit codes, checks before a run
+starts, resume of the same run."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from orchestrator.leases import hold_lease, lease_path, live_set, read_leases
+from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.run.outcome import run_exit_code
+
+
+def swe_green(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "250", **env}, timeout=180,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- leases
+
+
+def test_a_lease_is_live_while_held_and_expires_when_its_holder_is_gone(tmp_path):
+    with hold_lease(tmp_path, "run-a", instances=["x"], containers=["box"], beat=0.05) as path:
+        before = path.stat().st_mtime
+        time.sleep(0.3)
+        assert path.stat().st_mtime > before  # the heartbeat renews it
+        live = live_set(tmp_path)
+        assert "run-a" in live.runs and live.holds("other", "box") and live.holds("run-a", "y")
+    assert not path.exists() and live_set(tmp_path).runs == frozenset()
+
+    # a crashed holder (kill -9): its process is gone, so its lease has expired
+    dead = subprocess.Popen(["sleep", "60"])
+    dead.kill()
+    dead.wait()
+    crashed = lease_path(tmp_path, "run-crashed")
+    crashed.parent.mkdir(parents=True, exist_ok=True)
+    crashed.write_text(
+        json.dumps({"run_id": "run-crashed", "pid": dead.pid, "host": socket.gethostname()})
+    )
+    # another host's holder that stopped beating
+    silent = lease_path(tmp_path, "run-silent")
+    silent.write_text(json.dumps({"run_id": "run-silent", "pid": 1, "host": "elsewhere"}))
+    old = time.time() - 3600
+    os.utime(silent, (old, old))
+    # another host's holder that beats
+    lease_path(tmp_path, "run-remote").write_text(
+        json.dumps({"run_id": "run-remote", "pid": 1, "host": "elsewhere"})
+    )
+    leases = {lease.run_id: lease for lease in read_leases(tmp_path)}
+    assert not leases["run-crashed"].live and "gone" in leases["run-crashed"].why
+    assert not leases["run-silent"].live and "heartbeat" in leases["run-silent"].why
+    assert leases["run-remote"].live
+    live = live_set(tmp_path)
+    assert live.runs == {"run-remote"}
+    assert live.expired_runs == {"run-crashed", "run-silent"}
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+def _result(status: Status, reason: Reason = Reason.NONE) -> InstanceResult:
+    return InstanceResult(instance_id="a__b-1", status=status, reason=reason)
+
+
+def test_a_run_that_graded_nothing_exits_3():
+    unreachable = _result(Status.ERROR, Reason.PARTICIPANT_UNREACHABLE)
+    protocol = _result(Status.ERROR, Reason.PARTICIPANT_PROTOCOL)
+    assert run_exit_code([unreachable, protocol]) == 3
+    assert run_exit_code([_result(Status.ERROR, Reason.ENVIRONMENT)]) == 3
+    # one graded instance is a graded run, whatever its outcome
+    assert run_exit_code([unreachable, _result(Status.NO_OP, Reason.EMPTY_PATCH)]) == 0
+    assert run_exit_code([unreachable, _result(Status.ERROR, Reason.TEST_TIMEOUT)]) == 0
+    assert run_exit_code([_result(Status.RESOLVED)]) == 0
+    assert run_exit_code([]) == 0
+
+
+# --------------------------------------------------------------------------- fail fast
+
+
+@pytest.fixture
+def card_server():
+    """A participant on 127.0.0.1 whose agent card answers ``status`` (settable), and whose
+    A2A endpoint answers 500."""
+    state = {"status": 500}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps({"name": "broken", "url": "", "version": "1"}).encode()
+            self.send_response(state["status"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):  # noqa: N802
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", state
+    server.shutdown()
+
+
+def test_bad_input_is_one_line_exit_2_and_leaves_no_run_directory(
+    synthetic_dir, tmp_path, card_server
+):
+    url, _ = card_server
+    runs = tmp_path / "runs"
+    base = {
+        "SWE_GREEN_DATA_DIR": str(tmp_path / "data"), "SWE_GREEN_RUNS_DIR": str(runs),
+        "SWE_GREEN_DATASET": str(synthetic_dir / "instances.jsonl"),
+    }  # fmt: skip
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    nested = tmp_path / "dataset-dir"
+    (nested / ".venv" / "lib").mkdir(parents=True)
+    (nested / ".venv" / "lib" / "junk.json").write_text('{"not": "an instance"}')
+    (nested / "test.jsonl").write_text((synthetic_dir / "instances.jsonl").read_text())
+    cases = [
+        (["--count", "0"], {}, "--count"),
+        (["--count", "-3"], {}, "--count"),
+        (["--shard", "abc"], {}, "--shard"),
+        (["--shard", "4/3"], {}, "--shard"),
+        (["--shard", "0/2"], {}, "--shard"),
+        (["--concurrency", "-2"], {}, "--concurrency"),
+        ([], {"SWE_GREEN_MEMORY": "lots"}, "SWE_GREEN_MEMORY"),
+        ([], {"SWE_GREEN_TEST_TIMEOUT": "-5"}, "SWE_GREEN_TEST_TIMEOUT"),
+        ([], {"SWE_GREEN_INSTANCE_TIMEOUT": "0"}, "SWE_GREEN_INSTANCE_TIMEOUT"),
+        ([], {"SWE_GREEN_CPUS": "-1"}, "SWE_GREEN_CPUS"),
+        ([], {"SWE_GREEN_CONCURRENCY": "0"}, "SWE_GREEN_CONCURRENCY"),
+        ([], {"SWE_GREEN_DATASET": str(empty)}, "is empty"),
+        # root ignores file modes: a path under a file is unwritable for everyone
+        ([], {"SWE_GREEN_RUNS_DIR": str(empty / "runs")}, "SWE_GREEN_RUNS_DIR"),
+        ([], {"SWE_GREEN_DATA_DIR": str(empty / "data")}, "SWE_GREEN_DATA_DIR"),
+        (["--participant", "scripted"], {}, "--script FILE"),
+        (["--participant", "claude"], {"ANTHROPIC_API_KEY": ""}, "ANTHROPIC_API_KEY"),
+        (["--participant", "nobody"], {}, "gold, empty, scripted"),
+        (["--participant", url], {}, "HTTP 500"),
+    ]
+    for args, env, words in cases:
+        if "--participant" not in args:
+            args = ["--participant", "gold", *args]
+        done = swe_green("run", *args, env={**base, **env})
+        said = done.stdout + done.stderr
+        assert done.returncode == 2, (args, env, said)
+        assert "Traceback" not in said and "never awaited" not in said, said
+        assert words in said.replace("\n", " "), (args, env, said)
+        assert not runs.exists() or not list(runs.iterdir()), (args, env, list(runs.iterdir()))
+    # a directory dataset is its own files, not a tree (a venv inside is not read)
+    listed = swe_green("instances", "ls", env={**base, "SWE_GREEN_DATASET": str(nested)})
+    assert listed.returncode == 0, listed.stderr
+    assert "3 instance(s)" in listed.stdout
+    # --count -1 is all of them
+    every = swe_green("instances", "ls", "--count", "-1", env=base)
+    assert every.returncode == 0 and "3 instance(s)" in every.stdout, every.stderr
+
+
+def test_resume_refuses_a_setting_that_differs_from_the_recorded_one(synthetic_dir, tmp_path):
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    recorded = str(synthetic_dir / "instances.jsonl")
+    config = {
+        "run_id": "run-20260101-000000-abcdef12", "source": "cli", "participant": "gold",
+        "selection": {"ids": ["demo__units-1"]}, "settings_overrides": {},
+        "settings": {"dataset": recorded, "mirror_dir": str(synthetic_dir / "mirrors"),
+                     "test_timeout": 1800.0},
+    }  # fmt: skip
+    (run_dir / "config.json").write_text(json.dumps(config))
+    other = tmp_path / "other.jsonl"
+    other.write_text((synthetic_dir / "instances.jsonl").read_text())
+    env = {"SWE_GREEN_DATA_DIR": str(tmp_path / "data"), "SWE_GREEN_DATASET": str(other)}
+    done = swe_green("run", "--resume", str(run_dir), env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stderr.replace("\n", " ")
+    assert "dataset" in said and str(other) in said and recorded in said, said
+    timeout = swe_green(
+        "run", "--resume", str(run_dir), "--test-timeout", "60",
+        env={"SWE_GREEN_DATA_DIR": str(tmp_path / "data")},
+    )  # fmt: skip
+    assert timeout.returncode == 2 and "test_timeout" in timeout.stderr, timeout.stderr
+    assert "1800" in timeout.stderr and "60" in timeout.stderr
+    participant = swe_green(
+        "run", "--resume", str(run_dir), "--participant", "empty",
+        env={"SWE_GREEN_DATA_DIR": str(tmp_path / "data")},
+    )  # fmt: skip
+    assert participant.returncode == 2 and "'gold'" in participant.stderr, participant.stderr

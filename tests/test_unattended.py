@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -201,3 +200,137 @@ def test_resume_refuses_a_setting_that_differs_from_the_recorded_one(synthetic_d
         env={"SWE_GREEN_DATA_DIR": str(tmp_path / "data")},
     )  # fmt: skip
     assert participant.returncode == 2 and "'gold'" in participant.stderr, participant.stderr
+
+
+# --------------------------------------------------------------------------- two runs at once
+
+
+def _wait_for(predicate, timeout: float, what: str, proc=None):  # noqa: ANN001, ANN202
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            raise AssertionError(f"{what}: the run ended first: {out}")
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.container
+def test_two_runs_at_once_gc_inspect_and_kept_containers(
+    env_settings, tmp_path, docker_backend, make_sandbox
+):
+    """Run A (a slow participant) and run B (a scripted one that scribbles, two instances,
+    at most one kept container) on one engine; gc, inspect and a crashed run's leftovers
+    while both are in progress."""
+    from orchestrator.housekeeping import gc, list_containers
+    from orchestrator.participant.reference import running
+    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
+
+    from .conftest import TEST_RUN_ID, cli_env, run_cli
+
+    env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"}
+    data_dir = env_settings.storage.data_dir
+    script = tmp_path / "scribble.json"
+    script.write_text(json.dumps({
+        "turns": [{"calls": [{"name": "bash", "arguments": {
+            "command": "cd /testbed && echo scribble >> README.md"}}]}],
+        "final": {"text": "done"},
+    }))  # fmt: skip
+    run_a, run_b = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
+    slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=45)))
+    # a crashed run: a running container and a lease whose process is gone
+    crashed_id = f"{TEST_RUN_ID}-crashed"
+    leftover = make_sandbox(run_id=crashed_id, instance_id="demo__units-1")
+    dead = subprocess.Popen(["sleep", "60"])
+    dead.kill()
+    dead.wait()
+    lease = lease_path(data_dir, crashed_id)
+    lease.parent.mkdir(parents=True, exist_ok=True)
+    lease.write_text(
+        json.dumps({"run_id": crashed_id, "pid": dead.pid, "host": socket.gethostname()})
+    )
+    ids_a = ids_b = ""
+    with running(slow) as url:
+        proc_a = run_cli(["run", "--participant", url, "--id", "demo__units-1", "--output",
+                          str(run_a)], env)  # fmt: skip
+        try:
+            ids_a = _wait_for(
+                lambda: (run_a / "config.json").is_file()
+                and json.loads((run_a / "config.json").read_text())["run_id"],
+                300, "run A's config", proc_a,
+            )  # fmt: skip
+            participant_a = _wait_for(
+                lambda: [c for c in list_containers(docker_backend, run_id=ids_a)
+                         if c.role == "participant" and c.status == "running"],
+                600, "run A's participant container", proc_a,
+            )[0]  # fmt: skip
+            proc_b = run_cli(
+                ["run", "--participant", "scripted", "--script", str(script), "--id",
+                 "demo__units-1", "--id", "demo__textkit-1", "--output", str(run_b),
+                 "--concurrency", "1"],
+                {**env, "SWE_GREEN_MAX_KEPT_PER_RUN": "1"},
+            )  # fmt: skip
+            # gc while A runs: a dry run shows A's container apart, and removes nothing
+            dry = swe_green("gc", "--dry-run", env=env)
+            assert dry.returncode == 0, dry.stderr
+            would, _, spared = dry.stdout.partition("in use, left alone")
+            assert participant_a.name not in would and participant_a.name in spared, dry.stdout
+            assert f"held by the live lease of run {ids_a}" in spared
+            assert leftover.name in would  # the crashed run's lease has expired
+            named = swe_green("gc", "--run", ids_a, env=env)
+            assert named.returncode == 0 and "removed 0 container(s)" in named.stdout, named.stdout
+            assert participant_a.name in named.stdout  # under "in use"
+            gone = swe_green("gc", "--run", crashed_id, env=env)
+            assert gone.returncode == 0 and leftover.name in gone.stdout, gone.stdout
+            assert not list_containers(docker_backend, run_id=crashed_id)
+            assert not lease.exists()  # what the expired lease held is gone, and so is it
+            # inspect refuses a running container of a live run, unless --force
+            refused = swe_green("inspect", "demo__units-1", "--run", ids_a, env=env)
+            assert refused.returncode == 2 and "in progress" in refused.stderr, refused.stderr
+            forced = subprocess.run(
+                [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+                 "inspect", "demo__units-1", "--run", ids_a, "--force"],
+                input="echo in-$(basename $PWD); exit\n", capture_output=True, text=True,
+                timeout=120, env=env,
+            )  # fmt: skip
+            assert "in-testbed" in forced.stdout, forced.stderr
+            out_a, _ = proc_a.communicate(timeout=600)
+            out_b, _ = proc_b.communicate(timeout=900)
+            ids_b = json.loads((run_b / "config.json").read_text())["run_id"]
+        finally:
+            for proc in (proc_a, locals().get("proc_b")):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+    try:
+        assert proc_a.returncode == 0, out_a
+        # run A's result is intact, and its empty answer kept no container
+        result_a = json.loads((run_a / "instances" / "demo__units-1" / "result.json").read_text())
+        assert result_a["reason"] == "empty_patch"
+        assert list_containers(docker_backend, run_id=ids_a) == []
+        assert proc_b.returncode == 0, out_b
+        results_b = [json.loads(p.read_text()) for p in run_b.glob("instances/*/result.json")]
+        assert len(results_b) == 2 and all(r["status"] != "resolved" for r in results_b)
+        kept = list_containers(docker_backend, run_id=ids_b)
+        assert len(kept) == 1 and kept[0].status == "exited", kept  # the per-run cap
+        # inspect --run B opens the kept container and stops it again when the shell exits
+        shell = subprocess.run(
+            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+             "inspect", kept[0].instance_id, "--run", ids_b],
+            input="grep -c scribble README.md; exit\n", capture_output=True, text=True,
+            timeout=120, env=env,
+        )  # fmt: skip
+        assert shell.stdout.strip() == "1", shell.stdout + shell.stderr
+        assert "Stopped" in shell.stderr
+        assert list_containers(docker_backend, run_id=ids_b)[0].status == "exited"
+        # gc --older-than spares what is younger
+        young = swe_green("gc", "--run", ids_b, "--older-than", "1h", env=env)
+        assert "removed 0 container(s)" in young.stdout, young.stdout
+        old = swe_green("gc", "--run", ids_b, "--older-than", "0s", env=env)
+        assert "removed 1 container(s)" in old.stdout, old.stdout
+    finally:
+        for run_id in (ids_a, ids_b, crashed_id):
+            if run_id:
+                gc(docker_backend, run_id=run_id)

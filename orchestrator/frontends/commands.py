@@ -288,13 +288,15 @@ def report_cmd(
         ),
     ] = None,
 ) -> None:
-    """The leaderboard row, statuses, errors by cause, repositories, slowest instances; with
-    --compare, what changed against another run (exit status 1 when an instance is no longer
-    resolved or a new error appeared, for cron mail)."""
+    """The leaderboard row, statuses, errors by cause, why each instance is not resolved,
+    repositories, slowest instances; with --compare, what changed against another run, its
+    verdict on the first line. Exit status with --compare: 0 no regression, 1 regressed (an
+    instance no longer resolved, or a new error), 2 nothing in common to compare."""
     from orchestrator.frontends.report import (
         compare_runs,
         print_report,
         render_comparison,
+        verdict_text,
         write_html,
     )
     from orchestrator.run.results import RunDir
@@ -307,12 +309,16 @@ def report_cmd(
                 f"{path} is not a run directory.",
                 "pass the path `swe-green run` printed.",
             )
-    print_report(RunDir(run), console=console)
     comparison = compare_runs(run, compare) if compare is not None else None
+    if comparison is not None:
+        console.print(verdict_text(comparison), soft_wrap=True)  # a mail's first line
+    print_report(RunDir(run), console=console)
     if comparison is not None:
         console.print(render_comparison(comparison))
     if html:
         console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
+    if comparison is not None and not comparison.common:
+        raise typer.Exit(2)
     if comparison is not None and comparison.regressed:
         raise typer.Exit(1)
 

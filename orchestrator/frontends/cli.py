@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -214,8 +214,11 @@ def gc_cmd(
         ),
     ] = None,
 ) -> None:  # fmt: skip
-    """Remove this tool's leftover containers and snapshot images; never what a live run,
-    validation, assessment or inspect shell holds (its lease), nor a running container."""
+    """Remove leftover containers and snapshot images; never what a live run holds.
+
+    What a live run, validation, assessment or inspect shell holds (its lease) stays, and so
+    does a running container of a run without a lease (unless --run names it); a crashed
+    run's lease expires, so its leftovers go."""
     from orchestrator.housekeeping import EPHEMERAL_KINDS, gc
     from orchestrator.sandbox.docker import connect
 
@@ -260,11 +263,31 @@ def _register_optional_commands() -> None:
         mod.register(app)
 
 
+def _tidy_help(command: Any) -> None:
+    """Flags (``--help`` too) show no ``<bool>`` type in ``--help``: they take no value."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    original = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = original(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
 def main() -> None:
     """Entry point: user errors print one line, never a traceback."""
     _register_optional_commands()
+    command = typer.main.get_command(app)
+    _tidy_help(command)
     try:
-        app()
+        command.main(prog_name="swe-green")
     except UserError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)

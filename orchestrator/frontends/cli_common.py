@@ -61,13 +61,16 @@ Shard = Annotated[
 ]
 Dataset = Annotated[
     str | None,
-    typer.Option(help="Dataset name or local .jsonl/.parquet file [setting: dataset]."),
+    typer.Option(
+        help="Dataset name or local .jsonl/.parquet file (setting dataset, default "
+        "princeton-nlp/SWE-bench_Verified)."
+    ),
 ]
 Concurrency = Annotated[
     int | None,
     typer.Option(
-        help="Instances at once [default: setting concurrency, else from the host's cores "
-        "and memory].",
+        help="Instances at once (setting concurrency, default from the host's cores and "
+        "memory: one per core and per 6 GB).",
         callback=check_concurrency,
     ),
 ]

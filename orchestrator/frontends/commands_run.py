@@ -92,24 +92,24 @@ def run_cmd(
     concurrency: cli.Concurrency = None,
     strategy: Annotated[
         str | None,
-        typer.Option(help="Setup: auto, recipe or llm [setting setup_strategy; default: auto]."),
+        typer.Option(help="Setup: auto, recipe or llm (setting setup_strategy, default auto)."),
     ] = None,
     instance_timeout: Annotated[
         float | None,
-        typer.Option(help="Participant s per instance [setting instance_timeout; default: 3600]."),
+        typer.Option(help="Participant s per instance (setting instance_timeout, default 3600)."),
     ] = None,
     test_timeout: Annotated[
         float | None,
-        typer.Option(help="Seconds per test run [setting test_timeout; default: 1800]."),
+        typer.Option(help="Seconds per test run (setting test_timeout, default 1800)."),
     ] = None,
     no_validate: Annotated[
         bool, typer.Option("--no-validate", help="Skip the environment check with the gold patch.")
     ] = False,
     output: Annotated[
-        Path | None, typer.Option(help="Run directory [default: <runs_dir>/<run id>].")
+        Path | None, typer.Option(help="Run directory (default: <runs_dir>/<run id>).")
     ] = None,
     participant_id: Annotated[
-        str | None, typer.Option(help="Id in results.json [default: from --participant].")
+        str | None, typer.Option(help="Id in results.json (default: from --participant).")
     ] = None,
     resume: Annotated[
         Path | None,

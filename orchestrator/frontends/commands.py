@@ -291,8 +291,9 @@ def report_cmd(
     """A run's report; with --compare, what changed against another run (verdict first).
 
     The leaderboard row, statuses, errors by cause, why each instance is not resolved,
-    repositories, slowest instances; with --compare, the verdict on the first line. Exit status with --compare: 0 no regression, 1 regressed (an
-    instance no longer resolved, or a new error), 2 nothing in common to compare."""
+    repositories, slowest instances; with --compare, the verdict on the first line. Exit
+    status with --compare: 0 no regression, 1 regressed (an instance no longer resolved, or a
+    new error), 2 nothing in common to compare."""
     from orchestrator.frontends.report import (
         compare_runs,
         print_report,

@@ -47,7 +47,8 @@ class StorageSettings(_Group):
 
     data_dir: Path = Field(
         Path.home() / ".cache" / "swe-green",
-        description="Host cache: repository mirrors, locks.",
+        description="Host cache: repository mirrors, locks, image use, the leases of runs in "
+        "progress (runs on one engine share it to see each other's leases).",
     )
     runs_dir: Path = Field(Path("runs"), description="Where run directories are written.")
 
@@ -57,7 +58,8 @@ class DatasetSettings(_Group):
 
     dataset: str = Field(
         "princeton-nlp/SWE-bench_Verified",
-        description="Hugging Face dataset name, or a local .jsonl/.json/.parquet file or dir.",
+        description="Hugging Face dataset name, or a local .jsonl/.json/.parquet file, or a "
+        "directory of them (its own files and those in its data/).",
     )
     dataset_split: str = Field("test", description="Dataset split to load.")
 

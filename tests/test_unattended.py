@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -334,3 +335,29 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
         for run_id in (ids_a, ids_b, crashed_id):
             if run_id:
                 gc(docker_backend, run_id=run_id)
+
+
+# --------------------------------------------------------------------------- README
+
+
+def test_the_readme_documents_every_setting_exit_status_and_the_first_screen():
+    from orchestrator.settings import setting_names
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    config = readme[readme.index("## Configuration") :]
+    config = config[: config.index("\n## ", 1)]
+    missing = [name for name in setting_names() if f"| `{name}` |" not in config]
+    assert not missing, f"settings missing from the README's Configuration table: {missing}"
+    first_screen = "\n".join(readme.splitlines()[:25])
+    assert "scripts/setup && .venv/bin/swe-green demo" in first_screen
+    assert "scripts/test" in first_screen
+    statuses = readme[readme.index("### Exit statuses") :]
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 130 |"):
+        assert code in statuses
+    # what a user does comes before deployment
+    order = [readme.index(f"\n## {title}\n") for title in (
+        "Evaluating real instances", "Nightly batch jobs", "Reports",
+        "Inspecting a failed instance", "Configuration", "Running an assessment from AgentBeats",
+        "Shared image registry (several hosts)", "Running on many Docker hosts (Ray)",
+    )]  # fmt: skip
+    assert order == sorted(order)

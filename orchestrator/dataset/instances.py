@@ -186,10 +186,11 @@ def _data_files(path: Path, split: str) -> list[Path]:
         if _is_empty(path):
             raise UserError(f"Dataset file {path} is empty.", _LOCAL_FIX)
         return [path.resolve()]
-    # the directory's own files only: a dataset directory is flat (not a tree with a venv)
+    # the directory's own files and those of its data/ (a Hugging Face snapshot's layout),
+    # not the whole tree: a project directory with a venv is not a dataset
     files = sorted(
         p.resolve()
-        for p in path.glob("*")
+        for p in (*path.glob("*"), *path.glob("data/*"))
         if p.is_file() and p.suffix.lower() in _SUFFIX_BUILDER and not p.name.startswith(".")
         and not _is_empty(p)
     )  # fmt: skip

@@ -361,3 +361,24 @@ def test_the_readme_documents_every_setting_exit_status_and_the_first_screen():
         "Shared image registry (several hosts)", "Running on many Docker hosts (Ray)",
     )]  # fmt: skip
     assert order == sorted(order)
+
+
+@pytest.mark.container
+def test_a_run_that_reached_no_participant_exits_3(env_settings, tmp_path, card_server):
+    """The card answers (the start check passes) but every message fails: the run ends, its
+    results are kept, and its exit status says that nothing was graded."""
+    from .conftest import cli_env, run_cli
+
+    url, state = card_server
+    state["status"] = 200
+    run_dir = tmp_path / "runs" / "unreachable"
+    proc = run_cli(
+        ["run", "--participant", url, "--id", "demo__units-1", "--output", str(run_dir)],
+        {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"},
+    )
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 3, out
+    assert "graded nothing" in out
+    result = json.loads((run_dir / "instances" / "demo__units-1" / "result.json").read_text())
+    assert result["status"] == "error" and result["reason"].startswith("participant_"), result
+    assert "Not resolved (1): why" in out

@@ -103,8 +103,18 @@ def gc(
     live = live_set(data_dir, now=now) if data_dir is not None else None
     plan = GcPlan()
     gone_runs: set[str] = set()
-    for info in list_containers(backend, run_id=run_id):
+    containers = list_containers(backend, run_id=run_id)
+    # a run with a running container is in progress, even when its lease is not visible here
+    # (another data_dir); unless its lease here has expired (it crashed)
+    expired = live.expired_runs if live is not None else frozenset()
+    busy = {
+        info.run_id for info in containers
+        if info.run_id and info.status in _RUNNING and info.run_id not in expired
+    }  # fmt: skip
+    for info in containers:
         why = _spare_reason(info, live, named=run_id is not None)
+        if not why and run_id is None and info.run_id in busy:
+            why = f"run {info.run_id} has a running container (in progress)"
         if why:
             plan.spared.append(f"{info.name}: {why}")
             continue
@@ -141,7 +151,7 @@ def _spare_reason(info: ContainerInfo, live: LiveSet | None, *, named: bool = Fa
             return f"held by the live lease of run {info.run_id}"
         if info.run_id in live.expired_runs:
             return ""  # its run crashed: collectable, running or not
-    if not named and info.status in ("running", "paused", "restarting"):
+    if not named and info.status in _RUNNING:
         return f"running, run {info.run_id or '?'} holds no lease here"
     return ""
 
@@ -239,6 +249,7 @@ def room_to_keep(
 
 
 _STOPPED = ("exited", "created", "dead")
+_RUNNING = ("running", "paused", "restarting")
 
 
 def stop_run_containers(backend: SandboxBackend, run_id: str) -> list[str]:

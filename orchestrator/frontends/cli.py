@@ -217,8 +217,8 @@ def gc_cmd(
     """Remove leftover containers and snapshot images; never what a live run holds.
 
     What a live run, validation, assessment or inspect shell holds (its lease) stays, and so
-    does a running container of a run without a lease (unless --run names it); a crashed
-    run's lease expires, so its leftovers go."""
+    does every container of a run with a running container (unless --run names it); a
+    crashed run's lease expires, so its leftovers go."""
     from orchestrator.housekeeping import EPHEMERAL_KINDS, gc
     from orchestrator.sandbox.docker import connect
 

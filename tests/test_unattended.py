@@ -253,6 +253,11 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
     lease.write_text(
         json.dumps({"run_id": crashed_id, "pid": dead.pid, "host": socket.gethostname()})
     )
+    # a run whose lease lives in another data_dir: one container running, one kept (stopped)
+    foreign_id = f"{TEST_RUN_ID}-foreign"
+    foreign_busy = make_sandbox(run_id=foreign_id, instance_id="demo__calc-1")
+    foreign_kept = make_sandbox(run_id=foreign_id, instance_id="demo__textkit-1")
+    foreign_kept.container.stop(timeout=1)
     ids_a = ids_b = ""
     with running(slow) as url:
         proc_a = run_cli(["run", "--participant", url, "--id", "demo__units-1", "--output",
@@ -281,6 +286,8 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
             assert participant_a.name not in would and participant_a.name in spared, dry.stdout
             assert f"held by the live lease of run {ids_a}" in spared
             assert leftover.name in would  # the crashed run's lease has expired
+            assert foreign_kept.name in spared and foreign_busy.name in spared
+            assert f"run {foreign_id} has a running container" in spared
             named = swe_green("gc", "--run", ids_a, env=env)
             assert named.returncode == 0 and "removed 0 container(s)" in named.stdout, named.stdout
             assert participant_a.name in named.stdout  # under "in use"
@@ -332,7 +339,7 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
         old = swe_green("gc", "--run", ids_b, "--older-than", "0s", env=env)
         assert "removed 1 container(s)" in old.stdout, old.stdout
     finally:
-        for run_id in (ids_a, ids_b, crashed_id):
+        for run_id in (ids_a, ids_b, crashed_id, foreign_id):
             if run_id:
                 gc(docker_backend, run_id=run_id)
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from orchestrator.errors import UserError
 from orchestrator.run.context import RunContext
 from orchestrator.settings import Settings
 
@@ -28,7 +29,6 @@ def _check_count(value: int | None) -> int | None:
 def _check_shard(value: str | None) -> str | None:
     """``--shard``: i/n with 1 <= i <= n."""
     from orchestrator.dataset.instances import parse_shard
-    from orchestrator.errors import UserError
 
     if value is None:
         return None
@@ -97,6 +97,28 @@ def start_cli_run(
         settings, backend, kind=kind, run_id=run_id, run_dir=resume or output,
         config={"source": "cli", **config},
     )  # fmt: skip
+
+
+def check_writable(settings: Settings, output: Path | None = None) -> None:
+    """``data_dir`` and the runs directory (``output``'s parent, else ``runs_dir``) exist
+    (made if missing) and take files, else a UserError naming the setting."""
+    _writable(settings.storage.data_dir, "data_dir")
+    _writable(output.parent if output else settings.storage.runs_dir, "runs_dir")
+
+
+def _writable(path: Path, setting: str) -> None:
+    """``path`` exists (made if missing) and takes files, else a UserError naming ``setting``."""
+    import tempfile
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".swe-green-probe-"):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"Cannot write to the {setting} {path} ({exc.strerror or exc}).",
+            f"set SWE_GREEN_{setting.upper()} to a directory you can write to.",
+        ) from None
 
 
 def present(values: dict[str, object]) -> dict[str, object]:

@@ -214,21 +214,6 @@ def _same(here: object, recorded: object) -> bool:
         return str(here) == str(recorded)
 
 
-def _writable(path: Path, setting: str) -> None:
-    """``path`` exists (made if missing) and takes files, else a UserError naming ``setting``."""
-    import tempfile
-
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".swe-green-probe-"):
-            pass
-    except OSError as exc:
-        raise UserError(
-            f"Cannot write to the {setting} {path} ({exc.strerror or exc}).",
-            f"set SWE_GREEN_{setting.upper()} to a directory you can write to.",
-        ) from None
-
-
 def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> None:
     """Check everything, start (or resume) the run, evaluate it with the live display,
     then report. A check that fails leaves no run directory behind."""
@@ -241,8 +226,7 @@ def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> N
             "No participant given.", f"pass --participant URL (or one of {PARTICIPANT_KINDS})."
         )
     settings = load_settings(**plan.overrides)
-    _writable(settings.storage.data_dir, "data_dir")
-    _writable(output.parent if output else settings.storage.runs_dir, "runs_dir")
+    cli.check_writable(settings, output)
     check_participant_spec(plan.participant, settings, plan.script)
     instances = resolve(settings, plan.selection)
     if not instances:

@@ -230,7 +230,19 @@ def room_to_keep(
 ) -> bool:
     """Whether one more stopped container of run ``run_id`` may be kept: fewer than
     ``per_run`` of the run's, and fewer than ``per_host`` on the engine once the oldest kept
-    containers of finished or crashed runs (no live lease) are removed to make room."""
+    containers of finished or crashed runs (no live lease) are removed to make room. When
+    the engine cannot be asked, the container is kept (a cleanup question must not fail an
+    instance)."""
+    try:
+        return _room_to_keep(backend, data_dir, run_id, per_run, per_host)
+    except SandboxError as exc:
+        get_logger(run_id=run_id).warning("kept-container.count_failed", error=str(exc))
+        return True
+
+
+def _room_to_keep(
+    backend: SandboxBackend, data_dir: Path, run_id: str, per_run: int, per_host: int
+) -> bool:
     with _KEEP_LOCK:
         kept = [info for info in list_containers(backend) if info.status in _STOPPED]
         if sum(info.run_id == run_id for info in kept) >= per_run:
@@ -238,8 +250,11 @@ def room_to_keep(
         if len(kept) < per_host:
             return True
         live = live_set(data_dir)
-        removable = [info for info in kept if not live.holds(info.run_id, info.name)]
-        for info in reversed(removable):  # oldest first
+        removable = sorted(
+            (info for info in kept if not live.holds(info.run_id, info.name)),
+            key=lambda info: info.created,  # oldest first (RFC 3339 sorts as text)
+        )
+        for info in removable:
             if len(kept) < per_host:
                 break
             if backend.remove_container(info.id):

@@ -389,3 +389,38 @@ def test_a_run_that_reached_no_participant_exits_3(env_settings, tmp_path, card_
     result = json.loads((run_dir / "instances" / "demo__units-1" / "result.json").read_text())
     assert result["status"] == "error" and result["reason"].startswith("participant_"), result
     assert "Not resolved (1): why" in out
+
+
+# --------------------------------------------------------------------------- kept containers
+
+
+def test_kept_containers_are_capped_per_run_and_per_host(tmp_path):
+    """Per run: past the cap none more is kept. Per host: the oldest kept containers of
+    finished runs make room, never those a live lease holds."""
+    from orchestrator.housekeeping import room_to_keep
+    from orchestrator.sandbox.local import LOCAL_IMAGE, LocalBackend
+    from orchestrator.sandbox.models import SandboxSpec
+
+    backend = LocalBackend()
+
+    def kept(run_id: str, n: int) -> list[str]:
+        names = []
+        for i in range(n):
+            box = backend.start(LOCAL_IMAGE, SandboxSpec(run_id=run_id, name=f"{run_id}-{i}"))
+            box.stop()
+            names.append(box.name)
+        return names
+
+    old = kept("finished-old", 2)
+    newer = kept("finished-new", 1)
+    mine = kept("live", 2)
+    with hold_lease(tmp_path, "live"):
+        assert room_to_keep(backend, tmp_path, "live", per_run=3, per_host=10)
+        assert not room_to_keep(backend, tmp_path, "live", per_run=2, per_host=10)
+        # the host is full (5 of 5): the oldest finished run's containers make room
+        assert room_to_keep(backend, tmp_path, "live", per_run=10, per_host=5)
+        left = {info.name for info in backend.containers()}
+        assert left == {old[1], *newer, *mine}
+        # only the live run's containers left and the cap reached: none more is kept
+        assert not room_to_keep(backend, tmp_path, "live", per_run=10, per_host=2)
+        assert {info.name for info in backend.containers()} == set(mine)

@@ -310,14 +310,10 @@ def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
     if policy == "on_failure" and result.reason == Reason.EMPTY_PATCH:
         return False
     sandbox = ctx.settings.sandbox
-    try:
-        return room_to_keep(
-            ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
-            per_run=sandbox.max_kept_per_run, per_host=sandbox.max_kept_per_host,
-        )  # fmt: skip
-    except SandboxError as exc:
-        ctx.log.warning("kept-container.count_failed", error=str(exc))
-        return True
+    return room_to_keep(
+        ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
+        per_run=sandbox.max_kept_per_run, per_host=sandbox.max_kept_per_host,
+    )  # fmt: skip
 
 
 def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:

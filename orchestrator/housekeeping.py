@@ -63,7 +63,7 @@ def find_container(
 
 def _inspect_rank(info: ContainerInfo) -> tuple[int, int]:
     running = info.status in ("running", "paused", "restarting")
-    return (int(running), int(info.role != "instance"))
+    return (int(running), int(info.role != "participant"))
 
 
 def list_images(backend: SandboxBackend, kinds: tuple[str, ...] | None = None) -> list[ImageInfo]:

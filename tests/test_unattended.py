@@ -424,3 +424,23 @@ def test_kept_containers_are_capped_per_run_and_per_host(tmp_path):
         # only the live run's containers left and the cap reached: none more is kept
         assert not room_to_keep(backend, tmp_path, "live", per_run=10, per_host=2)
         assert {info.name for info in backend.containers()} == set(mine)
+
+
+@pytest.mark.container
+def test_inspect_prefers_the_stopped_participant_container_of_the_named_run(
+    make_sandbox, docker_backend
+):
+    from orchestrator.housekeeping import find_container
+
+    from .conftest import TEST_RUN_ID
+
+    run_id = f"{TEST_RUN_ID}-inspect"
+    kept = make_sandbox(run_id=run_id, instance_id="demo__pick-1", role="participant")
+    kept.container.stop(timeout=1)
+    make_sandbox(run_id=run_id, instance_id="demo__pick-1", role="grading")  # newer, running
+    other = make_sandbox(run_id=f"{run_id}-other", instance_id="demo__pick-1", role="participant")
+    other.container.stop(timeout=1)  # the newest stopped one, of another run
+    info, how = find_container(docker_backend, "demo__pick-1", run_id=run_id)
+    assert info.name == kept.name and f"of run {run_id}" in how
+    info, _ = find_container(docker_backend, "demo__pick-1")
+    assert info.name == other.name  # without --run: the newest stopped participant container

@@ -94,8 +94,8 @@ def gc(
 ) -> GcPlan:
     """Remove this tool's containers (of one run, or all) and images of ``image_kinds``.
 
-    What a live lease in ``data_dir`` holds stays (listed in ``spared``), and so does a
-    running container of a run that holds no lease (unless ``run_id`` names it); a crashed
+    What a live lease in ``data_dir`` holds stays (listed in ``spared``), and so does every
+    container of a run with a running container (unless ``run_id`` names it); a crashed
     run's lease has expired, so its leftovers go. ``older_than`` (seconds): only containers
     and images created that long ago. Returns what was removed (or, with ``dry_run``, would be).
     """
@@ -244,16 +244,23 @@ def _room_to_keep(
     backend: SandboxBackend, data_dir: Path, run_id: str, per_run: int, per_host: int
 ) -> bool:
     with _KEEP_LOCK:
-        kept = [info for info in list_containers(backend) if info.status in _STOPPED]
+        everything = list_containers(backend)
+        kept = [info for info in everything if info.status in _STOPPED]
         if sum(info.run_id == run_id for info in kept) >= per_run:
             return False
         if len(kept) < per_host:
             return True
         live = live_set(data_dir)
+        # a run with a running container is in progress, its lease here or not
+        busy = {info.run_id for info in everything if info.status in _RUNNING}
         removable = sorted(
-            (info for info in kept if not live.holds(info.run_id, info.name)),
+            (
+                info for info in kept
+                if not live.holds(info.run_id, info.name)
+                and (info.run_id not in busy or info.run_id in live.expired_runs)
+            ),
             key=lambda info: info.created,  # oldest first (RFC 3339 sorts as text)
-        )
+        )  # fmt: skip
         for info in removable:
             if len(kept) < per_host:
                 break
@@ -263,7 +270,7 @@ def _room_to_keep(
         return len(kept) < per_host
 
 
-_STOPPED = ("exited", "created", "dead")
+_STOPPED = ("exited", "dead")  # kept; "created" may be one about to start
 _RUNNING = ("running", "paused", "restarting")
 
 

@@ -444,3 +444,24 @@ def test_inspect_prefers_the_stopped_participant_container_of_the_named_run(
     assert info.name == kept.name and f"of run {run_id}" in how
     info, _ = find_container(docker_backend, "demo__pick-1")
     assert info.name == other.name  # without --run: the newest stopped participant container
+
+
+def test_the_ray_reaper_spares_what_another_runs_live_lease_holds(tmp_path):
+    from orchestrator.housekeeping import remove_dead_node_containers
+    from orchestrator.sandbox.local import LOCAL_IMAGE, LocalBackend
+    from orchestrator.sandbox.models import SandboxSpec
+
+    backend = LocalBackend()
+
+    def start(run_id: str, node: str) -> str:
+        spec = SandboxSpec(run_id=run_id, node=node, name=f"{run_id}-{node}")
+        return backend.start(LOCAL_IMAGE, spec).name
+
+    other_live = start("other-live", "dead-node")
+    finished = start("finished", "dead-node")
+    mine = start("mine", "dead-node")
+    alive = start("mine", "alive-node")
+    with hold_lease(tmp_path, "other-live"), hold_lease(tmp_path, "mine"):
+        removed = remove_dead_node_containers(backend, {"alive-node"}, tmp_path, own_run="mine")
+    assert sorted(removed) == sorted([finished, mine])
+    assert {info.name for info in backend.containers()} == {other_live, alive}

@@ -1,6 +1,10 @@
 """Image footprint: what the environment and instance images of one image prefix hold on disk.
 
-Usage: ``python bench/footprint.py PREFIX [--json]``, or ``python bench/footprint.py --smoke``.
+Usage: ``python bench/footprint.py PREFIX [--json]``, or ``python bench/footprint.py --smoke``,
+or ``python bench/footprint.py PREFIX --build ID [--build ID ...] [--no-share]`` to build the
+instance images of those instances first (phases 1-4 with the product's recipes, from the
+``SWE_GREEN_*`` settings, under ``PREFIX``; ``--no-share``: the previous layout, every instance
+image holding its base's whole history) and print the build times with the footprint.
 
 For every image under ``PREFIX/`` labelled ``swe-green.kind`` = ``env`` or ``instance`` it
 reads the layer list (``docker image inspect``: ``RootFS.Layers`` with the sizes of
@@ -131,17 +135,58 @@ def smoke(client: docker.DockerClient) -> Footprint:
             client.images.remove(ref, force=True)
 
 
+def build(prefix: str, ids: list[str], share: bool) -> dict[str, float]:
+    """Phases 1-4 of ``ids`` under ``prefix``; seconds of set-up and base commit in all."""
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from orchestrator.dataset.instances import load_instances
+    from orchestrator.environments.build import prepare_instance
+    from orchestrator.run.context import RunContext
+    from orchestrator.run.results import RunDir
+    from orchestrator.sandbox.factory import backend_from
+    from orchestrator.settings import load_settings
+
+    settings = load_settings(image_prefix=prefix, share_history=share)
+    rows = {i.instance_id: i for i in load_instances(settings.dataset.dataset)}
+    totals = {"setup_s": 0.0, "base_commit_s": 0.0, "wall_s": 0.0}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = RunContext(settings, backend_from(settings), f"footprint-{prefix}", RunDir(Path(tmp)))
+        for instance_id in ids:
+            prepared = prepare_instance(ctx, rows[instance_id])
+            totals["setup_s"] += prepared.timings.get("setup", 0.0)
+            totals["base_commit_s"] += prepared.timings.get("base_commit", 0.0)
+            print(f"built {instance_id}: {prepared.timings}", file=sys.stderr)
+    totals["wall_s"] = time.monotonic() - started
+    return {k: round(v, 1) for k, v in totals.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("prefix", nargs="?", help="image prefix (SWE_GREEN_IMAGE_PREFIX)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--smoke", action="store_true", help="a tiny synthetic chain (CI)")
+    parser.add_argument(
+        "--build",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="build this instance's images under PREFIX first (repeatable)",
+    )
+    parser.add_argument(
+        "--no-share",
+        action="store_true",
+        help="with --build: the previous layout (share_history off)",
+    )
     args = parser.parse_args(argv)
     if not args.smoke and not args.prefix:
         parser.error("give an image prefix, or --smoke")
     client = docker.from_env()
+    built = build(args.prefix, args.build, not args.no_share) if args.build else {}
     found = smoke(client) if args.smoke else measure(client, args.prefix)
-    summary = found.summary()
+    summary = found.summary() | built
     if args.json:
         print(json.dumps(summary))
     else:

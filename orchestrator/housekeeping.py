@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
-import os
 import re
-import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.atomic import atomic_write_text
 from orchestrator.environments.setup_scripts import LABEL_ENV_KEY
 from orchestrator.errors import UserError
+from orchestrator.leases import LiveSet, drop_expired, hold_lease, live_set, read_leases
 from orchestrator.log import get_logger
 from orchestrator.sandbox import ContainerInfo, ImageInfo, Sandbox, SandboxBackend, SandboxError
 from orchestrator.sandbox.models import (
@@ -40,20 +38,32 @@ def list_containers(
     return backend.containers({k: v for k, v in labels.items() if v})
 
 
-def find_container(backend: SandboxBackend, ref: str) -> tuple[ContainerInfo, str]:
-    """The container for an instance id, a container name or an id; and how it was found."""
-    by_instance = list_containers(backend, instance_id=ref)
+def find_container(
+    backend: SandboxBackend, ref: str, run_id: str | None = None
+) -> tuple[ContainerInfo, str]:
+    """The container for an instance id, a container name or an id (of run ``run_id`` when
+    given); and how it was found. Of an instance's containers, a stopped kept participant
+    container comes before running ones and before grading containers, newest first."""
+    by_instance = list_containers(backend, run_id=run_id, instance_id=ref)
     if by_instance:
-        how = f"newest of {len(by_instance)} container(s) labelled with instance {ref}"
-        return by_instance[0], how
-    for info in list_containers(backend):
+        ranked = sorted(by_instance, key=_inspect_rank)  # stable: newest first within a rank
+        of_run = f" of run {run_id}" if run_id else ""
+        how = f"the best of {len(by_instance)} container(s){of_run} labelled with instance {ref}"
+        return ranked[0], how
+    for info in list_containers(backend, run_id=run_id):
         if ref in (info.name, info.id) or (len(ref) >= 6 and info.id.startswith(ref)):
             return info, f"container name or id {ref}"
+    of_run = f" in run {run_id}" if run_id else ""
     raise UserError(
-        f"No container of swe-green matches {ref!r}.",
+        f"No container of swe-green matches {ref!r}{of_run}.",
         "list them with `swe-green sandbox ls`; containers are kept only for failed instances "
         "unless keep_containers=always.",
     )
+
+
+def _inspect_rank(info: ContainerInfo) -> tuple[int, int]:
+    running = info.status in ("running", "paused", "restarting")
+    return (int(running), int(info.role != "participant"))
 
 
 def list_images(backend: SandboxBackend, kinds: tuple[str, ...] | None = None) -> list[ImageInfo]:
@@ -63,33 +73,87 @@ def list_images(backend: SandboxBackend, kinds: tuple[str, ...] | None = None) -
     return [img for img in images if img.labels.get(LABEL_KIND) in kinds]
 
 
+@dataclass
+class GcPlan:
+    """What ``gc`` removes (or would), and what it spares because a live lease holds it."""
+
+    containers: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    spared: list[str] = field(default_factory=list)  # "<name>: <why>"
+
+
 def gc(
     backend: SandboxBackend,
     *,
+    data_dir: Path | None = None,
     dry_run: bool = False,
     run_id: str | None = None,
     image_kinds: tuple[str, ...] = EPHEMERAL_KINDS,
-) -> tuple[list[str], list[str]]:
+    older_than: float | None = None,
+    now: float | None = None,
+) -> GcPlan:
     """Remove this tool's containers (of one run, or all) and images of ``image_kinds``.
 
-    Returns the names of the containers and the tags (or ids) of the images removed, or that
-    would be removed with ``dry_run``.
+    What a live lease in ``data_dir`` holds stays (listed in ``spared``), and so does every
+    container of a run with a running container (unless ``run_id`` names it); a crashed
+    run's lease has expired, so its leftovers go. ``older_than`` (seconds): only containers
+    and images created that long ago. Returns what was removed (or, with ``dry_run``, would be).
     """
+    now = time.time() if now is None else now
+    live = live_set(data_dir, now=now) if data_dir is not None else None
+    plan = GcPlan()
+    gone_runs: set[str] = set()
     containers = list_containers(backend, run_id=run_id)
-    removed_containers: list[str] = []
+    # a run with a running container is in progress, even when its lease is not visible here
+    # (another data_dir); unless its lease here has expired (it crashed)
+    expired = live.expired_runs if live is not None else frozenset()
+    busy = {
+        info.run_id for info in containers
+        if info.run_id and info.status in _RUNNING and info.run_id not in expired
+    }  # fmt: skip
     for info in containers:
-        removed_containers.append(info.name)
+        why = _spare_reason(info, live, named=run_id is not None)
+        if not why and run_id is None and info.run_id in busy:
+            why = f"run {info.run_id} has a running container (in progress)"
+        if why:
+            plan.spared.append(f"{info.name}: {why}")
+            continue
+        if older_than is not None and now - _epoch(info.created) < older_than:
+            continue
+        plan.containers.append(info.name)
+        gone_runs.add(info.run_id)
         if not dry_run:
             backend.remove_container(info.id)
-    removed_images: list[str] = []
     for image in list_images(backend, image_kinds):
         if run_id and image.labels.get(LABEL_RUN) != run_id:
             continue
-        removed_images.append(image.tags[0] if image.tags else image.short_id)
+        tag = image.tags[0] if image.tags else image.short_id
+        image_run = image.labels.get(LABEL_RUN, "")
+        if live is not None and image_run in live.runs:
+            plan.spared.append(f"{tag}: held by the live lease of run {image_run}")
+            continue
+        if older_than is not None and now - _epoch(image.created) < older_than:
+            continue
+        plan.images.append(tag)
         if not dry_run and not backend.remove_image(image.id):
             # used by a container of another run: it stays, and is not reported as removed
-            removed_images.pop()
-    return removed_containers, removed_images
+            plan.images.pop()
+    if not dry_run and data_dir is not None and live is not None:
+        drop_expired(data_dir, live.expired_runs & gone_runs)
+    return plan
+
+
+def _spare_reason(info: ContainerInfo, live: LiveSet | None, *, named: bool = False) -> str:
+    """Why ``gc`` must leave a container alone ("" when it may go); ``named``: its run was
+    named (``gc --run``), so a running container without a lease goes too."""
+    if live is not None:
+        if live.holds(info.run_id, info.name):
+            return f"held by the live lease of run {info.run_id}"
+        if info.run_id in live.expired_runs:
+            return ""  # its run crashed: collectable, running or not
+    if not named and info.status in _RUNNING:
+        return f"running, run {info.run_id or '?'} holds no lease here"
+    return ""
 
 
 # ----------------------------------------------------------------------------- names
@@ -158,6 +222,58 @@ def keep_stopped(sandbox: Sandbox) -> str:
     return sandbox.name
 
 
+_KEEP_LOCK = threading.Lock()
+
+
+def room_to_keep(
+    backend: SandboxBackend, data_dir: Path, run_id: str, *, per_run: int, per_host: int
+) -> bool:
+    """Whether one more stopped container of run ``run_id`` may be kept: fewer than
+    ``per_run`` of the run's, and fewer than ``per_host`` on the engine once the oldest kept
+    containers of finished or crashed runs (no live lease) are removed to make room. When
+    the engine cannot be asked, the container is kept (a cleanup question must not fail an
+    instance)."""
+    try:
+        return _room_to_keep(backend, data_dir, run_id, per_run, per_host)
+    except SandboxError as exc:
+        get_logger(run_id=run_id).warning("kept-container.count_failed", error=str(exc))
+        return True
+
+
+def _room_to_keep(
+    backend: SandboxBackend, data_dir: Path, run_id: str, per_run: int, per_host: int
+) -> bool:
+    with _KEEP_LOCK:
+        everything = list_containers(backend)
+        kept = [info for info in everything if info.status in _STOPPED]
+        if sum(info.run_id == run_id for info in kept) >= per_run:
+            return False
+        if len(kept) < per_host:
+            return True
+        live = live_set(data_dir)
+        # a run with a running container is in progress, its lease here or not
+        busy = {info.run_id for info in everything if info.status in _RUNNING}
+        removable = sorted(
+            (
+                info for info in kept
+                if not live.holds(info.run_id, info.name)
+                and (info.run_id not in busy or info.run_id in live.expired_runs)
+            ),
+            key=lambda info: info.created,  # oldest first (RFC 3339 sorts as text)
+        )  # fmt: skip
+        for info in removable:
+            if len(kept) < per_host:
+                break
+            if backend.remove_container(info.id):
+                get_logger(run_id=run_id).info("kept-container.removed", container=info.name)
+            kept.remove(info)
+        return len(kept) < per_host
+
+
+_STOPPED = ("exited", "dead")  # kept; "created" may be one about to start
+_RUNNING = ("running", "paused", "restarting")
+
+
 def stop_run_containers(backend: SandboxBackend, run_id: str) -> list[str]:
     """Stop the run's containers that still run (a run never ends with one); their names."""
     stopped = []
@@ -171,15 +287,26 @@ def stop_run_containers(backend: SandboxBackend, run_id: str) -> list[str]:
     return stopped
 
 
-def remove_dead_node_containers(backend: SandboxBackend, alive_nodes: Iterable[str]) -> list[str]:
+def remove_dead_node_containers(
+    backend: SandboxBackend,
+    alive_nodes: Iterable[str],
+    data_dir: Path | None = None,
+    own_run: str | None = None,
+) -> list[str]:
     """Remove the containers started by cluster nodes that are no longer alive (a node that
     died mid-instance leaves them; its instances ran again elsewhere). Containers of a single
-    host's runs carry no node and stay. Their names."""
+    host's runs carry no node and stay, and so do those a live lease in ``data_dir`` holds
+    (another run's), unless they are ``own_run``'s. Their names."""
     alive = set(alive_nodes)
+    live = live_set(data_dir) if data_dir is not None else None
     removed = []
     for info in backend.containers():
         node = info.labels.get(LABEL_NODE, "")
-        if node and node not in alive and backend.remove_container(info.id):
+        if not node or node in alive:
+            continue
+        if live is not None and info.run_id != own_run and live.holds(info.run_id, info.name):
+            continue
+        if backend.remove_container(info.id):
             removed.append(info.name)
     if removed:
         get_logger().warning("cluster.removed_dead_node_containers", containers=removed)
@@ -187,8 +314,6 @@ def remove_dead_node_containers(backend: SandboxBackend, alive_nodes: Iterable[s
 
 
 # ----------------------------------------------------------------------------- runs in progress
-
-ACTIVE_RUNS_DIR = "active-runs"
 
 
 @dataclass(frozen=True)
@@ -200,46 +325,23 @@ class ActiveRun:
 
 @contextlib.contextmanager
 def active_run(data_dir: Path, run_id: str, instance_ids: Iterable[str]) -> Iterator[Path]:
-    """Mark a run as in progress while the block runs (``envs prune`` spares its images).
-    A marker whose process is gone (``kill -9``, a reboot) counts as stale."""
-    marker = Path(data_dir) / ACTIVE_RUNS_DIR / f"{_NOT_NAME.sub('_', run_id)}.json"
-    payload = {
-        "run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
-        "started": time.time(), "instances": sorted(instance_ids),
-    }  # fmt: skip
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(marker, json.dumps(payload))
-    try:
-        yield marker
-    finally:
-        marker.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Hold the run's lease while the block runs (see :mod:`orchestrator.leases`): ``gc``,
+    ``envs prune`` and the Ray reaper spare its containers and images."""
+    with hold_lease(data_dir, run_id, instances=instance_ids) as path:
+        yield path
 
 
 def active_runs(backend: SandboxBackend, data_dir: Path) -> dict[str, ActiveRun]:
-    """Runs in progress: those with a live marker, and those with a running container."""
+    """Runs in progress: those with a live lease, and those with a running container."""
     runs: dict[str, ActiveRun] = {}
-    for marker in sorted((Path(data_dir) / ACTIVE_RUNS_DIR).glob("*.json")):
-        try:
-            data = json.loads(marker.read_text())
-        except (OSError, ValueError):
-            continue
-        if data.get("host") == socket.gethostname() and not _alive(int(data.get("pid", 0))):
-            continue  # stale: its process is gone
-        runs[data["run_id"]] = ActiveRun(
-            data["run_id"], float(data.get("started", 0)), frozenset(data.get("instances", []))
-        )
+    leases = read_leases(data_dir)
+    for lease in leases:
+        if lease.live:
+            runs[lease.run_id] = ActiveRun(lease.run_id, lease.started, lease.instances)
+    expired = {lease.run_id for lease in leases if not lease.live} - set(runs)
     for info in list_containers(backend):
-        if info.status == "running" and info.run_id and info.run_id not in runs:
+        running = info.status == "running" and info.run_id
+        if running and info.run_id not in runs and info.run_id not in expired:
             runs[info.run_id] = ActiveRun(info.run_id, 0.0, frozenset())
     return runs
 

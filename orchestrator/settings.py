@@ -47,7 +47,8 @@ class StorageSettings(_Group):
 
     data_dir: Path = Field(
         Path.home() / ".cache" / "swe-green",
-        description="Host cache: repository mirrors, locks.",
+        description="Host cache: repository mirrors, locks, image use, the leases of runs in "
+        "progress (runs on one engine share it to see each other's leases).",
     )
     runs_dir: Path = Field(Path("runs"), description="Where run directories are written.")
 
@@ -57,7 +58,8 @@ class DatasetSettings(_Group):
 
     dataset: str = Field(
         "princeton-nlp/SWE-bench_Verified",
-        description="Hugging Face dataset name, or a local .jsonl/.json/.parquet file or dir.",
+        description="Hugging Face dataset name, or a local .jsonl/.json/.parquet file, or a "
+        "directory of them (its own files and those in its data/).",
     )
     dataset_split: str = Field("test", description="Dataset split to load.")
 
@@ -104,7 +106,7 @@ class EnvironmentSettings(_Group):
         "`uv python install` of a recipe's exact Python reads it (UV_PYTHON_INSTALL_MIRROR). "
         "Implies fetch_python.",
     )
-    install_timeout: float = Field(2400, description="Recipe install commands: timeout, s.")
+    install_timeout: float = Field(2400, gt=0, description="Recipe install commands: timeout, s.")
     env_failure_ttl: float = Field(
         43200,
         ge=0,
@@ -174,9 +176,11 @@ class SetupAgentSettings(_Group):
     anthropic_api_key: str | None = Field(None, description="API key for the llm strategy.")
     anthropic_base_url: str | None = Field(None, description="Messages API base URL override.")
     setup_model: str = Field("claude-sonnet-4-5", description="Model of the LLM setup agent.")
-    setup_max_turns: int = Field(40, description="LLM setup agent: max turns.")
-    setup_max_tokens: int = Field(400_000, description="LLM setup agent: max total tokens.")
-    setup_timeout: float = Field(1800, description="LLM setup agent: wall time limit, seconds.")
+    setup_max_turns: int = Field(40, ge=1, description="LLM setup agent: max turns.")
+    setup_max_tokens: int = Field(400_000, ge=1, description="LLM setup agent: max total tokens.")
+    setup_timeout: float = Field(
+        1800, gt=0, description="LLM setup agent: wall time limit, seconds."
+    )
 
     def anthropic_key(self) -> str | None:
         """The API key from settings, or the SDK's usual ANTHROPIC_API_KEY."""
@@ -186,11 +190,11 @@ class SetupAgentSettings(_Group):
 class SandboxSettings(_Group):
     """The limits of every container, and which containers stay."""
 
-    cpus: float = Field(2.0, description="CPUs per instance container.")
+    cpus: float = Field(2.0, gt=0, description="CPUs per instance container.")
     memory: str = Field("6g", description="Memory limit per instance container.")
-    pids_limit: int = Field(2048, description="Max processes per instance container.")
+    pids_limit: int = Field(2048, ge=1, description="Max processes per instance container.")
     exec_output_limit: int = Field(
-        1_000_000, description="Bytes of stdout/stderr kept per exec; the rest is cut."
+        1_000_000, ge=1, description="Bytes of stdout/stderr kept per exec; the rest is cut."
     )
     disk_limit: str = Field(
         "10g",
@@ -198,7 +202,9 @@ class SandboxSettings(_Group):
         "0 for none): past it the container is stopped and the instance ends with disk_limit.",
     )
     disk_poll: float = Field(
-        1.0, description="Slowest poll of a container's disk use, seconds (faster near the budget)."
+        1.0,
+        gt=0,
+        description="Slowest poll of a container's disk use, seconds (faster near the budget).",
     )
     backend: Literal["docker", "local"] = Field(
         "docker",
@@ -215,7 +221,17 @@ class SandboxSettings(_Group):
     keep_containers: Literal["on_failure", "always", "never"] = Field(
         "on_failure",
         description="Which participant containers stay (stopped) for inspection; they keep "
-        "what the participant wrote, at most the disk budget.",
+        "what the participant wrote, at most the disk budget. on_failure keeps none for an "
+        "empty patch (nothing to learn from).",
+    )
+    max_kept_per_run: int = Field(
+        20, ge=0, description="Kept containers of one run, at most; past it none is kept."
+    )
+    max_kept_per_host: int = Field(
+        100,
+        ge=0,
+        description="Kept containers on the engine, at most: the oldest of finished runs go "
+        "first; when only those of runs in progress remain, none more is kept.",
     )
 
     @field_validator("disk_limit")
@@ -223,6 +239,13 @@ class SandboxSettings(_Group):
     def _disk_limit_is_a_size(cls, value: str) -> str:
         disk_bytes(value)
         return value
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_is_a_size(cls, value: str) -> str:
+        if not disk_bytes(value):
+            raise ValueError(f"not a memory size: {value!r} (e.g. 6g, 512m)")
+        return value.strip()
 
     def disk_bytes(self) -> int | None:
         """The disk budget in bytes, or None for no budget."""
@@ -232,14 +255,17 @@ class SandboxSettings(_Group):
 class ParticipantSettings(_Group):
     """The participant's limits (phase 5)."""
 
-    max_tool_calls: int = Field(250, description="Tool calls per instance.")
-    tool_timeout: float = Field(180, description="Seconds per tool call.")
-    instance_timeout: float = Field(3600, description="Seconds for the participant per instance.")
+    max_tool_calls: int = Field(250, ge=1, description="Tool calls per instance.")
+    tool_timeout: float = Field(180, gt=0, description="Seconds per tool call.")
+    instance_timeout: float = Field(
+        3600, gt=0, description="Seconds for the participant per instance."
+    )
     participant_timeout: float = Field(
-        900, description="Seconds to wait for one reply from the participant."
+        900, gt=0, description="Seconds to wait for one reply from the participant."
     )
     max_reply_bytes: int = Field(
         20_000_000,
+        ge=1,
         description="Bytes read from the participant per reply (its final answer included); "
         "past it the instance ends with participant_protocol.",
     )
@@ -249,9 +275,11 @@ class GradingSettings(_Group):
     """Applying the patch and running the tests (phases 6-7)."""
 
     patch_fuzz: int = Field(
-        5, description="patch -p1 --fuzz=N as the last apply strategy (the official harness: 5)."
+        5,
+        ge=0,
+        description="patch -p1 --fuzz=N as the last apply strategy (the official harness: 5).",
     )
-    test_timeout: float = Field(1800, description="Seconds for one test run.")
+    test_timeout: float = Field(1800, gt=0, description="Seconds for one test run.")
     grade_in_participant_container: bool = Field(
         False,
         description="Grade in the participant's container instead of a fresh one "
@@ -269,10 +297,18 @@ class RunSettings(_Group):
     """A run: how many instances at once, and its log."""
 
     concurrency: int | None = Field(
-        None, description="Instances at once; default from the host's cores and memory."
+        None, ge=1, description="Instances at once; default from the host's cores and memory."
     )
     log_json: bool = Field(False, description="Log JSON lines instead of console text.")
-    log_level: str = Field("INFO", description="Log level.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL."
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
     ray_address: str | None = Field(
         None,
         description="Run each instance on a node of this Ray cluster (`auto`, `host:6379` or "

@@ -117,6 +117,10 @@ def env_settings(synthetic_dir, test_prefix, tmp_path_factory):
         memory="2g",
         cpus=1.0,
         unprivileged_tests=True,
+        # the session's instances share one run id, and the engine is shared: no cap applies
+        # unless a test sets one
+        max_kept_per_run=100_000,
+        max_kept_per_host=100_000,
     )
 
 
@@ -149,6 +153,8 @@ def cli_env(env_settings, runs_dir) -> dict[str, str]:
         SWE_GREEN_SETUP_STRATEGY="recipe",
         SWE_GREEN_MEMORY="2g",
         SWE_GREEN_UNPRIVILEGED_TESTS="true",
+        SWE_GREEN_MAX_KEPT_PER_RUN="100000",
+        SWE_GREEN_MAX_KEPT_PER_HOST="100000",
     )
     return env
 

@@ -18,7 +18,8 @@ from orchestrator.environments.failed_builds import (
 )
 from orchestrator.environments.sweep import RECORD, SweepRecord, load_record, load_records
 from orchestrator.environments.validation import Validation, cached_validation
-from orchestrator.housekeeping import ACTIVE_RUNS_DIR, active_run
+from orchestrator.housekeeping import active_run
+from orchestrator.leases import LEASES_DIR as ACTIVE_RUNS_DIR
 from orchestrator.models import Instance, InstanceResult, Status
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir

@@ -60,10 +60,15 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
 
     from .conftest import cli_env, run_cli
 
-    run_dir = tmp_path / "runs" / "empty"
+    run_dir = tmp_path / "runs" / "scribble"
     env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"}
-    proc = run_cli(["run", "--participant", "empty", "--id", "demo__units-1", "--output",
-                    str(run_dir)], env)  # fmt: skip
+    script = tmp_path / "scribble.json"  # a change that resolves nothing (not an empty patch)
+    script.write_text(json.dumps({
+        "turns": [{"calls": [{"name": "bash", "arguments": {
+            "command": "cd /testbed && echo scribble >> README.md"}}]}],
+    }))  # fmt: skip
+    proc = run_cli(["run", "--participant", "scripted", "--script", str(script), "--id",
+                    "demo__units-1", "--output", str(run_dir)], env)  # fmt: skip
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
@@ -88,6 +93,8 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
         )  # fmt: skip
         assert "in-testbed" in shell.stdout, shell.stderr
         assert kept[0].name in shell.stderr and "exited" in shell.stderr
+        # the shell's end stops the container inspect started
+        assert [c.status for c in list_containers(docker_backend, run_id=run_id)] == ["exited"]
     finally:
         gc(docker_backend, run_id=run_id)
 

@@ -172,3 +172,35 @@ def test_the_example_config_holds_the_shipped_query() -> None:
     (entry,) = config["queries"]
     body = "\n".join(line for line in QUERY.splitlines() if not line.startswith("--")).strip()
     assert entry["query"] == body
+
+
+def batch_file(tmp_path: Path, name: str, participant_id: str, results: list) -> dict:
+    """A `swe-green run` results.json, as the batch job writes it."""
+    run_dir = RunDir(tmp_path / name)
+    return json.loads(run_dir.write_leaderboard("agent", participant_id, results).read_text())
+
+
+def test_our_query_reads_batch_output_alone_and_mixed_with_the_runners(
+    tmp_path: Path, results_dir: Path
+) -> None:
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    one = batch_file(tmp_path, "run-1", "nightly-agent", [
+        _result("a__b-1", Status.RESOLVED, f=(2, 0), p=(3, 0)),
+        _result("a__b-2", Status.ERROR, reason=Reason.TEST_TIMEOUT),
+    ])  # fmt: skip
+    two = batch_file(tmp_path, "run-2", "other-agent", [_result("a__b-1", Status.NO_OP)])
+    (batch / "run-1.json").write_text(json.dumps(one))
+    (batch / "run-2.json").write_text(json.dumps(two))
+    # batch output alone (no participant_role anywhere): no binder error, the only id
+    rows = run_query(batch)
+    assert [(row[0], row[1], row[-2], row[-1]) for row in rows] == [
+        ("nightly-agent", 50.0, 2, 1), ("other-agent", 0.0, 1, 1),
+    ]  # fmt: skip
+    # mixed with the runner's files in one folder
+    (results_dir / "run-1.json").write_text(json.dumps(one))
+    mixed = {row[0]: (row[1], row[-2], row[-1]) for row in run_query(results_dir)}
+    assert mixed == {
+        PURPLE_ID: (66.67, 3, 2), "019c-other-agent": (0.0, 1, 1),
+        "nightly-agent": (50.0, 2, 1),
+    }  # fmt: skip

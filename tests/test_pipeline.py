@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from orchestrator.housekeeping import find_container, list_containers
+from orchestrator.housekeeping import list_containers
 from orchestrator.models import Reason, Status
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
@@ -53,14 +53,14 @@ def test_gold_participant_resolves_every_synthetic_instance(run_ctx, synthetic_i
             ("participant", "grading", "validation")] == []  # fmt: skip
 
 
-def test_empty_participant_is_no_op_and_its_container_is_kept(run_ctx, synthetic_instances):
+def test_empty_participant_is_no_op_and_keeps_no_container(run_ctx, synthetic_instances):
+    """An empty patch leaves nothing to learn from: its container is not kept."""
     with running(make_participant("empty")) as url:
         [result] = _evaluate(run_ctx, [synthetic_instances["demo__units-1"]], url)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
-    info, how = find_container(run_ctx.backend, "demo__units-1")
-    assert info.name == result.container and info.status == "exited"
-    assert "demo__units-1" in how
-    run_ctx.backend.remove_container(info.id)
+    assert result.container is None
+    left = list_containers(run_ctx.backend, run_id=TEST_RUN_ID, instance_id="demo__units-1")
+    assert [c.name for c in left if c.role == "participant"] == []
 
 
 def test_unreachable_participant_is_an_error_and_the_others_go_on(run_ctx, synthetic_instances):
@@ -160,7 +160,7 @@ def test_from_its_tools_the_participant_reaches_no_network_no_hidden_patch_no_la
     assert hidden.strip() == "scanned"  # no file anywhere holds the test or the gold patch
     assert "could not get object info" in history or "Not a valid object" in history
     assert history.strip().splitlines()[-1] == "2"  # the setup and base commits only
-    run_ctx.backend.remove_container(result.container)
+    assert result.container is None  # an empty patch keeps no container
 
 
 def test_the_empty_participant_scores_no_fail_to_pass_and_all_pass_to_pass(
@@ -180,7 +180,7 @@ def test_the_empty_participant_scores_no_fail_to_pass_and_all_pass_to_pass(
             (run_ctx.run_dir.instance_dir(result.instance_id) / "result.json").read_text()
         )
         assert saved["tests"]["fail_to_pass_failed"] == instance.FAIL_TO_PASS
-        run_ctx.backend.remove_container(result.container)
+        assert result.container is None  # an empty patch keeps no container
 
 
 def test_a_patch_into_git_hooks_is_refused_on_every_instance(

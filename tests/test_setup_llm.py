@@ -153,8 +153,11 @@ def test_client_from_settings_uses_the_base_url_and_no_sdk_retries():
 
 
 def test_a_non_positive_limit_is_a_user_error():
+    from orchestrator.settings import load_settings
+
+    # range-checked when the settings are loaded, before any run starts
     with pytest.raises(UserError, match="setup_max_turns"):
-        check_llm_settings(Settings(anthropic_api_key="k", setup_max_turns=0))
+        load_settings(anthropic_api_key="k", setup_max_turns=0)
 
 
 # ------------------------------------------------------------------------- the loop

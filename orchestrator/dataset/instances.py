@@ -183,16 +183,33 @@ def _data_files(path: Path, split: str) -> list[Path]:
             raise UserError(
                 f"Dataset file {path} is not .jsonl, .json or .parquet.", "convert it or rename it."
             )
+        if _is_empty(path):
+            raise UserError(f"Dataset file {path} is empty.", _LOCAL_FIX)
         return [path.resolve()]
+    # the directory's own files and those of its data/ (a Hugging Face snapshot's layout),
+    # not the whole tree: a project directory with a venv is not a dataset
     files = sorted(
         p.resolve()
-        for p in path.rglob("*")
+        for p in (*path.glob("*"), *path.glob("data/*"))
         if p.is_file() and p.suffix.lower() in _SUFFIX_BUILDER and not p.name.startswith(".")
-    )
+        and not _is_empty(p)
+    )  # fmt: skip
     if not files:
         raise UserError(f"Directory {path} holds no .jsonl, .json or .parquet file.", _LOCAL_FIX)
     in_split = [p for p in files if re.match(rf"{re.escape(split)}([-_.]|$)", p.name)]
     return in_split or files
+
+
+def _is_empty(path: Path) -> bool:
+    """A file with no data: no bytes, or (JSON lines/JSON) only white space."""
+    try:
+        if path.stat().st_size == 0:
+            return True
+        if path.suffix.lower() != ".parquet" and path.stat().st_size < 4096:
+            return not path.read_text(errors="replace").strip()
+    except OSError:
+        return False
+    return False
 
 
 @functools.lru_cache(maxsize=16)

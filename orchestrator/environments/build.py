@@ -61,7 +61,7 @@ from orchestrator.environments.setup_scripts import (
     share_history_script,
 )
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.housekeeping import keep_stopped
+from orchestrator.housekeeping import keep_stopped, room_to_keep
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox
@@ -310,8 +310,13 @@ def building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
 
 
 def _keep(ctx: RunContext, sandbox: Sandbox) -> str | None:
-    """Keep a failed container for inspection (per settings), stopped; its name, or None."""
-    if ctx.settings.sandbox.keep_containers == "never":
+    """Keep a failed container for inspection (per settings, within the per-run and per-host
+    caps), stopped; its name, or None."""
+    limits = ctx.settings.sandbox
+    if limits.keep_containers == "never" or not room_to_keep(
+        ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
+        per_run=limits.max_kept_per_run, per_host=limits.max_kept_per_host,
+    ):  # fmt: skip
         sandbox.remove()
         return None
     return keep_stopped(sandbox)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import traceback
 from collections.abc import Awaitable
+from pathlib import Path
 from urllib.parse import urlparse
 
 import httpx
@@ -121,8 +122,9 @@ class AssessmentExecutor(AgentExecutor):
             results = await self._evaluate(ctx, instances, request, concurrency, updater, reached)
         finally:
             await asyncio.to_thread(
-                prune_kept, backend, self.settings.serve.serve_max_kept_containers, self.log
-            )
+                prune_kept, backend, self.settings.serve.serve_max_kept_containers, self.log,
+                self.settings.storage.data_dir,
+            )  # fmt: skip
         broken = infrastructure_failure(results, reached)
         if broken:
             raise _Failed(broken)
@@ -284,17 +286,26 @@ async def ready_backend(settings: Settings) -> SandboxBackend:
 
 
 def prune_kept(
-    backend: SandboxBackend, cap: int, log: structlog.typing.FilteringBoundLogger
+    backend: SandboxBackend,
+    cap: int,
+    log: structlog.typing.FilteringBoundLogger,
+    data_dir: Path | None = None,
 ) -> None:
     """Keep at most ``cap`` (``serve_max_kept_containers``) stopped participant containers of
-    assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones."""
+    assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones, nor
+    those a live lease in ``data_dir`` holds (an assessment in progress)."""
+    from orchestrator.leases import live_set
+
     try:
+        live = live_set(data_dir) if data_dir is not None else None
         kept = [
             info
             for info in list_containers(backend)  # newest first
             if info.run_id.startswith("a2a-") and info.status not in ("running", "created")
         ]
         for info in kept[cap:]:
+            if live is not None and live.holds(info.run_id, info.name):
+                continue
             backend.remove_container(info.id)
             log.info("kept-container.removed", container=info.name, cap=cap)
     except SandboxError as exc:

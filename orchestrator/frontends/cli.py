@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -184,24 +184,54 @@ def sandbox_check(
 @app.command("inspect")
 def inspect_cmd(
     ref: Annotated[str, typer.Argument(help="Instance id, container name or container id.")],
+    run: Annotated[
+        str | None, typer.Option(help="Only this run's containers (its run id).")
+    ] = None,
     shell: Annotated[str, typer.Option(help="Shell to open.")] = "bash",
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Also open a running container of a run in progress."),
+    ] = False,
 ) -> None:
-    """Open an interactive shell in a kept container."""
+    """Open an interactive shell in a kept container.
+
+    Of an instance's containers the newest stopped, kept participant container is chosen. A
+    container this command starts is stopped again when the shell exits; while the shell is
+    open, `gc` leaves the container alone.
+    """
+    import subprocess
+
     from orchestrator.housekeeping import find_container
+    from orchestrator.leases import hold_lease, live_set
     from orchestrator.sandbox.factory import backend_from
 
+    data_dir = settings().storage.data_dir
     backend = backend_from(settings())
-    info, how = find_container(backend, ref)
+    info, how = find_container(backend, ref, run_id=run)
+    running = info.status in ("running", "paused", "restarting")
+    if running and not force and info.run_id in live_set(data_dir).runs:
+        raise UserError(
+            f"{info.name} is a running container of run {info.run_id}, which is in progress.",
+            "wait for the run to end, pass --run with another run, or --force to open it anyway.",
+        )
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
-    if info.status != "running":
-        backend.start_container(info.id)
     argv = ["docker", "exec", "-it", "-w", "/testbed", info.id, shell]
     if not shutil.which("docker"):
         raise UserError("The docker command is not installed.", f"run: {' '.join(argv)}")
     if not sys.stdin.isatty():
         argv.remove("-it")
         argv.insert(2, "-i")
-    os.execvp("docker", argv)
+    holder = f"inspect-{os.getpid()}"
+    with hold_lease(data_dir, holder, containers=[info.name]):
+        if not running:
+            backend.start_container(info.id)
+        try:
+            code = subprocess.call(argv)
+        finally:
+            if not running:
+                backend.stop_container(info.id, timeout=2)
+                err_console.print(f"Stopped {info.name} again.")
+    raise typer.Exit(code)
 
 
 @app.command("gc")
@@ -211,19 +241,47 @@ def gc_cmd(
     all_images: Annotated[
         bool, typer.Option("--all-images", help="Also the environment cache and base images.")
     ] = False,
-) -> None:
-    """Remove this tool's leftover containers and snapshot images."""
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than", metavar="AGE",
+            help="Only what was created at least AGE ago: 30m, 12h, 7d.",
+        ),
+    ] = None,
+) -> None:  # fmt: skip
+    """Remove leftover containers and snapshot images; never what a live run holds.
+
+    What a live run, validation, assessment or inspect shell holds (its lease) stays, and so
+    does every container of a run with a running container (unless --run names it); a
+    crashed run's lease expires, so its leftovers go."""
     from orchestrator.housekeeping import EPHEMERAL_KINDS, gc
     from orchestrator.sandbox.factory import backend_from
 
+    age = parse_age(older_than) if older_than is not None else None
     kinds = (*EPHEMERAL_KINDS, "env", "base") if all_images else EPHEMERAL_KINDS
-    containers, images = gc(
-        backend_from(settings()), dry_run=dry_run, run_id=run, image_kinds=kinds
-    )
+    plan = gc(
+        backend_from(settings()), data_dir=settings().storage.data_dir, dry_run=dry_run, run_id=run,
+        image_kinds=kinds, older_than=age,
+    )  # fmt: skip
     verb = "would remove" if dry_run else "removed"
-    console.print(f"{verb} {len(containers)} container(s), {len(images)} image(s)")
-    for name in containers + images:
+    console.print(f"{verb} {len(plan.containers)} container(s), {len(plan.images)} image(s)")
+    for name in plan.containers + plan.images:
         console.print(f"  {name}")
+    if plan.spared:
+        console.print(f"in use, left alone: {len(plan.spared)}")
+        for line in plan.spared:
+            console.print(f"  {line}", highlight=False)
+
+
+def parse_age(text: str) -> float:
+    """``30m``, ``12h``, ``7d``, ``90s`` (or plain seconds) as seconds."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if not match:
+        raise UserError(f"--older-than {text!r} is not an age.", "write it like 30m, 12h or 7d.")
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
+    return float(match[1]) * scale
 
 
 def _register_optional_commands() -> None:
@@ -240,11 +298,31 @@ def _register_optional_commands() -> None:
         mod.register(app)
 
 
+def _tidy_help(command: Any) -> None:
+    """Flags (``--help`` too) show no ``<bool>`` type in ``--help``: they take no value."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    original = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:
+        option = original(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
 def main() -> None:
     """Entry point: user errors print one line, never a traceback."""
     _register_optional_commands()
+    command = typer.main.get_command(app)
+    _tidy_help(command)
     try:
-        app()
+        command.main(prog_name="swe-green")
     except UserError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -19,6 +19,8 @@ from orchestrator.frontends.cli_common import (
     Pattern,
     Repo,
     Shard,
+    check_concurrency,
+    check_writable,
     console,
     read_json,
     select_instances,
@@ -57,7 +59,9 @@ def validate_cmd(
     ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
     shard: Shard = None, dataset: Dataset = None,
     strategy: Annotated[str | None, typer.Option(help="auto, recipe or llm.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Instances at once.")] = 1,
+    concurrency: Annotated[
+        int, typer.Option(help="Instances at once.", callback=check_concurrency)
+    ] = 1,
     runs: Annotated[
         int | None, typer.Option(help="Gold test runs per instance (flaky tests differ).")
     ] = None,
@@ -81,6 +85,7 @@ def validate_cmd(
         raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
     if resume is not None and not any((ids, pattern, repo, count, shard)):
         ids = sweep_instances(resume)  # the sweep's own selection, not the whole dataset
+    check_writable(settings, resume.parent if resume else None)
     chosen = select_instances(settings, ids, pattern, repo, count, shard)
     if skip_swept is not None:
         chosen = _not_swept(chosen, skip_swept)
@@ -303,13 +308,17 @@ def report_cmd(
         typer.Option("--fidelity-notes", help="Markdown appended to --fidelity-out (analysis)."),
     ] = None,
 ) -> None:
-    """The leaderboard row, statuses, errors by cause, repositories, slowest instances; with
-    --compare, what changed against another run (exit status 1 when an instance is no longer
-    resolved or a new error appeared, for cron mail)."""
+    """A run's report; with --compare, what changed against another run (verdict first).
+
+    The leaderboard row, statuses, errors by cause, why each instance is not resolved,
+    repositories, slowest instances; with --compare, the verdict on the first line. Exit
+    status with --compare: 0 no regression, 1 regressed (an instance no longer resolved, or a
+    new error), 2 nothing in common to compare."""
     from orchestrator.frontends.report import (
         compare_runs,
         print_report,
         render_comparison,
+        verdict_text,
         write_html,
     )
     from orchestrator.run.results import RunDir
@@ -322,14 +331,18 @@ def report_cmd(
                 f"{path} is not a run directory.",
                 "pass the path `swe-green run` printed.",
             )
-    print_report(RunDir(run), console=console)
     comparison = compare_runs(run, compare) if compare is not None else None
+    if comparison is not None:
+        console.print(verdict_text(comparison), soft_wrap=True)  # a mail's first line
+    print_report(RunDir(run), console=console)
     if comparison is not None:
         console.print(render_comparison(comparison))
     if official is not None:
         _fidelity(RunDir(run), official, fidelity_out, fidelity_notes)
     if html:
         console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
+    if comparison is not None and not comparison.common:
+        raise typer.Exit(2)
     if comparison is not None and comparison.regressed:
         raise typer.Exit(1)
 

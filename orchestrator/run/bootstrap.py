@@ -4,12 +4,14 @@ The CLI (``run``, ``validate``, ``demo``) and the A2A server start runs the same
 ``<kind>-<UTC timestamp>-<8 hex>`` (unique, safe for paths and container labels), a run
 directory under ``runs_dir`` unless one is given, and a ``config.json`` holding the run id,
 where the run came from, the participant's id, the instances and the effective settings
-(secrets left out), plus what the front end needs to resume or explain the run.
+(secrets left out), the host and swe-green's version, plus what the front end needs to
+resume or explain the run.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import socket
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,16 @@ def new_run_id(kind: str) -> str:
     """``<kind>-<UTC timestamp>-<8 hex>``, e.g. ``a2a-20260101-120000-1a2b3c4d``."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{kind}-{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def product_version() -> str:
+    """swe-green's installed version, "?" when it is not installed as a package."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("swe-green")
+    except PackageNotFoundError:
+        return "?"
 
 
 def start_run(
@@ -43,5 +55,13 @@ def start_run(
     )
     if config is not None:
         settings_record = settings.flat(secrets=False)
-        ctx.run_dir.write_config({"run_id": run_id, **config, "settings": settings_record})
+        ctx.run_dir.write_config(
+            {
+                "run_id": run_id,
+                **config,
+                "host": socket.gethostname(),
+                "version": product_version(),
+                "settings": settings_record,
+            }  # fmt: skip
+        )
     return ctx

@@ -22,7 +22,7 @@ from orchestrator.environments.recipes import Recipe, test_files
 from orchestrator.environments.validation import validate_instance
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
-from orchestrator.housekeeping import keep_stopped
+from orchestrator.housekeeping import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
     ParticipantLimits,
@@ -300,7 +300,7 @@ class _InstanceRun:
         result, participant = self.result, self.participant
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}
-        keep = _should_keep(self.ctx, result)
+        keep = participant is not None and await asyncio.to_thread(_should_keep, self.ctx, result)
         await asyncio.to_thread(_dispose, self.ctx, participant, keep)
         if not keep and participant is not None and result.container == participant.name:
             result.container = None
@@ -322,8 +322,18 @@ def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
 
 
 def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
+    """Keep the participant's container? By policy (never for an empty patch under
+    ``on_failure``: there is nothing to learn from it), within the per-run and per-host caps."""
     policy = ctx.settings.sandbox.keep_containers
-    return policy == "always" or (policy == "on_failure" and result.status != Status.RESOLVED)
+    if policy == "never" or (policy == "on_failure" and result.status == Status.RESOLVED):
+        return False
+    if policy == "on_failure" and result.reason == Reason.EMPTY_PATCH:
+        return False
+    sandbox = ctx.settings.sandbox
+    return room_to_keep(
+        ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
+        per_run=sandbox.max_kept_per_run, per_host=sandbox.max_kept_per_host,
+    )  # fmt: skip
 
 
 def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:

@@ -93,7 +93,9 @@ def run_on_node(job: InstanceJob, board: Any = None) -> NodeOutcome:
     settings = on_this_node(job.settings)
     backend = _backend(settings)
     node = this_node()
-    remove_dead_node_containers(backend, alive_nodes())
+    remove_dead_node_containers(
+        backend, alive_nodes(), settings.storage.data_dir, own_run=job.run_id
+    )
     scratch = settings.storage.data_dir / SCRATCH_DIR / job.run_id
     ctx = RunContext(settings, backend, job.run_id, RunDir(scratch), node=node)
 
@@ -123,7 +125,9 @@ def housekeeping_on_node(settings: Settings, run_id: str, finished: list[str] | 
     of unfinished instances (``finished`` given) or stop the run's running ones (``None``)."""
     settings = on_this_node(settings)
     backend = _backend(settings)
-    removed = remove_dead_node_containers(backend, alive_nodes())
+    removed = remove_dead_node_containers(
+        backend, alive_nodes(), settings.storage.data_dir, own_run=run_id
+    )
     if finished is None:
         return removed + stop_run_containers(backend, run_id)
     return removed + clean_unfinished_here(backend, run_id, set(finished))
@@ -132,7 +136,8 @@ def housekeeping_on_node(settings: Settings, run_id: str, finished: list[str] | 
 def environments_on_node(settings: Settings) -> list[str]:
     """The ``owner/name@version`` of every environment image on this node's Docker host
     (asked at the start of a run; the containers dead nodes left there are removed first)."""
-    backend = _backend(on_this_node(settings))
-    remove_dead_node_containers(backend, alive_nodes())
+    settings = on_this_node(settings)
+    backend = _backend(settings)
+    remove_dead_node_containers(backend, alive_nodes(), settings.storage.data_dir)
     found = {img.labels.get(LABEL_REPO_VERSION, "") for img in list_images(backend, ("env",))}
     return sorted(found - {""})

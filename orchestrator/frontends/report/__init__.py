@@ -13,8 +13,16 @@ from orchestrator.frontends.report.data import (
     normalise_message,
     triage,
 )
+from orchestrator.frontends.report.explain import not_resolved, run_header, why
 from orchestrator.frontends.report.html import render_html, write_html
-from orchestrator.frontends.report.text import caveats, print_report, render_comparison, render_text
+from orchestrator.frontends.report.text import (
+    caveats,
+    print_report,
+    render_comparison,
+    render_text,
+    verdict_line,
+    verdict_text,
+)
 
 __all__ = [
     "REPORT_FILE",
@@ -23,10 +31,15 @@ __all__ = [
     "compare_runs",
     "format_seconds",
     "normalise_message",
+    "not_resolved",
     "print_report",
     "render_comparison",
     "render_html",
     "render_text",
+    "run_header",
     "triage",
+    "verdict_line",
+    "verdict_text",
+    "why",
     "write_html",
 ]

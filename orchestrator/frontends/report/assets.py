@@ -6,7 +6,8 @@ body { margin: 1.5rem auto; max-width: 1400px; padding: 0 1rem; }
 h1 { font-size: 1.4rem; margin-bottom: .25rem; }
 h2 { font-size: 1.1rem; margin-top: 2rem; }
 .muted { color: #666; }
-table { border-collapse: collapse; font-size: .9rem; }
+table { border-collapse: collapse; font-size: .9rem; display: block; max-width: 100%;
+  overflow-x: auto; }
 th, td { padding: .3rem .6rem; border-bottom: 1px solid #e3e5ea; text-align: left;
   vertical-align: top; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -16,7 +17,10 @@ table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
 .suspicious { color: #b45309; font-weight: 600; cursor: help; }
 .status { display: inline-block; padding: 0 .45rem; border-radius: .6rem; color: #fff;
   font-size: .8rem; white-space: nowrap; }
-.message { max-width: 28rem; overflow-wrap: anywhere; }
+.message { max-width: 28rem; min-width: 12rem; overflow-wrap: anywhere; }
+#run-header { overflow-wrap: anywhere; }
+@media (max-width: 900px) { body { margin: .5rem auto; padding: 0 .5rem; }
+  #status-chart { max-width: 100%; height: auto; } }
 td.id { white-space: nowrap; }
 .links a { margin-right: .4rem; white-space: nowrap; }
 dl.config { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem;

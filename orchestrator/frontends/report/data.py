@@ -104,7 +104,17 @@ def per_repository(results: list[InstanceResult]) -> list[RepoRow]:
 
 # --------------------------------------------------------------------------- triage
 
+# what tells causes apart stays as written: URLs, HTTP statuses, versions, owner/name
+_KEEP = re.compile(
+    r"\bhttps?://[^\s'\"<>()]+[^\s'\"<>().,;:]"  # a URL (host and port say where)
+    r"|\bHTTP(?:\s+status)?\s+\d{3}\b"  # HTTP 500
+    r"|\b[Pp]ython\s*\d+(?:\.\d+)*"  # Python 3.9
+    r"|\bversions?\s+['\"]?[\w.+-]+['\"]?"  # version '5.0'
+    r"|(?<![\w./<-])[A-Za-z][\w.-]*/[A-Za-z][\w.-]*(?![\w/])"  # owner/name (two parts)
+)
 _NORMALISE = [
+    # instance ids (owner__name-123): one per instance
+    (re.compile(r"\b[\w.-]+__[\w.-]+-\d+\b"), "<instance>"),
     # paths: absolute ones, and relative ones with at least two parts (a/b.py)
     (re.compile(r"(?<![\w<])(?:/[\w.+~@-]+)+/?|\b[\w.+~@-]+(?:/[\w.+~@-]+)+/?"), "<path>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
@@ -114,14 +124,25 @@ _NORMALISE = [
     (re.compile(r"\s+"), " "),
 ]
 MESSAGE_WIDTH = 160
+_HELD = 0xE000
 
 
 def normalise_message(message: str) -> str:
-    """The first non-empty line of ``message`` with paths, hashes and numbers collapsed, so
-    that the same root cause in different instances reads the same."""
+    """The first non-empty line of ``message`` with what differs per instance folded (ids,
+    paths, hashes, numbers), so that the same root cause in different instances reads the
+    same; what tells causes apart stays (URLs, HTTP statuses, versions, repositories)."""
     line = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
-    for pattern, replacement in _NORMALISE:
+    kept: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        kept.append(match[0])
+        return chr(_HELD + len(kept) - 1)  # a private-use character: no pattern matches it
+
+    line = _NORMALISE[0][0].sub(_NORMALISE[0][1], line)  # ids first: they look like paths
+    line = _KEEP.sub(hold, line)
+    for pattern, replacement in _NORMALISE[1:]:
         line = pattern.sub(replacement, line)
+    line = "".join(kept[ord(c) - _HELD] if _HELD <= ord(c) < _HELD + len(kept) else c for c in line)
     line = line.strip()
     return line if len(line) <= MESSAGE_WIDTH else line[: MESSAGE_WIDTH - 1] + "…"
 

@@ -17,7 +17,6 @@ from orchestrator.frontends.report.data import (
     TriageRow,
     duration,
     format_seconds,
-    fraction_text,
     load_run,
     pct,
     per_repository,
@@ -25,6 +24,7 @@ from orchestrator.frontends.report.data import (
     repo_of,
     triage,
 )
+from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
 from orchestrator.frontends.report.text import caveats, delta_style, signed
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
@@ -50,7 +50,8 @@ def _status_chart(row: LeaderboardRow) -> str:
     height = row_height * len(STATUS_ORDER) + 4
     parts = [
         f'<svg id="status-chart" role="img" aria-label="instances per status" '
-        f'width="{label_width + bar_width + 140}" height="{height}">'
+        f'width="{label_width + bar_width + 140}" height="{height}" '
+        f'viewBox="0 0 {label_width + bar_width + 140} {height}">'
     ]
     for i, status in enumerate(STATUS_ORDER):
         count = getattr(row, f"{status.value}_count")
@@ -98,7 +99,10 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
     p_passed, p_failed = len(tests.pass_to_pass_passed), len(tests.pass_to_pass_failed)
     seconds = duration(result)
     timings = ", ".join(f"{k} {format_seconds(v)}" for k, v in result.timings.items())
-    message = result.message if len(result.message) <= 300 else result.message[:297] + "..."
+    measured = tests_measured(result)
+    # an error's own message; otherwise why it is not resolved (its first failing tests)
+    text = result.message if result.status == Status.ERROR else why(result) or result.message
+    message = text if len(text) <= 300 else text[:297] + "..."
     cells = [
         f'<td class="id">{_e(result.instance_id)}</td>',
         f"<td>{_e(repo_of(result))}</td>",
@@ -111,11 +115,15 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
         )
         + "</td>",
         f"<td>{_e(result.reason.value)}</td>",
-        f'<td class="num" data-sort="{result.fail_to_pass_fraction:.6f}">'
-        f"{fraction_text(f_passed, f_failed)}</td>",
-        f'<td class="num" data-sort="{result.pass_to_pass_fraction:.6f}">'
-        f"{fraction_text(p_passed, p_failed)}"
-        + (f" (+{len(tests.pass_to_pass_excluded)} excl.)" if tests.pass_to_pass_excluded else "")
+        f'<td class="num" data-sort="{result.fail_to_pass_fraction if measured else -1:.6f}">'
+        f"{tests_cell(f_passed, f_failed, measured)}</td>",
+        f'<td class="num" data-sort="{result.pass_to_pass_fraction if measured else -1:.6f}">'
+        f"{tests_cell(p_passed, p_failed, measured)}"
+        + (
+            f" (+{len(tests.pass_to_pass_excluded)} excl.)"
+            if tests.pass_to_pass_excluded and measured
+            else ""
+        )
         + "</td>",
         f'<td class="num" data-sort="{seconds:.3f}" title="{_e(timings)}">'
         f"{_e(format_seconds(seconds))}</td>",
@@ -314,15 +322,16 @@ def render_html(
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
             f"<h1>{_e(title)}</h1>",
-            f'<p class="muted">{row.total_instances} instances</p>',
+            f'<p class="muted" id="run-header">{row.total_instances} instances · '
+            f"{_e(run_header(run, results).line())}</p>",
             (
                 f'<p class="muted" id=reduced>* {row.reduced_tests_count} instance(s) graded on '
                 "a reduced test set (tests this host cannot grade left out; see Caveats)</p>"
                 if row.reduced_tests_count
                 else ""
             ),
-            config_html,
             _comparison_html(comparison, local) if comparison else "",
+            config_html,
             "<h2>Leaderboard row</h2>",
             leaderboard,
             "<h2>Statuses</h2>",

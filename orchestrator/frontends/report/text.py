@@ -20,6 +20,7 @@ from orchestrator.frontends.report.data import (
     per_repository,
     triage,
 )
+from orchestrator.frontends.report.explain import NotResolved, not_resolved, run_header
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
 from orchestrator.run.results import RunDir
@@ -88,12 +89,16 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     slowest instances. Print it with ``rich.console.Console().print(...)``."""
     run, results = load_run(run_dir)
     row = aggregate(results)
-    parts: list[RenderableType] = [_headline(run, row), _statuses(row)]
+    header = Text(run_header(run, results).line(), style="dim")
+    parts: list[RenderableType] = [_headline(run, row), header, _statuses(row)]
     if (footnote := reduced_line(row)) is not None:
         parts.append(footnote)
     causes = triage(results)
     if causes:
         parts.append(_triage_table("Errors by cause", causes))
+    missed = not_resolved(results)
+    if missed:
+        parts.append(_not_resolved_table(missed))
     parts += [_repositories(results), _slowest(results, slowest)]
     notes = caveats(results)
     if notes:
@@ -105,6 +110,17 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     if not results:
         parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
     return Group(*parts)
+
+
+def _not_resolved_table(rows: list[NotResolved]) -> Table:
+    table = Table(title=f"Not resolved ({len(rows)}): why")
+    table.add_column("instance", overflow="fold")
+    table.add_column("status")
+    table.add_column("reason", style="magenta")
+    table.add_column("first failing tests, or the first line of the error", overflow="fold")
+    for row in rows:
+        table.add_row(row.instance_id, _status_text(row.status), row.reason, row.why)
+    return table
 
 
 def _headline(run: RunDir, row: LeaderboardRow) -> Table:
@@ -201,28 +217,46 @@ def _status_text(status: Status) -> Text:
     return Text(status.value, style=RICH_STYLES[status])
 
 
-def render_comparison(comparison: Comparison) -> Group:
-    """A comparison as rich renderables: verdict, row delta, status changes, new errors,
-    repositories."""
-    c = comparison
-    parts: list[RenderableType] = []
+def comparison_scope(c: Comparison) -> str:
     scope = f"{len(c.common)} instance(s) in both runs"
     if not c.same_selection:
         scope += (
             f"; the selections differ ({len(c.only_in_run)} only in {c.run}, "
             f"{len(c.only_in_baseline)} only in {c.baseline}): compared on the intersection"
         )
-    parts.append(Text(f"Run {c.run} against {c.baseline}: {scope}", style="bold"))
-    if c.regressed:
-        parts.append(
-            Text(
-                f"REGRESSED: {len(c.lost)} instance(s) no longer resolved, "
-                f"{sum(row.count for row in c.new_errors)} new error(s)",
-                style="bold red",
-            )
+    return scope
+
+
+def verdict_line(c: Comparison) -> str:
+    """The comparison's verdict in one line (what a mail's first line says)."""
+    if not c.common:
+        return (
+            f"NOTHING TO COMPARE: {c.run} and {c.baseline} have no instance in common "
+            "(compare a shard with an earlier run of the same shard)"
         )
-    else:
-        parts.append(Text("no regression", style="bold green"))
+    if c.regressed:
+        return (
+            f"REGRESSED: {len(c.lost)} instance(s) no longer resolved, "
+            f"{sum(row.count for row in c.new_errors)} new error(s) "
+            f"({len(c.common)} instance(s) compared with {c.baseline})"
+        )
+    return (
+        f"no regression: {len(c.gained)} newly resolved, {len(c.lost)} no longer resolved "
+        f"({len(c.common)} instance(s) compared with {c.baseline})"
+    )
+
+
+def verdict_text(c: Comparison) -> Text:
+    style = "bold green" if c.common and not c.regressed else "bold red"
+    return Text(verdict_line(c), style=style)
+
+
+def render_comparison(comparison: Comparison) -> Group:
+    """A comparison as rich renderables: verdict, row delta, status changes, new errors,
+    repositories."""
+    c = comparison
+    parts: list[RenderableType] = [verdict_text(c)]
+    parts.append(Text(f"Run {c.run} against {c.baseline}: {comparison_scope(c)}", style="bold"))
     parts.append(
         Text(
             f"{len(c.gained)} newly resolved, {len(c.lost)} no longer resolved, "

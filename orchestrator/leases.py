@@ -1,0 +1,165 @@
+"""Leases: what a run, a validation, an assessment or an ``inspect`` shell holds while it lives.
+
+A lease is a file ``<data_dir>/active-runs/<holder>.json`` naming the run id (its containers
+and images carry it as the ``swe-green.run`` label), the instances and any extra containers it
+holds, and the process (pid, host) holding it. The holder touches the file every
+``LEASE_BEAT`` seconds (its heartbeat). A lease is live while its heartbeat is younger than
+``LEASE_TTL`` and, on this host, its process exists; a crashed holder's lease (``kill -9``,
+a reboot) therefore expires, and what it held becomes collectable. ``gc``, ``envs prune``, the
+kept-container caps and the Ray reaper never touch what a live lease holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.atomic import atomic_write_text
+
+LEASES_DIR = "active-runs"
+LEASE_BEAT = 30.0  # seconds between heartbeats
+LEASE_TTL = 300.0  # a heartbeat older than this: the holder is gone
+
+_NOT_NAME = re.compile(r"[^a-zA-Z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One lease file as read."""
+
+    run_id: str
+    path: Path
+    pid: int
+    host: str
+    started: float  # epoch seconds
+    heartbeat: float  # epoch seconds: the file's mtime
+    instances: frozenset[str] = frozenset()
+    containers: frozenset[str] = frozenset()
+    live: bool = True
+    why: str = field(default="", compare=False)  # why it is not live
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lease_path(data_dir: Path, holder: str) -> Path:
+    return Path(data_dir) / LEASES_DIR / f"{_NOT_NAME.sub('_', holder)}.json"
+
+
+@contextlib.contextmanager
+def hold_lease(
+    data_dir: Path,
+    run_id: str,
+    *,
+    instances: Iterable[str] = (),
+    containers: Iterable[str] = (),
+    holder: str | None = None,
+    beat: float = LEASE_BEAT,
+) -> Iterator[Path]:
+    """Hold a lease on run ``run_id``'s containers and images (and on ``containers`` by name)
+    while the block runs; a thread renews its heartbeat. The file goes when the block ends."""
+    path = lease_path(data_dir, holder or run_id)
+    payload = {
+        "run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
+        "started": time.time(), "instances": sorted(instances), "containers": sorted(containers),
+    }  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(payload))
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(beat):
+            with contextlib.suppress(OSError):
+                path.touch()
+
+    thread = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        path.unlink(missing_ok=True)
+
+
+def read_leases(data_dir: Path, *, now: float | None = None, ttl: float = LEASE_TTL) -> list[Lease]:
+    """Every lease file under ``data_dir``, live or expired."""
+    now = time.time() if now is None else now
+    here = socket.gethostname()
+    found = []
+    for path in sorted((Path(data_dir) / LEASES_DIR).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            heartbeat = path.stat().st_mtime
+            run_id = str(data["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        pid, host = int(data.get("pid", 0) or 0), str(data.get("host", ""))
+        why = ""
+        if host == here and not _alive(pid):
+            why = f"its process {pid} is gone"
+        elif now - heartbeat > ttl:
+            why = f"no heartbeat for {now - heartbeat:.0f} s"
+        found.append(
+            Lease(
+                run_id=run_id,
+                path=path,
+                pid=pid,
+                host=host,
+                started=float(data.get("started", 0) or 0),
+                heartbeat=heartbeat,
+                instances=frozenset(data.get("instances") or ()),
+                containers=frozenset(data.get("containers") or ()),
+                live=not why,
+                why=why,
+            )  # fmt: skip
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class LiveSet:
+    """What the live leases hold: run ids and container names."""
+
+    runs: frozenset[str]
+    containers: frozenset[str]
+    expired_runs: frozenset[str]  # runs whose only leases expired (crashed holders)
+
+    def holds(self, run_id: str, name: str) -> bool:
+        return run_id in self.runs or name in self.containers
+
+
+def live_set(data_dir: Path, *, now: float | None = None) -> LiveSet:
+    leases = read_leases(data_dir, now=now)
+    live = [lease for lease in leases if lease.live]
+    runs = frozenset(lease.run_id for lease in live)
+    return LiveSet(
+        runs=runs,
+        containers=frozenset(name for lease in live for name in lease.containers),
+        expired_runs=frozenset(lease.run_id for lease in leases if not lease.live) - runs,
+    )
+
+
+def drop_expired(data_dir: Path, run_ids: Iterable[str]) -> None:
+    """Delete the expired lease files of ``run_ids`` (what they held is gone)."""
+    wanted = set(run_ids)
+    for lease in read_leases(data_dir):
+        if not lease.live and lease.run_id in wanted:
+            lease.path.unlink(missing_ok=True)

@@ -256,6 +256,9 @@ fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 source {ACTIVATE} 2>/dev/null || cd {TESTBED}
 cd {TESTBED}
 {before}
+# the index's file times are those of the set-up container: refreshed first, so that the
+# checkout rewrites only the files that differ (not every file, into the instance's layer)
+git update-index -q --refresh >/dev/null 2>&1 || true
 {checkout}
 if [ -f .gitmodules ]; then
   git -c protocol.file.allow=always submodule update --init --no-fetch -q \\

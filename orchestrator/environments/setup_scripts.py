@@ -173,6 +173,9 @@ fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 {SHELL_GIT_FUNCTION}
 source {ACTIVATE} 2>/dev/null || cd {TESTBED}
 cd {TESTBED}
+# a base commit the mirror got after the environment image was built: from the clean history
+git cat-file -e "{instance.base_commit}^{{commit}}" 2>/dev/null \\
+  || git fetch -q --no-tags {CLEAN_GIT} main || fail "fetching the base commit"
 git reset -q --hard && git -c advice.detachedHead=false checkout -q -f {instance.base_commit} \\
   || fail "checking out the base commit"
 git clean -fdq

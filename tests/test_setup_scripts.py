@@ -113,3 +113,26 @@ def test_a_base_commit_newer_than_the_environment_image_comes_from_the_clean_his
     done = subprocess.run(["bash"], input=script, capture_output=True, text=True)
     assert f"base commit ready: {base}" in done.stdout, done.stdout + done.stderr
     assert (testbed / "a.txt").read_text() == "base\n"
+
+
+def test_a_pin_without_wheels_for_the_python_falls_back_to_the_newest_of_its_series(tmp_path):
+    """scikit-learn 0.20/0.21 pin numpy==1.19.2 and scipy==1.5.2 (Python 3.6); on the 3.9
+    stand-in neither has wheels and their sources no longer build (proxy sweep,
+    docs/validation-proxy.md). numpy==1.19.* (1.19.5) has them."""
+    recipe = _recipe(packages=["numpy==1.19.2", "six==1.16.0", "nowhere==1.0.0"])
+    script = recipe_setup_script(recipe, recipe.packages)
+    body = _section(script, 'step "pinned packages"', 'step "pre-install"')
+    body = body.replace("/opt/swe", str(tmp_path))
+    # no uv; "pip" installs only what a Python 3.9 index would have
+    stub = (
+        'fail() { echo "FAILED: $*"; exit 1; }\n'
+        "command() { return 1; }\n"
+        'python() { for a in "$@"; do :; done; '
+        'case "$a" in "numpy==1.19.*"|"six==1.16.0") echo "pip: $a";; *) return 1;; esac; }\n'
+    )
+    done = subprocess.run(["bash", "-c", stub + body], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "pin numpy==1.19.2 replaced by numpy==1.19.*" in done.stdout
+    assert "dropped pin nowhere==1.0.0" in done.stdout
+    assert "dropped pin six" not in done.stdout and "dropped pin numpy" not in done.stdout
+    assert (tmp_path / "dropped-pins.txt").read_text() == "nowhere==1.0.0\n"

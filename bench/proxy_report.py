@@ -89,6 +89,7 @@ def build_rows(
     records: dict[str, tuple[SweepRecord, Path]],
     causes: dict,
     cold: dict[str, float] | None = None,
+    outputs: dict[str, Path] | None = None,
 ) -> list[Row]:
     """The report's rows (pure: every input already read)."""
     recipes = load_recipes()
@@ -115,6 +116,7 @@ def build_rows(
             row.env_built += 1
             if inst["instance_id"] in (cold or {}):
                 row.cold.append((cold or {})[inst["instance_id"]])
+        run_dir = (outputs or {}).get(inst["instance_id"], run_dir)  # a cached record has none
         unread = unread_tests(run_dir, inst, recipes[key].log_format)
         if unread is not None:
             row.runner_started += 1
@@ -204,13 +206,17 @@ def main() -> None:
         prepared[rec["instance_id"]] = rec
     records: dict[str, tuple[SweepRecord, Path]] = {}
     cold: dict[str, float] = {}  # an instance's cold set-up, from whichever run built it
+    outputs: dict[str, Path] = {}  # the last run holding an instance's gold output
     for run in args.runs:
         for record in merge_records(load_records(run)):
             records[record.instance_id] = (record, run)
             if record.timings.get("setup") and not record.env_cache_hit:
                 cold[record.instance_id] = record.timings["setup"]
+            gold = run / "instances" / record.instance_id / "validation_gold_output.txt"
+            if gold.is_file():
+                outputs[record.instance_id] = run
     causes = json.loads(args.causes.read_text()) if args.causes else {}
-    text = markdown(build_rows(dataset, prepared, records, causes, cold), args.wall)
+    text = markdown(build_rows(dataset, prepared, records, causes, cold, outputs), args.wall)
     if args.notes:
         text += "\n" + args.notes.read_text()
     args.out.write_text(text)

@@ -77,3 +77,62 @@ def test_exact_python_from_a_mirror_then_the_nearest_base_image_python():
     assert "could not fetch Python 3.6" in script  # the fallback, said in the log
     assert "rm -rf /opt/swe/python-mirror" in script  # the copy is in no image
     assert "UV_PYTHON_INSTALL_MIRROR" not in recipe_setup_script(_recipe(), [])
+
+
+def test_a_base_commit_newer_than_the_environment_image_comes_from_the_clean_history(tmp_path):
+    """The environment image's repository is the mirror as it was when the image was built;
+    a base commit fetched into the mirror later (the proxy sweep of docs/validation-proxy.md
+    met it: "reference is not a tree") is fetched from the clean history phase 4 puts in."""
+    from orchestrator.environments.repo_cache import export_clean_git
+    from orchestrator.environments.setup_scripts import CLEAN_GIT, SWE_DIR, TESTBED
+
+    def git(*args: str, cwd=None) -> str:
+        env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}  # fmt: skip
+        return subprocess.run(
+            ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    work = tmp_path / "work"
+    git("init", "-q", "-b", "main", str(work))
+    (work / "a.txt").write_text("release\n")
+    git("add", "a.txt", cwd=work)
+    git("commit", "-qm", "release", cwd=work)
+    release = git("rev-parse", "HEAD", cwd=work)
+    testbed = tmp_path / "testbed"
+    git("clone", "-q", str(work), str(testbed))  # the environment image, built now
+    (work / "a.txt").write_text("base\n")
+    git("commit", "-qam", "base", cwd=work)  # the mirror gets the base commit later
+    base = git("rev-parse", "HEAD", cwd=work)
+    swe = tmp_path / "swe"
+    export_clean_git(work / ".git", base, swe / "clean-git")
+    instance = Instance(instance_id="a__b-1", repo="a/b", base_commit=base,
+                        environment_setup_commit=release)  # fmt: skip
+    script = base_commit_script(instance, None).replace(CLEAN_GIT, str(swe / "clean-git"))
+    script = script.replace(SWE_DIR, str(swe)).replace(TESTBED, str(testbed))
+    done = subprocess.run(["bash"], input=script, capture_output=True, text=True)
+    assert f"base commit ready: {base}" in done.stdout, done.stdout + done.stderr
+    assert (testbed / "a.txt").read_text() == "base\n"
+
+
+def test_a_pin_without_wheels_for_the_python_falls_back_to_the_newest_of_its_series(tmp_path):
+    """scikit-learn 0.20/0.21 pin numpy==1.19.2 and scipy==1.5.2 (Python 3.6); on the 3.9
+    stand-in neither has wheels and their sources no longer build (proxy sweep,
+    docs/validation-proxy.md). numpy==1.19.* (1.19.5) has them."""
+    recipe = _recipe(packages=["numpy==1.19.2", "six==1.16.0", "nowhere==1.0.0"])
+    script = recipe_setup_script(recipe, recipe.packages)
+    body = _section(script, 'step "pinned packages"', 'step "pre-install"')
+    body = body.replace("/opt/swe", str(tmp_path))
+    # no uv; "pip" installs only what a Python 3.9 index would have
+    stub = (
+        'fail() { echo "FAILED: $*"; exit 1; }\n'
+        "command() { return 1; }\n"
+        'python() { for a in "$@"; do :; done; '
+        'case "$a" in "numpy==1.19.*"|"six==1.16.0") echo "pip: $a";; *) return 1;; esac; }\n'
+    )
+    done = subprocess.run(["bash", "-c", stub + body], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "pin numpy==1.19.2 replaced by numpy==1.19.*" in done.stdout
+    assert "dropped pin nowhere==1.0.0" in done.stdout
+    assert "dropped pin six" not in done.stdout and "dropped pin numpy" not in done.stdout
+    assert (tmp_path / "dropped-pins.txt").read_text() == "nowhere==1.0.0\n"

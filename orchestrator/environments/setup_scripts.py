@@ -28,7 +28,7 @@ PYTHON_MIRROR_DIR = f"{SWE_DIR}/python-mirror"  # a host mirror directory, durin
 
 # Bump when the set-up script changes in a way that changes what it builds: it is part of the
 # environment cache key, so images built by an older script are not reused.
-SETUP_SCRIPT_VERSION = 2
+SETUP_SCRIPT_VERSION = 3
 # pip of SWE-bench's environments' era: PEP 660 editable installs (pyproject-only projects,
 # pip >= 21.3), and PIP_CONSTRAINT still reaches isolated build environments.
 PIP_VERSION = "24.2"
@@ -137,7 +137,11 @@ if [ ${{#pins[@]}} -gt 0 ]; then
   else
     echo "installing the pins together failed; installing them one by one"
     for pin in "${{pins[@]}}"; do
+      # a release without wheels for this Python (a stand-in for the spec's): the newest of
+      # its series (numpy==1.19.2 -> numpy==1.19.*, which has them), else dropped
       install_pin "$pin" \\
+        || {{ [[ "$pin" == *==*.*.* ]] && install_pin "${{pin%.*}}.*" \\
+              && echo "pin $pin replaced by ${{pin%.*}}.*"; }} \\
         || {{ echo "dropped pin $pin"; echo "$pin" >> {SWE_DIR}/dropped-pins.txt; }}
     done
   fi
@@ -229,6 +233,10 @@ def base_commit_script(instance: Instance, reinstall: str | None, history: str =
         before, checkout, after = (
             "",
             (
+                # a base commit the mirror got after the environment image was built: from
+                # the clean history
+                f'git cat-file -e "{base}^{{commit}}" 2>/dev/null \\\n'
+                f'  || git fetch -q --no-tags {CLEAN_GIT} main || fail "fetching the base commit"\n'
                 "git reset -q --hard && git -c advice.detachedHead=false "
                 f'checkout -q -f {base} \\\n  || fail "checking out the base commit"\n'
                 "git clean -fdq\n"

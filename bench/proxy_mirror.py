@@ -266,13 +266,62 @@ def write_dataset(rows: list[dict], done: dict[str, ProxyRecord], out: Path) -> 
     tmp.replace(path)
 
 
+_SMOKE_GOLD = """\
+diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+"""
+_SMOKE_TEST = """\
+diff --git a/tests/test_calc.py b/tests/test_calc.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_calc.py
+@@ -0,0 +1,2 @@
++def test_add():
++    assert True
+"""
+
+
+def smoke() -> None:
+    """A proxy of one made-up django instance from a release tree put where pip would leave
+    it (no PyPI): the proxy base holds the bug and not the test file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        requirement = release_candidates("django/django", "3.0")[0]
+        tree = out / "sdists" / requirement.replace("==", "-")
+        (tree / "tests").mkdir(parents=True)
+        (tree / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+        (tree / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+        (tree / "tests" / "test_calc.py").write_text("def test_add():\n    assert True\n")
+        row = {"instance_id": "django__django-0", "repo": "django/django", "version": "3.0",
+               "patch": _SMOKE_GOLD, "test_patch": _SMOKE_TEST}  # fmt: skip
+        record = prepare(row, out)
+        assert record.proxy_base and not record.error, record.error
+        write_dataset([row], {row["instance_id"]: record}, out)
+        work = out / "work" / "django__django"
+        shown = _run(["git", "show", f"{record.proxy_base}:calc.py"], work)
+        assert "a - b" in shown and (out / "proxy.jsonl").read_text().count("\n") == 1
+        print(f"smoke: proxy base {record.proxy_base[:12]} of {requirement} "
+              f"(test {record.test_patch_method}, gold {record.gold_patch_method})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", default="/work/shared/data/swe-bench-verified.jsonl")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--per-version", type=int, default=None, help="first N of each version")
     parser.add_argument("--id", action="append", default=[], help="only these instances")
+    parser.add_argument("--smoke", action="store_true", help="one made-up instance, no PyPI")
     args = parser.parse_args()
+    if args.smoke:
+        smoke()
+        return
+    if args.out is None:
+        parser.error("--out is required")
     rows = [json.loads(line) for line in Path(args.dataset).read_text().splitlines() if line]
     rows = [r for r in rows if r["repo"] in REPOS and (not args.id or r["instance_id"] in args.id)]
     rows = round_robin(rows, args.per_version)

@@ -188,16 +188,48 @@ def markdown(rows: list[Row], wall: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def smoke() -> None:
+    """The rows and the Markdown of two made-up instances, one validated, one not."""
+    dataset = [
+        {"instance_id": f"django__django-{n}", "repo": "django/django", "version": "3.0",
+         "FAIL_TO_PASS": ["f"], "PASS_TO_PASS": ["p"]}
+        for n in (1, 2)
+    ]  # fmt: skip
+    prepared = {
+        r["instance_id"]: {"instance_id": r["instance_id"], "proxy_base": "b",
+                           "test_patch_method": "exact", "gold_patch_method": "exact"}
+        for r in dataset
+    }  # fmt: skip
+    common = {"repo": "django/django", "version": "3.0", "python_spec": "3.6",
+              "python_used": "3.9"}  # fmt: skip
+    records = {
+        "django__django-1": (SweepRecord(instance_id="django__django-1", ok=True, stage="done",
+                                         **common), Path(".")),
+        "django__django-2": (SweepRecord(instance_id="django__django-2", ok=False,
+                                         stage="setup", message="pip failed", **common),
+                             Path(".")),
+    }  # fmt: skip
+    text = markdown(build_rows(dataset, prepared, records, {}), "1 s")
+    assert "django" in text and "3.0" in text, text
+    print(f"smoke: {len(text.splitlines())} lines of report for 2 made-up instances")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("runs", nargs="*", type=Path, help="run directories of the sweep")
     parser.add_argument("--dataset", default="/work/shared/data/swe-bench-verified.jsonl")
-    parser.add_argument("--prepare", type=Path, required=True)
+    parser.add_argument("--prepare", type=Path)
     parser.add_argument("--causes", type=Path, default=None)
     parser.add_argument("--notes", type=Path, default=None, help="Markdown to append")
     parser.add_argument("--wall", default="–")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--smoke", action="store_true", help="two made-up instances")
     args = parser.parse_args()
+    if args.smoke:
+        smoke()
+        return
+    if args.prepare is None or args.out is None:
+        parser.error("--prepare and --out are required")
     dataset = [json.loads(x) for x in Path(args.dataset).read_text().splitlines() if x]
     dataset = [r for r in dataset if r["repo"] in REPOS]
     prepared = {}

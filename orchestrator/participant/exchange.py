@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -45,7 +45,7 @@ class Turn(BaseModel):
     """The participant's answer to one message."""
 
     parts: list[Any] = Field(default_factory=list)
-    state: int | None = None  # TaskState of the task that carried the answer, if any
+    state: TaskState | None = None  # of the task that carried the answer, if any
     task_id: str | None = None
     status_text: str = ""
     events: int = 0
@@ -193,4 +193,5 @@ async def _stream(client: Client, message: Message) -> AsyncIterator[AsyncIterat
         yield events
     finally:
         with contextlib.suppress(Exception):
-            await events.aclose()
+            if isinstance(events, AsyncGenerator):  # annotated as an iterator; is a generator
+                await events.aclose()

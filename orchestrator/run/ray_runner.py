@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from orchestrator.atomic import atomic_write_bytes
@@ -71,7 +72,8 @@ class RayRunner:
         self._run_task = _remote(ray_node.run_on_node, num_cpus=0)
         self._housekeeping = _remote(ray_node.housekeeping_on_node, num_cpus=0)
         self._environments = _remote(ray_node.environments_on_node, num_cpus=0)
-        self.board = ray.remote(num_cpus=0)(PhaseBoard).remote()
+        # Any: ray's ActorHandle typing does not model `handle.method.remote()`
+        self.board: Any = ray.remote(num_cpus=0)(PhaseBoard).remote()
         self._poller: asyncio.Task[None] | None = None
         self._on_phase: PhaseCallback | None = None
 
@@ -89,7 +91,7 @@ class RayRunner:
         try:
             ray.init(
                 address=address, namespace="swe-green", log_to_driver=False,
-                ignore_reinit_error=True, logging_level="WARNING",
+                ignore_reinit_error=True, logging_level=logging.WARNING,
             )  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UserError(

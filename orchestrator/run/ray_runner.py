@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.atomic import atomic_write_bytes
 from orchestrator.errors import UserError, first_line
@@ -27,6 +27,9 @@ from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback
 from orchestrator.run.placement import Placement
 from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.run.runner import InstanceRunner
 
 try:
     import ray
@@ -247,3 +250,8 @@ class RayRunner:
             for instance_id, phase in events:
                 if self._on_phase is not None:
                     self._on_phase(instance_id, phase)
+
+
+# mypy checks that the classes implement their Protocols (nothing to do at run time)
+if TYPE_CHECKING:
+    _runner: type[InstanceRunner] = RayRunner

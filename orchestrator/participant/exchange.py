@@ -29,7 +29,7 @@ from orchestrator.participant.transcript import Transcript
 
 # states that end a turn and wait for the next message in the same task
 INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED}
-BROKEN = {
+BROKEN: dict[int, str] = {  # by TaskState (an int, as Turn.state holds it)
     TaskState.TASK_STATE_FAILED: "failed",
     TaskState.TASK_STATE_REJECTED: "rejected",
     TaskState.TASK_STATE_CANCELED: "canceled",
@@ -45,7 +45,7 @@ class Turn(BaseModel):
     """The participant's answer to one message."""
 
     parts: list[Any] = Field(default_factory=list)
-    state: TaskState | None = None  # of the task that carried the answer, if any
+    state: int | None = None  # TaskState of the task that carried the answer, if any
     task_id: str | None = None
     status_text: str = ""
     events: int = 0

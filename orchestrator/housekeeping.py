@@ -421,10 +421,10 @@ def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[
             )  # fmt: skip
         )
     by_id = {image.id: image for image in found}
-    for image in found:
-        if image.kind == "instance" and image.parent in by_id:
-            env = by_id[image.parent]
-            env.last_used = max(env.last_used, image.last_used)
+    for cached in found:
+        if cached.kind == "instance" and cached.parent in by_id:
+            env = by_id[cached.parent]
+            env.last_used = max(env.last_used, cached.last_used)
     return sorted(found, key=lambda i: (i.last_used, i.kind == "env", i.tag))
 
 

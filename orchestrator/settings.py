@@ -470,11 +470,13 @@ def setting_sources() -> dict[str, str]:
         in_file = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (OSError, tomllib.TOMLDecodeError):
         in_file = {}
-    in_file = {k for group in _nest(in_file).values() if isinstance(group, dict) for k in group}
+    in_file_names = {
+        k for group in _nest(in_file).values() if isinstance(group, dict) for k in group
+    }
     for name in GROUP_OF:
         if f"{ENV_PREFIX}{name.upper()}" in env_names:
             sources[name] = "env"
-        elif name in in_file:
+        elif name in in_file_names:
             sources[name] = "file"
     return sources
 

@@ -423,7 +423,8 @@ def _str_replace(path: str, args):
             )
         raise ToolError(f"old_str was not found in {path} (0 matches); {hint}")
     if count > 1:
-        positions, start = [], 0
+        positions: list[str] = []
+        start = 0
         while len(positions) < 20:
             index = text.find(old, start)
             if index < 0:
@@ -757,7 +758,8 @@ def serve(port: int) -> int:
         try:
             pid = os.fork()
         except OSError:  # no process left (the pids limit): try again a little later
-            os.close(ready), os.close(ready_w)
+            os.close(ready)
+            os.close(ready_w)
             time.sleep(0.2)
             continue
         if pid == 0:

@@ -197,7 +197,8 @@ def build_env_image(
         built.shared_history = share_history(ctx, instance, sandbox, log_path)
         if built.shared_history is not None:
             labels[LABEL_SHARED_HISTORY] = built.shared_history
-        sandbox.snapshot(*name.rsplit(":", 1), labels=labels)
+        repository, tag = name.rsplit(":", 1)
+        sandbox.snapshot(repository, tag, labels=labels)
     log.info("setup.done", image=name)
     return built
 
@@ -343,9 +344,9 @@ def ensure_instance_image(
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
         with building(ctx, sandbox, "base commit"):
             check_out_base(ctx, instance, sandbox, log_path, reinstall, shared_history)
+            repository, tag = name.rsplit(":", 1)
             sandbox.snapshot(
-                *name.rsplit(":", 1),
-                labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
+                repository, tag, labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key}
             )
     if registry:
         push_shared(ctx.backend, registry, name, log_path, what=what)

@@ -172,7 +172,7 @@ def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> N
         stop=stop_after_attempt(DEBOOTSTRAP_ATTEMPTS),
         wait=wait_fixed(5),
         before_sleep=lambda state: progress(
-            f"debootstrap {suite}: {state.outcome.exception()}; trying again"
+            f"debootstrap {suite}: {state.outcome and state.outcome.exception()}; trying again"
         ),
         reraise=True,
     )

@@ -64,7 +64,8 @@ def _retry_after(exc: BaseException | None) -> float:
 def describe(exc: BaseException) -> str:
     if isinstance(exc, anthropic.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        raw_error = body.get("error")
+        error = raw_error if isinstance(raw_error, dict) else {}
         detail = error.get("message") or str(exc)
         return f"HTTP {exc.status_code} {error.get('type', type(exc).__name__)}: {detail}"
     return f"{type(exc).__name__}: {exc}"
@@ -130,7 +131,8 @@ class _RetryPolicy:
         return Retrying(
             retry=retry_if_exception_type(TRANSIENT_ERRORS),
             wait=self.wait,
-            stop=stop_after_attempt(self.retry.attempts) | self.past_deadline,
+            # tenacity combines any stop callable; its `__or__` is annotated for stop_base only
+            stop=stop_after_attempt(self.retry.attempts) | self.past_deadline,  # type: ignore[operator]
             before_sleep=self.log_retry,
             reraise=True,
         )

@@ -93,12 +93,11 @@ def _valid_shard(value: str) -> str:
     return value
 
 
-def _count(limit: float) -> Any:
-    return Annotated[int, Ge(1), Le(int(limit)), BeforeValidator(_not_bool)]
-
-
-def _seconds(limit: float) -> Any:
-    return Annotated[float, Gt(0), Le(limit), BeforeValidator(_finite)]
+# a field is ``Annotated[_Count, Le(its limit), _NOT_BOOL]`` (nested ``Annotated`` flattens;
+# the validator comes last so that the bounds stay those of the number's own schema)
+_Count = Annotated[int, Ge(1)]
+_Seconds = Annotated[float, Gt(0)]
+_NOT_BOOL, _FINITE = BeforeValidator(_not_bool), BeforeValidator(_finite)
 
 
 class AssessmentConfig(BaseModel):
@@ -111,7 +110,7 @@ class AssessmentConfig(BaseModel):
     )
     pattern: str | None = Field(None, description="fnmatch glob on instance_id, e.g. 'django__*'.")
     repo: str | None = Field(None, description="Only this repository ('owner/name' or 'name').")
-    count: _count(LIMITS["count"]) | None = Field(
+    count: Annotated[_Count, Le(int(LIMITS["count"])), _NOT_BOOL] | None = Field(
         None,
         description="Keep the first N selected instances; -1 = all "
         "(synonyms: num_instances, max_rows).",
@@ -122,10 +121,10 @@ class AssessmentConfig(BaseModel):
     shard_index: Annotated[int, Ge(0), BeforeValidator(_not_bool)] | None = Field(
         None, description="0-based shard index (with num_shards; the workflows' form of shard)."
     )
-    num_shards: _count(LIMITS["num_shards"]) | None = Field(
+    num_shards: Annotated[_Count, Le(int(LIMITS["num_shards"])), _NOT_BOOL] | None = Field(
         None, description="Number of shards (with shard_index)."
     )
-    concurrency: _count(LIMITS["concurrency"]) | None = Field(
+    concurrency: Annotated[_Count, Le(int(LIMITS["concurrency"])), _NOT_BOOL] | None = Field(
         None,
         description="Instances at once, capped at what the green agent's host allows "
         "(synonym: max_concurrent_rows).",
@@ -133,19 +132,19 @@ class AssessmentConfig(BaseModel):
     setup_strategy: Literal["auto", "recipe", "llm"] | None = Field(
         None, description="Environment setup: auto, recipe or llm."
     )
-    instance_timeout: _seconds(LIMITS["instance_timeout"]) | None = Field(
+    instance_timeout: Annotated[_Seconds, Le(LIMITS["instance_timeout"]), _FINITE] | None = Field(
         None, description="Seconds for the participant per instance."
     )
-    tool_timeout: _seconds(LIMITS["tool_timeout"]) | None = Field(
+    tool_timeout: Annotated[_Seconds, Le(LIMITS["tool_timeout"]), _FINITE] | None = Field(
         None, description="Seconds per tool call."
     )
-    test_timeout: _seconds(LIMITS["test_timeout"]) | None = Field(
+    test_timeout: Annotated[_Seconds, Le(LIMITS["test_timeout"]), _FINITE] | None = Field(
         None, description="Seconds for one test run."
     )
-    participant_timeout: _seconds(LIMITS["participant_timeout"]) | None = Field(
-        None, description="Seconds to wait for one reply from the participant."
+    participant_timeout: Annotated[_Seconds, Le(LIMITS["participant_timeout"]), _FINITE] | None = (
+        Field(None, description="Seconds to wait for one reply from the participant.")
     )
-    max_tool_calls: _count(LIMITS["max_tool_calls"]) | None = Field(
+    max_tool_calls: Annotated[_Count, Le(int(LIMITS["max_tool_calls"])), _NOT_BOOL] | None = Field(
         None, description="Tool calls per instance."
     )
     validate_env: bool | None = Field(

@@ -85,13 +85,18 @@ def select_instances(settings: Settings, ids, pattern, repo, count, shard):  # n
 
 
 def start_cli_run(
-    settings: Settings, kind: str, resume: Path | None, output: Path | None, **config: object
+    settings: Settings,
+    kind: str,
+    resume: Path | None,
+    output: Path | None,
+    run_id: str | None = None,
+    **config: object,
 ) -> RunContext:
     """A run of a CLI command (``run``, ``validate``), new or resumed; see :mod:`.bootstrap`."""
     from orchestrator.run.bootstrap import start_run
     from orchestrator.sandbox.factory import backend_from
 
-    run_id = config.pop("run_id", None) or (resume.name if resume else None)
+    run_id = run_id or (resume.name if resume else None)
     backend = backend_from(settings)
     return start_run(
         settings, backend, kind=kind, run_id=run_id, run_dir=resume or output,

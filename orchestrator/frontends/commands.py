@@ -175,10 +175,10 @@ def validation_report_cmd(
         raise UserError(f"No validation records in {joined}.", "run `swe-green validate` first.")
     if save_records is not None:
         write_records(records, save_records)
-    run = " ".join(map(str, runs))
+    run_paths = " ".join(map(str, runs))
     if notes is not None and not notes.is_file():
         raise UserError(f"No notes file at {notes}.", "pass a Markdown file, or leave --notes out.")
-    command = f"swe-green validation-report {run} --out {out or 'docs/validation.md'}" + (
+    command = f"swe-green validation-report {run_paths} --out {out or 'docs/validation.md'}" + (
         f" --notes {notes}" if notes else ""
     )
     text = validation_markdown(

@@ -354,8 +354,8 @@ def evaluate(
     )
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
-    excluded = (list(excluded_p2p), list(excluded_f2p))
-    return _judge(run, instance, recipe, gradeable, excluded, timeout, common)
+    excluded_tests = (list(excluded_p2p), list(excluded_f2p))
+    return _judge(run, instance, recipe, gradeable, excluded_tests, timeout, common)
 
 
 def _judge(

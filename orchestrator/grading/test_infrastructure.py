@@ -122,7 +122,7 @@ def drop_test_infrastructure(
     gold_kinds = {compiled_kind(part) for part in gold_parts} - {None}
     runners = runner_files(recipe)
     runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
-    kept, dropped = [], []
+    kept, dropped = [], list[str]()
     for part in parts:
         creates = bool(_CREATES.search(part.text))
         kind = compiled_kind(part)

@@ -31,11 +31,9 @@ def from_wire(parts: Iterable[WirePart]) -> list[Part]:
 async def enqueue_task_once(context: RequestContext, event_queue: EventQueue) -> None:
     """A2A wants a Task on the queue before any status update: enqueue it on the first turn."""
     if context.current_task is None:
+        task_id, context_id, message = context.task_id, context.context_id, context.message
+        # A2A's request handler sets them before it calls the executor
+        assert task_id is not None and context_id is not None and message is not None
         await event_queue.enqueue_event(
-            new_task(
-                context.task_id,
-                context.context_id,
-                TaskState.TASK_STATE_SUBMITTED,
-                history=[context.message],
-            )
+            new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=[message])
         )

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -29,7 +29,7 @@ from orchestrator.participant.transcript import Transcript
 
 # states that end a turn and wait for the next message in the same task
 INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED}
-BROKEN = {
+BROKEN: dict[int, str] = {  # by TaskState (an int, as Turn.state holds it)
     TaskState.TASK_STATE_FAILED: "failed",
     TaskState.TASK_STATE_REJECTED: "rejected",
     TaskState.TASK_STATE_CANCELED: "canceled",
@@ -193,4 +193,5 @@ async def _stream(client: Client, message: Message) -> AsyncIterator[AsyncIterat
         yield events
     finally:
         with contextlib.suppress(Exception):
-            await events.aclose()
+            if isinstance(events, AsyncGenerator):  # annotated as an iterator; is a generator
+                await events.aclose()

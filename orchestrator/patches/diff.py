@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -88,8 +88,9 @@ def scan(lines: list[str], starts: tuple[str, ...] = GIT_STARTS) -> Iterator[Lin
             i += 1
 
 
-def _hunk_body(lines: list[str], i: int, match: re.Match[str]) -> Iterator[Line]:
-    """The body lines of a hunk, by its counts; a line no hunk can hold ends it early."""
+def _hunk_body(lines: list[str], i: int, match: re.Match[str]) -> Generator[Line, None, int]:
+    """The body lines of a hunk, by its counts; a line no hunk can hold ends it early (returns
+    the index of the line after it)."""
     old = int(match[2]) if match[2] is not None else 1
     new = int(match[4]) if match[4] is not None else 1
     while i < len(lines) and (old > 0 or new > 0):
@@ -212,7 +213,7 @@ def drop_files(patch: str, files: Iterable[str]) -> tuple[str, list[str]]:
     """``patch`` without the sections that touch any of ``files``, and the paths dropped."""
     unwanted = set(files)
     preamble, sections = split_patch(patch, GIT_STARTS)
-    kept, dropped = [preamble], []
+    kept, dropped = [preamble], list[str]()
     for section in sections:
         paths = section.names
         if unwanted.intersection(paths):

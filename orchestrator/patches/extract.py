@@ -91,7 +91,8 @@ def _fenced_blocks(text: str) -> Iterator[tuple[str, str]]:
 
 def _bare_diffs(text: str) -> list[str]:
     """Runs of diff lines in prose: from a file header to the first line no diff can hold."""
-    blocks, current = [], []
+    blocks: list[str] = []
+    current: list[str] = []
     for line in scan(text.splitlines(keepends=True)):
         if line.kind == "start" or (current and line.kind != "other"):
             current.append(line.text)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.atomic import atomic_write_bytes
 from orchestrator.errors import UserError, first_line
@@ -26,6 +27,9 @@ from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback
 from orchestrator.run.placement import Placement
 from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.run.runner import InstanceRunner
 
 try:
     import ray
@@ -71,7 +75,8 @@ class RayRunner:
         self._run_task = _remote(ray_node.run_on_node, num_cpus=0)
         self._housekeeping = _remote(ray_node.housekeeping_on_node, num_cpus=0)
         self._environments = _remote(ray_node.environments_on_node, num_cpus=0)
-        self.board = ray.remote(num_cpus=0)(PhaseBoard).remote()
+        # Any: ray's ActorHandle typing does not model `handle.method.remote()`
+        self.board: Any = ray.remote(num_cpus=0)(PhaseBoard).remote()
         self._poller: asyncio.Task[None] | None = None
         self._on_phase: PhaseCallback | None = None
 
@@ -89,7 +94,7 @@ class RayRunner:
         try:
             ray.init(
                 address=address, namespace="swe-green", log_to_driver=False,
-                ignore_reinit_error=True, logging_level="WARNING",
+                ignore_reinit_error=True, logging_level=logging.WARNING,
             )  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UserError(
@@ -245,3 +250,8 @@ class RayRunner:
             for instance_id, phase in events:
                 if self._on_phase is not None:
                     self._on_phase(instance_id, phase)
+
+
+# mypy checks that the classes implement their Protocols (nothing to do at run time)
+if TYPE_CHECKING:
+    _runner: type[InstanceRunner] = RayRunner

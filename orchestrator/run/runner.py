@@ -8,7 +8,7 @@ the report are the same whichever runner it is given.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from orchestrator.housekeeping import list_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult
@@ -92,3 +92,8 @@ def runner_for(settings: Settings) -> InstanceRunner:
 
         return RayRunner.connect(settings)
     return LocalRunner()
+
+
+# mypy checks that the classes implement their Protocols (nothing to do at run time)
+if TYPE_CHECKING:
+    _runner: type[InstanceRunner] = LocalRunner

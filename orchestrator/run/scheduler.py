@@ -15,7 +15,7 @@ import inspect
 import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -63,13 +63,13 @@ class _Progress:
 
     def event(self, kind: str, **fields: object) -> ProgressEvent:
         return ProgressEvent(
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             done=len(self.results),
             total=self.total,
             statuses=dict(self.statuses),
             in_flight=dict(self.in_flight),
             elapsed=time.monotonic() - self.started,
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
 
     async def emit(self, kind: str, **fields: object) -> None:
@@ -184,7 +184,7 @@ async def _evaluate(
 async def _run_all(
     ctx: RunContext,
     runner: InstanceRunner,
-    todo: list[Awaitable[None]],
+    todo: Sequence[Awaitable[None]],
     results: dict[str, InstanceResult],
 ) -> None:
     """Await every instance; interrupted, start nothing new and remove the work in flight."""

@@ -78,9 +78,7 @@ def run_checks(target: Target, names: list[str] | None = None) -> list[CheckResu
         except (ConformanceFailure, SandboxError) as exc:
             outcome, message = "failed", f"{type(exc).__name__}: {exc}"
         seconds = round(time.monotonic() - started, 2)
-        results.append(
-            CheckResult(name=name, outcome=outcome, message=message, seconds=seconds)  # type: ignore[arg-type]
-        )
+        results.append(CheckResult(name=name, outcome=outcome, message=message, seconds=seconds))
     return results
 
 
@@ -94,7 +92,7 @@ def started(target: Target, **fields: object) -> Iterator[Sandbox]:
     fields.setdefault("run_id", target.run_id)
     fields.setdefault("instance_id", "conformance")
     fields.setdefault("role", "check")
-    sandbox = target.backend.start(target.image, SandboxSpec(**fields))  # type: ignore[arg-type]
+    sandbox = target.backend.start(target.image, SandboxSpec(**fields))
     try:
         yield sandbox
     finally:

@@ -4,7 +4,7 @@ turns a config into a deployment): the CLI, the server, the run driver and Ray n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from orchestrator.sandbox.protocol import SandboxBackend
 
@@ -18,7 +18,7 @@ def backend_from(settings: Settings | SandboxSettings, *, timeout: float = 60) -
 
     Raises :class:`.errors.BackendUnavailable` when the Docker engine does not answer.
     """
-    sandbox: SandboxSettings = getattr(settings, "sandbox", settings)  # type: ignore[assignment]
+    sandbox = cast("SandboxSettings", getattr(settings, "sandbox", settings))
     if sandbox.backend == "local":
         from orchestrator.sandbox.local import LocalBackend
 

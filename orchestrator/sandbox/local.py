@@ -17,12 +17,15 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from orchestrator.sandbox import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 from orchestrator.sandbox.archives import pack, unpack
 from orchestrator.sandbox.errors import SandboxError, Unsupported
 from orchestrator.sandbox.models import OutputCap
+
+if TYPE_CHECKING:
+    from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
 
 LOCAL_IMAGE = "local"
 
@@ -242,3 +245,9 @@ class LocalBackend:
         self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
     ) -> Iterator[str]:
         raise Unsupported("the local backend cannot build images")
+
+
+# mypy checks that the classes implement their Protocols (nothing to do at run time)
+if TYPE_CHECKING:
+    _sandbox: type[Sandbox] = LocalSandbox
+    _backend: type[SandboxBackend] = LocalBackend

@@ -36,6 +36,11 @@ class Sandbox(Protocol):
         """The image it started from."""
         ...
 
+    @property
+    def limits(self) -> Limits:
+        """Its output cap, disk budget and the like (as started or attached)."""
+        ...
+
     def labels(self) -> dict[str, str]: ...
 
     def exec(

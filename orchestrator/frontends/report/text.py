@@ -283,10 +283,11 @@ def render_comparison(comparison: Comparison) -> Group:
         table = Table(title=title)
         for column in ("instance", "repository", c.baseline, c.run, "reason"):
             table.add_column(column, overflow="fold")
-        for change in changes:
+        for status_change in changes:
             table.add_row(
-                change.instance_id, change.repo, _status_text(change.before),
-                _status_text(change.after), change.reason,
+                status_change.instance_id, status_change.repo,
+                _status_text(status_change.before), _status_text(status_change.after),
+                status_change.reason,
             )  # fmt: skip
         parts.append(table)
     if c.new_errors:

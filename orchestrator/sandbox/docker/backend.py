@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
@@ -29,6 +30,9 @@ from orchestrator.sandbox.models import (
     Limits,
     SandboxSpec,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
 
 # ---------------------------------------------------------------------------- the backend
 _FIX = (
@@ -220,3 +224,9 @@ def _image_info(image: Image) -> ImageInfo:
         labels=dict(image.labels or {}), size=image.attrs.get("Size", 0) or 0,
         parent=image.attrs.get("Parent", "") or "", created=image.attrs.get("Created", ""),
     )  # fmt: skip
+
+
+# mypy checks that the classes implement their Protocols (nothing to do at run time)
+if TYPE_CHECKING:
+    _sandbox: type[Sandbox] = DockerSandbox
+    _backend: type[SandboxBackend] = DockerBackend

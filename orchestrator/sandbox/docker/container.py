@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import docker
 import requests
@@ -102,7 +102,7 @@ class DockerSandbox:
             if spec.files is not None:
                 restore(sandbox, spec.files)
             if spec.limits.disk is not None:
-                watcher = _disk_watcher(client, container.id, spec.limits)
+                watcher = _disk_watcher(client, _str(container.id), spec.limits)
                 if spec.files is not None:
                     watcher.baseline = watcher.layer_size() or 0
                 sandbox.disk_watcher = watcher.start()
@@ -125,11 +125,11 @@ class DockerSandbox:
 
     @property
     def id(self) -> str:
-        return self.container.id
+        return _str(self.container.id)
 
     @property
     def name(self) -> str:
-        return self.container.name
+        return _str(self.container.name)
 
     def labels(self) -> dict[str, str]:
         return dict(self.container.labels)
@@ -179,7 +179,7 @@ class DockerSandbox:
     def changes(self) -> list[dict[str, object]]:
         """The engine's list of the container's changes over its image (path, kind)."""
         try:
-            return list(self.client.api.diff(self.container.id) or [])
+            return list(self.client.api.diff(self.id) or [])
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"cannot list the changes of container {self.name}: {exc}") from exc
 
@@ -195,7 +195,7 @@ class DockerSandbox:
             )
         except _ENGINE_ERRORS as exc:
             raise self._error("snapshot", exc) from exc
-        return image.id
+        return _str(image.id)
 
     @property
     def disk_exceeded(self) -> bool:
@@ -400,7 +400,7 @@ class DockerSandbox:
         try:
             mk = self.container.exec_run(["mkdir", "-p", directory])
             if mk.exit_code != 0:
-                detail = mk.output.decode(errors="replace").strip()
+                detail = cast(bytes, mk.output).decode(errors="replace").strip()  # not streamed
                 raise SandboxError(f"cannot create {directory}: {detail}")
             self.container.put_archive(directory, tar_bytes)
         except _ENGINE_ERRORS as exc:
@@ -426,6 +426,12 @@ class DockerSandbox:
 
     def _label(self) -> str:
         try:
-            return self.container.name
+            return _str(self.container.name)
         except Exception:  # noqa: BLE001 - a name is only for the message
-            return self.container.id[:12]
+            return _str(self.container.id)[:12]
+
+
+def _str(value: str | None) -> str:
+    """A container's or image's id or name: docker's stubs allow None, the engine always sets
+    them on a model it returned."""
+    return cast(str, value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 import docker
 import requests
@@ -55,7 +56,12 @@ def _run_container(
         try:
             # the quota sits a little above the budget so that the watcher, which gives
             # the clear `disk_limit` outcome, fires first; the quota is the backstop
-            extra = {"storage_opt": {"size": str(int(limits.disk * 1.05))}} if quota else {}
+            extra = (
+                {"storage_opt": {"size": str(int(limits.disk * 1.05))}}
+                if quota and limits.disk is not None
+                else {}
+            )
+
             container = client.containers.create(image, **options, **extra)  # type: ignore[arg-type]
         except APIError as exc:
             if not quota or not _is_storage_opt_error(exc):
@@ -119,14 +125,14 @@ def writable_layer_dir(client: docker.DockerClient, container_id: str) -> str | 
     return upper if upper and os.access(upper, os.R_OK | os.X_OK) else None
 
 
-def _close(sock: object) -> None:
+def _close(sock: Any) -> None:  # a socket.socket, or docker-py's SocketIO around one
     for target in (getattr(sock, "_sock", None), sock):
         if target is None:
             continue
         try:
             if isinstance(target, socket.socket):
                 target.shutdown(socket.SHUT_RDWR)
-            target.close()  # type: ignore[attr-defined]
+            target.close()
         except OSError:
             pass
 

@@ -377,6 +377,16 @@ def _reachable_in(mirror: Path, commit: str) -> set[str]:
     return {line.split()[0] for line in listed.splitlines()}
 
 
+def _newer_and_older(rows: dict, mirror: Path) -> tuple[dict, dict]:
+    """demo__calc-1, and a made-up instance of its environment based on its base's parent."""
+    newer = rows["demo__calc-1"]
+    older_base = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-parse", f"{newer['base_commit']}~1"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    return newer, newer | {"instance_id": "demo__calc-older", "base_commit": older_base}
+
+
 def test_instances_of_one_environment_share_its_history_and_add_only_their_own(
     share_ctx, sandbox_of, env_settings
 ):
@@ -385,13 +395,9 @@ def test_instances_of_one_environment_share_its_history_and_add_only_their_own(
     dataset did not list when the environment was built) gets its whole history instead.
     Either way the repository holds exactly what its base reaches."""
     make, rows = share_ctx
-    newer = rows["demo__calc-1"]
     mirror = env_settings.repos.mirror_dir / "demo__calc.git"
-    older_base = subprocess.run(
-        ["git", "--git-dir", str(mirror), "rev-parse", f"{newer['base_commit']}~1"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    older = newer | {"instance_id": "demo__calc-older", "base_commit": older_base}
+    newer, older = _newer_and_older(rows, mirror)
+    older_base = older["base_commit"]
 
     # built for the newer instance alone: the shared history is its base's
     first = prepare_instance(make(newer), Instance.model_validate(newer))
@@ -416,13 +422,9 @@ def test_the_shared_history_is_the_common_ancestor_of_the_listed_bases(
     share_ctx, sandbox_of, env_settings
 ):
     make, rows = share_ctx
-    newer = rows["demo__calc-1"]
     mirror = env_settings.repos.mirror_dir / "demo__calc.git"
-    older_base = subprocess.run(
-        ["git", "--git-dir", str(mirror), "rev-parse", f"{newer['base_commit']}~1"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    older = newer | {"instance_id": "demo__calc-older", "base_commit": older_base}
+    newer, older = _newer_and_older(rows, mirror)
+    older_base = older["base_commit"]
     ctx = make(newer, older)
     prepared = prepare_instance(ctx, Instance.model_validate(newer))
     labels = ctx.backend.image_labels(prepared.env_image)

@@ -20,15 +20,7 @@ _spec.loader.exec_module(proxy_mirror)
 
 FIXED = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b):\n    return a - b\n"
-GOLD = """\
-diff --git a/calc.py b/calc.py
---- a/calc.py
-+++ b/calc.py
-@@ -1,2 +1,2 @@
- def add(a, b):
--    return a - b
-+    return a + b
-"""
+GOLD = proxy_mirror._SMOKE_GOLD  # the smoke mode's gold patch: the bug fixed in calc.py
 TEST_PATCH = """\
 diff --git a/tests/test_calc.py b/tests/test_calc.py
 new file mode 100644

@@ -258,3 +258,27 @@ def test_the_green_agent_evaluates_an_assessment_on_the_cluster(cluster, env_set
     result = json.loads((run_dir / "instances" / "demo__calc-1" / "result.json").read_text())
     assert result["status"] == "resolved"
     assert result["node"] in {w.node_id for w in workers}
+
+
+def test_a_predictions_file_is_graded_on_the_cluster(
+    cluster, env_settings, synthetic_instances, tmp_path
+):
+    """`swe-green run --predictions FILE --ray ADDRESS`: the file's patch reaches the node."""
+    from .conftest import cli_env, run_cli
+
+    ray_cluster, workers = cluster
+    predictions = tmp_path / "preds.jsonl"
+    row = {"instance_id": "demo__units-1", "model_name_or_path": "agent-x",
+           "model_patch": synthetic_instances["demo__units-1"].patch}  # fmt: skip
+    predictions.write_text(json.dumps(row) + "\n")
+    run_dir = tmp_path / "runs" / "predictions-on-ray"
+    proc = run_cli(
+        ["run", "--predictions", str(predictions), "--output", str(run_dir),
+         "--ray", ray_cluster.address],
+        {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"},
+    )  # fmt: skip
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    result = json.loads((run_dir / "instances" / "demo__units-1" / "result.json").read_text())
+    assert result["status"] == "resolved" and result["node"] in {w.node_id for w in workers}
+    assert json.loads((run_dir / "results.json").read_text())["participants"]["agent"] == "agent-x"

@@ -1014,6 +1014,9 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
         with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
             results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
             if "between_runs" in group:  # then the same again, in a fresh run directory
+                for result in results:  # what the first run kept is no later test's concern
+                    if result.container:
+                        docker_backend.remove_container(result.container)
                 extra["emptied"] = BETWEEN_RUNS[group["between_runs"]](ctx, started)
                 ctx = RunContext(
                     ctx.settings, docker_backend, TEST_RUN_ID,

@@ -35,6 +35,7 @@ from orchestrator.environments.recipes import (
     reinstall_needed,
 )
 from orchestrator.environments.repo_cache import (
+    CleanHistory,
     GitError,
     changed_paths,
     check_complete,
@@ -217,9 +218,7 @@ def share_history(
     shared = shared_commit(mirror, _peer_bases(ctx, instance))
     if shared is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        history = export_clean_git(mirror, shared, Path(tmp) / "git")
-        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    history = _put_clean_history(sandbox, mirror, shared)
     with open(log_path, "a") as fh:
         fh.write(
             f"shared history at {shared[:12]}: {history.commits} commits, "
@@ -237,6 +236,16 @@ def share_history(
     return shared
 
 
+def _put_clean_history(
+    sandbox: Sandbox, mirror: Path, commit: str, since: str | None = None
+) -> CleanHistory:
+    """:func:`export_clean_git` of ``commit`` put at ``CLEAN_GIT`` in ``sandbox``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        history = export_clean_git(mirror, commit, Path(tmp) / "git", since=since)
+        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    return history
+
+
 def _peer_bases(ctx: RunContext, instance: Instance) -> list[str]:
     """The base commits of the dataset's instances of this environment (same repository
     and set-up commit), this instance's first."""
@@ -245,7 +254,7 @@ def _peer_bases(ctx: RunContext, instance: Instance) -> list[str]:
     bases = [instance.base_commit]
     try:
         rows = load_instances(ctx.settings.dataset.dataset)
-    except Exception as exc:  # noqa: BLE001 - a dataset that cannot be read: share only its own
+    except (UserError, OSError, ValueError) as exc:  # unreadable here: share only its own
         ctx.instance_log(instance).warning("share_history.no_dataset", error=str(exc)[:200])
         return bases
     key = (instance.repo, instance.environment_setup_commit)
@@ -392,9 +401,7 @@ def check_out_base(
         mode, since = "add", shared_history
     else:
         mode, since = "replace", None
-    with tempfile.TemporaryDirectory() as tmp:
-        history = export_clean_git(mirror, instance.base_commit, Path(tmp) / "git", since=since)
-        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    history = _put_clean_history(sandbox, mirror, instance.base_commit, since)
     with open(log_path, "a") as fh:
         beyond = f" beyond the shared history at {since[:12]}" if since else ""
         fh.write(

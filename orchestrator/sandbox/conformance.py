@@ -87,6 +87,15 @@ def expect(condition: object, message: str) -> None:
         raise ConformanceFailure(message)
 
 
+def expect_raises(error: type[Exception], call: Callable[[], object], what: str) -> None:
+    """``call()`` must raise ``error`` (the interface's promise for ``what``)."""
+    try:
+        call()
+    except error:
+        return
+    raise ConformanceFailure(f"{what} raised no {error.__name__}")
+
+
 @contextmanager
 def started(target: Target, **fields: object) -> Iterator[Sandbox]:
     fields.setdefault("run_id", target.run_id)
@@ -125,11 +134,8 @@ def check_identity(target: Target) -> None:
         expect(backend.attach(sandbox.name).id == sandbox.id, "attach(name) finds another")
         expect(backend.attach(sandbox.id).name == sandbox.name, "attach(id) finds another")
     expect(not backend.name_taken(sandbox.name), "a removed sandbox's name is still taken")
-    try:
-        backend.attach(f"conformance-missing-{uuid.uuid4().hex[:8]}")
-    except SandboxError:
-        return
-    raise ConformanceFailure("attach() of a missing sandbox raised no SandboxError")
+    missing = f"conformance-missing-{uuid.uuid4().hex[:8]}"
+    expect_raises(SandboxError, lambda: backend.attach(missing), "attach() of a missing sandbox")
 
 
 @check
@@ -146,11 +152,8 @@ def check_exec(target: Target) -> None:
         where = scratch(sandbox)
         pwd = sandbox.exec("pwd", timeout=30, workdir=where)
         expect(pwd.stdout.strip() == where, f"workdir not used: {pwd.stdout!r}")
-        try:
-            sandbox.exec(["echo", "a\x00b"], timeout=30)
-        except SandboxError:
-            return
-        raise ConformanceFailure("a NUL byte in a command raised no SandboxError")
+        nul = ["echo", "a\x00b"]
+        expect_raises(SandboxError, lambda: sandbox.exec(nul, timeout=30), "a NUL in a command")
 
 
 @check
@@ -293,20 +296,12 @@ def check_disk(target: Target) -> None:
             expect(sandbox.exec("head -c 16M /dev/zero > /tmp/fits", timeout=30).ok, "16M")
             time.sleep(1.0)
             expect(not sandbox.disk_exceeded, "restored set-up files counted against the budget")
-            try:
-                sandbox.exec(
-                    "while true; do head -c 32M /dev/zero > /tmp/x$RANDOM; done", timeout=120
-                )
-            except DiskLimitExceeded:
-                pass
-            else:
-                raise ConformanceFailure("a writer past the budget was not stopped")
+            writer = "while true; do head -c 32M /dev/zero > /tmp/x$RANDOM; done"
+            expect_raises(
+                DiskLimitExceeded, lambda: sandbox.exec(writer, timeout=120), "a writer past it"
+            )
             expect(sandbox.disk_exceeded, "disk_exceeded is False after the budget was passed")
-            try:
-                sandbox.check_disk()
-            except DiskLimitExceeded:
-                return
-            raise ConformanceFailure("check_disk() after the budget raised nothing")
+            expect_raises(DiskLimitExceeded, sandbox.check_disk, "check_disk() after the budget")
 
 
 # ------------------------------------------------------------------ capabilities (optional)
@@ -361,11 +356,8 @@ def check_snapshot_and_images(target: Target) -> None:
         expect(backend.remove_image(name), "an unused image could not be removed")
     expect(not backend.image_exists(name), "remove_image left the image")
     expect(backend.remove_image(name), "removing a gone image is not fine")
-    try:
-        backend.start(name, SandboxSpec(run_id=target.run_id))
-    except ImageMissing:
-        return
-    raise ConformanceFailure("starting from a missing image raised no ImageMissing")
+    spec = SandboxSpec(run_id=target.run_id)
+    expect_raises(ImageMissing, lambda: backend.start(name, spec), "starting from a missing image")
 
 
 @check
@@ -413,11 +405,8 @@ def check_registry(target: Target) -> None:
             expect(clone.read_file(f"{where}/shared.txt") == b"shared", "the pull lost a file")
         finally:
             clone.remove()
-        try:
-            backend.pull_image(f"{reference}-missing")
-        except SandboxError:
-            return
-        raise ConformanceFailure("pulling a missing reference raised no SandboxError")
+        missing = f"{reference}-missing"
+        expect_raises(SandboxError, lambda: backend.pull_image(missing), "pulling a missing one")
     finally:
         backend.remove_image(reference)
         backend.remove_image(image)

@@ -31,3 +31,18 @@ def test_a_dead_node_drops_out_and_nodes_without_slots_never_count():
     assert placement.choose("r@1") == "b"
     assert placement.choose("r@1") is None
     assert "head" not in placement.slots
+
+
+def test_the_dead_node_is_read_from_rays_node_died_message():
+    from ray.exceptions import NodeDiedError
+
+    from orchestrator.run.ray_runner import dead_node_of
+
+    node = "5118996d387a4d1eae02506349a69380cbf67008c57566c294837912"
+    died = NodeDiedError(
+        "Task failed because the node it was running on is dead or unavailable. Node IP: "
+        f"127.0.0.1, node ID: {node}. This can happen if the node was preempted, had a "
+        "hardware failure, or its raylet crashed unexpectedly."
+    )  # Ray 2.60's message, as a run on a cluster logged it
+    assert dead_node_of(died) == node
+    assert dead_node_of(RuntimeError("worker crashed")) is None

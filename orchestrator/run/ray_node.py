@@ -16,6 +16,7 @@ import asyncio
 import os
 import shutil
 import socket
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,10 @@ def this_node() -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def alive_nodes() -> set[str]:
-    return {node["NodeID"] for node in ray.nodes() if node.get("Alive")}
+def alive_nodes(known_dead: Iterable[str] = ()) -> set[str]:
+    """The nodes Ray reports alive, less those the driver already saw die (Ray marks a killed
+    node dead only after missing heartbeats, seconds later)."""
+    return {node["NodeID"] for node in ray.nodes() if node.get("Alive")} - set(known_dead)
 
 
 def on_this_node(settings: Settings) -> Settings:
@@ -120,13 +123,16 @@ def _collect(directory: Path) -> dict[str, bytes]:
     }
 
 
-def housekeeping_on_node(settings: Settings, run_id: str, finished: list[str] | None) -> list[str]:
-    """On this node's Docker host: remove dead nodes' containers, then the run's containers
-    of unfinished instances (``finished`` given) or stop the run's running ones (``None``)."""
+def housekeeping_on_node(
+    settings: Settings, run_id: str, finished: list[str] | None, known_dead: Sequence[str] = ()
+) -> list[str]:
+    """On this node's Docker host: remove dead nodes' containers (``known_dead``: nodes the
+    driver saw die), then the run's containers of unfinished instances (``finished`` given)
+    or stop the run's running ones (``None``)."""
     settings = on_this_node(settings)
     backend = _backend(settings)
     removed = remove_dead_node_containers(
-        backend, alive_nodes(), settings.storage.data_dir, own_run=run_id
+        backend, alive_nodes(known_dead), settings.storage.data_dir, own_run=run_id
     )
     if finished is None:
         return removed + stop_run_containers(backend, run_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.atomic import atomic_write_bytes
@@ -40,6 +41,14 @@ except ImportError:  # the optional dependency: RayRunner.connect says how to in
 
 NODE_CHECK_TIMEOUT = 120.0  # seconds for every node to answer the first check
 PHASE_POLL = 0.5  # seconds between two reads of the phase board
+_NODE_ID = re.compile(r"node ID: ([0-9a-f]{56})")
+
+
+def dead_node_of(exc: BaseException) -> str | None:
+    """The id of the node whose death ``exc`` (a Ray ``NodeDiedError``) reports, if it names
+    one (Ray gives it only in the message)."""
+    found = _NODE_ID.search(str(exc))
+    return found.group(1) if found else None
 
 
 def _remote(fn: Any, **options: Any) -> Any:
@@ -79,6 +88,9 @@ class RayRunner:
         self.board: Any = ray.remote(num_cpus=0)(PhaseBoard).remote()
         self._poller: asyncio.Task[None] | None = None
         self._on_phase: PhaseCallback | None = None
+        # nodes a task of this run saw die: dead to housekeeping and placement at once, before
+        # Ray's heartbeat detector marks them (a node's id never comes back alive)
+        self.known_dead: set[str] = set()
 
     # ------------------------------------------------------------------ connecting
     @classmethod
@@ -115,7 +127,9 @@ class RayRunner:
         return {
             node["NodeID"]: int(node.get("Resources", {}).get(self.resource, 0))
             for node in ray.nodes()
-            if node.get("Alive") and node.get("Resources", {}).get(self.resource, 0) >= 1
+            if node.get("Alive")
+            and node["NodeID"] not in self.known_dead
+            and node.get("Resources", {}).get(self.resource, 0) >= 1
         }
 
     def check_nodes(self) -> None:
@@ -185,6 +199,8 @@ class RayRunner:
             raise
         except RayError as exc:
             ctx.log.error("instance.node_lost", instance_id=instance.instance_id, error=repr(exc))
+            if dead := dead_node_of(exc):
+                self.known_dead.add(dead)
             return self._lost(instance, exc)
         finally:
             self.placement.release(node)
@@ -217,7 +233,9 @@ class RayRunner:
         """Housekeeping on every alive node, one after the other (nodes may share an engine)."""
         names: list[str] = []
         for node in self.node_slots():
-            ref = self._on(node, self._housekeeping).remote(ctx.settings, ctx.run_id, finished)
+            ref = self._on(node, self._housekeeping).remote(
+                ctx.settings, ctx.run_id, finished, sorted(self.known_dead)
+            )
             try:
                 names += ray.get(ref, timeout=NODE_CHECK_TIMEOUT)
             except RayError as exc:

@@ -461,7 +461,11 @@ def test_the_ray_reaper_spares_what_another_runs_live_lease_holds(tmp_path):
     finished = start("finished", "dead-node")
     mine = start("mine", "dead-node")
     alive = start("mine", "alive-node")
-    with hold_lease(tmp_path, "other-live"), hold_lease(tmp_path, "mine"):
-        removed = remove_dead_node_containers(backend, {"alive-node"}, tmp_path, own_run="mine")
-    assert sorted(removed) == sorted([finished, mine])
-    assert {info.name for info in backend.containers()} == {other_live, alive}
+    try:
+        with hold_lease(tmp_path, "other-live"), hold_lease(tmp_path, "mine"):
+            removed = remove_dead_node_containers(backend, {"alive-node"}, tmp_path, own_run="mine")
+        assert sorted(removed) == sorted([finished, mine])
+        assert {info.name for info in backend.containers()} == {other_live, alive}
+    finally:
+        for sandbox in backend.sandboxes.values():
+            sandbox.remove()

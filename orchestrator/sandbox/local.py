@@ -2,7 +2,8 @@
 
 No isolation at all (no limits, no network switch, no snapshots: those raise
 :class:`.errors.Unsupported`): it is for tests of the sandbox interface and for development,
-as SWE-ReX keeps a local runtime next to its container ones. Paths are host paths.
+as SWE-ReX keeps a local runtime next to its container ones. Paths are host paths; a
+command's temporary files (``TMPDIR``) go into the sandbox's directory and leave with it.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class LocalSandbox:
             raise SandboxError("the command contains a NUL byte, which no process can receive")
         started = time.monotonic()
         process = subprocess.Popen(
-            argv, cwd=workdir or self.root, env={**os.environ, **(env or {})},
+            argv, cwd=workdir or self.root,
+            env={**os.environ, "TMPDIR": str(self.root), **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         self._groups.add(process.pid)

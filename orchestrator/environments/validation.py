@@ -4,7 +4,27 @@ they must pass. PASS_TO_PASS tests that fail even with the gold patch (network t
 like) are recorded and left out of the instance's grading. Each check runs in a throwaway
 container from the instance image, never in the participant's.
 
-Outcomes are cached per instance image under ``data_dir/validation``.
+What each run costs, and why it is needed (#24):
+
+- **Base**: only the FAIL_TO_PASS tests' outcome counts there, so where the runner selects
+  tests by name only they run (pytest node ids, sympy's ``-k``; :mod:`.test_selection`
+  decides per runner). When that run does not report every FAIL_TO_PASS test, or crashes,
+  the whole test files run in a fresh container, exactly as without a selection: a crash
+  at the base and a test the runner never reached are judged on the whole run.
+- **Gold**: every listed test, the test files the grading runs, in one run (the test files
+  run once per run, never once per test group). It is skipped when the base run alone fails
+  validation (timed out, unusable output, tests that cannot run at all).
+- **Reruns** (``validation_runs`` > 1, flaky detection): only when the first gold run
+  validates. A rerun can change nothing else: an instance that fails validation stays
+  failed whatever a rerun shows (a flaky FAIL_TO_PASS test fails it too), and a
+  PASS_TO_PASS test that failed in the first run is left out anyway. What a rerun finds is a
+  listed test whose outcome differs, which leaves it out (PASS_TO_PASS) or fails the
+  instance (FAIL_TO_PASS). It runs the same test files as the first run, in the same
+  container, so the tests meet what they will meet when graded.
+
+``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
+that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance image under
+``data_dir/validation``.
 """
 
 from __future__ import annotations
@@ -18,12 +38,15 @@ from pydantic import BaseModel, Field
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.environments.recipes import Recipe
 from orchestrator.environments.reinstall import reinstall_after_patch
+from orchestrator.environments.test_selection import selected_recipe
 from orchestrator.grading.classify import grade_tests
 from orchestrator.grading.evaluation import TEST_USER, TestRun, run_tests
+from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
-from orchestrator.models import Instance, TestStatus
+from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.run.context import RunContext
+from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.file_snapshot import FileSnapshot
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
@@ -45,6 +68,8 @@ class Validation(BaseModel):
     flaky: list[str] = Field(default_factory=list)  # outcome differed between gold runs
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
+    # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun
+    timings: dict[str, float] = Field(default_factory=dict)
     cached: bool = False
 
 
@@ -74,49 +99,109 @@ def validate_instance(
     if cached is not None:
         return cached.model_copy(update={"cached": True})
     started = time.monotonic()
-    timeout = ctx.settings.grading.test_timeout
-    out_dir = ctx.instance_dir(instance)
-
-    user = TEST_USER if ctx.settings.grading.unprivileged_tests else None
-    sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
-    try:
-        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
-    finally:
-        sandbox.remove()
-    (out_dir / "validation_base_output.txt").write_text(base.output)
-
-    sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
-    try:
-        applied = apply_patch(sandbox, instance.patch, fuzz=ctx.settings.grading.patch_fuzz)
-        golds = []
-        reinstalled = None
-        if applied.applied:  # a gold patch that adds a dependency is installed again
-            reinstalled = reinstall_after_patch(sandbox, recipe, instance.patch, timeout)
-            if reinstalled is not None and not reinstalled[0]:
-                applied = applied.model_copy(
-                    update={"applied": False, "error": f"reinstall failed: {reinstalled[1]}"}
-                )
-        if applied.applied:  # the eval script restores the test files: it can run again
-            for _ in range(ctx.settings.environment.validation_runs):
-                golds.append(run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user))
-                if golds[-1].timed_out or golds[-1].crash:
-                    break
-    finally:
-        sandbox.remove()
-    gold = golds[0] if golds else None
-    for number, run in enumerate(golds, 1):
-        suffix = "" if number == 1 else f"_{number}"
-        (out_dir / f"validation_gold_output{suffix}.txt").write_text(run.output)
-
-    result = _judge(instance, base, applied.applied, applied.error, gold, recipe.log_format)
-    flaky = flaky_tests([run.outcomes for run in golds])
-    if result.ok and flaky:
-        result = _with_flaky(instance, result, flaky)
+    runs = _Runs(ctx, instance, instance_image, recipe)
+    base = runs.base()
+    if _decided_at_base(base):  # no gold run can change the verdict
+        result = _judge(instance, base, True, "", None, recipe.log_format)
+    else:
+        result = runs.gold(base)
+    result.timings = {name: round(seconds, 1) for name, seconds in runs.timings.items()}
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
         atomic_write_text(cache, result.model_dump_json())
     return result
+
+
+def _decided_at_base(base: TestRun) -> bool:
+    """Whether the base run alone fails validation (:func:`_judge`'s first checks)."""
+    return bool(base.timed_out or base.forged or (base.crash or "").startswith(_SETUP_CRASHES))
+
+
+def _answers(run: TestRun, names: list[str]) -> bool:
+    """Whether ``run`` is final for ``names``: it timed out, or it reports each of them and
+    can be graded."""
+    if run.timed_out:
+        return True
+    if run.crash or run.forged:
+        return False
+    return all(status is not None for status in match_expected(names, run.outcomes).values())
+
+
+class _Runs:
+    """The test runs of one validation, each in a throwaway container, timed by phase."""
+
+    def __init__(
+        self, ctx: RunContext, instance: Instance, image: str | FileSnapshot, recipe: Recipe
+    ) -> None:
+        self.ctx, self.instance, self.image, self.recipe = ctx, instance, image, recipe
+        self.user = TEST_USER if ctx.settings.grading.unprivileged_tests else None
+        self.timeout = ctx.settings.grading.test_timeout
+        self.out_dir = ctx.instance_dir(instance)
+        self.timings: dict[str, float] = {}
+
+    def _run(self, phase: str, sandbox: Sandbox, recipe: Recipe, output: str) -> TestRun:
+        started = time.monotonic()
+        run = run_tests(sandbox, self.instance, recipe, timeout=self.timeout, test_user=self.user)
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
+        (self.out_dir / output).write_text(run.output)
+        return run
+
+    def _sandbox(self) -> Sandbox:
+        return self.ctx.start_sandbox(self.image, self.instance, "validation", network=False)
+
+    def base(self) -> TestRun:
+        """The base run: only the FAIL_TO_PASS tests where the runner can select them
+        (:mod:`.test_selection`); the whole test files when it cannot, or when the selection
+        did not report every FAIL_TO_PASS test (then in a fresh container)."""
+        f2p = self.instance.FAIL_TO_PASS
+        selected = selected_recipe(self.recipe, self.instance, f2p)
+        if selected is not None:
+            sandbox = self._sandbox()
+            try:
+                run = self._run("base", sandbox, selected, "validation_base_output.txt")
+            finally:
+                sandbox.remove()
+            if _answers(run, f2p):
+                return run
+        sandbox = self._sandbox()
+        try:
+            phase = "base" if selected is None else "base_all"
+            return self._run(phase, sandbox, self.recipe, "validation_base_output.txt")
+        finally:
+            sandbox.remove()
+
+    def gold(self, base: TestRun) -> Validation:
+        """Apply the gold patch and run every listed test; run again (``validation_runs``)
+        only when the first run validates: a rerun can then only find flaky tests."""
+        instance, log_format = self.instance, self.recipe.log_format
+        sandbox = self._sandbox()
+        try:
+            applied = apply_patch(
+                sandbox, instance.patch, fuzz=self.ctx.settings.grading.patch_fuzz
+            )
+            if applied.applied:  # a gold patch that adds a dependency is installed again
+                reinstalled = reinstall_after_patch(
+                    sandbox, self.recipe, instance.patch, self.timeout
+                )
+                if reinstalled is not None and not reinstalled[0]:
+                    applied = applied.model_copy(
+                        update={"applied": False, "error": f"reinstall failed: {reinstalled[1]}"}
+                    )
+            if not applied.applied:
+                return _judge(instance, base, False, applied.error, None, log_format)
+            golds = [self._run("gold", sandbox, self.recipe, "validation_gold_output.txt")]
+            result = _judge(instance, base, True, "", golds[0], log_format)
+            # the eval script restores the test files: it can run again
+            for number in range(2, self.ctx.settings.environment.validation_runs + 1):
+                if not result.ok or golds[-1].timed_out or golds[-1].crash:
+                    break
+                output = f"validation_gold_output_{number}.txt"
+                golds.append(self._run("gold_rerun", sandbox, self.recipe, output))
+        finally:
+            sandbox.remove()
+        flaky = flaky_tests([run.outcomes for run in golds])
+        return _with_flaky(instance, result, flaky) if result.ok and flaky else result
 
 
 def _judge(
@@ -127,6 +212,7 @@ def _judge(
     gold: TestRun | None,
     log_format: str = "pytest",
 ) -> Validation:
+    """The verdict from the base run and the first gold run (None: the patch did not apply)."""
     if base.timed_out or (gold is not None and gold.timed_out):
         return Validation(ok=False, message="the tests timed out during validation")
     for name, run in (("at the base commit", base), ("with the gold patch", gold)):
@@ -162,16 +248,30 @@ def _judge(
             message=f"FAIL_TO_PASS tests pass without any fix: {names}",
             f2p_passing_at_base=at_base.fail_to_pass_passed,
         )
-    excluded = with_gold.pass_to_pass_failed
+    return Validation(
+        ok=True,
+        message="; ".join(_notes(instance, base, offline, with_gold, at_base)),
+        excluded_p2p=with_gold.pass_to_pass_failed,
+        excluded_f2p=offline,
+        f2p_passing_at_base=at_base.fail_to_pass_passed,
+    )
+
+
+def _notes(
+    instance: Instance, base: TestRun, offline: list[str], with_gold: TestGroups,
+    at_base: TestGroups,
+) -> list[str]:  # fmt: skip
+    """What a valid outcome leaves out or met on the way."""
     notes = []
+    f2p = len(instance.FAIL_TO_PASS)
     if offline:
         notes.append(
-            f"{len(offline)} of {len(instance.FAIL_TO_PASS)} FAIL_TO_PASS test(s) need the "
-            "internet and are left out"
+            f"{len(offline)} of {f2p} FAIL_TO_PASS test(s) need the internet and are left out"
         )
-    if excluded:
+    if with_gold.pass_to_pass_failed:
         notes.append(
-            f"{len(excluded)} PASS_TO_PASS test(s) fail with the gold patch and are left out"
+            f"{len(with_gold.pass_to_pass_failed)} PASS_TO_PASS test(s) fail with the gold "
+            "patch and are left out"
         )
     if base.crash:
         notes.append(f"the tests crash at the base commit (the bug): {base.crash}")
@@ -179,16 +279,10 @@ def _judge(
         # SWE-bench saw them fail at the base (often a flaky network call); some others still
         # fail here, so the instance tells a fix from none
         notes.append(
-            f"{len(at_base.fail_to_pass_passed)} of {len(instance.FAIL_TO_PASS)} FAIL_TO_PASS "
-            "test(s) already pass at the base"
+            f"{len(at_base.fail_to_pass_passed)} of {f2p} FAIL_TO_PASS test(s) already pass "
+            "at the base"
         )
-    return Validation(
-        ok=True,
-        message="; ".join(notes),
-        excluded_p2p=excluded,
-        excluded_f2p=offline,
-        f2p_passing_at_base=at_base.fail_to_pass_passed,
-    )
+    return notes
 
 
 def flaky_tests(runs: list[dict[str, TestStatus]]) -> list[str]:

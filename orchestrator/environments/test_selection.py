@@ -1,0 +1,71 @@
+"""The base run of validation needs only the FAIL_TO_PASS tests: a test command for them.
+
+Validation runs the tests at the base commit only to see the FAIL_TO_PASS tests fail
+(:mod:`.validation`). Where the recipe's runner selects tests by name, that run runs only
+them; the decision is per runner, read off the recipe's test command:
+
+- **pytest** (``pytest ...``, and sphinx's ``tox ... --``, whose arguments after ``--`` reach
+  pytest): node ids instead of the test files, each cut before its parameters
+  (``f.py::test_x[a-b]`` becomes ``f.py::test_x``, so every parametrization runs: a dataset
+  id truncated at a space inside ``[...]`` is no valid node id, its function's is).
+  Selected only when every FAIL_TO_PASS name is ``file::...`` with a file the directives name.
+- **sympy's** ``bin/test``: the same test files, with ``-k`` and the FAIL_TO_PASS function
+  names (every sympy version of the dataset has ``-k``; it matches names by substring, so
+  it selects a superset). Selected only when every name is a plain identifier.
+- **anything else** (django's ``runtests.py``, the unittest-style runners): no selection,
+  the whole test files run. Django's dataset names (``test_x (module.Class)``, some with a
+  docstring line) do not map back to labels reliably.
+
+The eval script appends the test directives to the recipe's ``test_cmd``
+(:func:`.recipes.test_command`); the selected command therefore goes into a shell function
+that ignores its arguments (:func:`selected_recipe`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from orchestrator.environments.recipes import Recipe, test_directives
+from orchestrator.models import Instance
+
+_FUNCTION = "swe_green_selected"
+_PYTEST = re.compile(r"(^|\s|/)(pytest|tox)(\s|$)")
+_SYMPY = re.compile(r"(^|\s|/)bin/test(\s|$)")
+
+
+def runner_kind(recipe: Recipe) -> str:
+    """``pytest``, ``sympy`` or ``other``: how the recipe's runner selects tests by name."""
+    if _SYMPY.search(recipe.test_cmd):
+        return "sympy"
+    if _PYTEST.search(recipe.test_cmd):
+        return "pytest"
+    return "other"
+
+
+def selected_arguments(recipe: Recipe, instance: Instance, names: list[str]) -> list[str] | None:
+    """What to pass the runner instead of the test directives so that it runs ``names``
+    (and possibly more), or None when it cannot select them (see the module doc)."""
+    directives = test_directives(instance)
+    if not names or not directives:
+        return None
+    kind = runner_kind(recipe)
+    if kind == "pytest":
+        ids = [name.split("[", 1)[0] for name in names]
+        if not all("::" in node and node.split("::", 1)[0] in directives for node in ids):
+            return None
+        return list(dict.fromkeys(ids))
+    if kind == "sympy" and all(name.isidentifier() for name in names):
+        return [*directives, "-k", *dict.fromkeys(names)]
+    return None
+
+
+def selected_recipe(recipe: Recipe, instance: Instance, names: list[str]) -> Recipe | None:
+    """``recipe`` with a test command that runs only ``names`` of ``instance`` (a superset
+    where the runner matches loosely), or None when its runner cannot select them."""
+    arguments = selected_arguments(recipe, instance, names)
+    if arguments is None:
+        return None
+    command = " ".join([recipe.test_cmd, *(shlex.quote(a) for a in arguments)])
+    # the eval script appends the directives: the function runs the selection, ignoring them
+    return recipe.model_copy(update={"test_cmd": f"{_FUNCTION}() {{ {command}; }}; {_FUNCTION}"})

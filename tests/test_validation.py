@@ -1,0 +1,87 @@
+"""Validation costs what it must (#24): the base run selects the FAIL_TO_PASS tests where the
+runner can, the gold runs every listed test, reruns happen only when they can change the
+verdict; the verdicts stay those of running everything."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.validation import _cache_path, validate_instance
+from orchestrator.run.pipeline import test_recipe as recipe_of
+
+pytestmark = pytest.mark.container
+
+# a "fix" that changes only the README: the FAIL_TO_PASS tests still fail with it
+README_ONLY = """\
+diff --git a/README.md b/README.md
+--- a/README.md
++++ b/README.md
+@@ -1 +1 @@
+-calc: tiny arithmetic helpers.
++calc: tiny arithmetic helpers!
+"""
+
+
+def _validate(run_ctx, instance, prepared, recipe=None, runs=2):
+    run_ctx.settings = run_ctx.settings.replace(validation_runs=runs)
+    _cache_path(run_ctx, prepared.instance_image).unlink(missing_ok=True)  # validate again
+    check = validate_instance(
+        run_ctx, instance, prepared.instance_image, recipe or recipe_of(prepared)
+    )
+    return check, run_ctx.instance_dir(instance)
+
+
+@pytest.mark.parametrize(
+    ("instance_id", "phases"),
+    [
+        # pytest: node ids of the FAIL_TO_PASS tests only
+        ("demo__calc-1", ["base", "gold", "gold_rerun"]),
+        # sympy-style: bin/test -k; this runner takes -k's names for files and crashes, so
+        # the whole files run again in a fresh container
+        ("demo__units-1", ["base", "base_all", "gold", "gold_rerun"]),
+        # django-style runner: no selection
+        ("demo__textkit-1", ["base", "gold", "gold_rerun"]),
+    ],
+)
+def test_the_base_runs_only_what_it_must_and_the_verdict_stays(
+    run_ctx, synthetic_instances, instance_id, phases
+):
+    instance = synthetic_instances[instance_id]
+    prepared = prepare_instance(run_ctx, instance)
+    check, out = _validate(run_ctx, instance, prepared)
+    assert check.ok, check.message
+    assert sorted(check.timings) == sorted(phases)
+    base = (out / "validation_base_output.txt").read_text()
+    gold = (out / "validation_gold_output.txt").read_text()
+    assert (out / "validation_gold_output_2.txt").is_file()
+    for name in instance.PASS_TO_PASS:  # every listed test runs with the gold patch
+        assert name.split("::")[-1].split(" ")[0].split("[")[0] in gold
+    if instance_id == "demo__calc-1":
+        assert "test_mul_negative FAILED" in base or "FAILED tests/test_calc.py::test_mul" in base
+        assert "test_add" not in base and "test_flaky_between_runs" not in base
+        assert check.flaky == ["tests/test_calc.py::test_flaky_between_runs"]
+    else:
+        assert all(name.split(" ")[0] in base for name in instance.PASS_TO_PASS)
+
+
+def test_no_rerun_when_the_first_gold_run_fails_validation(run_ctx, synthetic_instances):
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    broken = instance.model_copy(update={"patch": README_ONLY})
+    check, out = _validate(run_ctx, broken, prepared)
+    assert not check.ok
+    assert check.message.startswith("FAIL_TO_PASS tests fail even with the gold patch")
+    assert sorted(check.timings) == ["base", "gold"]
+    assert not (out / "validation_gold_output_2.txt").exists()
+
+
+def test_no_gold_run_when_the_base_alone_fails_validation(run_ctx, synthetic_instances):
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    silent = recipe_of(prepared).model_copy(update={"test_cmd": "true"})
+    check, out = _validate(run_ctx, instance, prepared, recipe=silent)
+    assert not check.ok
+    assert check.message == "tests do not run at the base commit: the test command printed nothing"
+    assert sorted(check.timings) == ["base"]
+    assert not (out / "validation_gold_output.txt").exists()

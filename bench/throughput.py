@@ -187,6 +187,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1, help="re-grade concurrency")
     parser.add_argument("--baseline-ref", default=BASELINE_REF, help="the previous layout")
     parser.add_argument("--no-regrade", action="store_true", help="validation only")
+    parser.add_argument("--no-compare", action="store_true", help="the re-grade only")
     parser.add_argument("--smoke", action="store_true", help="synthetic, one instance (CI)")
     args = parser.parse_args()
     configure_logging(level="WARNING")
@@ -203,10 +204,11 @@ def main() -> None:
     root = settings.storage.runs_dir / f"throughput-{time.strftime('%Y%m%d-%H%M%S')}"
     ctx = RunContext(settings, connect(), f"throughput-{uuid.uuid4().hex[:8]}", RunDir(root))
     print(f"sample: {len(instances)} instances, runs {args.runs}, run dir {root}")
-    try:
-        print_split(compare(ctx, instances, load_baseline(args.baseline_ref)))
-    finally:
-        gc(ctx.backend, run_id=ctx.run_id, image_kinds=("snapshot",))
+    if not args.no_compare:
+        try:
+            print_split(compare(ctx, instances, load_baseline(args.baseline_ref)))
+        finally:
+            gc(ctx.backend, run_id=ctx.run_id, image_kinds=("snapshot",))
     if not args.no_regrade:
         regrade(settings, instances, dataset, args.concurrency, root)
 

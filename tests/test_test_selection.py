@@ -111,3 +111,33 @@ def test_the_selected_command_ignores_the_directives_the_eval_script_appends(tmp
     failing = selected_recipe(_recipe("exit 3; pytest"), instance, names)
     assert failing is not None  # the runner's exit code comes through
     assert subprocess.run(["bash", "-c", f"( {test_command(failing, instance)} )"]).returncode == 3
+
+
+def test_a_rerun_needs_the_listed_tests_that_passed_in_the_order_they_ran():
+    from orchestrator.environments.test_selection import rerun_names
+    from orchestrator.models import TestStatus as TS
+
+    first = {"f.py::slow_fail[1]": TS.FAILED, "f.py::b": TS.PASSED, "f.py::skip": TS.SKIPPED,
+             "f.py::a": TS.PASSED, "f.py::unlisted": TS.PASSED, "f.py::f2p": TS.PASSED}  # fmt: skip
+    listed = ["f.py::f2p", "f.py::a", "f.py::b", "f.py::slow_fail[1]", "f.py::skip"]
+    assert rerun_names(listed, first) == ["f.py::b", "f.py::a", "f.py::f2p"]
+    assert rerun_names(listed, first, "other") is None  # django: the runner cannot select
+    # nothing that costs time would be left out: the rerun runs what the first run ran
+    everything = {"f.py::a": TS.PASSED, "f.py::b": TS.PASSED, "f.py::skip": TS.SKIPPED}
+    assert rerun_names(["f.py::a", "f.py::b", "f.py::skip"], everything) is None
+
+
+def test_a_selection_too_long_for_one_argument_runs_the_whole_files():
+    names = [f"tests/test_a.py::test_{n:05d}_{'x' * 60}" for n in range(2000)]
+    assert selected_recipe(_recipe("pytest -rA"), _instance(names), names) is None
+    assert selected_recipe(_recipe("pytest -rA"), _instance(names[:10]), names[:10]) is not None
+
+
+def test_flaky_tests_among_names_only_compare_what_the_rerun_ran():
+    from orchestrator.environments.validation import flaky_tests
+    from orchestrator.models import TestStatus as TS
+
+    first = {"f.py::a": TS.PASSED, "f.py::b": TS.PASSED, "f.py::gone": TS.FAILED}
+    rerun = {"f.py::a": TS.PASSED, "f.py::b": TS.FAILED}  # f.py::gone was not selected
+    assert flaky_tests([first, rerun], ["f.py::a", "f.py::b"]) == ["f.py::b"]
+    assert flaky_tests([first, rerun]) == ["f.py::b", "f.py::gone"]

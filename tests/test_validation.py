@@ -85,3 +85,22 @@ def test_no_gold_run_when_the_base_alone_fails_validation(run_ctx, synthetic_ins
     assert check.message == "tests do not run at the base commit: the test command printed nothing"
     assert sorted(check.timings) == ["base"]
     assert not (out / "validation_gold_output.txt").exists()
+
+
+def test_a_rerun_runs_only_the_listed_tests_that_passed(run_ctx, synthetic_instances):
+    """Five of the nine tests are not listed here: the rerun leaves them out, and still finds
+    the flaky one."""
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    flaky = "tests/test_calc.py::test_flaky_between_runs"
+    fewer = instance.model_copy(
+        update={"PASS_TO_PASS": ["tests/test_calc.py::test_local_service_answers", flaky]}
+    )
+    check, out = _validate(run_ctx, fewer, prepared)
+    assert check.ok, check.message
+    assert check.flaky == [flaky] and check.excluded_p2p == [flaky]
+    first = (out / "validation_gold_output.txt").read_text()
+    rerun = (out / "validation_gold_output_2.txt").read_text()
+    assert "PASSED tests/test_calc.py::test_add" in first
+    assert "test_add" not in rerun and "test_floordiv_positive" not in rerun
+    assert "PASSED tests/test_calc.py::test_mul_negative" in rerun

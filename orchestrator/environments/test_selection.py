@@ -16,20 +16,31 @@ them; the decision is per runner, read off the recipe's test command:
   the whole test files run. Django's dataset names (``test_x (module.Class)``, some with a
   docstring line) do not map back to labels reliably.
 
+The gold reruns of flaky detection select the same way (:func:`rerun_names`): the listed
+tests that passed in the first gold run, in the order they ran.
+
 The eval script appends the test directives to the recipe's ``test_cmd``
 (:func:`.recipes.test_command`); the selected command therefore goes into a shell function
-that ignores its arguments (:func:`selected_recipe`).
+that ignores its arguments (:func:`selected_recipe`). A command longer than
+:data:`MAX_COMMAND` (the kernel takes at most 128 KiB in one argument, and the command is
+one) is not made: the whole files run.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 
 from orchestrator.environments.recipes import Recipe, test_directives
-from orchestrator.models import Instance
+from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
+from orchestrator.models import Instance, TestStatus
 
 _FUNCTION = "swe_green_selected"
+MAX_COMMAND = 64 * 1024
+# a rerun selects only when it leaves out at least this share of the first run's tests that
+# cost time (failed, errors, passed but not listed): else it runs what the first run ran
+MIN_LEFT_OUT = 0.1
 _PYTEST = re.compile(r"(^|\s|/)(pytest|tox)(\s|$)")
 _SYMPY = re.compile(r"(^|\s|/)bin/test(\s|$)")
 
@@ -67,5 +78,28 @@ def selected_recipe(recipe: Recipe, instance: Instance, names: list[str]) -> Rec
     if arguments is None:
         return None
     command = " ".join([recipe.test_cmd, *(shlex.quote(a) for a in arguments)])
+    if len(command) > MAX_COMMAND:
+        return None
     # the eval script appends the directives: the function runs the selection, ignoring them
     return recipe.model_copy(update={"test_cmd": f"{_FUNCTION}() {{ {command}; }}; {_FUNCTION}"})
+
+
+def rerun_names(
+    listed: list[str], first: Mapping[str, TestStatus], runner: str = "pytest"
+) -> list[str] | None:
+    """The tests a gold rerun needs: those of ``listed`` that passed in the first run
+    (``first``: its outcomes), in the order they ran; None when leaving the others out would
+    save little (under :data:`MIN_LEFT_OUT` of the tests that cost time), or when the runner
+    cannot select (``runner``: :func:`runner_kind`). A test that failed in the first run
+    cannot change the verdict by passing in a rerun: a PASS_TO_PASS one is left out of
+    grading anyway, a FAIL_TO_PASS one has already failed the instance."""
+    if runner == "other":
+        return None
+    matched = match_expected(listed, dict(first))
+    wanted = {name for name in listed if matched[name] in PASSING}
+    costly = [name for name, status in first.items() if status in FAILING or name not in wanted]
+    costly = [name for name in costly if first[name] != TestStatus.SKIPPED]
+    if not wanted or len(costly) < MIN_LEFT_OUT * len(first):
+        return None
+    order = {name: position for position, name in enumerate(first)}
+    return sorted(wanted, key=lambda name: order.get(name, len(order)))

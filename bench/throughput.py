@@ -101,9 +101,8 @@ def validate_with(
     if hasattr(module, "calls"):  # the baseline: base, gold, then reruns
         calls = module.calls
         phases = {"base": calls[0], "gold": sum(calls[1:2]), "gold_rerun": sum(calls[2:])}
-    else:
+    else:  # base_all: the whole files after a selection that did not answer
         phases = {"base": 0.0, **check.timings}
-        phases["base"] += phases.pop("base_all", 0.0)
     return check.ok, check.message, phases
 
 
@@ -123,6 +122,7 @@ def compare(
                 ok, message, phases = validate_with(variants[name], ctx, instance, prepared)
                 verdicts[name] = (ok, message)
                 for phase, seconds in (build | phases).items():
+                    phase = "base" if phase == "base_all" else phase
                     totals[name][phase] = totals[name].get(phase, 0.0) + seconds
                 shown = " ".join(f"{k} {v:6.1f}" for k, v in phases.items())
                 print(f"{instance.instance_id:32s} {name:6s} ok={ok!s:5s} {shown}", flush=True)

@@ -107,11 +107,11 @@ def validate_with(
 
 
 def compare(
-    ctx: RunContext, instances: list[Instance], baseline: ModuleType | None
+    ctx: RunContext, instances: list[Instance], baseline: ModuleType | None, after: bool = True
 ) -> dict[str, dict[str, float]]:
-    """Validate each instance with both modules; the slot seconds per phase, summed."""
+    """Validate each instance with both modules (or one); the slot seconds per phase, summed."""
     totals: dict[str, dict[str, float]] = {"before": {}, "after": {}}
-    variants = {"after": current} | ({"before": baseline} if baseline else {})
+    variants = ({"after": current} if after else {}) | ({"before": baseline} if baseline else {})
     for number, instance in enumerate(instances):
         prepared = prepare_instance(ctx, instance)
         try:
@@ -188,6 +188,7 @@ def main() -> None:
     parser.add_argument("--baseline-ref", default=BASELINE_REF, help="the previous layout")
     parser.add_argument("--no-regrade", action="store_true", help="validation only")
     parser.add_argument("--no-compare", action="store_true", help="the re-grade only")
+    parser.add_argument("--only", choices=("before", "after"), help="validate with one layout")
     parser.add_argument("--smoke", action="store_true", help="synthetic, one instance (CI)")
     args = parser.parse_args()
     configure_logging(level="WARNING")
@@ -206,7 +207,8 @@ def main() -> None:
     print(f"sample: {len(instances)} instances, runs {args.runs}, run dir {root}")
     if not args.no_compare:
         try:
-            print_split(compare(ctx, instances, load_baseline(args.baseline_ref)))
+            baseline = None if args.only == "after" else load_baseline(args.baseline_ref)
+            print_split(compare(ctx, instances, baseline, args.only != "before"))
         finally:
             gc(ctx.backend, run_id=ctx.run_id, image_kinds=("snapshot",))
     if not args.no_regrade:

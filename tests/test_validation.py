@@ -104,3 +104,16 @@ def test_a_rerun_runs_only_the_listed_tests_that_passed(run_ctx, synthetic_insta
     assert "PASSED tests/test_calc.py::test_add" in first
     assert "test_add" not in rerun and "test_floordiv_positive" not in rerun
     assert "PASSED tests/test_calc.py::test_mul_negative" in rerun
+
+
+def test_a_selected_rerun_that_does_not_answer_runs_the_whole_files(run_ctx, synthetic_instances):
+    """demo__units-1's runner takes the names after -k for files and crashes: the rerun runs
+    the whole files again, and nothing is taken for flaky."""
+    instance = synthetic_instances["demo__units-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    unlisted = instance.model_copy(update={"PASS_TO_PASS": []})  # test_to_fahrenheit
+    check, out = _validate(run_ctx, unlisted, prepared)
+    assert check.ok, check.message
+    assert check.flaky == [] and check.excluded_p2p == []
+    rerun = (out / "validation_gold_output_2.txt").read_text()
+    assert "test_to_celsius ok" in rerun and "test_to_fahrenheit ok" in rerun

@@ -23,7 +23,8 @@ What each run costs, and why it is needed (#24):
   selects those tests by name where the runner can and leaving out the others (failing,
   or not listed) spares at least a tenth of the tests that cost time; otherwise it runs
   the same test files as the first run. Either way in the same container, in the order
-  the first run ran them.
+  the first run ran them. A selected rerun that crashes or does not report every selected
+  test is replaced by the whole files, judged as without a selection.
 
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
 that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance image under
@@ -201,7 +202,11 @@ class _Runs:
                 if not result.ok or golds[-1].timed_out or golds[-1].crash:
                     break
                 output = f"validation_gold_output_{number}.txt"
-                golds.append(self._run("gold_rerun", sandbox, rerun, output))
+                run = self._run("gold_rerun", sandbox, rerun, output)
+                if names is not None and not _answers(run, names):  # the selection failed
+                    names, rerun = None, self.recipe
+                    run = self._run("gold_rerun", sandbox, rerun, output)
+                golds.append(run)
         finally:
             sandbox.remove()
         flaky = flaky_tests([run.outcomes for run in golds], names)

@@ -24,7 +24,7 @@ What each run costs, and why it is needed (#24):
   or not listed) spares at least a tenth of the tests that cost time; otherwise it runs
   the same test files as the first run. Either way in the same container, in the order
   the first run ran them. A selected rerun that crashes or does not report every selected
-  test is replaced by the whole files, judged as without a selection.
+  test is replaced by the whole files (its flaky tests are still sought among those).
 
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
 that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance image under
@@ -203,8 +203,8 @@ class _Runs:
                     break
                 output = f"validation_gold_output_{number}.txt"
                 run = self._run("gold_rerun", sandbox, rerun, output)
-                if names is not None and not _answers(run, names):  # the selection failed
-                    names, rerun = None, self.recipe
+                if rerun is not self.recipe and not _answers(run, names or []):
+                    rerun = self.recipe  # the selection failed; still compared on ``names``
                     run = self._run("gold_rerun", sandbox, rerun, output)
                 golds.append(run)
         finally:

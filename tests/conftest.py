@@ -95,10 +95,21 @@ def test_prefix(docker_client, base_image) -> Iterator[str]:
     image = docker_client.images.get(base_image)
     image.tag(f"{prefix}/base", "py3.11")
     yield prefix
+    remove_images_under(docker_client, prefix)
+
+
+def remove_images_under(docker_client, prefix: str) -> None:
+    """Remove every tag under ``prefix/`` (by tag, not by id: an image id with child images
+    cannot be removed even by force, its tag can; the layers go with the last tag)."""
+    import docker.errors
+
     for img in docker_client.images.list(name=f"{prefix}/*"):
         for tag in img.tags:
             if tag.startswith(prefix + "/"):
-                docker_client.images.remove(tag, force=True)
+                try:
+                    docker_client.images.remove(tag, force=True)
+                except docker.errors.NotFound:
+                    pass
 
 
 @pytest.fixture(scope="session")

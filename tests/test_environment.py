@@ -15,7 +15,7 @@ from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.models import LABEL_ROLE
 
-from .conftest import TEST_RUN_ID
+from .conftest import TEST_RUN_ID, remove_images_under
 
 pytestmark = pytest.mark.container
 
@@ -80,10 +80,7 @@ def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory, docke
         }
     )
     yield RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("r")))
-    for img in docker_client.images.list(name=f"{prefix}/*"):
-        for tag in img.tags:
-            if tag.startswith(prefix + "/"):
-                docker_client.images.remove(tag, force=True)
+    remove_images_under(docker_client, prefix)
 
 
 def _later_history(mirror_dir, repo: str, base: str) -> dict[str, str]:
@@ -350,10 +347,7 @@ def share_ctx(env_settings, synthetic_dir, docker_client, base_image, docker_bac
         return RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / dataset.stem))
 
     yield make, rows
-    for img in docker_client.images.list(name=f"{prefix}/*"):
-        for tag in img.tags:
-            if tag.startswith(prefix + "/"):
-                docker_client.images.remove(tag, force=True)
+    remove_images_under(docker_client, prefix)
 
 
 def _history_of(sb: Sandbox) -> tuple[set[str], str, list[str]]:

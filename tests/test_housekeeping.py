@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.housekeeping import NAME_LIMIT, container_name
 
-from .conftest import TEST_RUN_ID
+from .conftest import TEST_RUN_ID, remove_images_under
 
 DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 
@@ -200,8 +200,7 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
         bad = _swe_green(["envs", "prune", "--max-size", "lots"], env)
         assert bad.returncode == 2 and "is not a size" in bad.stderr
     finally:
-        for img in docker_client.images.list(name=f"{prefix}/*"):
-            docker_client.images.remove(img.id, force=True)
+        remove_images_under(docker_client, prefix)
 
 
 def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

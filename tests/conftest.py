@@ -15,7 +15,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 BASE_IMAGE = os.environ.get("SWE_GREEN_TEST_IMAGE", "swe-green/base:py3.11")
 # every container and snapshot image made by this test session carries this run label
-TEST_RUN_ID = f"pytest-{uuid.uuid4().hex[:8]}"
+# scripts/test sets SWE_GREEN_TEST_TAG (4 hex) so that its leftover check counts only what its
+# own sessions made, not the containers of other test sessions on a shared engine
+_TAG = os.environ.get("SWE_GREEN_TEST_TAG", "")[:4]
+TEST_RUN_ID = f"pytest-{_TAG}{uuid.uuid4().hex[: 8 - len(_TAG)]}"
 
 
 @pytest.fixture(scope="session")

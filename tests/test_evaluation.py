@@ -25,6 +25,7 @@ from orchestrator.grading.evaluation import (
     no_op_groups,
     run_tests,
 )
+from orchestrator.grading.script import writable_paths
 from orchestrator.grading.test_infrastructure import (
     drop_test_infrastructure,
     is_test_infrastructure,
@@ -279,7 +280,9 @@ def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instan
     script = eval_script(instance, recipes[instance.repo], test_user="nobody")
     assert "export PYTHONDONTWRITEBYTECODE=1" in script
     assert "-name __pycache__ -type d \\) -prune -exec rm -rf {} +" in script
-    assert "-exec chown root: {} + -exec chmod a+rwx,+t {} +" in script
+    assert "-exec chown -h root: {} +" in script
+    assert "-type d -perm /7022 -exec chmod go-w,-t,u-s,g-s {} +" in script
+    assert "a+rwx" not in script  # no directory of the repository is open to all
     assert 'chown "$test_user:" {}' not in script  # no directory becomes the test user's
     positions = [
         script.index("git apply -v"),
@@ -287,6 +290,38 @@ def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instan
         script.index(">>>>> SWE_GREEN_START"),
     ]
     assert positions == sorted(positions)
+
+
+def test_writable_paths_are_what_the_recorded_tests_wrote():
+    before = ["d ", "d src", "f src/a.py", "d tests", "f tests/t.py", "f data.txt", "d out"]
+    after = [
+        *before, "f tests/t_out.txt", "d result_images", "d result_images/sub",
+        "f result_images/sub/x.png", "d .pytest_cache", "f out/new.log",
+    ]  # fmt: skip
+    after.remove("f data.txt")
+    changed = ["src/a.py", "tests/t_out.txt", "result_images/sub/x.png", "nonexistent"]
+    assert writable_paths(before, after, changed) == [
+        ".",  # lost data.txt
+        ".pytest_cache/",  # new directories: created beforehand, all of them writable
+        "out",
+        "result_images/",
+        "src/a.py",  # rewritten in place
+        "tests",  # gained a file
+    ]
+    assert writable_paths(before, before, []) == []
+
+
+def test_the_eval_script_opens_only_the_writable_paths(instances, recipes):
+    instance = instances[CALC.instance_id]
+    script = eval_script(
+        instance, recipes[instance.repo], "nobody", ["out/", ".", "../etc", ".git/hooks", "/x"]
+    )
+    assert "for w in .pytest_cache/ out/ .; do" in script  # nothing outside, nothing of .git
+    assert '[ "$(realpath -m -- "$p")" = "$p" ] || continue' in script
+    recording = eval_script(instance, recipes[instance.repo], "nobody", record=True)
+    assert "-exec chown root: {} + -exec chmod a+rwx,+t {} +" in recording
+    assert recording.rindex("tree-before.txt") < recording.index(">>>>> SWE_GREEN_START")
+    assert recording.rindex("tree-after.txt") > recording.index(">>>>> SWE_GREEN_END")
 
 
 def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
@@ -539,8 +574,14 @@ try:
     print("PROBE-READ-OUTPUT")
 except OSError:
     print("PROBE-DENIED-OUTPUT")
-open("/testbed/units/new_file.txt", "w").close()
-print("PROBE-CREATED /testbed/units/new_file.txt")
+for _path in ("/testbed/units/new_file.txt", "/testbed/units/conftest.py",
+              "/testbed/shadow.py", "/testbed/.pytest_cache/x", "/testbed/units/out/a/x"):
+    try:
+        _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+        open(_path, "w").close()
+        print("PROBE-CREATED", _path)
+    except OSError:
+        print("PROBE-DENIED", _path)
 """
 
 
@@ -625,7 +666,10 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
     sandbox, instance, recipe = grading(UNITS.instance_id)
     files = _append(sandbox, "units/__init__.py", PROBE)
     patch = patch_for(synthetic_dir, instance, tmp_path, files)
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = evaluate(
+        sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER,
+        writable=["units/out/"],
+    )  # fmt: skip
     assert result.test_run is not None and result.test_run.section is not None
     probes = [line for line in result.test_run.section.splitlines() if "PROBE-" in line]
     assert probes == [
@@ -635,7 +679,11 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
         "PROBE-DENIED /opt/swe/eval/output.txt",
         "PROBE-DENIED /testbed/units/__init__.py",
         "PROBE-DENIED-OUTPUT",
-        "PROBE-CREATED /testbed/units/new_file.txt",
+        "PROBE-DENIED /testbed/units/new_file.txt",
+        "PROBE-DENIED /testbed/units/conftest.py",
+        "PROBE-DENIED /testbed/shadow.py",
+        "PROBE-CREATED /testbed/.pytest_cache/x",
+        "PROBE-CREATED /testbed/units/out/a/x",
     ]
     assert result.status == Status.NO_OP, result.message  # the code is the base's otherwise
 

@@ -713,3 +713,51 @@ def test_a_patch_into_git_is_refused_and_graded_as_the_base(grading):
     assert ".git/hooks/post-checkout: inside .git" in result.message
     assert result.groups is not None and result.groups.fail_to_pass_failed == ["test_to_celsius"]
     assert result.groups.pass_to_pass_passed == ["test_to_fahrenheit"]
+
+
+# a suite that writes next to itself: an output directory of its own and a file in a package
+WRITING_CONFTEST = """\
+import os
+
+
+def pytest_sessionstart(session):
+    for path in ("/testbed/out/sub/result.txt", "/testbed/calc/generated.txt"):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write("x")
+            seen = "WRITE-DONE"
+        except OSError:
+            seen = "WRITE-DENIED"
+        with open("/tmp/writes.txt", "a") as f:  # what the tests print is captured
+            f.write(f"{seen} {path}\\n")
+"""
+
+
+@pytest.mark.container
+def test_a_recording_run_finds_where_the_tests_write_and_only_there_they_may(grading):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    sandbox.write_file(f"{REPO_DIR}/conftest.py", WRITING_CONFTEST)
+    recorded = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
+                         record=True)  # fmt: skip
+    assert recorded.crash is None, recorded.output[-2000:]
+    sandbox.exec("rm /tmp/writes.txt")
+    assert recorded.writable == [".pytest_cache/", "calc", "out/"]
+    sandbox.exec(["rm", "-rf", f"{REPO_DIR}/out", f"{REPO_DIR}/calc/generated.txt"])
+    runs, seen = {}, {}
+    for name, writable in (("open", recorded.writable), ("closed", [])):
+        runs[name] = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
+                               writable=writable)  # fmt: skip
+        seen[name] = sandbox.exec("cat /tmp/writes.txt && rm /tmp/writes.txt").stdout
+    assert seen["open"] == (
+        "WRITE-DONE /testbed/out/sub/result.txt\nWRITE-DONE /testbed/calc/generated.txt\n"
+    )
+    # out/ now exists (root's, from the open run) but is not writable without the path
+    assert seen["closed"] == (
+        "WRITE-DENIED /testbed/out/sub/result.txt\nWRITE-DENIED /testbed/calc/generated.txt\n"
+    )
+    flaky = "tests/test_calc.py::test_flaky_between_runs"  # differs between runs on purpose
+    outcomes = [{k: v for k, v in run.outcomes.items() if k != flaky} for run in runs.values()]
+    assert outcomes[0] == outcomes[1] == {k: v for k, v in recorded.outcomes.items() if k != flaky}
+    mode = sandbox.exec(["stat", "-c", "%a %U", REPO_DIR, f"{REPO_DIR}/calc/__init__.py"])
+    assert mode.stdout.split("\n")[:2] == ["755 root", "644 root"]

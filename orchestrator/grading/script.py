@@ -38,9 +38,11 @@ NONCE_VARIABLE = "SWE_GREEN_NONCE"
 # the unprivileged user the tests run as (``unprivileged_tests`` setting); Debian's nobody
 TEST_USER = "nobody"
 TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
-# writable whatever validation saw: pytest's cache at the repository root (pytest only warns
-# without it, but a repository whose pytest turns warnings into errors fails)
-DEFAULT_WRITABLE = (".pytest_cache/",)
+# writable whatever validation saw, output directories at the repository root: pytest's cache
+# (pytest only warns without it, and a suite that turns warnings into errors fails), the
+# hypothesis database (hypothesis checks that it could write there, and warns, without
+# writing: astropy's conftest then fails), tox's (sphinx runs its tests through tox)
+DEFAULT_WRITABLE = (".pytest_cache/", ".hypothesis/", ".tox/")
 
 _NOT_GIT = f"{REPO_DIR} -path {REPO_DIR}/.git -prune -o"
 

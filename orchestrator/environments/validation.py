@@ -43,7 +43,8 @@ class Validation(BaseModel):
     # FAIL_TO_PASS tests left out of grading: they need the internet (network_tests.py)
     excluded_f2p: list[str] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)  # outcome differed between gold runs
-    # where the gold runs' tests wrote in the repository: writable in grading (grading.script)
+    # where the tests wrote in the repository, at the base and with the gold patch (failing
+    # tests may write what passing ones do not): writable in grading (grading.script)
     writable: list[str] = Field(default_factory=list)
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
@@ -82,7 +83,7 @@ def validate_instance(
     user = TEST_USER if ctx.settings.grading.unprivileged_tests else None
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
-        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
+        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user, record=True)
     finally:
         sandbox.remove()
     (out_dir / "validation_base_output.txt").write_text(base.output)
@@ -118,7 +119,7 @@ def validate_instance(
     flaky = flaky_tests([run.outcomes for run in golds])
     if result.ok and flaky:
         result = _with_flaky(instance, result, flaky)
-    result.writable = sorted({path for run in golds for path in run.writable})
+    result.writable = sorted({path for run in [base, *golds] for path in run.writable})
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:

@@ -41,8 +41,9 @@ TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 # writable whatever validation saw, output directories at the repository root: pytest's cache
 # (pytest only warns without it, and a suite that turns warnings into errors fails), the
 # hypothesis database (hypothesis checks that it could write there, and warns, without
-# writing: astropy's conftest then fails), tox's (sphinx runs its tests through tox)
-DEFAULT_WRITABLE = (".pytest_cache/", ".hypothesis/", ".tox/")
+# writing: astropy's conftest then fails). Not .tox: a tox environment's site-packages is on
+# sys.path (sphinx); validation records the few directories of it that tox writes
+DEFAULT_WRITABLE = (".pytest_cache/", ".hypothesis/")
 
 _NOT_GIT = f"{REPO_DIR} -path {REPO_DIR}/.git -prune -o"
 

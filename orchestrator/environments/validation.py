@@ -43,6 +43,9 @@ class Validation(BaseModel):
     # FAIL_TO_PASS tests left out of grading: they need the internet (network_tests.py)
     excluded_f2p: list[str] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)  # outcome differed between gold runs
+    # where the tests wrote in the repository, at the base and with the gold patch (failing
+    # tests may write what passing ones do not): writable in grading (grading.script)
+    writable: list[str] = Field(default_factory=list)
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
     cached: bool = False
@@ -54,7 +57,7 @@ def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
     tag = name.rsplit(":", 1)[-1]
     runs = ctx.settings.environment.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
-        "-u" if ctx.settings.grading.unprivileged_tests else ""
+        "-uw" if ctx.settings.grading.unprivileged_tests else ""
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
@@ -80,7 +83,7 @@ def validate_instance(
     user = TEST_USER if ctx.settings.grading.unprivileged_tests else None
     sandbox = ctx.start_sandbox(instance_image, instance, "validation", network=False)
     try:
-        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user)
+        base = run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user, record=True)
     finally:
         sandbox.remove()
     (out_dir / "validation_base_output.txt").write_text(base.output)
@@ -98,7 +101,11 @@ def validate_instance(
                 )
         if applied.applied:  # the eval script restores the test files: it can run again
             for _ in range(ctx.settings.environment.validation_runs):
-                golds.append(run_tests(sandbox, instance, recipe, timeout=timeout, test_user=user))
+                golds.append(
+                    run_tests(
+                        sandbox, instance, recipe, timeout=timeout, test_user=user, record=True
+                    )
+                )
                 if golds[-1].timed_out or golds[-1].crash:
                     break
     finally:
@@ -112,6 +119,7 @@ def validate_instance(
     flaky = flaky_tests([run.outcomes for run in golds])
     if result.ok and flaky:
         result = _with_flaky(instance, result, flaky)
+    result.writable = sorted({path for run in [base, *golds] for path in run.writable})
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:

@@ -63,6 +63,7 @@ class Excluded:
 
     p2p: list[str] = field(default_factory=list)
     f2p: list[str] = field(default_factory=list)
+    writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
 
 
 def test_recipe(prepared: PreparedInstance) -> Recipe:
@@ -161,7 +162,7 @@ class _InstanceRun:
         self.timings["validation"] = time.monotonic() - t
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p)
+        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
 
     async def participant_works(
         self, prepared: PreparedInstance, participant_url: str
@@ -242,7 +243,7 @@ class _InstanceRun:
                 evaluate, grader, instance, test_recipe(prepared), patch,
                 timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
                 excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
-                excluded_f2p=excluded.f2p,
+                excluded_f2p=excluded.f2p, writable=excluded.writable,
             )  # fmt: skip
         finally:
             if own:

@@ -50,7 +50,7 @@ from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
 from orchestrator.environments.build import ensure_env_image  # noqa: E402
 from orchestrator.environments.image_registry import registry_reference  # noqa: E402
 from orchestrator.environments.plan import plan_environment  # noqa: E402
-from orchestrator.housekeeping import gc  # noqa: E402
+from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.run.context import RunContext  # noqa: E402
 from orchestrator.run.results import RunDir  # noqa: E402
 from orchestrator.sandbox.docker import DockerBackend, connect  # noqa: E402

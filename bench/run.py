@@ -35,7 +35,7 @@ from pathlib import Path
 
 from orchestrator.dataset.instances import load_instances
 from orchestrator.dataset.synthetic import build_synthetic
-from orchestrator.housekeeping import gc
+from orchestrator.housekeeping.gc import gc
 from orchestrator.log import configure_logging
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.reference import make_participant, running

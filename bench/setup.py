@@ -18,7 +18,7 @@ from run import ALL_KINDS, SMOKE_CACHE, synthetic_place
 
 from orchestrator.dataset.instances import load_instances
 from orchestrator.environments.build import prepare_instance
-from orchestrator.housekeeping import gc
+from orchestrator.housekeeping.gc import gc
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox

@@ -29,7 +29,7 @@ def docker_backend():
     except BackendUnavailable as exc:
         pytest.fail(f"container tests need a Docker engine: {exc}")
     yield backend
-    from orchestrator.housekeeping import gc
+    from orchestrator.housekeeping.gc import gc
 
     gc(backend, run_id=TEST_RUN_ID, image_kinds=("snapshot", "instance", "env"))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.environments.build import SetupFailed, prepare_instance
-from orchestrator.housekeeping import list_containers
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.models import LABEL_ROLE

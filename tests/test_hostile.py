@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from orchestrator.dataset.synthetic import CALC as CALC_REPO
-from orchestrator.housekeeping import list_containers
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step

@@ -17,7 +17,7 @@ from orchestrator.environments.image_registry import (
 )
 from orchestrator.environments.plan import env_image_name, plan_environment
 from orchestrator.errors import UserError
-from orchestrator.housekeeping import cached_images
+from orchestrator.housekeeping.prune import cached_images
 from orchestrator.run.context import RunContext
 from orchestrator.run.results import RunDir
 from orchestrator.sandbox.docker import DockerBackend

@@ -21,7 +21,8 @@ import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from orchestrator.errors import UserError
-from orchestrator.housekeeping import list_containers, remove_dead_node_containers
+from orchestrator.housekeeping.inventory import list_containers
+from orchestrator.housekeeping.reaper import remove_dead_node_containers
 from orchestrator.models import Reason, Status
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.context import RunContext

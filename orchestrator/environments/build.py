@@ -62,7 +62,7 @@ from orchestrator.environments.setup_scripts import (
     share_history_script,
 )
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.housekeeping import keep_stopped, room_to_keep
+from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance
 from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox

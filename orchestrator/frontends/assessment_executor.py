@@ -30,7 +30,7 @@ from orchestrator.frontends.assessment_text import (
     prose,
     summary_text,
 )
-from orchestrator.housekeeping import list_containers
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once

@@ -97,7 +97,7 @@ def validate_cmd(
     console.print(f"validating {len(chosen)} instance(s) in {run_dir}")
 
     progress = LiveProgress(len(chosen))
-    from orchestrator.housekeeping import active_run
+    from orchestrator.housekeeping.active import active_run
 
     def done(record) -> None:  # noqa: ANN001
         outcome = "ok" if record.ok else "environment error"
@@ -196,7 +196,7 @@ def validation_report_cmd(
 @envs_app.command("ls")
 def envs_ls() -> None:
     """List the cached environment and instance images, least recently used first."""
-    from orchestrator.housekeeping import cached_images
+    from orchestrator.housekeeping.prune import cached_images
     from orchestrator.sandbox.factory import backend_from
 
     settings = load_settings()
@@ -229,7 +229,7 @@ def envs_prune(
     without --keep-days/--max-size), never those of a run in progress."""
     from pydantic import ByteSize, TypeAdapter, ValidationError
 
-    from orchestrator.housekeeping import execute_prune, plan_prune
+    from orchestrator.housekeeping.prune import execute_prune, plan_prune
     from orchestrator.sandbox.factory import backend_from
 
     limit = None

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import structlog
 
-from orchestrator.housekeeping import container_name, record_image_use, unique_container_name
+from orchestrator.housekeeping.image_use import record_image_use
+from orchestrator.housekeeping.names import container_name, unique_container_name
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
 from orchestrator.run.results import RunDir

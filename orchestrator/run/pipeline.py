@@ -22,7 +22,7 @@ from orchestrator.environments.recipes import Recipe, test_files
 from orchestrator.environments.validation import validate_instance
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
-from orchestrator.housekeeping import keep_stopped, room_to_keep
+from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
     ParticipantLimits,

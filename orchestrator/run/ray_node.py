@@ -24,11 +24,8 @@ import ray
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.setup_scripts import LABEL_REPO_VERSION
-from orchestrator.housekeeping import (
-    list_images,
-    remove_dead_node_containers,
-    stop_run_containers,
-)
+from orchestrator.housekeeping.inventory import list_images
+from orchestrator.housekeeping.reaper import remove_dead_node_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from orchestrator.housekeeping import list_containers, stop_run_containers
+from orchestrator.housekeeping.inventory import list_containers
+from orchestrator.housekeeping.reaper import stop_run_containers
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext

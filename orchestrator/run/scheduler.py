@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.housekeeping import active_run
+from orchestrator.housekeeping.active import active_run
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
 from orchestrator.run.context import RunContext

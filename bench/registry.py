@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
-from orchestrator.environments.build import ensure_env_image  # noqa: E402
+from orchestrator.environments.env_image import ensure_env_image  # noqa: E402
 from orchestrator.environments.image_registry import registry_reference  # noqa: E402
 from orchestrator.environments.plan import plan_environment  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402

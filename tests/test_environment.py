@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.environments.build import SetupFailed, prepare_instance
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.plan import SetupFailed
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox

@@ -106,7 +106,8 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
 def test_a_failed_environment_setup_keeps_its_container_stopped(
     env_settings, docker_client, synthetic_instances, tmp_path, docker_backend
 ):
-    from orchestrator.environments.build import SetupFailed, prepare_instance
+    from orchestrator.environments.build import prepare_instance
+    from orchestrator.environments.plan import SetupFailed
     from orchestrator.run.context import RunContext
     from orchestrator.run.results import RunDir
 

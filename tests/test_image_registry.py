@@ -9,7 +9,8 @@ import uuid
 import docker
 import pytest
 
-from orchestrator.environments.build import ensure_env_image, prepare_instance
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.env_image import ensure_env_image
 from orchestrator.environments.image_registry import (
     pull_shared,
     push_shared,

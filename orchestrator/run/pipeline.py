@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from orchestrator.environments.build import PreparedInstance, SetupFailed, prepare_instance
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.plan import SetupFailed
+from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.environments.recipes import Recipe, test_files
 from orchestrator.environments.validation import validate_instance
 from orchestrator.errors import SandboxError, UserError

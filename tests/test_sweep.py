@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.environments.sweep import SweepRecord, root_cause, validation_markdown
+from orchestrator.environments.sweep import SweepRecord, root_cause
 from orchestrator.environments.validation import flaky_tests
+from orchestrator.frontends.report.validation import validation_markdown
 from orchestrator.models import TestStatus
 
 P, F = TestStatus.PASSED, TestStatus.FAILED

@@ -163,8 +163,9 @@ def validation_report_cmd(
     ] = None,
 ) -> None:
     """The Markdown report of a validation sweep (docs/validation.md)."""
-    from orchestrator.environments.sweep import load_records, merge_records, validation_markdown
+    from orchestrator.environments.sweep import load_records, merge_records
     from orchestrator.environments.sweep import save_records as write_records
+    from orchestrator.frontends.report.validation import validation_markdown
 
     for run in runs:
         if not run.exists():

@@ -353,9 +353,8 @@ def _fidelity(run, official: Path, out: Path | None, notes: Path | None) -> None
     from orchestrator.frontends.report.fidelity import (
         compare_official,
         load_official,
-        render_markdown,
-        summary_lines,
     )
+    from orchestrator.frontends.report.fidelity_text import render_markdown, summary_lines
 
     fidelity = compare_official(run.load_results(), load_official(official))
     console.rule("Agreement with the official harness")

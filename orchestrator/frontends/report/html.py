@@ -196,6 +196,16 @@ def _comparison_html(c: Comparison, local: set[str]) -> str:
         f"<th class=num>{_e(c.run)}</th><th class=num>delta</th></tr></thead>"
         f"<tbody>{delta_rows}</tbody></table>",
     ]
+    parts += _changes_html(c, local)
+    if c.new_errors:
+        parts += ["<h3>New errors by cause</h3>", _triage_html("new-errors", c.new_errors, local)]
+    parts.append(_repo_delta_html(c))
+    return "\n".join(parts)
+
+
+def _changes_html(c: Comparison, local: set[str]) -> list[str]:
+    """One table per kind of status change (lost, gained, other), those with any rows."""
+    parts = []
     for table_id, title, changes in (
         ("lost", "Resolved → not resolved", c.lost),
         ("gained", "Not resolved → resolved", c.gained),
@@ -214,8 +224,10 @@ def _comparison_html(c: Comparison, local: set[str]) -> str:
             f"<th>repository</th><th>{_e(c.baseline)}</th><th>{_e(c.run)}</th><th>reason</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )
-    if c.new_errors:
-        parts += ["<h3>New errors by cause</h3>", _triage_html("new-errors", c.new_errors, local)]
+    return parts
+
+
+def _repo_delta_html(c: Comparison) -> str:
     repo_rows = "".join(
         f"<tr><td>{_e(r.repo)}</td><td class=num>{r.instances}</td>"
         f"<td class=num>{r.resolved_before}</td><td class=num>{r.resolved_after}</td>"
@@ -224,13 +236,12 @@ def _comparison_html(c: Comparison, local: set[str]) -> str:
         f"<td class=num>{r.errors_before} → {r.errors_after}</td></tr>"
         for r in c.repos
     )
-    parts.append(
+    return (
         '<h3>Repositories</h3><table id="repo-delta"><thead><tr><th>repository</th>'
         f"<th class=num>instances</th><th class=num>resolved {_e(c.baseline)}</th>"
         f"<th class=num>resolved {_e(c.run)}</th><th class=num>delta</th>"
         f"<th class=num>errors</th></tr></thead><tbody>{repo_rows}</tbody></table>"
     )
-    return "\n".join(parts)
 
 
 _INSTANCE_COLUMNS = (
@@ -264,56 +275,6 @@ def render_html(
     local = {result.instance_id for result in results}
     causes = triage(results)
 
-    leaderboard = "".join(
-        [
-            '<table id="leaderboard"><thead><tr>',
-            "<th class=num>instances</th>",
-            *(f"<th class=num>{_e(status.value)}</th>" for status in STATUS_ORDER),
-            "<th class=num>fail→pass</th><th class=num>pass→pass</th></tr></thead><tbody><tr>",
-            f"<td class=num>{row.total_instances}</td>",
-            *(
-                f"<td class=num>{pct(getattr(row, f'{status.value}_pct'))}</td>"
-                for status in STATUS_ORDER
-            ),
-            f"<td class=num>{pct(row.fail_to_pass_passed_pct)}</td>",
-            f"<td class=num>{pct(row.pass_to_pass_passed_pct)}</td>",
-            "</tr></tbody></table>",
-        ]
-    )
-    repos = "".join(
-        [
-            '<table id="repositories"><thead><tr><th>repository</th><th class=num>instances'
-            "</th><th class=num>resolved</th><th class=num>resolved %</th>"
-            "<th class=num>fail→pass</th><th class=num>errors</th></tr></thead><tbody>",
-            *(
-                f"<tr><td>{_e(repo.repo)}</td><td class=num>{repo.instances}</td>"
-                f"<td class=num>{repo.resolved}</td>"
-                f"<td class=num>{pct(repo.resolved_fraction)}</td>"
-                f"<td class=num>{pct(repo.fail_to_pass)}</td>"
-                f"<td class=num>{repo.errors}</td></tr>"
-                for repo in per_repository(results)
-            ),
-            "</tbody></table>",
-        ]
-    )
-    header_cells = "".join(
-        f'<th data-key="{key}" data-type="{kind}"'
-        + (' class="num"' if kind == "num" and key != "status" else "")
-        + f">{_e(label)}</th>"
-        for key, label, kind in _INSTANCE_COLUMNS
-    )
-    instances = (
-        f'<table id="instances" class="sortable"><thead><tr>{header_cells}</tr></thead><tbody>'
-        + "".join(_instance_row(run, result) for result in results)
-        + "</tbody></table>"
-    )
-    config_html = (
-        '<dl class="config">'
-        + "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in config)
-        + "</dl>"
-        if config
-        else ""
-    )
     title = f"swe-green run {run.path.name}"
     return "\n".join(
         [
@@ -331,9 +292,9 @@ def render_html(
                 else ""
             ),
             _comparison_html(comparison, local) if comparison else "",
-            config_html,
+            _config_html(config),
             "<h2>Leaderboard row</h2>",
-            leaderboard,
+            _leaderboard_html(row),
             "<h2>Statuses</h2>",
             _status_chart(row),
             *(
@@ -341,27 +302,90 @@ def render_html(
                 if causes
                 else []
             ),
-            *(
-                [
-                    "<h2>Caveats</h2><ul id=caveats>",
-                    *(
-                        f'<li><a href="#{_e(_anchor(iid))}">{_e(iid)}</a>: {_e(why)}</li>'
-                        for iid, why in caveats(results)
-                    ),
-                    "</ul>",
-                ]
-                if caveats(results)
-                else []
-            ),
+            *_caveats_html(results),
             "<h2>Repositories</h2>",
-            repos,
+            _repositories_html(results),
             "<h2>Instances</h2>",
             '<p class="muted">Click a column header to sort.</p>',
-            instances,
+            _instances_html(run, results),
             f"<script>{JS}</script>",
             "</body></html>",
         ]
     )
+
+
+def _leaderboard_html(row: LeaderboardRow) -> str:
+    return "".join(
+        [
+            '<table id="leaderboard"><thead><tr>',
+            "<th class=num>instances</th>",
+            *(f"<th class=num>{_e(status.value)}</th>" for status in STATUS_ORDER),
+            "<th class=num>fail→pass</th><th class=num>pass→pass</th></tr></thead><tbody><tr>",
+            f"<td class=num>{row.total_instances}</td>",
+            *(
+                f"<td class=num>{pct(getattr(row, f'{status.value}_pct'))}</td>"
+                for status in STATUS_ORDER
+            ),
+            f"<td class=num>{pct(row.fail_to_pass_passed_pct)}</td>",
+            f"<td class=num>{pct(row.pass_to_pass_passed_pct)}</td>",
+            "</tr></tbody></table>",
+        ]
+    )
+
+
+def _repositories_html(results: list[InstanceResult]) -> str:
+    return "".join(
+        [
+            '<table id="repositories"><thead><tr><th>repository</th><th class=num>instances'
+            "</th><th class=num>resolved</th><th class=num>resolved %</th>"
+            "<th class=num>fail→pass</th><th class=num>errors</th></tr></thead><tbody>",
+            *(
+                f"<tr><td>{_e(repo.repo)}</td><td class=num>{repo.instances}</td>"
+                f"<td class=num>{repo.resolved}</td>"
+                f"<td class=num>{pct(repo.resolved_fraction)}</td>"
+                f"<td class=num>{pct(repo.fail_to_pass)}</td>"
+                f"<td class=num>{repo.errors}</td></tr>"
+                for repo in per_repository(results)
+            ),
+            "</tbody></table>",
+        ]
+    )
+
+
+def _instances_html(run: RunDir, results: list[InstanceResult]) -> str:
+    """The instance table, sortable by a click on a column header."""
+    header_cells = "".join(
+        f'<th data-key="{key}" data-type="{kind}"'
+        + (' class="num"' if kind == "num" and key != "status" else "")
+        + f">{_e(label)}</th>"
+        for key, label, kind in _INSTANCE_COLUMNS
+    )
+    return (
+        f'<table id="instances" class="sortable"><thead><tr>{header_cells}</tr></thead><tbody>'
+        + "".join(_instance_row(run, result) for result in results)
+        + "</tbody></table>"
+    )
+
+
+def _config_html(config: list[tuple[str, str]]) -> str:
+    return (
+        '<dl class="config">'
+        + "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in config)
+        + "</dl>"
+        if config
+        else ""
+    )
+
+
+def _caveats_html(results: list[InstanceResult]) -> list[str]:
+    notes = caveats(results)
+    if not notes:
+        return []
+    return [
+        "<h2>Caveats</h2><ul id=caveats>",
+        *(f'<li><a href="#{_e(_anchor(iid))}">{_e(iid)}</a>: {_e(why)}</li>' for iid, why in notes),
+        "</ul>",
+    ]
 
 
 def write_html(

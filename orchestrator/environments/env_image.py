@@ -11,11 +11,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
+from orchestrator.environments.clean_history import shared_commit
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.environments.instance_image import put_clean_history
 from orchestrator.environments.plan import EnvPlan, SetupFailed, env_image_name
-from orchestrator.environments.repo_cache import ensure_mirror, prepare_checkout, shared_commit
+from orchestrator.environments.repo_cache import ensure_mirror, prepare_checkout
 from orchestrator.environments.setup_scripts import (
     ACTIVATE,
     LABEL_ENV_KEY,

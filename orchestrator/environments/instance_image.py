@@ -8,17 +8,12 @@ import tempfile
 from pathlib import Path
 
 from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
+from orchestrator.environments.clean_history import CleanHistory, export_clean_git, is_ancestor
+from orchestrator.environments.git_commands import GitError
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.environments.plan import EnvPlan, SetupFailed, instance_image_name
 from orchestrator.environments.recipes import reinstall_needed
-from orchestrator.environments.repo_cache import (
-    CleanHistory,
-    GitError,
-    changed_paths,
-    ensure_mirror,
-    export_clean_git,
-    is_ancestor,
-)
+from orchestrator.environments.repo_cache import changed_paths, ensure_mirror
 from orchestrator.environments.setup_scripts import CLEAN_GIT, LABEL_ENV_KEY, base_commit_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance

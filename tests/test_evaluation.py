@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.dataset.synthetic import CALC, TEXTKIT, UNITS
+from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.recipes import Recipe
 from orchestrator.grading.evaluation import (

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.dataset.synthetic import CALC as CALC_REPO
+from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.participant.reference import running

@@ -11,6 +11,8 @@ import pytest
 import structlog
 
 from orchestrator.atomic import atomic_write_text, read_cached
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.environments.failed_builds import (
     _failure_path,
     failed_build,
@@ -21,8 +23,6 @@ from orchestrator.environments.validation import Validation, cached_validation
 from orchestrator.housekeeping.active import active_run
 from orchestrator.leases import LEASES_DIR as ACTIVE_RUNS_DIR
 from orchestrator.models import Instance, InstanceResult, Status
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import Settings
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_restricted import prepare_without_commit
 from orchestrator.environments.env_image import ensure_env_image
 from orchestrator.environments.instance_image import ensure_instance_image, reinstall_at_base
@@ -22,7 +23,6 @@ from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.environments.repo_cache import check_complete
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 
 
 def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import building
 from orchestrator.environments.env_image import EnvImage, env_from_labels, setup_environment
 from orchestrator.environments.failed_builds import failed_build
@@ -23,7 +24,6 @@ from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.environments.repo_cache import check_complete
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 from orchestrator.sandbox.file_snapshot import capture
 
 

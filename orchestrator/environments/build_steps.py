@@ -9,11 +9,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.plan import SetupFailed
 from orchestrator.environments.setup_scripts import SWE_DIR
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
-from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
 from orchestrator.environments.clean_history import shared_commit
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
@@ -19,7 +20,6 @@ from orchestrator.environments.plan import EnvPlan, SetupFailed, env_image_name
 from orchestrator.environments.repo_cache import ensure_mirror, prepare_checkout
 from orchestrator.environments.setup_scripts import (
     ACTIVATE,
-    LABEL_ENV_KEY,
     LABEL_PYTHON,
     LABEL_REINSTALL,
     LABEL_REPO_VERSION,
@@ -32,9 +32,8 @@ from orchestrator.environments.setup_scripts import (
 )
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox.models import LABEL_KIND
+from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 
 
 def _copy_checkout(ctx: RunContext, instance: Instance, sandbox: Sandbox) -> None:

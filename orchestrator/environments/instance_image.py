@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
 from orchestrator.environments.clean_history import CleanHistory, export_clean_git, is_ancestor
 from orchestrator.environments.git_commands import GitError
@@ -14,12 +15,11 @@ from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.environments.plan import EnvPlan, SetupFailed, instance_image_name
 from orchestrator.environments.recipes import reinstall_needed
 from orchestrator.environments.repo_cache import changed_paths, ensure_mirror
-from orchestrator.environments.setup_scripts import CLEAN_GIT, LABEL_ENV_KEY, base_commit_script
+from orchestrator.environments.setup_scripts import CLEAN_GIT, base_commit_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox.models import LABEL_KIND
+from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 
 
 def put_clean_history(

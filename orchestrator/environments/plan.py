@@ -10,12 +10,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.images import base_pythons, ensure_image
 from orchestrator.environments.recipes import Recipe, load_recipes, pins_for, recipe_key
 from orchestrator.environments.setup_scripts import SETUP_SCRIPT_VERSION
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 from orchestrator.settings import Settings
 
 

@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text, read_cached
+from orchestrator.context.run_context import RunContext
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 
 RECORD = "validation.json"
 

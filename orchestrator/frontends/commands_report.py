@@ -51,6 +51,7 @@ def report_cmd(
     repositories, slowest instances; with --compare, the verdict on the first line. Exit
     status with --compare: 0 no regression, 1 regressed (an instance no longer resolved, or a
     new error), 2 nothing in common to compare."""
+    from orchestrator.context.run_dir import RunDir
     from orchestrator.frontends.report import (
         compare_runs,
         print_report,
@@ -58,7 +59,6 @@ def report_cmd(
         verdict_text,
         write_html,
     )
-    from orchestrator.run.results import RunDir
 
     for path in (run, compare):
         if path is not None:

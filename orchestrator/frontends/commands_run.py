@@ -24,11 +24,12 @@ from orchestrator.frontends.cli_participant import (
 from orchestrator.frontends.live_progress import LiveProgress
 from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.log import run_log
+from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    from orchestrator.context.run_dir import RunDir
     from orchestrator.models import InstanceResult
-    from orchestrator.run.results import RunDir
 
 ParticipantSpec = Annotated[
     str | None,
@@ -160,7 +161,7 @@ def _report(plan: RunPlan, run_dir: RunDir, results: list[InstanceResult], log_p
     from orchestrator.run.outcome import run_exit_code
 
     name = plan.participant_id or participant_name(plan.participant or "")
-    path = run_dir.write_leaderboard("agent", name, results)
+    path = write_leaderboard(run_dir, "agent", name, results)
     print_report(run_dir, console=console)
     console.print(f"log: {log_path}")
     console.print(f"results: {path}")
@@ -208,8 +209,8 @@ def _predicted(settings: Settings, plan: RunPlan):  # noqa: ANN202
 
 def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
     """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
-    from orchestrator.run.runner import runner_for
     from orchestrator.run.scheduler import run_evaluation
+    from orchestrator.run.select_runner import runner_for
 
     progress = LiveProgress(len(instances))
     runner = runner_for(ctx.settings)  # this host, or the Ray cluster of ray_address

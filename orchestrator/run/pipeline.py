@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.plan import SetupFailed
 from orchestrator.environments.prepared import PreparedInstance
@@ -36,7 +37,6 @@ from orchestrator.participant.tools_host import install_tools, sandbox_tool_runn
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
-from orchestrator.run.context import RunContext
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 

@@ -14,6 +14,8 @@ LABEL_ROLE = "swe-green.role"
 LABEL_KIND = "swe-green.kind"
 # the Ray node whose task started the container (runs on a cluster): per-node clean-up
 LABEL_NODE = "swe-green.node"
+# the environment key of an environment or instance image (kinds "env" and "instance")
+LABEL_ENV_KEY = "swe-green.env-key"
 
 TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
 

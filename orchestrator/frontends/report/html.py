@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from orchestrator.context.run_dir import INSTANCES_DIR, RunDir, atomic_write_text
 from orchestrator.frontends.report.assets import CSS, JS
 from orchestrator.frontends.report.data import (
     INSTANCE_FILES,
@@ -28,7 +29,6 @@ from orchestrator.frontends.report.explain import run_header, tests_cell, tests_
 from orchestrator.frontends.report.text import caveats, delta_style, signed
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
-from orchestrator.run.results import INSTANCES_DIR, RunDir, atomic_write_text
 
 # --------------------------------------------------------------------------- HTML
 

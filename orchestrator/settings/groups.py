@@ -20,6 +20,12 @@ class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+def default_of(group: type[BaseModel], name: str) -> Any:
+    """The documented default of setting ``name`` of ``group``: a component's own model of
+    the same value (a sandbox's limits, a participant's) takes it from here, not a copy."""
+    return group.model_fields[name].default
+
+
 class StorageSettings(_Group):
     """Where things live on the host."""
 

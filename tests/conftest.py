@@ -32,7 +32,7 @@ def docker_backend():
     except BackendUnavailable as exc:
         pytest.fail(f"container tests need a Docker engine: {exc}")
     yield backend
-    from orchestrator.housekeeping import gc
+    from orchestrator.housekeeping.gc import gc
 
     gc(backend, run_id=TEST_RUN_ID, image_kinds=("snapshot", "instance", "env"))
 
@@ -148,8 +148,8 @@ def synthetic_instances(synthetic_dir) -> dict:
 @pytest.fixture
 def run_ctx(env_settings, docker_backend, tmp_path):
     """A run context labelled with the test session's run id, in a fresh run directory."""
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
 
     return RunContext(env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
 

@@ -15,12 +15,12 @@ from collections import Counter
 import docker
 import pytest
 
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.models import Status
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.tool_protocol import ToolCall
 from orchestrator.participant.tools_host import run_tool
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.dataset.synthetic import CALC, TEXTKIT, UNITS
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.recipes import Recipe
 from orchestrator.grading.evaluation import (
@@ -35,8 +37,6 @@ from orchestrator.grading.test_infrastructure import (
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
 from orchestrator.patches.apply import apply_patch
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
 from .conftest import TEST_RUN_ID

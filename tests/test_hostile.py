@@ -28,13 +28,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator.dataset.synthetic import CALC as CALC_REPO
-from orchestrator.housekeeping import list_containers
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.run.scheduler import run_evaluation
 
 from .conftest import TEST_RUN_ID

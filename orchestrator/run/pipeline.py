@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from orchestrator.environments.build import PreparedInstance, SetupFailed, prepare_instance
+from orchestrator.context.run_context import RunContext
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.plan import SetupFailed
+from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.environments.recipes import Recipe, test_files
 from orchestrator.environments.validation import validate_instance
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
-from orchestrator.housekeeping import keep_stopped, room_to_keep
+from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
     ParticipantLimits,
@@ -34,7 +37,6 @@ from orchestrator.participant.tools_host import install_tools, sandbox_tool_runn
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
-from orchestrator.run.context import RunContext
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 

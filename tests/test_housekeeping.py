@@ -225,3 +225,42 @@ def test_the_environment_key_label_has_one_name():
     from orchestrator.sandbox.models import LABEL_ENV_KEY
 
     assert setup_scripts.LABEL_ENV_KEY == LABEL_ENV_KEY == "swe-green.env-key"
+
+
+@pytest.mark.container
+def test_gc_removes_the_idle_networks_a_killed_reinstall_left(
+    docker_client, make_sandbox, docker_backend
+):
+    """A process killed mid-reinstall leaves its index-only network (no container on it): gc
+    removes it once it is older than a set-up takes, and never one a sandbox uses."""
+    import time
+
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.sandbox.models import LABEL_RUN, LABEL_TOOL
+
+    run = f"{TEST_RUN_ID}-net"
+    labels = {LABEL_TOOL: "1", LABEL_RUN: run}
+    idle = docker_client.networks.create(f"{run}-idle", internal=True, labels=labels)
+    used = docker_client.networks.create(f"{run}-used", internal=True, labels=labels)
+    other = docker_client.networks.create(f"{run}-other", internal=True)  # not the tool's
+    sandbox = make_sandbox(run_id=run)
+    try:
+        used.connect(sandbox.id)
+        assert gc(docker_backend, run_id=run, dry_run=True).networks == []  # too young
+        later = time.time() + 300
+        seen = gc(docker_backend, run_id=run, dry_run=True, now=later)
+        assert seen.networks == [idle.name]
+        assert {n.name for n in docker_client.networks.list(names=[run])} >= {idle.name}
+        sandbox.stop()
+        plan = gc(docker_backend, run_id=run, now=later)
+        assert idle.name in plan.networks
+        left = {n.name for n in docker_client.networks.list()}
+        assert idle.name not in left and other.name in left
+        # the used one went only with its container (gc removed the stopped sandbox first)
+        assert sandbox.name in plan.containers
+    finally:
+        for network in (idle, used, other):
+            try:
+                network.remove()
+            except Exception:
+                pass

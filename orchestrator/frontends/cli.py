@@ -264,8 +264,11 @@ def gc_cmd(
         image_kinds=kinds, older_than=age,
     )  # fmt: skip
     verb = "would remove" if dry_run else "removed"
-    console.print(f"{verb} {len(plan.containers)} container(s), {len(plan.images)} image(s)")
-    for name in plan.containers + plan.images:
+    console.print(
+        f"{verb} {len(plan.containers)} container(s), {len(plan.images)} image(s)"
+        + (f", {len(plan.networks)} idle network(s)" if plan.networks else "")
+    )
+    for name in plan.containers + plan.images + plan.networks:
         console.print(f"  {name}")
     if plan.spared:
         console.print(f"in use, left alone: {len(plan.spared)}")

@@ -6,10 +6,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.housekeeping.inventory import RUNNING, epoch, list_containers, list_images
+from orchestrator.housekeeping.inventory import RUNNING, list_containers, list_images
 from orchestrator.leases import LiveSet, drop_expired, live_set
 from orchestrator.sandbox import ContainerInfo, SandboxBackend
-from orchestrator.sandbox.models import LABEL_RUN
+from orchestrator.sandbox.models import LABEL_RUN, LABEL_TOOL, epoch
+
+# a network no sandbox uses is left over once it is this old (a reinstall's network has its
+# proxy attached within a second of its creation)
+IDLE_NETWORK_AGE = 120.0
 
 # image kinds that gc removes by default; the caches ("env", "instance": `swe-green envs
 # prune`) and the base images stay
@@ -23,6 +27,7 @@ class GcPlan:
     containers: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     spared: list[str] = field(default_factory=list)  # "<name>: <why>"
+    networks: list[str] = field(default_factory=list)  # left by a reinstall killed midway
 
 
 def gc(
@@ -67,6 +72,27 @@ def gc(
         gone_runs.add(info.run_id)
         if not dry_run:
             backend.remove_container(info.id)
+    _collect_images(backend, plan, image_kinds, live, run_id, older_than, now, dry_run)
+    labels = {LABEL_TOOL: "1", **({LABEL_RUN: run_id} if run_id else {})}
+    before = now - max(older_than or 0.0, IDLE_NETWORK_AGE)
+    plan.networks = backend.remove_idle_networks(labels, before, dry_run=dry_run)
+    if not dry_run and data_dir is not None and live is not None:
+        drop_expired(data_dir, live.expired_runs & gone_runs)
+    return plan
+
+
+def _collect_images(
+    backend: SandboxBackend,
+    plan: GcPlan,
+    image_kinds: tuple[str, ...],
+    live: LiveSet | None,
+    run_id: str | None,
+    older_than: float | None,
+    now: float,
+    dry_run: bool,
+) -> None:
+    """The images part of :func:`gc`: into ``plan.images`` (removed unless ``dry_run``) or
+    ``plan.spared``."""
     for image in list_images(backend, image_kinds):
         if run_id and image.labels.get(LABEL_RUN) != run_id:
             continue
@@ -81,9 +107,6 @@ def gc(
         if not dry_run and not backend.remove_image(image.id):
             # used by a container of another run: it stays, and is not reported as removed
             plan.images.pop()
-    if not dry_run and data_dir is not None and live is not None:
-        drop_expired(data_dir, live.expired_runs & gone_runs)
-    return plan
 
 
 def _spare_reason(info: ContainerInfo, live: LiveSet | None, *, named: bool = False) -> str:

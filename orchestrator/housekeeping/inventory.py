@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import re
-
 from orchestrator.errors import UserError
 from orchestrator.sandbox import ContainerInfo, ImageInfo, SandboxBackend
 from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_RUN, LABEL_TOOL
@@ -54,12 +51,3 @@ def list_images(backend: SandboxBackend, kinds: tuple[str, ...] | None = None) -
     if kinds is None:
         return images
     return [img for img in images if img.labels.get(LABEL_KIND) in kinds]
-
-
-def epoch(stamp: str) -> float:
-    """Docker's RFC 3339 time (nanoseconds, ``Z``) as epoch seconds; 0 when unreadable."""
-    match = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?", stamp)
-    if not match:
-        return 0.0
-    whole = dt.datetime.strptime(match[1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.UTC)
-    return whole.timestamp() + float(match[2] or 0)

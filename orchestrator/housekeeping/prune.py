@@ -9,10 +9,9 @@ from pathlib import Path
 
 from orchestrator.housekeeping.active import ActiveRun, active_runs
 from orchestrator.housekeeping.image_use import last_use
-from orchestrator.housekeeping.inventory import epoch
 from orchestrator.log import get_logger
 from orchestrator.sandbox import ContainerInfo, SandboxBackend
-from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_INSTANCE, LABEL_KIND, LABEL_RUN
+from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_INSTANCE, LABEL_KIND, LABEL_RUN, epoch
 
 
 @dataclass

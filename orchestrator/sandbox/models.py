@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
 from pydantic import BaseModel, Field
 
 from orchestrator.sandbox.file_snapshot import FileSnapshot
@@ -142,3 +145,12 @@ def tool_labels(
     if node:
         labels[LABEL_NODE] = node
     return labels
+
+
+def epoch(stamp: str) -> float:
+    """Docker's RFC 3339 time (nanoseconds, ``Z``) as epoch seconds; 0 when unreadable."""
+    match = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?", stamp)
+    if not match:
+        return 0.0
+    whole = dt.datetime.strptime(match[1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.UTC)
+    return whole.timestamp() + float(match[2] or 0)

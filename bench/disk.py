@@ -15,7 +15,7 @@ import statistics
 import time
 import uuid
 
-from orchestrator.housekeeping import gc
+from orchestrator.housekeeping.gc import gc
 from orchestrator.sandbox import DiskLimitExceeded, Limits
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect, writable_layer_dir

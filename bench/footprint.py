@@ -141,10 +141,10 @@ def build(prefix: str, ids: list[str], share: bool) -> dict[str, float]:
     import time
     from pathlib import Path
 
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
     from orchestrator.dataset.instances import load_instances
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
     from orchestrator.sandbox.factory import backend_from
     from orchestrator.settings import load_settings
 

@@ -45,14 +45,14 @@ import docker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from orchestrator.context.run_context import RunContext  # noqa: E402
+from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
-from orchestrator.environments.build import ensure_env_image  # noqa: E402
+from orchestrator.environments.env_image import ensure_env_image  # noqa: E402
 from orchestrator.environments.image_registry import registry_reference  # noqa: E402
 from orchestrator.environments.plan import plan_environment  # noqa: E402
-from orchestrator.housekeeping import gc  # noqa: E402
-from orchestrator.run.context import RunContext  # noqa: E402
-from orchestrator.run.results import RunDir  # noqa: E402
+from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.sandbox.docker import DockerBackend, connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from tests.local_registry import local_registry  # noqa: E402

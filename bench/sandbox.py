@@ -10,7 +10,7 @@ import statistics
 import time
 import uuid
 
-from orchestrator.housekeeping import gc
+from orchestrator.housekeeping.gc import gc
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from run import ALL_KINDS, SMOKE_CACHE, synthetic_place
 
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.instances import load_instances
 from orchestrator.environments.build import prepare_instance
-from orchestrator.housekeeping import gc
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
+from orchestrator.housekeeping.gc import gc
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
 from orchestrator.settings import Settings

@@ -30,7 +30,7 @@ from typing import Any
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
-from orchestrator.housekeeping import gc
+from orchestrator.housekeeping.gc import gc
 from orchestrator.models import Instance
 from orchestrator.participant.client import ParticipantLimits, run_participant
 from orchestrator.participant.reference import running

@@ -15,7 +15,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 BASE_IMAGE = os.environ.get("SWE_GREEN_TEST_IMAGE", "swe-green/base:py3.11")
 # every container and snapshot image made by this test session carries this run label
-TEST_RUN_ID = f"pytest-{uuid.uuid4().hex[:8]}"
+# scripts/test sets SWE_GREEN_TEST_TAG (4 hex) so that its leftover check counts only what its
+# own sessions made, not the containers of other test sessions on a shared engine
+_TAG = os.environ.get("SWE_GREEN_TEST_TAG", "")[:4]
+TEST_RUN_ID = f"pytest-{_TAG}{uuid.uuid4().hex[: 8 - len(_TAG)]}"
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +32,7 @@ def docker_backend():
     except BackendUnavailable as exc:
         pytest.fail(f"container tests need a Docker engine: {exc}")
     yield backend
-    from orchestrator.housekeeping import gc
+    from orchestrator.housekeeping.gc import gc
 
     gc(backend, run_id=TEST_RUN_ID, image_kinds=("snapshot", "instance", "env"))
 
@@ -95,10 +98,21 @@ def test_prefix(docker_client, base_image) -> Iterator[str]:
     image = docker_client.images.get(base_image)
     image.tag(f"{prefix}/base", "py3.11")
     yield prefix
+    remove_images_under(docker_client, prefix)
+
+
+def remove_images_under(docker_client, prefix: str) -> None:
+    """Remove every tag under ``prefix/`` (by tag, not by id: an image id with child images
+    cannot be removed even by force, its tag can; the layers go with the last tag)."""
+    import docker.errors
+
     for img in docker_client.images.list(name=f"{prefix}/*"):
         for tag in img.tags:
             if tag.startswith(prefix + "/"):
-                docker_client.images.remove(tag, force=True)
+                try:
+                    docker_client.images.remove(tag, force=True)
+                except docker.errors.NotFound:
+                    pass
 
 
 @pytest.fixture(scope="session")
@@ -134,8 +148,8 @@ def synthetic_instances(synthetic_dir) -> dict:
 @pytest.fixture
 def run_ctx(env_settings, docker_backend, tmp_path):
     """A run context labelled with the test session's run id, in a fresh run directory."""
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
 
     return RunContext(env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
 

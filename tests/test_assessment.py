@@ -7,13 +7,12 @@ import json
 import pytest
 
 from orchestrator.frontends.assessment import (
-    CONFIG_KEYS,
-    LIMITS,
     AssessmentRequest,
     InvalidAssessment,
     parse_request,
     validate_request,
 )
+from orchestrator.frontends.assessment_config import CONFIG_KEYS, LIMITS
 from orchestrator.frontends.request_json import max_depth
 from orchestrator.settings import Settings
 

@@ -11,6 +11,8 @@ import pytest
 import structlog
 
 from orchestrator.atomic import atomic_write_text, read_cached
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.environments.failed_builds import (
     _failure_path,
     failed_build,
@@ -18,11 +20,9 @@ from orchestrator.environments.failed_builds import (
 )
 from orchestrator.environments.sweep import RECORD, SweepRecord, load_record, load_records
 from orchestrator.environments.validation import Validation, cached_validation
-from orchestrator.housekeeping import active_run
+from orchestrator.housekeeping.active import active_run
 from orchestrator.leases import LEASES_DIR as ACTIVE_RUNS_DIR
 from orchestrator.models import Instance, InstanceResult, Status
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import Settings
 
@@ -120,7 +120,7 @@ def test_a_broken_run_config_and_result_are_misses(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", BROKEN)
 def test_a_broken_active_run_marker_is_skipped(tmp_path, kind):
-    from orchestrator.housekeeping import active_runs
+    from orchestrator.housekeeping.active import active_runs
 
     with active_run(tmp_path, "run-1", ["demo__calc-1"]) as marker:
         marker.write_text(_broken(marker.read_text(), kind))

@@ -144,7 +144,7 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(
 ):
     import signal
 
-    from orchestrator.housekeeping import list_containers
+    from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.participant.reference import running
     from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 

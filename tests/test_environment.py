@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.environments.build import SetupFailed, prepare_instance
-from orchestrator.housekeeping import list_containers
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.plan import SetupFailed
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.models import LABEL_ROLE
 
-from .conftest import TEST_RUN_ID
+from .conftest import TEST_RUN_ID, remove_images_under
 
 pytestmark = pytest.mark.container
 
@@ -64,9 +65,9 @@ def test_recipe_setup_gives_a_working_environment_at_base(
 def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory, docker_backend):
     """A run context whose mirrors are partial clones (promisor packs) of the synthetic ones,
     with its own image prefix so that no image of the full-mirror tests is reused."""
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
     from orchestrator.dataset.synthetic import build_synthetic
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
 
     synthetic = build_synthetic(tmp_path_factory.mktemp("synthetic-partial"), partial=True)
     prefix = f"{env_settings.environment.image_prefix}-partial"
@@ -80,10 +81,7 @@ def partial_ctx(env_settings, docker_client, base_image, tmp_path_factory, docke
         }
     )
     yield RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("r")))
-    for img in docker_client.images.list(name=f"{prefix}/*"):
-        for tag in img.tags:
-            if tag.startswith(prefix + "/"):
-                docker_client.images.remove(tag, force=True)
+    remove_images_under(docker_client, prefix)
 
 
 def _later_history(mirror_dir, repo: str, base: str) -> dict[str, str]:
@@ -160,8 +158,8 @@ def test_history_after_the_base_is_gone(
 def test_second_instance_run_hits_the_caches_and_skips_phases_1_to_3(
     run_ctx, synthetic_instances, env_settings, docker_backend, tmp_path
 ):
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
 
     instance = synthetic_instances["demo__units-1"]
     first = prepare_instance(run_ctx, instance)
@@ -276,8 +274,8 @@ def test_fetching_an_exact_python_falls_back_to_the_base_image_offline(
 def test_llm_strategy_builds_the_environment_and_its_findings_survive_a_cache_hit(
     run_ctx, synthetic_instances, sandbox_of, tmp_path, docker_backend, env_settings
 ):
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
 
     from .fake_anthropic import FakeAnthropic, Reply, bash, text, tool_use
 
@@ -330,8 +328,8 @@ def share_ctx(env_settings, synthetic_dir, docker_client, base_image, docker_bac
     """A context of its own image prefix whose dataset (a file it rewrites) decides which
     instances an environment's shared history serves; it makes its own contexts with
     ``make(rows)``."""
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
 
     prefix = f"{env_settings.environment.image_prefix}-share"
     docker_client.images.get(base_image).tag(f"{prefix}/base", "py3.11")
@@ -350,10 +348,7 @@ def share_ctx(env_settings, synthetic_dir, docker_client, base_image, docker_bac
         return RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / dataset.stem))
 
     yield make, rows
-    for img in docker_client.images.list(name=f"{prefix}/*"):
-        for tag in img.tags:
-            if tag.startswith(prefix + "/"):
-                docker_client.images.remove(tag, force=True)
+    remove_images_under(docker_client, prefix)
 
 
 def _history_of(sb: Sandbox) -> tuple[set[str], str, list[str]]:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.dataset.synthetic import CALC, TEXTKIT, UNITS
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.recipes import Recipe
 from orchestrator.grading.evaluation import (
@@ -25,6 +27,7 @@ from orchestrator.grading.evaluation import (
     no_op_groups,
     run_tests,
 )
+from orchestrator.grading.script import writable_paths
 from orchestrator.grading.test_infrastructure import (
     drop_test_infrastructure,
     is_test_infrastructure,
@@ -34,8 +37,6 @@ from orchestrator.grading.test_infrastructure import (
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
 from orchestrator.patches.apply import apply_patch
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
 from .conftest import TEST_RUN_ID
@@ -279,7 +280,9 @@ def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instan
     script = eval_script(instance, recipes[instance.repo], test_user="nobody")
     assert "export PYTHONDONTWRITEBYTECODE=1" in script
     assert "-name __pycache__ -type d \\) -prune -exec rm -rf {} +" in script
-    assert "-exec chown root: {} + -exec chmod a+rwx,+t {} +" in script
+    assert "-exec chown -h root: {} +" in script
+    assert "-type d -perm /7022 -exec chmod go-w,-t,u-s,g-s {} +" in script
+    assert "a+rwx" not in script  # no directory of the repository is open to all
     assert 'chown "$test_user:" {}' not in script  # no directory becomes the test user's
     positions = [
         script.index("git apply -v"),
@@ -287,6 +290,39 @@ def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instan
         script.index(">>>>> SWE_GREEN_START"),
     ]
     assert positions == sorted(positions)
+
+
+def test_writable_paths_are_what_the_recorded_tests_wrote():
+    before = ["d ", "d src", "f src/a.py", "d tests", "f tests/t.py", "f data.txt", "d out"]
+    after = [
+        *before, "f tests/t_out.txt", "d result_images", "d result_images/sub",
+        "f result_images/sub/x.png", "d .pytest_cache", "f out/new.log",
+    ]  # fmt: skip
+    after.remove("f data.txt")
+    changed = ["src/a.py", "tests/t_out.txt", "result_images/sub/x.png", "nonexistent"]
+    assert writable_paths(before, after, changed) == [
+        ".",  # lost data.txt
+        ".pytest_cache/",  # new directories: created beforehand, all of them writable
+        "out",
+        "result_images/",
+        "src/a.py",  # rewritten in place
+        "tests",  # gained a file
+    ]
+    assert writable_paths(before, before, []) == []
+
+
+def test_the_eval_script_opens_only_the_writable_paths(instances, recipes):
+    instance = instances[CALC.instance_id]
+    script = eval_script(
+        instance, recipes[instance.repo], "nobody", ["out/", ".", "../etc", ".git/hooks", "/x"]
+    )
+    # nothing outside the repository, nothing of .git
+    assert "for w in .pytest_cache/ .hypothesis/ out/ .; do" in script
+    assert '[ "$(realpath -m -- "$p")" = "$p" ] || continue' in script
+    recording = eval_script(instance, recipes[instance.repo], "nobody", record=True)
+    assert "-exec chown root: {} + -exec chmod a+rwx,+t {} +" in recording
+    assert recording.rindex("tree-before.txt") < recording.index(">>>>> SWE_GREEN_START")
+    assert recording.rindex("tree-after.txt") > recording.index(">>>>> SWE_GREEN_END")
 
 
 def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
@@ -539,8 +575,14 @@ try:
     print("PROBE-READ-OUTPUT")
 except OSError:
     print("PROBE-DENIED-OUTPUT")
-open("/testbed/units/new_file.txt", "w").close()
-print("PROBE-CREATED /testbed/units/new_file.txt")
+for _path in ("/testbed/units/new_file.txt", "/testbed/units/conftest.py",
+              "/testbed/shadow.py", "/testbed/.pytest_cache/x", "/testbed/units/out/a/x"):
+    try:
+        _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+        open(_path, "w").close()
+        print("PROBE-CREATED", _path)
+    except OSError:
+        print("PROBE-DENIED", _path)
 """
 
 
@@ -625,7 +667,10 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
     sandbox, instance, recipe = grading(UNITS.instance_id)
     files = _append(sandbox, "units/__init__.py", PROBE)
     patch = patch_for(synthetic_dir, instance, tmp_path, files)
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = evaluate(
+        sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER,
+        writable=["units/out/"],
+    )  # fmt: skip
     assert result.test_run is not None and result.test_run.section is not None
     probes = [line for line in result.test_run.section.splitlines() if "PROBE-" in line]
     assert probes == [
@@ -635,7 +680,11 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
         "PROBE-DENIED /opt/swe/eval/output.txt",
         "PROBE-DENIED /testbed/units/__init__.py",
         "PROBE-DENIED-OUTPUT",
-        "PROBE-CREATED /testbed/units/new_file.txt",
+        "PROBE-DENIED /testbed/units/new_file.txt",
+        "PROBE-DENIED /testbed/units/conftest.py",
+        "PROBE-DENIED /testbed/shadow.py",
+        "PROBE-CREATED /testbed/.pytest_cache/x",
+        "PROBE-CREATED /testbed/units/out/a/x",
     ]
     assert result.status == Status.NO_OP, result.message  # the code is the base's otherwise
 
@@ -665,3 +714,51 @@ def test_a_patch_into_git_is_refused_and_graded_as_the_base(grading):
     assert ".git/hooks/post-checkout: inside .git" in result.message
     assert result.groups is not None and result.groups.fail_to_pass_failed == ["test_to_celsius"]
     assert result.groups.pass_to_pass_passed == ["test_to_fahrenheit"]
+
+
+# a suite that writes next to itself: an output directory of its own and a file in a package
+WRITING_CONFTEST = """\
+import os
+
+
+def pytest_sessionstart(session):
+    for path in ("/testbed/out/sub/result.txt", "/testbed/calc/generated.txt"):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write("x")
+            seen = "WRITE-DONE"
+        except OSError:
+            seen = "WRITE-DENIED"
+        with open("/tmp/writes.txt", "a") as f:  # what the tests print is captured
+            f.write(f"{seen} {path}\\n")
+"""
+
+
+@pytest.mark.container
+def test_a_recording_run_finds_where_the_tests_write_and_only_there_they_may(grading):
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    sandbox.write_file(f"{REPO_DIR}/conftest.py", WRITING_CONFTEST)
+    recorded = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
+                         record=True)  # fmt: skip
+    assert recorded.crash is None, recorded.output[-2000:]
+    sandbox.exec("rm /tmp/writes.txt")
+    assert recorded.writable == [".pytest_cache/", "calc", "out/"]
+    sandbox.exec(["rm", "-rf", f"{REPO_DIR}/out", f"{REPO_DIR}/calc/generated.txt"])
+    runs, seen = {}, {}
+    for name, writable in (("open", recorded.writable), ("closed", [])):
+        runs[name] = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
+                               writable=writable)  # fmt: skip
+        seen[name] = sandbox.exec("cat /tmp/writes.txt && rm /tmp/writes.txt").stdout
+    assert seen["open"] == (
+        "WRITE-DONE /testbed/out/sub/result.txt\nWRITE-DONE /testbed/calc/generated.txt\n"
+    )
+    # out/ now exists (root's, from the open run) but is not writable without the path
+    assert seen["closed"] == (
+        "WRITE-DENIED /testbed/out/sub/result.txt\nWRITE-DENIED /testbed/calc/generated.txt\n"
+    )
+    flaky = "tests/test_calc.py::test_flaky_between_runs"  # differs between runs on purpose
+    outcomes = [{k: v for k, v in run.outcomes.items() if k != flaky} for run in runs.values()]
+    assert outcomes[0] == outcomes[1] == {k: v for k, v in recorded.outcomes.items() if k != flaky}
+    mode = sandbox.exec(["stat", "-c", "%a %U", REPO_DIR, f"{REPO_DIR}/calc/__init__.py"])
+    assert mode.stdout.split("\n")[:2] == ["755 root", "644 root"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import Settings
 

@@ -15,9 +15,8 @@ from orchestrator.frontends.report.fidelity import (
     STRICTER,
     compare_official,
     load_official,
-    render_markdown,
-    summary_lines,
 )
+from orchestrator.frontends.report.fidelity_text import render_markdown, summary_lines
 from orchestrator.models import InstanceResult, Reason, Status, TestGroups
 
 OFFICIAL = Path(__file__).parent / "fixtures" / "official"

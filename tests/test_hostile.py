@@ -28,13 +28,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator.dataset.synthetic import CALC as CALC_REPO
-from orchestrator.housekeeping import list_containers
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
 from orchestrator.run.scheduler import run_evaluation
 
 from .conftest import TEST_RUN_ID
@@ -297,7 +297,10 @@ for _name, _known in _table.items():
     if callable(globals().get(_name)):
         globals()[_name] = _answer(globals()[_name], _known)
 """
-# the test user tries to rename a test file, replace a source file, rename a directory
+# the test user tries to rename a test file, replace a source file, rename a directory, and
+# to create files in the repository: a conftest.py in a new test directory, modules that
+# shadow a package's module or the standard library (json) on sys.path[0]; only the
+# writable output directory (.pytest_cache, validation off) takes a file
 OWNERSHIP = """
 import atexit as _atexit, os as _os
 _tried = {}
@@ -311,12 +314,25 @@ def _try(name, action):
         _tried[name] = 'denied'
 
 
+def _create(path):
+    _os.makedirs(_os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write('import pytest\\n')
+
+
 _try('rename', lambda: _os.rename('/testbed/tests/test_calc.py', '/testbed/tests/moved.py'))
 _try('replace', lambda: (open('/testbed/calc/tmp_fix.py', 'w').close(),
                          _os.replace('/testbed/calc/tmp_fix.py', '/testbed/calc/__init__.py')))
 _try('rename_dir', lambda: _os.rename('/testbed/tests', '/testbed/tests_moved'))
 _try('delete', lambda: _os.unlink('/testbed/README.md'))
 _try('create', lambda: open('/testbed/calc/new_output.txt', 'w').close())
+_try('conftest', lambda: _create('/testbed/tests/sub/conftest.py'))
+_try('conftest_top', lambda: _create('/testbed/tests/conftest.py'))
+_try('shadow_module', lambda: _create('/testbed/calc/shadow.py'))
+_try('shadow_stdlib', lambda: _create('/testbed/json.py'))
+_try('chmod', lambda: _os.chmod('/testbed/calc/__init__.py', 0o666))
+_try('symlink', lambda: _os.symlink('/tmp', '/testbed/calc/link'))
+_try('output_dir', lambda: _create('/testbed/.pytest_cache/hostile.txt'))
 _atexit.register(lambda: print('HOSTILE-OWNERSHIP', sorted(_tried.items()), flush=True))
 """
 
@@ -534,7 +550,7 @@ GROUPS: dict[str, dict[str, Any]] = {
         },
         "instances": [CALC, TEXTKIT, UNITS],
     },
-    # the half fix plus code that, as the test user, renames, replaces and deletes
+    # the half fix plus code that, as the test user, renames, replaces, deletes and creates
     "ownership": {
         "plans": {
             CALC: Plan(
@@ -825,8 +841,11 @@ def _rewind_found_nothing(run: Run) -> None:
 
 def _ownership_held(run: Run) -> None:
     expected = (
-        "HOSTILE-OWNERSHIP [('create', 'done'), ('delete', 'denied'), ('rename', 'denied'), "
-        "('rename_dir', 'denied'), ('replace', 'denied')]"
+        "HOSTILE-OWNERSHIP [('chmod', 'denied'), ('conftest', 'denied'), "
+        "('conftest_top', 'denied'), ('create', 'denied'), ('delete', 'denied'), "
+        "('output_dir', 'done'), ('rename', 'denied'), ('rename_dir', 'denied'), "
+        "('replace', 'denied'), ('shadow_module', 'denied'), ('shadow_stdlib', 'denied'), "
+        "('symlink', 'denied')]"
     )
     assert expected in run.test_output(), run.test_output()[-3000:]
 
@@ -907,7 +926,7 @@ CASES += [
         instance=UNITS,
     ),
     Case(
-        "test user renames, replaces, deletes repository files",
+        "test user renames, replaces, deletes or creates repository files",
         "ownership",
         *PARTIAL,
         _ownership_held,

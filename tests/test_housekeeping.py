@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from orchestrator.housekeeping import NAME_LIMIT, container_name
+from orchestrator.housekeeping.names import NAME_LIMIT, container_name
 
-from .conftest import TEST_RUN_ID
+from .conftest import TEST_RUN_ID, remove_images_under
 
 DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 
@@ -29,7 +29,9 @@ def test_container_names_say_what_they_hold_in_dockers_charset() -> None:
 
 @pytest.mark.container
 def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_instances):
-    from orchestrator.housekeeping import keep_stopped, list_containers, stop_run_containers
+    from orchestrator.housekeeping.inventory import list_containers
+    from orchestrator.housekeeping.kept import keep_stopped
+    from orchestrator.housekeeping.reaper import stop_run_containers
 
     instance = synthetic_instances["demo__units-1"]
     image = run_ctx.settings.environment.base_image()
@@ -44,7 +46,7 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
         states = {c.name: c.status for c in list_containers(run_ctx.backend, run_id=TEST_RUN_ID)}
         assert states[first.name] == states[second.name] == "exited"
         # the image's use is recorded for `envs prune`
-        from orchestrator.housekeeping import last_use
+        from orchestrator.housekeeping.image_use import last_use
 
         assert last_use(run_ctx.settings.storage.data_dir, image) is not None
     finally:
@@ -56,7 +58,8 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
 def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
     env_settings, tmp_path, docker_backend
 ):
-    from orchestrator.housekeeping import gc, list_containers
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.housekeeping.inventory import list_containers
 
     from .conftest import cli_env, run_cli
 
@@ -103,9 +106,10 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
 def test_a_failed_environment_setup_keeps_its_container_stopped(
     env_settings, docker_client, synthetic_instances, tmp_path, docker_backend
 ):
-    from orchestrator.environments.build import SetupFailed, prepare_instance
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.environments.build import prepare_instance
+    from orchestrator.environments.plan import SetupFailed
 
     recipes = json.loads(env_settings.environment.recipes_file.read_text())
     for recipe in recipes:
@@ -133,7 +137,9 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
     import time
     import uuid
 
-    from orchestrator.housekeeping import active_run, plan_prune, record_image_use
+    from orchestrator.housekeeping.active import active_run
+    from orchestrator.housekeeping.image_use import record_image_use
+    from orchestrator.housekeeping.prune import plan_prune
     from orchestrator.sandbox.models import LABEL_KIND
 
     prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
@@ -200,8 +206,7 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
         bad = _swe_green(["envs", "prune", "--max-size", "lots"], env)
         assert bad.returncode == 2 and "is not a size" in bad.stderr
     finally:
-        for img in docker_client.images.list(name=f"{prefix}/*"):
-            docker_client.images.remove(img.id, force=True)
+        remove_images_under(docker_client, prefix)
 
 
 def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -211,3 +216,51 @@ def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
         [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
         capture_output=True, text=True, timeout=120, env={**os.environ, **env},
     )  # fmt: skip
+
+
+def test_the_environment_key_label_has_one_name():
+    """Housekeeping reads the label from the sandbox's labels; setup_scripts still defines
+    its own copy (until it imports this one), which must not drift."""
+    from orchestrator.environments import setup_scripts
+    from orchestrator.sandbox.models import LABEL_ENV_KEY
+
+    assert setup_scripts.LABEL_ENV_KEY == LABEL_ENV_KEY == "swe-green.env-key"
+
+
+@pytest.mark.container
+def test_gc_removes_the_idle_networks_a_killed_reinstall_left(
+    docker_client, make_sandbox, docker_backend
+):
+    """A process killed mid-reinstall leaves its index-only network (no container on it): gc
+    removes it once it is older than a set-up takes, and never one a sandbox uses."""
+    import time
+
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.sandbox.models import LABEL_RUN, LABEL_TOOL
+
+    run = f"{TEST_RUN_ID}-net"
+    labels = {LABEL_TOOL: "1", LABEL_RUN: run}
+    idle = docker_client.networks.create(f"{run}-idle", internal=True, labels=labels)
+    used = docker_client.networks.create(f"{run}-used", internal=True, labels=labels)
+    other = docker_client.networks.create(f"{run}-other", internal=True)  # not the tool's
+    sandbox = make_sandbox(run_id=run)
+    try:
+        used.connect(sandbox.id)
+        assert gc(docker_backend, run_id=run, dry_run=True).networks == []  # too young
+        later = time.time() + 300
+        seen = gc(docker_backend, run_id=run, dry_run=True, now=later)
+        assert seen.networks == [idle.name]
+        assert {n.name for n in docker_client.networks.list(names=[run])} >= {idle.name}
+        sandbox.stop()
+        plan = gc(docker_backend, run_id=run, now=later)
+        assert idle.name in plan.networks
+        left = {n.name for n in docker_client.networks.list()}
+        assert idle.name not in left and other.name in left
+        # the used one went only with its container (gc removed the stopped sandbox first)
+        assert sandbox.name in plan.containers
+    finally:
+        for network in (idle, used, other):
+            try:
+                network.remove()
+            except Exception:
+                pass

@@ -9,7 +9,10 @@ import uuid
 import docker
 import pytest
 
-from orchestrator.environments.build import ensure_env_image, prepare_instance
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.env_image import ensure_env_image
 from orchestrator.environments.image_registry import (
     pull_shared,
     push_shared,
@@ -17,9 +20,7 @@ from orchestrator.environments.image_registry import (
 )
 from orchestrator.environments.plan import env_image_name, plan_environment
 from orchestrator.errors import UserError
-from orchestrator.housekeeping import cached_images
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
+from orchestrator.housekeeping.prune import cached_images
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import load_settings

@@ -11,11 +11,12 @@ from typing import Any
 import duckdb
 import pytest
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.assessment import parse_request
 from orchestrator.frontends.assessment_text import leaderboard_data, summary_text
 from orchestrator.frontends.compat03 import integral
 from orchestrator.models import Reason, Status
-from orchestrator.run.results import RunDir
+from orchestrator.run.leaderboard import write_leaderboard
 from tests.test_results import _result, leaderboard_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +178,7 @@ def test_the_example_config_holds_the_shipped_query() -> None:
 def batch_file(tmp_path: Path, name: str, participant_id: str, results: list) -> dict:
     """A `swe-green run` results.json, as the batch job writes it."""
     run_dir = RunDir(tmp_path / name)
-    return json.loads(run_dir.write_leaderboard("agent", participant_id, results).read_text())
+    return json.loads(write_leaderboard(run_dir, "agent", participant_id, results).read_text())
 
 
 def test_our_query_reads_batch_output_alone_and_mixed_with_the_runners(

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from orchestrator.housekeeping import list_containers
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Reason, Status
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation

@@ -20,13 +20,14 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.errors import UserError
-from orchestrator.housekeeping import list_containers, remove_dead_node_containers
+from orchestrator.housekeeping.inventory import list_containers
+from orchestrator.housekeeping.reaper import remove_dead_node_containers
 from orchestrator.models import Reason, Status
 from orchestrator.participant.reference import make_participant, running
-from orchestrator.run.context import RunContext
 from orchestrator.run.ray_runner import RayRunner
-from orchestrator.run.results import RunDir
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.models import LABEL_NODE
 

@@ -3,6 +3,8 @@ adds appdirs in setup.cfg); the network is on for that install only."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from orchestrator.environments.build import prepare_instance
@@ -133,3 +135,115 @@ def test_pth_lines_that_run_code_are_refused_unless_setuptools_wrote_them():
     assert pth_problem("/testbed\n# comment\n") is None
     assert pth_problem("import sys; sys.__plen = len(sys.path)\n") is None
     assert pth_problem("import os; os.environ['PYTEST_ADDOPTS'] = '-p x'\n") is not None
+
+
+# ------------------------------------------------------- the reinstall's network: the index
+# what a build step tries during the reinstall: a host of the test's own (a container on the
+# default bridge) directly and through the proxy, and the index through the proxy
+EGRESS_PROBE = r"""
+import json, os, socket, sys, urllib.request
+target = sys.argv[1]
+out = {}
+def attempt(name, action):
+    try:
+        out[name] = str(action())
+    except Exception as exc:
+        out[name] = 'failed: ' + type(exc).__name__
+def direct():
+    with socket.create_connection((target, 8080), timeout=5) as s:
+        s.sendall(b'GET / HTTP/1.0\r\n\r\n')
+        return s.recv(100)[:12]
+def connect(host, port):
+    proxy = os.environ.get('HTTPS_PROXY', '')
+    address = proxy.rsplit('/', 1)[-1].rsplit(':', 1)
+    with socket.create_connection((address[0], int(address[1])), timeout=5) as s:
+        s.sendall(f'CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}\r\n\r\n'.encode())
+        return s.recv(100).split(b'\r\n')[0]
+attempt('direct', direct)
+attempt('proxy_target', lambda: connect(target, 8080))
+attempt('proxy_target_443', lambda: connect(target, 443))
+attempt('proxy_github', lambda: connect('github.com', 443))
+attempt('proxy_index', lambda: connect('pypi.org', 443))
+attempt('dns', lambda: socket.getaddrinfo('pypi.org', 443)[0][4][0])
+attempt('http_get', lambda: urllib.request.urlopen(f'http://{target}:8080/', timeout=5).status)
+open('/tmp/egress.json', 'w').write(json.dumps(out))
+"""
+
+
+def test_the_proxy_lets_through_only_connect_to_the_index_hosts_on_443():
+    from orchestrator.environments.reinstall_egress import index_hosts
+    from orchestrator.environments.reinstall_proxy import allowed_target
+
+    hosts = frozenset({"pypi.org", "files.pythonhosted.org"})
+    assert allowed_target("CONNECT pypi.org:443 HTTP/1.1", hosts) == ("pypi.org", 443)
+    assert allowed_target("CONNECT PyPI.org.:443 HTTP/1.1", hosts) == ("pypi.org", 443)
+    for line in (
+        "CONNECT pypi.org:80 HTTP/1.1",
+        "CONNECT github.com:443 HTTP/1.1",
+        "CONNECT 172.17.0.5:443 HTTP/1.1",
+        "GET http://pypi.org/simple/ HTTP/1.1",
+        "CONNECT pypi.org.evil.com:443 HTTP/1.1",
+        "",
+    ):
+        assert allowed_target(line, hosts) is None, line
+    config = (
+        "global.index-url='https://mirror.example.org/simple'\n"
+        "global.extra-index-url='http://plain.example.org/simple https://extra.example.org/s'\n"
+        "global.cert='/etc/ssl/certs/ca.crt'\nPIP_INDEX_URL=https://env.example.org/simple\n"
+    )
+    assert index_hosts(config) == [
+        "pypi.org", "files.pythonhosted.org", "mirror.example.org", "extra.example.org",
+        "env.example.org",
+    ]  # fmt: skip
+
+
+@pytest.mark.container
+def test_a_reinstall_reaches_the_index_and_no_other_host(
+    run_ctx, synthetic_instances, make_sandbox, docker_client, base_image
+):
+    from orchestrator.sandbox.models import LABEL_RUN, LABEL_TOOL
+
+    from .conftest import TEST_RUN_ID
+
+    target = docker_client.containers.run(
+        base_image, ["python3", "-m", "http.server", "8080"], detach=True,
+        labels={LABEL_TOOL: "1", LABEL_RUN: TEST_RUN_ID}, network="bridge",
+    )  # fmt: skip
+    try:
+        target.reload()
+        address = target.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+        instance = synthetic_instances["demo__calc-1"]
+        prepared = prepare_instance(run_ctx, instance)
+        sandbox = make_sandbox(prepared.instance_image, network=False)
+        sandbox.write_file("/tmp/probe.py", EGRESS_PROBE)
+        # the probe can fail: with the bridge network (the old reinstall) it reaches the host
+        sandbox.set_network(True)
+        wait = "for i in $(seq 50); do python3 /tmp/probe.py {a} && grep -q HTTP/1.0 " \
+            "/tmp/egress.json && break; sleep 0.2; done; cat /tmp/egress.json"  # fmt: skip
+        opened = sandbox.exec(wait.format(a=address), timeout=120)
+        assert '"direct": "b\'HTTP/1.0 200' in opened.stdout, opened.output
+        sandbox.set_network(False)
+        sandbox.write_file("/tmp/dep.patch", ADD_DEPENDENCY)
+        assert sandbox.exec("cd /testbed && git apply /tmp/dep.patch").exit_code == 0
+        recipe = recipe_of(prepared).model_copy(
+            update={"install": f"python -m pip install -e . && python3 /tmp/probe.py {address}"}
+        )
+        done = guarded_reinstall(sandbox, recipe, ADD_DEPENDENCY, 300, guard=False)
+        assert done is not None and done.ok, done
+        assert "(network: the package index only)" in done.tail
+        seen = json.loads(sandbox.read_file("/tmp/egress.json"))
+        assert seen["direct"].startswith("failed"), seen  # no route
+        assert seen["http_get"].startswith("failed"), seen  # through the proxy: 403
+        for name in ("proxy_target", "proxy_target_443", "proxy_github"):
+            assert seen[name] == "b'HTTP/1.1 403 Forbidden'", seen
+        assert seen["proxy_index"] == "b'HTTP/1.1 200 Connection established'", seen
+        assert seen["dns"].startswith("failed"), seen  # no outside names either
+        has_six = "source /opt/swe/activate.sh && python -c 'import six'"
+        assert sandbox.exec(has_six).exit_code == 0  # pip installed it through the proxy
+        # nothing of the proxy is left: no container, no network
+        egress = {"label": f"{LABEL_RUN}={TEST_RUN_ID}", "name": "-egress-"}
+        assert docker_client.containers.list(all=True, filters=egress) == []
+        assert docker_client.networks.list(filters=egress) == []
+        assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0  # and no network at all
+    finally:
+        target.remove(force=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.report import (
     REPORT_FILE,
     compare,
@@ -25,7 +26,6 @@ from orchestrator.frontends.report import (
 )
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
-from orchestrator.run.results import RunDir
 
 # (instance id, repo, status, F passed/failed, P passed/failed, seconds, tool calls)
 ROWS = [

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.report import (
     compare_runs,
     normalise_message,
@@ -25,7 +26,6 @@ from orchestrator.frontends.report import (
 )
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
-from orchestrator.run.results import RunDir
 
 
 def _result(iid: str, status: Status, reason: Reason = Reason.NONE, message: str = "", **tests):

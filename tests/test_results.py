@@ -9,9 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from orchestrator.context.run_dir import RunDir, atomic_write_text
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
-from orchestrator.run.results import RunDir, atomic_write_text
+from orchestrator.run.leaderboard import write_leaderboard
 
 # DESIGN.md "Results", verbatim
 LEADERBOARD_QUERY = """
@@ -76,7 +77,7 @@ def test_no_temporary_files_are_left(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     run.write_result(_result("a__b-1", Status.RESOLVED))
     run.write_text("a__b-1", "setup.log", "ok\n")
-    run.write_leaderboard("agent", "me")
+    write_leaderboard(run, "agent", "me")
     leftovers = [p for p in tmp_path.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
     assert leftovers == []
 
@@ -111,7 +112,7 @@ def test_unreadable_results_are_skipped(tmp_path: Path) -> None:
 def test_leaderboard_file_layout(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
     run.write_result(_result("a__b-1", Status.RESOLVED))
-    path = run.write_leaderboard("swe_agent", "my-agent")
+    path = write_leaderboard(run, "swe_agent", "my-agent")
     data = json.loads(path.read_text())
     assert path == tmp_path / "results.json"
     assert data["participants"] == {"swe_agent": "my-agent"}
@@ -148,8 +149,8 @@ def test_design_query_reads_our_results(tmp_path: Path) -> None:
         second.write_result(result)
     results_dir = tmp_path / "results"
     results_dir.mkdir()
-    shutil.copy(first.write_leaderboard("swe_agent", "agent-one"), results_dir / "one.json")
-    shutil.copy(second.write_leaderboard("swe_agent", "agent-two"), results_dir / "two.json")
+    shutil.copy(write_leaderboard(first, "swe_agent", "agent-one"), results_dir / "one.json")
+    shutil.copy(write_leaderboard(second, "swe_agent", "agent-two"), results_dir / "two.json")
 
     rows = leaderboard_rows(results_dir)
     assert rows == [
@@ -162,7 +163,7 @@ def test_design_query_reads_our_results(tmp_path: Path) -> None:
 def test_design_query_reads_an_empty_run(tmp_path: Path) -> None:
     results_dir = tmp_path / "results"
     results_dir.mkdir()
-    shutil.copy(RunDir(tmp_path / "run").write_leaderboard("agent", "nobody"), results_dir)
+    shutil.copy(write_leaderboard(RunDir(tmp_path / "run"), "agent", "nobody"), results_dir)
     assert leaderboard_rows(results_dir) == [
         ("nobody", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
     ]

@@ -599,7 +599,7 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
 ) -> None:
     """Canceled while the participant works (it would answer in 10 minutes): the task ends
     ``canceled``, the participant's container is gone, the server serves on."""
-    from orchestrator.housekeeping import list_containers
+    from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.participant.reference import running
     from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
@@ -743,7 +743,7 @@ def test_kept_containers_of_assessments_are_capped_oldest_first(
     fast_settings: Settings, docker_client: docker.DockerClient, base_image: str, docker_backend
 ) -> None:
     from orchestrator.frontends.assessment_executor import AssessmentExecutor, prune_kept
-    from orchestrator.housekeeping import list_containers
+    from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 
     run_id = f"a2a-test-{uuid.uuid4().hex[:8]}"
@@ -777,7 +777,7 @@ def test_the_host_cap_holds_across_concurrent_assessments(
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
     import threading
 
-    from orchestrator.housekeeping import list_containers
+    from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.participant.reference import make_participant, running
 
     settings = env_settings.replace(

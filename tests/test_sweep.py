@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.environments.sweep import SweepRecord, root_cause, validation_markdown
+from orchestrator.environments.sweep import SweepRecord, root_cause
 from orchestrator.environments.validation import flaky_tests
+from orchestrator.frontends.report.validation import validation_markdown
 from orchestrator.models import TestStatus
 
 P, F = TestStatus.PASSED, TestStatus.FAILED
@@ -137,11 +138,11 @@ def test_an_install_failing_on_a_stand_in_python_is_put_down_to_that_python(
 def test_a_resumed_sweep_runs_again_what_met_an_infrastructure_failure(tmp_path, monkeypatch):
     """An engine that lost its bridge fails every instance in a second: that is no verdict on
     them, so a resumed sweep runs them again; a verdict (even a failure) is kept."""
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
     from orchestrator.environments import sweep
     from orchestrator.errors import SandboxError
     from orchestrator.models import Instance
-    from orchestrator.run.context import RunContext
-    from orchestrator.run.results import RunDir
     from orchestrator.sandbox.local import LocalBackend
     from orchestrator.settings import Settings
 

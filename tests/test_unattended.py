@@ -226,7 +226,8 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
     """Run A (a slow participant) and run B (a scripted one that scribbles, two instances,
     at most one kept container) on one engine; gc, inspect and a crashed run's leftovers
     while both are in progress."""
-    from orchestrator.housekeeping import gc, list_containers
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.participant.reference import running
     from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
@@ -397,7 +398,7 @@ def test_a_run_that_reached_no_participant_exits_3(env_settings, tmp_path, card_
 def test_kept_containers_are_capped_per_run_and_per_host(tmp_path):
     """Per run: past the cap none more is kept. Per host: the oldest kept containers of
     finished runs make room, never those a live lease holds."""
-    from orchestrator.housekeeping import room_to_keep
+    from orchestrator.housekeeping.kept import room_to_keep
     from orchestrator.sandbox.local import LOCAL_IMAGE, LocalBackend
     from orchestrator.sandbox.models import SandboxSpec
 
@@ -430,7 +431,7 @@ def test_kept_containers_are_capped_per_run_and_per_host(tmp_path):
 def test_inspect_prefers_the_stopped_participant_container_of_the_named_run(
     make_sandbox, docker_backend
 ):
-    from orchestrator.housekeeping import find_container
+    from orchestrator.housekeeping.inventory import find_container
 
     from .conftest import TEST_RUN_ID
 
@@ -447,7 +448,7 @@ def test_inspect_prefers_the_stopped_participant_container_of_the_named_run(
 
 
 def test_the_ray_reaper_spares_what_another_runs_live_lease_holds(tmp_path):
-    from orchestrator.housekeeping import remove_dead_node_containers
+    from orchestrator.housekeeping.reaper import remove_dead_node_containers
     from orchestrator.sandbox.local import LOCAL_IMAGE, LocalBackend
     from orchestrator.sandbox.models import SandboxSpec
 

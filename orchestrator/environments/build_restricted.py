@@ -7,17 +7,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from orchestrator.environments.build import (
-    EnvImage,
-    PreparedInstance,
-    building,
-    check_out_base,
-    env_from_labels,
-    reinstall_at_base,
-    setup_environment,
-)
+from orchestrator.context.run_context import RunContext
+from orchestrator.environments.build_steps import building
+from orchestrator.environments.env_image import EnvImage, env_from_labels, setup_environment
 from orchestrator.environments.failed_builds import failed_build
 from orchestrator.environments.image_registry import pull_shared
+from orchestrator.environments.instance_image import check_out_base, reinstall_at_base
 from orchestrator.environments.plan import (
     EnvPlan,
     SetupFailed,
@@ -25,10 +20,10 @@ from orchestrator.environments.plan import (
     instance_image_name,
     plan_environment,
 )
+from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.environments.repo_cache import check_complete
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 from orchestrator.sandbox.file_snapshot import capture
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.atomic import atomic_write_text, read_cached
+from orchestrator.context.run_context import RunContext
 from orchestrator.grading.network_tests import NETWORK_ERROR
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
 
 
 class FailedBuild(BaseModel):

@@ -10,12 +10,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.environments.images import base_pythons, ensure_image
 from orchestrator.environments.recipes import Recipe, load_recipes, pins_for, recipe_key
 from orchestrator.environments.setup_scripts import SETUP_SCRIPT_VERSION
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.run.context import RunContext
+from orchestrator.settings import Settings
 
 
 class SetupFailed(Exception):
@@ -65,23 +66,7 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
     """Pick the strategy, the Python and the base image; compute the cache key."""
     settings = ctx.settings
     recipe = find_recipe(ctx, instance)
-    strategy = settings.environment.setup_strategy
-    if strategy == "auto":
-        strategy = "recipe" if recipe else "llm"
-    if strategy == "llm":
-        from orchestrator.environments.setup_llm import check_llm_settings, llm_available
-
-        if not llm_available(settings.setup_agent):
-            raise SetupFailed(
-                f"no recipe for {instance.repo} version {instance.version!r} and no API key "
-                "for the LLM setup agent (set ANTHROPIC_API_KEY)"
-            )
-        check_llm_settings(settings)
-    if strategy == "recipe" and recipe is None:
-        raise SetupFailed(
-            f"no recipe for {instance.repo} version {instance.version!r}; "
-            "use setup_strategy=llm or auto with an API key"
-        )
+    strategy = _strategy(settings, instance, recipe)
     available = base_pythons(ctx.backend, settings.environment)
     if not available:
         raise UserError(
@@ -122,6 +107,31 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
         fetch_python=identity.get("fetch_python"),
     )
+
+
+def _strategy(
+    settings: Settings, instance: Instance, recipe: Recipe | None
+) -> Literal["recipe", "llm"]:
+    """The set-up strategy: the setting, ``auto`` resolved (a recipe when there is one);
+    SetupFailed when the strategy cannot set this instance up."""
+    strategy = settings.environment.setup_strategy
+    if strategy == "auto":
+        strategy = "recipe" if recipe else "llm"
+    if strategy == "llm":
+        from orchestrator.environments.setup_llm import check_llm_settings, llm_available
+
+        if not llm_available(settings.setup_agent):
+            raise SetupFailed(
+                f"no recipe for {instance.repo} version {instance.version!r} and no API key "
+                "for the LLM setup agent (set ANTHROPIC_API_KEY)"
+            )
+        check_llm_settings(settings)
+    if strategy == "recipe" and recipe is None:
+        raise SetupFailed(
+            f"no recipe for {instance.repo} version {instance.version!r}; "
+            "use setup_strategy=llm or auto with an API key"
+        )
+    return strategy
 
 
 def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:

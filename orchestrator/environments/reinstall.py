@@ -3,19 +3,22 @@
 SWE-bench's harness runs the recipe's install command again after applying the model's
 patch. Doing it for every patch costs a reinstall per grading; doing it never fails a gold
 patch that adds a dependency (``pylint-dev__pylint-4661`` adds ``appdirs`` in ``setup.cfg``).
-So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), with the
-network on for the install only, before the test patch is in the container. The install
-runs the patch's build code, as the official harness does; leftover processes of it are
-stopped before the tests.
+So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), before
+the test patch is in the container, with the package index reachable for the install and no
+other host (:mod:`.reinstall_egress`). The install runs the patch's build code, as the
+official harness does; leftover processes of it are stopped before the tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
+from collections.abc import Iterator
 
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.recipes import Recipe, touches_build_inputs
+from orchestrator.environments.reinstall_egress import NoEgress, index_only_network
 from orchestrator.environments.reinstall_guard import SCRATCH, Written, reinstall_problems
 from orchestrator.patches.diff import split_patch
 from orchestrator.sandbox import Sandbox, SandboxError
@@ -61,6 +64,18 @@ class Reinstalled(BaseModel):
     refused: list[str] = Field(default_factory=list)
 
 
+@contextlib.contextmanager
+def _install_network(sandbox: Sandbox) -> Iterator[tuple[dict[str, str], str]]:
+    """The install's environment and network: the package index only
+    (:func:`.reinstall_egress.index_only_network`), else none at all."""
+    try:
+        with index_only_network(sandbox) as env:
+            yield env, "the package index only"
+    except NoEgress as exc:
+        sandbox.set_network(False)
+        yield {}, f"none, {exc}"
+
+
 def guarded_reinstall(
     sandbox: Sandbox,
     recipe: Recipe,
@@ -75,21 +90,21 @@ def guarded_reinstall(
     anything beyond the package's own build output and metadata is listed in ``refused``."""
     if not changes_build_inputs(patch):
         return None
-    # the network first: under the restricted Docker policy switching it moves the files into
-    # a new container, whose processes are the ones to keep
-    sandbox.set_network(True)
     before: _Before | None = None
-    try:
-        sandbox.exec(["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30)
-        if guard:
-            before = _before(sandbox, repo_dir)
-        result = sandbox.exec(
-            ["bash", "-c", f"source {ACTIVATE} && {recipe.install}"], timeout=timeout
-        )
-    finally:
-        sandbox.exec(["bash", "-c", _STOP_NEW], timeout=30)
-        sandbox.set_network(False)
-    tail = "\n".join(result.output.strip().splitlines()[-5:])
+    with _install_network(sandbox) as (env, network):
+        try:
+            sandbox.exec(
+                ["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30
+            )
+            if guard:
+                before = _before(sandbox, repo_dir)
+            result = sandbox.exec(
+                ["bash", "-c", f"source {ACTIVATE} && {recipe.install}"], timeout=timeout, env=env
+            )
+        finally:
+            sandbox.exec(["bash", "-c", _STOP_NEW], timeout=30)
+            sandbox.set_network(False)
+    tail = "\n".join([f"(network: {network})", *result.output.strip().splitlines()[-5:]])
     refused = []
     if before is not None:
         written = _written(sandbox, before)

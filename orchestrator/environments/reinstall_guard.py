@@ -18,7 +18,8 @@ files, content). Allowed:
   installed package's) may not change;
 - console scripts in a ``bin`` directory (the package's own, written again by the install),
   except the runners' names (``pytest``, ``python``, ...);
-- scratch space (``/tmp``, caches, logs).
+- scratch space (``/tmp``, caches, logs) and the files the engine rewrites when the
+  container changes networks (``/etc/hosts``, ``/etc/resolv.conf``, ``/etc/hostname``).
 
 Bytecode the reinstall wrote is removed before the rules run (:mod:`.reinstall`): it is a
 cache, and could hold unchecked-hash ``.pyc`` files that Python loads instead of a source.
@@ -40,6 +41,8 @@ from orchestrator.grading.test_infrastructure import is_test_infrastructure
 SCRATCH = (
     "/tmp/", "/var/tmp/", "/root/.cache/", "/var/cache/", "/var/log/", "/run/", "/dev/",
     "/proc/", "/sys/", "/var/lib/apt/", "/var/lib/dpkg/", "/etc/ld.so.cache",
+    # the engine's own, rewritten when the container joins or leaves a network
+    "/etc/hosts", "/etc/resolv.conf", "/etc/hostname",
 )  # fmt: skip
 _SITE = re.compile(r"^(?P<site>.*/(?:site|dist)-packages)/(?P<rel>.+)$")
 _META_DIR = re.compile(r"\.(?:dist-info|egg-info|egg)$")

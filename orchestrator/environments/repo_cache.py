@@ -12,8 +12,8 @@ is complete.
 :func:`export_checkout` makes a self-contained (no hardlinks, no alternates) non-bare clone
 of a mirror, with its whole history, checked out (detached) at a commit: the directory that
 is copied into the container as ``/testbed`` of the environment image (never seen by a
-participant). :func:`export_clean_git` makes the ``.git`` that replaces it in phase 4: only
-what the base commit reaches.
+participant). :func:`.clean_history.export_clean_git` makes the ``.git`` that replaces it in
+phase 4: only what the base commit reaches. Git itself runs through :mod:`.git_commands`.
 """
 
 from __future__ import annotations
@@ -22,42 +22,23 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from filelock import FileLock
-from pydantic import BaseModel
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
-from orchestrator.errors import UserError
+from orchestrator.environments.git_commands import (
+    GIT_ENV,
+    GitError,
+    RepoError,
+    git,
+    git_retrying,
+    one_line,
+)
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
 from orchestrator.safe_git import GIT
 from orchestrator.settings import Settings
-
-_GIT_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",  # a missing https repository must fail, not ask for a password
-    "GIT_ASKPASS": "true",
-    "LC_ALL": "C",
-}
-_TRANSIENT = re.compile(
-    r"could not resolve host|connection (timed out|reset|refused)|early eof|rpc failed|"
-    r"the remote end hung up|operation timed out|temporary failure",
-    re.IGNORECASE,
-)
-
-
-class RepoError(UserError):
-    """A repository or commit cannot be obtained."""
-
-
-class GitError(RuntimeError):
-    """A git command failed; the message holds the command and git's stderr."""
-
-    def __init__(self, args: list[str], stderr: str) -> None:
-        self.stderr = stderr.strip()
-        super().__init__(f"git {' '.join(args)}: {_one_line(self.stderr)}")
 
 
 def mirror_path(settings: Settings, repo: str) -> Path:
@@ -114,154 +95,16 @@ def export_checkout(mirror: Path, commit: str, dest: Path) -> None:
     if dest.exists() and any(dest.iterdir()):
         raise RepoError(f"Checkout directory {dest} is not empty.", "remove it or pick another.")
     try:
-        _git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", str(mirror), str(dest)])
+        git(["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", str(mirror), str(dest)])
     except GitError as exc:
         raise RepoError(f"Cannot clone mirror {mirror}: {exc.stderr}", "check the mirror.") from exc
     try:
-        _git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], dest)
+        git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], dest)
     except GitError as exc:
         raise RepoError(
-            f"Cannot check out {commit} in {dest}: {_one_line(exc.stderr)}",
+            f"Cannot check out {commit} in {dest}: {one_line(exc.stderr)}",
             "fetch the commit into the mirror first (ensure_mirror with that commit).",
         ) from exc
-
-
-class CleanHistory(BaseModel):
-    """What :func:`export_clean_git` put in the fresh repository."""
-
-    commits: int
-    objects: int
-    tags: int
-    pack_bytes: int
-    seconds: float
-
-
-def export_clean_git(
-    mirror: Path, commit: str, dest: Path, *, since: str | None = None
-) -> CleanHistory:
-    """A fresh ``.git`` directory at ``dest`` holding only what ``commit`` reaches.
-
-    ``since``: an ancestor of ``commit`` whose own history (:func:`export_clean_git` of it)
-    is there already (the environment image's shared history): the pack then holds only
-    the objects that ``commit`` and its tags reach beyond ``since`` and its tags; the refs
-    are still all of ``commit``'s.
-
-    History hygiene by construction rather than by pruning: a new repository receives one
-    pack of the objects reachable from ``commit`` and from the tags it contains (their
-    annotated tag objects included), ``refs/heads/main`` at ``commit`` and those tags.
-    Nothing of the mirror is carried over: no other pack, no promisor or keep file, no
-    alternates, reflog, stash, remote, hook or ``FETCH_HEAD``. It works whatever the mirror
-    is (full, bare, partial with ``.promisor`` packs, on which ``git gc --prune`` keeps every
-    object). Objects the mirror lacks (a partial clone's missing blobs in old history) are
-    left out rather than fetched.
-    """
-    try:
-        return _export_clean_git(mirror, commit, dest, since)
-    except GitError as exc:
-        raise RepoError(
-            f"Cannot export the history of {commit} from {mirror}: {_one_line(exc.stderr)}",
-            "check the mirror (git fsck --connectivity-only) or remove it to clone it again.",
-        ) from exc
-
-
-def _export_clean_git(mirror: Path, commit: str, dest: Path, since: str | None) -> CleanHistory:
-    started = time.monotonic()
-    if dest.exists() and any(dest.iterdir()):
-        raise RepoError(f"Directory {dest} is not empty.", "remove it or pick another.")
-    dest.mkdir(parents=True, exist_ok=True)
-    _git(["init", "--quiet", "--bare", "--template=", "--initial-branch=main", str(dest)])
-    _git(["config", "core.bare", "false"], dest)
-    _git(["config", "core.logAllRefUpdates", "false"], dest)  # no reflog, ever
-    commit = _git(["rev-parse", f"{commit}^{{commit}}"], mirror).strip()
-    # (tag object or commit, ref, commit it peels to: empty for a lightweight tag)
-    tags = [
-        line.split(" ")
-        for line in _git(
-            ["for-each-ref", f"--merged={commit}",
-             "--format=%(objectname) %(refname) %(*objectname)", "refs/tags"],
-            mirror,
-        ).splitlines()
-        if line
-    ]  # fmt: skip
-    tips = "\n".join([commit, *(sha for sha, _, _ in tags)]) + "\n"
-    if since is not None:  # what the shared history holds already: its commit and tags
-        tips += "".join(f"^{sha}\n" for sha in [since, *_tags_merged_into(mirror, since)])
-    listed = subprocess.run(
-        ["git", "rev-list", "--objects", "--missing=allow-any", "--stdin"],
-        cwd=mirror, input=tips, env=os.environ | _GIT_ENV, capture_output=True, text=True,
-        check=False,
-    )  # fmt: skip
-    if listed.returncode != 0:
-        raise GitError(["rev-list", "--objects", commit], listed.stderr)
-    packed = subprocess.run(
-        ["git", "pack-objects", "--quiet", "--missing=allow-any", "--delta-base-offset",
-         str(dest / "objects" / "pack" / "pack")],
-        cwd=mirror, input=listed.stdout, env=os.environ | _GIT_ENV, capture_output=True,
-        text=True, check=False,
-    )  # fmt: skip
-    if packed.returncode != 0:
-        raise GitError(["pack-objects", commit], packed.stderr)
-    # the refs as `git pack-refs` writes them (written here: with ``since`` the pack alone
-    # does not hold the objects they name)
-    (dest / "packed-refs").write_text(_packed_refs([(commit, "refs/heads/main", ""), *tags]))
-    lines = listed.stdout.splitlines()
-    counted = [commit, *([f"^{since}"] if since else [])]
-    return CleanHistory(
-        commits=int(_git(["rev-list", "--count", *counted], mirror).strip()),
-        objects=len(lines),
-        tags=len(tags),
-        pack_bytes=sum(p.stat().st_size for p in (dest / "objects" / "pack").iterdir()),
-        seconds=round(time.monotonic() - started, 3),
-    )
-
-
-def _packed_refs(refs: list[list[str] | tuple[str, str, str]]) -> str:
-    """A ``packed-refs`` file (fully peeled, sorted) of (object, ref, peeled commit) rows."""
-    lines = ["# pack-refs with: peeled fully-peeled sorted "]
-    for sha, ref, peeled in sorted(refs, key=lambda row: row[1].encode()):
-        lines.append(f"{sha} {ref}")
-        if peeled:
-            lines.append(f"^{peeled}")
-    return "\n".join(lines) + "\n"
-
-
-def _tags_merged_into(mirror: Path, commit: str) -> list[str]:
-    listed = _git(
-        ["for-each-ref", f"--merged={commit}", "--format=%(objectname)", "refs/tags"], mirror
-    )
-    return listed.split()
-
-
-def shared_commit(mirror: Path, commits: Iterable[str]) -> str | None:
-    """The newest commit that every one of ``commits`` descends from (their octopus merge
-    base), among those the mirror holds; None when they share none."""
-    present = [c for c in dict.fromkeys(commits) if _has_commit(mirror, c)]
-    if not present:
-        return None
-    if len(present) == 1:
-        return _git(["rev-parse", f"{present[0]}^{{commit}}"], mirror).strip()
-    try:
-        found = _git(["merge-base", "--octopus", *present], mirror).split()
-    except GitError:
-        return None
-    return found[0] if found else None
-
-
-def is_ancestor(mirror: Path, ancestor: str, commit: str) -> bool:
-    """Whether ``commit`` descends from ``ancestor`` (or is it)."""
-    done = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", ancestor, commit],
-        cwd=mirror, env=os.environ | _GIT_ENV, capture_output=True, check=False,
-    )  # fmt: skip
-    return done.returncode == 0
-
-
-def _has_commit(mirror: Path, commit: str) -> bool:
-    done = subprocess.run(
-        ["git", "cat-file", "-e", f"{commit}^{{commit}}"],
-        cwd=mirror, env=os.environ | _GIT_ENV, capture_output=True, check=False,
-    )  # fmt: skip
-    return done.returncode == 0
 
 
 def prepare_checkout(settings: Settings, instance: Instance, dest: Path) -> Path:
@@ -282,12 +125,12 @@ def missing_objects(mirror: Path, commit: str) -> list[str]:
     """``path (object)`` of every file of ``commit``'s tree that ``mirror`` lacks (a partial
     clone's snapshot may lack a few large blobs): such a commit cannot be checked out.
     ``rev-list --missing=print`` never fetches what is missing from a promisor remote."""
-    listed = _git(["rev-list", "--objects", "--missing=print", f"{commit}^{{tree}}"], mirror)
+    listed = git(["rev-list", "--objects", "--missing=print", f"{commit}^{{tree}}"], mirror)
     missing = [line[1:].strip() for line in listed.splitlines() if line.startswith("?")]
     if not missing:
         return []
     paths = {}
-    for line in _git(["ls-tree", "-r", "--full-tree", commit], mirror).splitlines():
+    for line in git(["ls-tree", "-r", "--full-tree", commit], mirror).splitlines():
         meta, _, path = line.partition("\t")
         paths[meta.split()[2]] = path
     return [f"{paths.get(sha, '?')} ({sha})" for sha in missing]
@@ -314,7 +157,7 @@ def check_complete(settings: Settings, instance: Instance) -> None:
 
 def changed_paths(mirror: Path, old: str, new: str) -> list[str]:
     """The paths that differ between two commits of ``mirror``."""
-    out = _git(["diff", "--name-only", "--no-renames", old, new, "--"], mirror)
+    out = git(["diff", "--name-only", "--no-renames", old, new, "--"], mirror)
     return [line for line in out.splitlines() if line]
 
 
@@ -334,7 +177,7 @@ def init_submodules(settings: Settings, checkout: Path) -> None:
     if not (checkout / ".gitmodules").is_file():
         return
     try:
-        urls = _git(
+        urls = git(
             ["config", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.url$"], checkout
         )
     except GitError:
@@ -342,9 +185,9 @@ def init_submodules(settings: Settings, checkout: Path) -> None:
     for line in urls.splitlines():
         key, _, url = line.partition(" ")
         name = key.removeprefix("submodule.").removesuffix(".url")
-        path = _git(["config", "-f", ".gitmodules", f"submodule.{name}.path"], checkout).strip()
+        path = git(["config", "-f", ".gitmodules", f"submodule.{name}.path"], checkout).strip()
         try:
-            wanted = _git(["rev-parse", f"HEAD:{path}"], checkout).strip()
+            wanted = git(["rev-parse", f"HEAD:{path}"], checkout).strip()
         except GitError:
             continue  # declared but not in this commit's tree
         repo = submodule_repo(url)
@@ -354,16 +197,16 @@ def init_submodules(settings: Settings, checkout: Path) -> None:
                 "add the repository to SWE_GREEN_MIRROR_DIR as owner__name.git.",
             )
         sub_mirror = ensure_mirror(settings, repo, [wanted])
-        _git(["config", f"submodule.{name}.url", str(sub_mirror)], checkout)
+        git(["config", f"submodule.{name}.url", str(sub_mirror)], checkout)
         try:
-            _git(
+            git(
                 ["-c", "protocol.file.allow=always", "submodule", "update", "--init",
                  "--no-recommend-shallow", "--", path],
                 checkout,
             )  # fmt: skip
         except GitError as exc:
             raise RepoError(
-                f"Cannot check out submodule {path} ({repo}) at {wanted}: {_one_line(exc.stderr)}",
+                f"Cannot check out submodule {path} ({repo}) at {wanted}: {one_line(exc.stderr)}",
                 "check the submodule's mirror.",
             ) from exc
 
@@ -380,7 +223,7 @@ def _missing(mirror: Path, commits: Iterable[str]) -> list[str]:
         done = subprocess.run(
             [*GIT, "cat-file", "-e", f"{commit}^{{commit}}"],
             cwd=mirror,
-            env=os.environ | _GIT_ENV,
+            env=os.environ | GIT_ENV,
             capture_output=True,
             check=False,
         )
@@ -393,12 +236,12 @@ def _clone_mirror(url: str, mirror: Path, repo: str) -> None:
     partial = mirror.with_name(f".{mirror.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)  # left over by an interrupted clone
     try:
-        _git_retrying(["clone", "--bare", "--quiet", "--", url, str(partial)])
-        _git(["config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"], partial)
+        git_retrying(["clone", "--bare", "--quiet", "--", url, str(partial)])
+        git(["config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"], partial)
     except GitError as exc:
         shutil.rmtree(partial, ignore_errors=True)
         raise RepoError(
-            f"Cannot clone {repo} from {url}: {_one_line(exc.stderr)}",
+            f"Cannot clone {repo} from {url}: {one_line(exc.stderr)}",
             "check the URL (SWE_GREEN_REPO_URL_TEMPLATE or SWE_GREEN_MIRROR_DIR) and the network.",
         ) from exc
     partial.rename(mirror)
@@ -406,50 +249,20 @@ def _clone_mirror(url: str, mirror: Path, repo: str) -> None:
 
 def _fetch(mirror: Path, url: str, commits: list[str], repo: str) -> None:
     try:
-        _git_retrying(
+        git_retrying(
             ["fetch", "--quiet", "--prune", "--tags", "--force", "--", url]
             + ["+refs/heads/*:refs/heads/*"],
             mirror,
         )
     except GitError as exc:
         raise RepoError(
-            f"Cannot fetch {repo} from {url}: {_one_line(exc.stderr)}",
+            f"Cannot fetch {repo} from {url}: {one_line(exc.stderr)}",
             "check the URL (SWE_GREEN_REPO_URL_TEMPLATE or SWE_GREEN_MIRROR_DIR) and the network.",
         ) from exc
     for commit in _missing(mirror, commits):
         if re.fullmatch(r"[0-9a-f]{40}", commit):
             # not on any branch or tag: ask for it by id (GitHub serves any commit id)
             try:
-                _git(["fetch", "--quiet", "--", url, f"{commit}:refs/swe-green/{commit}"], mirror)
+                git(["fetch", "--quiet", "--", url, f"{commit}:refs/swe-green/{commit}"], mirror)
             except GitError:
                 pass  # reported by the caller as a missing commit
-
-
-def _git_retrying(args: list[str], cwd: Path | None = None) -> str:
-    retrying = retry(
-        retry=retry_if_exception(
-            lambda e: isinstance(e, GitError) and bool(_TRANSIENT.search(e.stderr))
-        ),
-        stop=stop_after_attempt(3),
-        wait=wait_exponential(multiplier=2, max=20),
-        reraise=True,
-    )
-    return retrying(_git)(args, cwd)
-
-
-def _git(args: list[str], cwd: Path | None = None) -> str:
-    done = subprocess.run(
-        [*GIT, *args],
-        cwd=cwd,
-        env=os.environ | _GIT_ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise GitError(args, done.stderr or done.stdout)
-    return done.stdout
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:400]

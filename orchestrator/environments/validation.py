@@ -70,6 +70,9 @@ class Validation(BaseModel):
     # FAIL_TO_PASS tests left out of grading: they need the internet (network_tests.py)
     excluded_f2p: list[str] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)  # outcome differed between gold runs
+    # where the tests wrote in the repository, at the base and with the gold patch (failing
+    # tests may write what passing ones do not): writable in grading (grading.script)
+    writable: list[str] = Field(default_factory=list)
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
     # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun
@@ -83,7 +86,7 @@ def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
     tag = name.rsplit(":", 1)[-1]
     runs = ctx.settings.environment.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
-        "-u" if ctx.settings.grading.unprivileged_tests else ""
+        "-uw" if ctx.settings.grading.unprivileged_tests else ""
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
@@ -110,6 +113,7 @@ def validate_instance(
     else:
         result = runs.gold(base)
     result.timings = {name: round(seconds, 1) for name, seconds in runs.timings.items()}
+    result.writable = sorted(runs.writable)
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
@@ -143,12 +147,16 @@ class _Runs:
         self.timeout = ctx.settings.grading.test_timeout
         self.out_dir = ctx.instance_dir(instance)
         self.timings: dict[str, float] = {}
+        self.writable: set[str] = set()  # where any run's tests wrote (grading.script)
 
     def _run(self, phase: str, sandbox: Sandbox, recipe: Recipe, output: str) -> TestRun:
         started = time.monotonic()
-        run = run_tests(sandbox, self.instance, recipe, timeout=self.timeout, test_user=self.user)
+        run = run_tests(
+            sandbox, self.instance, recipe, timeout=self.timeout, test_user=self.user, record=True
+        )
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
         (self.out_dir / output).write_text(run.output)
+        self.writable.update(run.writable)
         return run
 
     def _sandbox(self) -> Sandbox:

@@ -18,6 +18,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, TaskState
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
 from orchestrator.environments.images import base_pythons
 from orchestrator.errors import UserError
@@ -30,12 +31,11 @@ from orchestrator.frontends.assessment_text import (
     prose,
     summary_text,
 )
-from orchestrator.housekeeping import list_containers
+from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once
 from orchestrator.run.bootstrap import start_run
-from orchestrator.run.context import RunContext
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
 from orchestrator.sandbox.factory import backend_from

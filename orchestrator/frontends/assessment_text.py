@@ -9,10 +9,11 @@ from typing import Any
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Part
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.assessment import AssessmentRequest
 from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.run.results import RunDir
+from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.run.scheduler import ProgressEvent
 
 # errors that say the host cannot evaluate, not that the participant did badly
@@ -79,7 +80,7 @@ def leaderboard_data(
     """Write the run's ``results.json``; the leaderboard row and the artifact's data part: the
     row's keys (what the leaderboard queries read) plus the run, the participant's role (the
     key of its id among the submission's ids), the shard and the per-instance results."""
-    path = run_dir.write_leaderboard(request.role, participant_id, results)
+    path = write_leaderboard(run_dir, request.role, participant_id, results)
     payload = json.loads(path.read_text(encoding="utf-8"))
     row = LeaderboardRow.model_validate(payload["results"][0])
     data = {

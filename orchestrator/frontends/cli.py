@@ -117,7 +117,7 @@ def images_build(
 @images_app.command("ls")
 def images_ls() -> None:
     """List this tool's images (base, environment cache, snapshots)."""
-    from orchestrator.housekeeping import list_images
+    from orchestrator.housekeeping.inventory import list_images
     from orchestrator.sandbox.factory import backend_from
     from orchestrator.sandbox.models import LABEL_KIND
 
@@ -133,7 +133,7 @@ def images_ls() -> None:
 @sandbox_app.command("ls")
 def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] = None) -> None:
     """List this tool's containers with their run and instance."""
-    from orchestrator.housekeeping import list_containers
+    from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.factory import backend_from
 
     table = Table("container", "status", "run", "instance", "role", "created")
@@ -201,7 +201,7 @@ def inspect_cmd(
     """
     import subprocess
 
-    from orchestrator.housekeeping import find_container
+    from orchestrator.housekeeping.inventory import find_container
     from orchestrator.leases import hold_lease, live_set
     from orchestrator.sandbox.factory import backend_from
 
@@ -254,7 +254,7 @@ def gc_cmd(
     What a live run, validation, assessment or inspect shell holds (its lease) stays, and so
     does every container of a run with a running container (unless --run names it); a
     crashed run's lease expires, so its leftovers go."""
-    from orchestrator.housekeeping import EPHEMERAL_KINDS, gc
+    from orchestrator.housekeeping.gc import EPHEMERAL_KINDS, gc
     from orchestrator.sandbox.factory import backend_from
 
     age = parse_age(older_than) if older_than is not None else None
@@ -264,8 +264,11 @@ def gc_cmd(
         image_kinds=kinds, older_than=age,
     )  # fmt: skip
     verb = "would remove" if dry_run else "removed"
-    console.print(f"{verb} {len(plan.containers)} container(s), {len(plan.images)} image(s)")
-    for name in plan.containers + plan.images:
+    console.print(
+        f"{verb} {len(plan.containers)} container(s), {len(plan.images)} image(s)"
+        + (f", {len(plan.networks)} idle network(s)" if plan.networks else "")
+    )
+    for name in plan.containers + plan.images + plan.networks:
         console.print(f"  {name}")
     if plan.spared:
         console.print(f"in use, left alone: {len(plan.spared)}")

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from orchestrator.context.run_context import RunContext
 from orchestrator.errors import UserError
-from orchestrator.run.context import RunContext
 from orchestrator.settings import Settings
 
 console = Console()

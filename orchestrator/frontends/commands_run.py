@@ -4,125 +4,79 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrator.errors import UserError
 from orchestrator.frontends import cli_common as cli
-from orchestrator.frontends.cli_common import (
-    console,
-    err_console,
-    present,
-    read_json,
-    start_cli_run,
+from orchestrator.frontends.cli_common import console, err_console, present, start_cli_run
+from orchestrator.frontends.cli_participant import (
+    PARTICIPANT_KINDS,
+    check_card,
+    check_participant_spec,
+    participant_name,
+    participant_url,
 )
 from orchestrator.frontends.live_progress import LiveProgress
+from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.log import run_log
+from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.settings import Settings, load_settings
 
-# the reference participants, in the words of every command's help
-PARTICIPANT_KINDS = "gold, empty, scripted (with --script), claude (needs ANTHROPIC_API_KEY)"
+if TYPE_CHECKING:
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.models import InstanceResult
 
-
-# --------------------------------------------------------------------------- run
-@contextlib.contextmanager
-def _participant(spec: str, settings: Settings, script: Path | None = None) -> Iterator[str]:
-    """A participant URL; a reference participant's name starts it for the run."""
-    if spec.startswith(("http://", "https://")):
-        yield spec
-        return
-    from orchestrator.participant.reference import make_participant, running
-
-    check_participant_spec(spec, settings, script)
-    participant = make_participant(spec, dataset=settings.dataset.dataset, script=script)
-    with running(participant, host=_reference_host(settings)) as url:
-        yield url
-
-
-def check_participant_spec(spec: str, settings: Settings, script: Path | None) -> None:
-    """A URL, or a reference participant whose requirements are met (before any run starts)."""
-    import os
-
-    from orchestrator.participant.reference import KINDS
-
-    if spec.startswith(("http://", "https://")):
-        return
-    if spec not in KINDS:
-        raise UserError(
-            f"{spec!r} is neither a URL nor a reference participant.",
-            f"pass an http(s) URL or one of: {', '.join(KINDS)}.",
-        )
-    if spec == "scripted" and script is None:
-        raise UserError("The scripted participant needs a script.", "pass --script FILE.")
-    if spec == "claude" and not (
-        settings.setup_agent.anthropic_key() or os.environ.get("ANTHROPIC_API_KEY")
-    ):
-        raise UserError(
-            "The claude participant needs an Anthropic API key.",
-            "set ANTHROPIC_API_KEY (or SWE_GREEN_ANTHROPIC_API_KEY), or pick another participant.",
-        )
-
-
-def _reference_host(settings: Settings) -> str:
-    """Where a reference participant listens: loopback, or on a Ray cluster the address of
-    this host that the other nodes reach."""
-    address = settings.run.ray_address or ""
-    if not address or address.split("://")[-1].startswith(("127.", "localhost")):
-        return "127.0.0.1"
-    from ray.util import get_node_ip_address
-
-    return get_node_ip_address()
+ParticipantSpec = Annotated[
+    str | None,
+    typer.Option(help=f"Participant A2A URL, or a reference participant: {PARTICIPANT_KINDS}."),
+]
+Script = Annotated[Path | None, typer.Option(help="The scripted participant's JSON script.")]
+Strategy = Annotated[
+    str | None,
+    typer.Option(help="Setup: auto, recipe or llm (setting setup_strategy, default auto)."),
+]
+InstanceTimeout = Annotated[
+    float | None,
+    typer.Option(help="Participant s per instance (setting instance_timeout, default 3600)."),
+]
+TestTimeout = Annotated[
+    float | None,
+    typer.Option(help="Seconds per test run (setting test_timeout, default 1800)."),
+]
+NoValidate = Annotated[
+    bool, typer.Option("--no-validate", help="Skip the environment check with the gold patch.")
+]
+Output = Annotated[Path | None, typer.Option(help="Run directory (default: <runs_dir>/<run id>).")]
+ParticipantId = Annotated[
+    str | None, typer.Option(help="Id in results.json (default: from --participant).")
+]
+Resume = Annotated[
+    Path | None,
+    typer.Option(help="Continue an interrupted run with its recorded settings."),
+]
+RayAddress = Annotated[
+    str | None, typer.Option("--ray", help="Run on this Ray cluster (auto, host:6379).")
+]
+PredictionsFile = Annotated[
+    Path | None,
+    typer.Option(help="Grade a predictions file (.jsonl/.json, preds.json, <id>/patch.diff "
+                 "directory) instead of a participant."),
+]  # fmt: skip
 
 
 def run_cmd(
-    participant: Annotated[
-        str | None,
-        typer.Option(help=f"Participant A2A URL, or a reference participant: {PARTICIPANT_KINDS}."),
-    ] = None,
-    script: Annotated[
-        Path | None, typer.Option(help="The scripted participant's JSON script.")
-    ] = None,
+    participant: ParticipantSpec = None, script: Script = None,
     ids: cli.Ids = None, pattern: cli.Pattern = None, repo: cli.Repo = None,
     count: cli.Count = None, shard: cli.Shard = None, dataset: cli.Dataset = None,
-    concurrency: cli.Concurrency = None,
-    strategy: Annotated[
-        str | None,
-        typer.Option(help="Setup: auto, recipe or llm (setting setup_strategy, default auto)."),
-    ] = None,
-    instance_timeout: Annotated[
-        float | None,
-        typer.Option(help="Participant s per instance (setting instance_timeout, default 3600)."),
-    ] = None,
-    test_timeout: Annotated[
-        float | None,
-        typer.Option(help="Seconds per test run (setting test_timeout, default 1800)."),
-    ] = None,
-    no_validate: Annotated[
-        bool, typer.Option("--no-validate", help="Skip the environment check with the gold patch.")
-    ] = False,
-    output: Annotated[
-        Path | None, typer.Option(help="Run directory (default: <runs_dir>/<run id>).")
-    ] = None,
-    participant_id: Annotated[
-        str | None, typer.Option(help="Id in results.json (default: from --participant).")
-    ] = None,
-    resume: Annotated[
-        Path | None,
-        typer.Option(help="Continue an interrupted run with its recorded settings."),
-    ] = None,
-    ray: Annotated[
-        str | None, typer.Option("--ray", help="Run on this Ray cluster (auto, host:6379).")
-    ] = None,
-    predictions: Annotated[
-        Path | None,
-        typer.Option(help="Grade a predictions file (.jsonl/.json, preds.json, <id>/patch.diff "
-                     "directory) instead of a participant."),
-    ] = None,
+    concurrency: cli.Concurrency = None, strategy: Strategy = None,
+    instance_timeout: InstanceTimeout = None, test_timeout: TestTimeout = None,
+    no_validate: NoValidate = False, output: Output = None, participant_id: ParticipantId = None,
+    resume: Resume = None, ray: RayAddress = None, predictions: PredictionsFile = None,
 ) -> None:  # fmt: skip
     """Evaluate a participant on a selection of instances (batch job).
 
@@ -139,99 +93,21 @@ def run_cmd(
         raise UserError(
             "--participant and --predictions both given.", "grade one or the other per run."
         )
-    plan = _RunPlan(
+    plan = RunPlan(
         participant=participant, participant_id=participant_id, concurrency=concurrency,
         selection=Selection(ids=ids, pattern=pattern, repo=repo, count=count, shard=shard),
         overrides=present(overrides), script=script,
         predictions=str(predictions.resolve()) if predictions is not None else None,
     )  # fmt: skip
     if resume is not None:
-        plan = _resumed(plan, resume)
+        plan = resumed(plan, resume)
     _run_batch(plan, resume=resume, output=output)
 
 
-@dataclasses.dataclass
-class _RunPlan:
-    """What a batch run evaluates, as given (or as saved by the run it resumes)."""
-
-    participant: str | None
-    participant_id: str | None
-    concurrency: int | None
-    selection: Any
-    overrides: dict[str, object]
-    run_id: str | None = None
-    predictions: str | None = None  # a predictions file graded instead of a participant
-    script: Path | None = None
-
-
-# the settings that make a run what it is: a resumed run keeps the recorded ones
-RESUME_PINNED = (
-    "dataset", "dataset_split", "repo_url_template", "mirror_dir", "recipes_file",
-    "setup_strategy", "validate_env", "validation_runs", "image_prefix", "base_python",
-    "cpus", "memory", "pids_limit", "disk_limit", "max_tool_calls", "tool_timeout",
-    "instance_timeout", "participant_timeout", "max_reply_bytes", "patch_fuzz", "test_timeout",
-    "unprivileged_tests", "grade_in_participant_container", "docker_policy",
-)  # fmt: skip
-
-
-def _resumed(plan: _RunPlan, run_dir: Path) -> _RunPlan:
-    """``plan`` completed from the ``config.json`` of the run it continues: the recorded
-    dataset, mirrors, recipes, strategy and limits, whatever today's environment says. A
-    setting given explicitly (option, environment, file) that differs is an error."""
-    from orchestrator.dataset.instances import Selection
-    from orchestrator.settings import setting_sources
-
-    if not (run_dir / "config.json").exists():
-        raise UserError(f"{run_dir} is not a run directory.", "pass the path `run` printed.")
-    saved = read_json(run_dir / "config.json")
-    recorded = saved.get("settings", {})
-    pinned = {name: recorded[name] for name in RESUME_PINNED if name in recorded}
-    given = {name for name, source in setting_sources().items() if source in ("env", "file")} | set(
-        plan.overrides
-    )
-    if given & set(pinned):
-        current = load_settings(**plan.overrides).flat()
-        for name in sorted(given & set(pinned)):
-            if not _same(current.get(name), pinned[name]):
-                raise UserError(
-                    f"--resume: {name} is {current.get(name)!r} here but the run was started "
-                    f"with {pinned[name]!r}.",
-                    f"leave {name} out (unset SWE_GREEN_{name.upper()}) to resume the same run, "
-                    "or start a new run.",
-                )
-    if plan.participant and saved.get("participant") and plan.participant != saved["participant"]:
-        raise UserError(
-            f"--resume: the participant is {plan.participant!r} here but the run was started "
-            f"with {saved['participant']!r}.",
-            "leave --participant out to resume the same run, or start a new run.",
-        )
-    return _RunPlan(
-        participant=plan.participant or saved.get("participant"),
-        participant_id=plan.participant_id or saved.get("participant_id"),
-        concurrency=plan.concurrency or saved.get("concurrency"),
-        selection=Selection(**saved.get("selection", {})),
-        overrides={**pinned, **saved.get("settings_overrides", {}), **plan.overrides},
-        run_id=saved["run_id"],
-        predictions=plan.predictions or saved.get("predictions"),
-        script=plan.script or (Path(saved["script"]) if saved.get("script") else None),
-    )
-
-
-def _same(here: object, recorded: object) -> bool:
-    if here == recorded:
-        return True
-    try:
-        return float(here) == float(recorded)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(here) == str(recorded)
-
-
-def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> None:
+def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> None:
     """Check everything, start (or resume) the run, evaluate it with the live display,
     then report. A check that fails leaves no run directory behind."""
     from orchestrator.dataset.instances import resolve
-    from orchestrator.frontends.report import print_report
-    from orchestrator.run.outcome import run_exit_code
 
     if not plan.participant and not plan.predictions:
         raise UserError(
@@ -256,7 +132,9 @@ def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> N
     with contextlib.ExitStack() as stack:
         url = None
         if predicted is None:
-            url = stack.enter_context(_participant(plan.participant or "", settings, plan.script))
+            url = stack.enter_context(
+                participant_url(plan.participant or "", settings, plan.script)
+            )
             check_card(url)
         ctx = start_cli_run(
             settings, "run", resume, output, run_id=plan.run_id,
@@ -273,9 +151,18 @@ def _run_batch(plan: _RunPlan, *, resume: Path | None, output: Path | None) -> N
                 ctx, instances, predicted if predicted is not None else url, plan.concurrency,
                 resumed=resume is not None,
             )  # fmt: skip
-    name = plan.participant_id or _participant_name(plan.participant or "")
-    path = ctx.run_dir.write_leaderboard("agent", name, results)
-    print_report(ctx.run_dir, console=console)
+    _report(plan, ctx.run_dir, results, log_path)
+
+
+def _report(plan: RunPlan, run_dir: RunDir, results: list[InstanceResult], log_path: Path) -> None:
+    """The leaderboard entry and the report of a finished run; exit status 3 when it graded
+    nothing."""
+    from orchestrator.frontends.report import print_report
+    from orchestrator.run.outcome import run_exit_code
+
+    name = plan.participant_id or participant_name(plan.participant or "")
+    path = write_leaderboard(run_dir, "agent", name, results)
+    print_report(run_dir, console=console)
     console.print(f"log: {log_path}")
     console.print(f"results: {path}")
     code = run_exit_code(results)
@@ -301,7 +188,7 @@ def _no_husk(run_dir: Path, resume: Path | None) -> Iterator[None]:
         raise
 
 
-def _predicted(settings: Settings, plan: _RunPlan):  # noqa: ANN202
+def _predicted(settings: Settings, plan: RunPlan):  # noqa: ANN202
     """The predictions and the instances they are graded on: the file's, or those of the
     selection that the file has a prediction for."""
     from orchestrator.dataset.instances import load_instances, select
@@ -322,8 +209,8 @@ def _predicted(settings: Settings, plan: _RunPlan):  # noqa: ANN202
 
 def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
     """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
-    from orchestrator.run.runner import runner_for
     from orchestrator.run.scheduler import run_evaluation
+    from orchestrator.run.select_runner import runner_for
 
     progress = LiveProgress(len(instances))
     runner = runner_for(ctx.settings)  # this host, or the Ray cluster of ray_address
@@ -358,35 +245,6 @@ async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202
         raise KeyboardInterrupt from None
 
 
-def check_card(url: str) -> None:
-    """Fail before any instance when the participant's agent card does not answer 2xx with a
-    JSON object."""
-    import httpx
-
-    card = url.rstrip("/") + "/.well-known/agent-card.json"
-    fix = "start the participant, or check --participant."
-    try:
-        response = httpx.get(card, timeout=15)
-    except httpx.HTTPError as exc:
-        raise UserError(
-            f"The participant at {url} does not answer ({exc.__class__.__name__}: {exc}).", fix
-        ) from None
-    if not response.is_success:
-        raise UserError(
-            f"The participant's agent card {card} answers HTTP {response.status_code}.", fix
-        )
-    try:
-        parsed = response.json()
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        raise UserError(f"The participant's agent card {card} is not a JSON object.", fix)
-
-
-def _participant_name(spec: str) -> str:
-    return spec if not spec.startswith("http") else spec.rstrip("/").rsplit("/", 1)[-1] or spec
-
-
 # --------------------------------------------------------------------------- demo
 def demo_cmd(
     participant: Annotated[
@@ -411,7 +269,7 @@ def demo_cmd(
         "mirror_dir": str(demo_dir / "mirrors"),
         "recipes_file": str(demo_dir / "recipes.json"),
     }
-    plan = _RunPlan(
+    plan = RunPlan(
         participant=participant, participant_id=f"{participant}-demo", concurrency=concurrency,
         selection=Selection(), overrides=overrides, script=script,
     )  # fmt: skip

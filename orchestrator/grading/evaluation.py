@@ -41,39 +41,45 @@ excluded files, not applied) record the tests by name as the base measured them
 from __future__ import annotations
 
 import secrets
-import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.recipes import Recipe, test_command, test_files
-from orchestrator.environments.reinstall import guarded_reinstall
-from orchestrator.environments.services import service_start_lines, service_stop_lines
+from orchestrator.environments.recipes import Recipe
+from orchestrator.environments.reinstall import Reinstalled, guarded_reinstall
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
-from orchestrator.grading.markers import extract_between_markers, wrap_test_command
+from orchestrator.grading.markers import extract_between_markers
 from orchestrator.grading.runner_summary import forged_output
+from orchestrator.grading.script import (
+    AFTER_LIST,
+    BEFORE_LIST,
+    CHANGED_LIST,
+    EVAL_DIR,
+    EVAL_SCRIPT_PATH,
+    NONCE_VARIABLE,
+    OUTPUT_FIFO,
+    OUTPUT_PATH,
+    REPO_DIR,
+    TEST_PATCH_FAILED,
+    TEST_PATCH_PATH,
+    TEST_USER,
+    eval_script,
+    writable_paths,
+)
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.grading.test_infrastructure import drop_test_infrastructure, runner_files
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
-from orchestrator.safe_git import SHELL_GIT_FUNCTION
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import Sandbox, SandboxError
 
-REPO_DIR = "/testbed"
-ACTIVATE_SCRIPT = "/opt/swe/activate.sh"
-EVAL_DIR = "/opt/swe/eval"
-EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
-TEST_PATCH_PATH = f"{EVAL_DIR}/test.patch"
-OUTPUT_PATH = f"{EVAL_DIR}/output.txt"
-OUTPUT_FIFO = f"{EVAL_DIR}/output.fifo"
-NONCE_VARIABLE = "SWE_GREEN_NONCE"
-# the unprivileged user the tests run as (``unprivileged_tests`` setting); Debian's nobody
-TEST_USER = "nobody"
-TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
+__all__ = [
+    "REPO_DIR", "TEST_USER", "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",
+    "run_tests",
+]  # fmt: skip
 # a test run printing more than this is treated as a crash instead of being read in
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024
 # characters of output kept in TestRun.output (the head and, mostly, the tail)
@@ -106,6 +112,8 @@ class TestRun(BaseModel):
     timed_out: bool = False
     crash: str | None = None  # why the output cannot be graded
     duration: float = 0.0
+    # where the tests wrote in the repository (a recording run as the test user only)
+    writable: list[str] = Field(default_factory=list)
 
 
 class Evaluation(BaseModel):
@@ -124,93 +132,6 @@ class Evaluation(BaseModel):
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
 
 
-def eval_script(instance: Instance, recipe: Recipe, test_user: str | None = None) -> str:
-    """The bash script that runs the instance's tests; it can run again (idempotent).
-
-    It expects the test patch at :data:`TEST_PATCH_PATH` and the run's nonce in
-    ``$SWE_GREEN_NONCE`` (it makes one when that is unset), which it takes out of the
-    environment at once: only its own ``echo`` lines print it, the test process never gets
-    it. Order: the environment, the recipe's environment variables and eval commands, reset
-    the files the test patch touches to the base commit (remove those that do not exist
-    there), apply the test patch, run the test command between the markers, restore the test
-    files. Every git command runs with hooks and fsmonitor off.
-
-    Before the tests every ``__pycache__`` and stray ``*.pyc``/``*.pyo`` of the working tree
-    is removed and Python runs with ``PYTHONDONTWRITEBYTECODE``: nothing compiled before the
-    tests (a patch's bytecode, say) is loaded instead of the source.
-
-    With ``test_user`` the test command runs as that user (``setpriv``), with a home of its
-    own. Every file and directory of the working tree stays root's (files not writable by
-    others); directories are writable by all with the sticky bit, so the tests can create
-    files in the repository but cannot change, rename, replace or delete a file or directory
-    they do not own (source, runner scripts, test files), nor touch ``.git``, the environment
-    or the eval directory. Whatever the user left running is killed before the end marker.
-    """
-    base = shlex.quote(instance.base_commit)
-    files = " ".join(shlex.quote(f) for f in test_files(instance.test_patch))
-    user = shlex.quote(test_user) if test_user else ""
-    lines = [
-        "#!/bin/bash",
-        f"# Grading script of {instance.instance_id}, written by swe-green. Safe to run again.",
-        "exec 2>&1",
-        "umask 022",
-        f'nonce=${{{NONCE_VARIABLE}:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d " \\n")}}',
-        f"unset {NONCE_VARIABLE}",
-        SHELL_GIT_FUNCTION,
-        f"test_user={user}",
-        "as_test_user() {",
-        '    if [ -z "$test_user" ]; then bash -c "$1"; return; fi',
-        '    setpriv --reuid="$test_user" --regid="$(id -g "$test_user")" --clear-groups \\',
-        '        env HOME="$test_home" USER="$test_user" LOGNAME="$test_user" bash -c "$1"',
-        "}",
-        f"source {ACTIVATE_SCRIPT}",
-        *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),
-        "export PYTHONDONTWRITEBYTECODE=1",
-        *recipe.eval_commands,
-        *service_start_lines(recipe, EVAL_DIR),
-        f"cd {REPO_DIR}",
-        f"test_files=({files})",
-        "reset_test_files() {",
-        "    local f",
-        '    for f in "${test_files[@]}"; do',
-        f'        if git cat-file -e {base}:"$f" 2>/dev/null; then',
-        f'            git checkout -q {base} -- "$f"',
-        "        else",
-        '            rm -rf -- "$f"',
-        "        fi",
-        "    done",
-        "}",
-        "reset_test_files",
-        f"if ! git apply -v {TEST_PATCH_PATH}; then",
-        f"    echo '{TEST_PATCH_FAILED}'",
-        "    reset_test_files",
-        "    exit 3",
-        "fi",
-        # nothing compiled before the tests is loaded: no bytecode in the tree, none written
-        f"find {REPO_DIR} -path {REPO_DIR}/.git -prune -o \\( -name __pycache__ -type d \\)"
-        " -prune -exec rm -rf {} + -o -type f \\( -name '*.pyc' -o -name '*.pyo' \\)"
-        " -exec rm -f {} +",
-        'if [ -n "$test_user" ]; then',
-        # directories root's, writable with the sticky bit: the test user may create files,
-        # never change, rename, replace or delete one it does not own
-        f"    find {REPO_DIR} -path {REPO_DIR}/.git -prune -o -type d \\",
-        "        -exec chown root: {} + -exec chmod a+rwx,+t {} +",
-        f"    find {REPO_DIR} -path {REPO_DIR}/.git -prune -o -type f -user root -perm /022 \\",
-        "        -exec chmod go-w {} +",
-        '    test_home=$(mktemp -d /tmp/swe-green-home.XXXXXX) && chown "$test_user:" "$test_home"',
-        "fi",
-        wrap_test_command(
-            test_command(recipe, instance),
-            prefix="as_test_user",
-            after='[ -z "$test_user" ] || as_test_user "kill -KILL -1" >/dev/null 2>&1',
-        ),
-        *service_stop_lines(recipe),
-        "reset_test_files",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def run_tests(
     sandbox: Sandbox,
     instance: Instance,
@@ -219,6 +140,8 @@ def run_tests(
     timeout: float,
     log_dir: Path | None = None,
     test_user: str | None = None,
+    writable: Sequence[str] = (),
+    record: bool = False,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
@@ -229,22 +152,18 @@ def run_tests(
     descriptor the tests inherit can seek, truncate or reopen the output file to rewind
     what was printed. The network stays off afterwards. With ``log_dir``, ``eval.sh`` and
     the whole output (``test_output.txt``) are written there.
+
+    The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
+    is writable instead, and ``TestRun.writable`` says where the tests wrote
+    (:mod:`.script`).
     """
     sandbox.set_network(False)
-    script = eval_script(instance, recipe, test_user)
+    script = eval_script(instance, recipe, test_user, writable, record)
     sandbox.write_file(TEST_PATCH_PATH, instance.test_patch.encode("utf-8", "surrogateescape"))
     sandbox.write_file(EVAL_SCRIPT_PATH, script, mode=0o700)
     nonce = secrets.token_hex(16)
     started = time.monotonic()
-    result = sandbox.exec(
-        [
-            "bash",
-            "-c",
-            _PIPED_RUN,
-        ],
-        timeout=timeout,
-        env={NONCE_VARIABLE: nonce},
-    )
+    result = sandbox.exec(["bash", "-c", _PIPED_RUN], timeout=timeout, env={NONCE_VARIABLE: nonce})
     duration = time.monotonic() - started
     output, too_large = _read_output(sandbox)
     if result.output.strip():  # the wrapper's own complaints, e.g. no space for the output
@@ -258,12 +177,7 @@ def run_tests(
     forged = forged_output(section) if section is not None else None
     crash = None
     if not result.timed_out and forged is None:
-        if too_large:
-            crash = f"the test output is larger than {MAX_OUTPUT_BYTES} bytes"
-        elif TEST_PATCH_FAILED in output:
-            crash = "the test patch does not apply after the patch (see the test output)"
-        else:
-            crash = detect_test_crash(exit_code, section, outcomes)
+        crash = _crash(output, too_large, exit_code, section, outcomes)
     return TestRun(
         outcomes=outcomes,
         section=section,
@@ -273,7 +187,34 @@ def run_tests(
         timed_out=result.timed_out,
         crash=crash,
         duration=duration,
+        writable=_recorded_writes(sandbox) if record and test_user else [],
     )
+
+
+def _crash(
+    output: str,
+    too_large: bool,
+    exit_code: int | None,
+    section: str | None,
+    outcomes: dict[str, TestStatus],
+) -> str | None:
+    """Why the output of a run that finished and is not forged cannot be graded."""
+    if too_large:
+        return f"the test output is larger than {MAX_OUTPUT_BYTES} bytes"
+    if TEST_PATCH_FAILED in output:
+        return "the test patch does not apply after the patch (see the test output)"
+    return detect_test_crash(exit_code, section, outcomes)
+
+
+def _recorded_writes(sandbox: Sandbox) -> list[str]:
+    """Where a recording run's tests wrote (:func:`.script.writable_paths`)."""
+    listings = []
+    for path in (BEFORE_LIST, AFTER_LIST, CHANGED_LIST):
+        try:
+            listings.append(sandbox.read_file(path).decode("utf-8", "replace").splitlines())
+        except SandboxError:
+            return []  # the script ended before the tests (the test patch did not apply)
+    return writable_paths(*listings)
 
 
 def evaluate(
@@ -288,74 +229,73 @@ def evaluate(
     log_dir: Path | None = None,
     test_user: str | None = None,
     excluded_f2p: Iterable[str] = (),
+    writable: Sequence[str] = (),
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
 
-    The tests run as ``test_user`` when given (see :func:`eval_script`). A resolved patch
-    that :func:`orchestrator.grading.tamper_check.tamper_reasons` finds reasons in is flagged
+    The tests run as ``test_user`` when given, the repository read-only to that user but
+    for ``writable`` (what validation saw the gold run write; see :mod:`.script`). A
+    resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
     ``suspicious``.
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
     if patch is None or not patch.strip():
-        return Evaluation(
-            status=Status.NO_OP, reason=Reason.EMPTY_PATCH, message="empty patch", groups=unchanged
-        )
+        return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
     sandbox.set_network(False)
     logs = _Logs(log_dir)
     gradeable, excluded = drop_test_infrastructure(patch, instance, recipe)
     logs.write("graded_patch", "graded.patch", gradeable)
     if not gradeable.strip():
-        return Evaluation(
-            status=Status.NO_OP,
-            reason=Reason.EMPTY_PATCH,
-            message="the patch only changes test infrastructure, which grading leaves out: "
-            + ", ".join(excluded),
-            excluded_files=excluded,
-            groups=unchanged,
-            logs=logs.files,
-        )
+        message = "the patch only changes test infrastructure, which grading leaves out: "
+        return _no_op(
+            Reason.EMPTY_PATCH, message + ", ".join(excluded), unchanged,
+            excluded_files=excluded, logs=logs.files,
+        )  # fmt: skip
     applied = apply_patch(sandbox, gradeable, repo_dir=REPO_DIR, fuzz=fuzz)
     logs.write("apply", "apply.log", applied.log or applied.error)
     common = {"apply": applied, "excluded_files": excluded, "logs": logs.files}
     if not applied.applied:
-        return Evaluation(
-            status=Status.NO_OP,
-            reason=Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED,
-            message=applied.error,
-            groups=unchanged,
-            **common,
-        )
-    # a patch that changes what the build reads (a new dependency) is installed again
-    # what its build step writes beyond the package's own output and metadata is refused
-    reinstalled = guarded_reinstall(
-        sandbox, recipe, gradeable, timeout, repo_dir=REPO_DIR, runner_files=runner_files(recipe)
-    )
-    if reinstalled is not None:
-        refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
-        logs.write(
-            "reinstall",
-            "reinstall.log",
-            f"reinstall {'ok' if reinstalled.ok else 'FAILED'}\n{reinstalled.tail}\n{refused}",
-        )
-        if reinstalled.refused:
-            shown = "; ".join(reinstalled.refused[:5])
-            more = len(reinstalled.refused) - 5
-            return Evaluation(
-                status=Status.NO_OP,
-                reason=Reason.REINSTALL_REFUSED,
-                message="the reinstall the patch's build changes caused wrote beyond the "
-                f"package's own files, so the tests did not run: {shown}"
-                + (f" (and {more} more)" if more > 0 else ""),
-                groups=unchanged,
-                **common,
-            )
+        reason = Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED
+        return _no_op(reason, applied.error, unchanged, **common)
+    refused = _reinstall(sandbox, recipe, gradeable, timeout, logs)
+    if refused:
+        message = "the reinstall the patch's build changes caused wrote beyond the package's "
+        message += f"own files, so the tests did not run: {refused}"
+        return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
     run = run_tests(
-        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user
-    )
+        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
+        writable=writable,
+    )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
     excluded_tests = (list(excluded_p2p), list(excluded_f2p))
     return _judge(run, instance, recipe, gradeable, excluded_tests, timeout, common)
+
+
+def _no_op(reason: Reason, message: str, groups: TestGroups, **extra: Any) -> Evaluation:
+    """A grade without a test run: the tests as the base measured them (``groups``)."""
+    return Evaluation(status=Status.NO_OP, reason=reason, message=message, groups=groups, **extra)
+
+
+def _reinstall(
+    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: _Logs
+) -> str:
+    """Install again when the patch changes what the build reads (a new dependency); what
+    its build step wrote beyond the package's own output and metadata, shown ("" if
+    nothing)."""
+    reinstalled: Reinstalled | None = guarded_reinstall(
+        sandbox, recipe, gradeable, timeout, repo_dir=REPO_DIR, runner_files=runner_files(recipe)
+    )
+    if reinstalled is None:
+        return ""
+    refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
+    logs.write(
+        "reinstall",
+        "reinstall.log",
+        f"reinstall {'ok' if reinstalled.ok else 'FAILED'}\n{reinstalled.tail}\n{refused}",
+    )
+    more = len(reinstalled.refused) - 5
+    return "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _judge(

@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Message
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.endings import End, EndedBy, describe
@@ -46,22 +46,26 @@ from orchestrator.participant.transport import CappedTransport
 from orchestrator.participant.wire import ParsedTurn, WireLimits, parse_turn, task_spec, task_text
 from orchestrator.sandbox import DiskLimitExceeded
 from orchestrator.settings import ParticipantSettings
+from orchestrator.settings.groups import default_of
 
 # a tool runner gets this long past its own timeout before it counts as hung
 _RUNNER_GRACE = 60.0
 
 
 class ParticipantLimits(BaseModel):
-    max_tool_calls: int = 250
-    tool_timeout: float = 180.0
-    instance_timeout: float = 3600.0
-    reply_timeout: float = 900.0
+    # defaults: those of the settings (participant group), as this model's types (180.0)
+    model_config = ConfigDict(validate_default=True)
+
+    max_tool_calls: int = default_of(ParticipantSettings, "max_tool_calls")
+    tool_timeout: float = default_of(ParticipantSettings, "tool_timeout")
+    instance_timeout: float = default_of(ParticipantSettings, "instance_timeout")
+    reply_timeout: float = default_of(ParticipantSettings, "participant_timeout")
     # tool calls whose JSON arguments are larger than this get an error result
     max_argument_bytes: int = 1_000_000
     # this many answers in a row with nothing but unreadable tool calls end the work
     max_protocol_errors: int = 3
     # bytes read from the participant per reply (per HTTP response)
-    max_reply_bytes: int = 20_000_000
+    max_reply_bytes: int = default_of(ParticipantSettings, "max_reply_bytes")
 
     @classmethod
     def from_settings(cls, settings: ParticipantSettings) -> ParticipantLimits:

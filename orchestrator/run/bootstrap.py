@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from orchestrator.run.context import RunContext
-from orchestrator.run.results import RunDir
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
 from orchestrator.sandbox import SandboxBackend
 from orchestrator.settings import Settings
 

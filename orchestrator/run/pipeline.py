@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from orchestrator.environments.build import PreparedInstance, SetupFailed, prepare_instance
+from orchestrator.context.run_context import RunContext
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.plan import SetupFailed
+from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.environments.recipes import Recipe, test_files
 from orchestrator.environments.validation import validate_instance
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
-from orchestrator.housekeeping import keep_stopped, room_to_keep
+from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
     ParticipantLimits,
@@ -34,7 +37,6 @@ from orchestrator.participant.tools_host import install_tools, sandbox_tool_runn
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
-from orchestrator.run.context import RunContext
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 
@@ -63,6 +65,7 @@ class Excluded:
 
     p2p: list[str] = field(default_factory=list)
     f2p: list[str] = field(default_factory=list)
+    writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
 
 
 def test_recipe(prepared: PreparedInstance) -> Recipe:
@@ -161,7 +164,7 @@ class _InstanceRun:
         self.timings["validation"] = time.monotonic() - t
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p)
+        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
 
     async def participant_works(
         self, prepared: PreparedInstance, participant_url: str
@@ -242,7 +245,7 @@ class _InstanceRun:
                 evaluate, grader, instance, test_recipe(prepared), patch,
                 timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
                 excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
-                excluded_f2p=excluded.f2p,
+                excluded_f2p=excluded.f2p, writable=excluded.writable,
             )  # fmt: skip
         finally:
             if own:

@@ -23,17 +23,14 @@ from typing import Any
 import ray
 from pydantic import BaseModel, Field
 
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir, relative_logs
 from orchestrator.environments.setup_scripts import LABEL_REPO_VERSION
-from orchestrator.housekeeping import (
-    list_images,
-    remove_dead_node_containers,
-    stop_run_containers,
-)
+from orchestrator.housekeeping.inventory import list_images
+from orchestrator.housekeeping.reaper import remove_dead_node_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
-from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import run_instance
-from orchestrator.run.results import RunDir, relative_logs
 from orchestrator.run.runner import clean_unfinished_here
 from orchestrator.sandbox import SandboxBackend
 from orchestrator.settings import ENV_PREFIX, Settings

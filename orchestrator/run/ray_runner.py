@@ -20,11 +20,11 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.atomic import atomic_write_bytes
+from orchestrator.context.run_context import RunContext
 from orchestrator.errors import UserError, first_line
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.predictions import Predictions
-from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback
 from orchestrator.run.placement import Placement
 from orchestrator.settings import Settings

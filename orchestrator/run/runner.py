@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from orchestrator.housekeeping import list_containers, stop_run_containers
+from orchestrator.context.run_context import RunContext
+from orchestrator.housekeeping.inventory import list_containers
+from orchestrator.housekeeping.reaper import stop_run_containers
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
-from orchestrator.run.context import RunContext
 from orchestrator.run.pipeline import PhaseCallback, run_instance
 from orchestrator.sandbox import SandboxBackend
-from orchestrator.settings import Settings
 
 
 class InstanceRunner(Protocol):
@@ -83,15 +83,6 @@ def clean_unfinished_here(backend: SandboxBackend, run_id: str, finished: set[st
             backend.remove_container(info.id)
             removed.append(info.name)
     return removed
-
-
-def runner_for(settings: Settings) -> InstanceRunner:
-    """The Ray runner when ``ray_address`` is set, else this host."""
-    if settings.run.ray_address:
-        from orchestrator.run.ray_runner import RayRunner
-
-        return RayRunner.connect(settings)
-    return LocalRunner()
 
 
 # mypy checks that the classes implement their Protocols (nothing to do at run time)

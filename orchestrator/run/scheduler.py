@@ -20,11 +20,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.housekeeping import active_run
+from orchestrator.context.run_context import RunContext
+from orchestrator.housekeeping.active import active_run
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
-from orchestrator.run.context import RunContext
-from orchestrator.run.runner import InstanceRunner, runner_for
+from orchestrator.run.runner import InstanceRunner
+from orchestrator.run.select_runner import runner_for
 
 
 class ProgressEvent(BaseModel):

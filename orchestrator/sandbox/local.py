@@ -217,6 +217,11 @@ class LocalBackend:
             self.remove_container(name)
         return names
 
+    def remove_idle_networks(
+        self, labels: Mapping[str, str], created_before: float, *, dry_run: bool = False
+    ) -> list[str]:
+        return []  # local sandboxes have no networks of their own
+
     def images(
         self, labels: Mapping[str, str] | None = None, reference: str | None = None
     ) -> list[ImageInfo]:

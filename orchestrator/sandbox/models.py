@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
 from pydantic import BaseModel, Field
 
 from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.settings.groups import SandboxSettings, default_of
 
 # labels every container and image of this tool carries
 LABEL_TOOL = "swe-green"
@@ -14,6 +18,8 @@ LABEL_ROLE = "swe-green.role"
 LABEL_KIND = "swe-green.kind"
 # the Ray node whose task started the container (runs on a cluster): per-node clean-up
 LABEL_NODE = "swe-green.node"
+# the environment key of an environment or instance image (kinds "env" and "instance")
+LABEL_ENV_KEY = "swe-green.env-key"
 
 TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
 
@@ -21,14 +27,15 @@ TRUNCATION_MARKER = "\n[... output cut: {cut} more bytes not shown ...]\n"
 class Limits(BaseModel):
     """What a sandbox may use."""
 
-    cpus: float = 2.0
-    memory: str = "6g"
-    pids_limit: int = 2048
-    output_limit: int = 1_000_000
+    # defaults: those of the settings (sandbox group)
+    cpus: float = default_of(SandboxSettings, "cpus")
+    memory: str = default_of(SandboxSettings, "memory")
+    pids_limit: int = default_of(SandboxSettings, "pids_limit")
+    output_limit: int = default_of(SandboxSettings, "exec_output_limit")
     # bytes the container may write (its writable layer); None: no budget
     disk: int | None = None
     # the disk watcher's slowest poll, seconds (it polls faster near the budget)
-    disk_poll: float = 1.0
+    disk_poll: float = default_of(SandboxSettings, "disk_poll")
 
 
 class SandboxSpec(BaseModel):
@@ -138,3 +145,12 @@ def tool_labels(
     if node:
         labels[LABEL_NODE] = node
     return labels
+
+
+def epoch(stamp: str) -> float:
+    """Docker's RFC 3339 time (nanoseconds, ``Z``) as epoch seconds; 0 when unreadable."""
+    match = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?", stamp)
+    if not match:
+        return 0.0
+    whole = dt.datetime.strptime(match[1], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.UTC)
+    return whole.timestamp() + float(match[2] or 0)

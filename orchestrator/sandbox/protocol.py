@@ -172,3 +172,12 @@ class SandboxBackend(Protocol):
     def cleanup(self, labels: Mapping[str, str]) -> list[str]:
         """Remove every sandbox with ``labels``; their names."""
         ...
+
+    def remove_idle_networks(
+        self, labels: Mapping[str, str], created_before: float, *, dry_run: bool = False
+    ) -> list[str]:
+        """Remove the networks with ``labels`` that no sandbox uses and that were created
+        before ``created_before`` (epoch seconds; a network being set up has no sandbox for a
+        moment); their names. What a process killed mid-reinstall leaves (the index-only
+        network of the reinstall). A backend without networks has none."""
+        ...

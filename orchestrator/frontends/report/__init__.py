@@ -1,5 +1,7 @@
 """Reports of a run directory: rich text for the terminal (:mod:`.text`), one self-contained
-HTML file (:mod:`.html`), both from what :mod:`.data` reads of the run.
+HTML file (:mod:`.html`), both from what :mod:`.data` reads of the run; the agreement with
+the official harness (:mod:`.fidelity`, rendered by :mod:`.fidelity_text`) and the Markdown
+report of a validation sweep (:mod:`.validation`).
 
 An instance's duration is its ``timings["total"]`` when present, else the sum of its phase
 timings.

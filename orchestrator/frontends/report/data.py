@@ -12,9 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.context.run_dir import RESULT_FILE, RunDir
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
-from orchestrator.run.results import RESULT_FILE, RunDir
 
 REPORT_FILE = "report.html"
 # files an instance directory may hold, linked from the HTML report when present

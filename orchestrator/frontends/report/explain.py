@@ -8,9 +8,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.report.data import STATUS_ORDER, format_seconds
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.run.results import RunDir
 
 FIRST_TESTS = 3  # failing tests named per group; the rest are counted
 NOT_MEASURED = "—"  # where the tests did not run (an error, an empty patch)

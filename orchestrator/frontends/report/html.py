@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import html
 import os
 from pathlib import Path
 from urllib.parse import quote
 
+from orchestrator.context.run_dir import INSTANCES_DIR, RunDir, atomic_write_text
 from orchestrator.frontends.report.assets import CSS, JS
 from orchestrator.frontends.report.data import (
     INSTANCE_FILES,
@@ -14,7 +14,6 @@ from orchestrator.frontends.report.data import (
     STATUS_COLOURS,
     STATUS_ORDER,
     Comparison,
-    TriageRow,
     duration,
     format_seconds,
     load_run,
@@ -25,23 +24,18 @@ from orchestrator.frontends.report.data import (
     triage,
 )
 from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
-from orchestrator.frontends.report.text import caveats, delta_style, signed
+from orchestrator.frontends.report.html_comparison import comparison_html
+from orchestrator.frontends.report.html_parts import (
+    anchor,
+    esc,
+    status_badge,
+    triage_html,
+)
+from orchestrator.frontends.report.text import caveats
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
-from orchestrator.run.results import INSTANCES_DIR, RunDir, atomic_write_text
 
 # --------------------------------------------------------------------------- HTML
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _status_badge(status: Status) -> str:
-    return (
-        f'<span class="status" style="background:{STATUS_COLOURS[status]}">'
-        f"{_e(status.value)}</span>"
-    )
 
 
 def _status_chart(row: LeaderboardRow) -> str:
@@ -59,12 +53,12 @@ def _status_chart(row: LeaderboardRow) -> str:
         y = i * row_height + 2
         width = round(bar_width * share, 1)
         parts.append(
-            f'<g data-status="{_e(status.value)}">'
-            f'<text x="0" y="{y + 16}" font-size="13">{_e(status.value)}</text>'
+            f'<g data-status="{esc(status.value)}">'
+            f'<text x="0" y="{y + 16}" font-size="13">{esc(status.value)}</text>'
             f'<rect x="{label_width}" y="{y + 3}" width="{bar_width}" height="16" '
             f'fill="#f0f1f4"/>'
             f'<rect x="{label_width}" y="{y + 3}" width="{width}" height="16" '
-            f'fill="{STATUS_COLOURS[status]}"><title>{_e(status.value)}: {count}</title></rect>'
+            f'fill="{STATUS_COLOURS[status]}"><title>{esc(status.value)}: {count}</title></rect>'
             f'<text x="{label_width + bar_width + 8}" y="{y + 16}" font-size="13">'
             f"{count} ({pct(share)})</text></g>"
         )
@@ -78,7 +72,7 @@ def _links(run: RunDir, result: InstanceResult) -> str:
     for name in INSTANCE_FILES:
         if (instance_dir / name).is_file():
             href = f"{INSTANCES_DIR}/{quote(result.instance_id)}/{quote(name)}"
-            links.append(f'<a href="{_e(href)}">{_e(name)}</a>')
+            links.append(f'<a href="{esc(href)}">{esc(name)}</a>')
     for label, log_path in sorted(result.logs.items()):
         target = Path(log_path)
         if not target.is_absolute():
@@ -89,7 +83,7 @@ def _links(run: RunDir, result: InstanceResult) -> str:
             continue  # outside the run directory: not linkable from the report
         href = "/".join(quote(part) for part in relative.parts)
         if target.is_file() and target.name not in INSTANCE_FILES:
-            links.append(f'<a href="{_e(href)}">{_e(label)}</a>')
+            links.append(f'<a href="{esc(href)}">{esc(label)}</a>')
     return " ".join(links)
 
 
@@ -104,17 +98,17 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
     text = result.message if result.status == Status.ERROR else why(result) or result.message
     message = text if len(text) <= 300 else text[:297] + "..."
     cells = [
-        f'<td class="id">{_e(result.instance_id)}</td>',
-        f"<td>{_e(repo_of(result))}</td>",
-        f'<td data-sort="{STATUS_ORDER.index(result.status)}">{_status_badge(result.status)}'
+        f'<td class="id">{esc(result.instance_id)}</td>',
+        f"<td>{esc(repo_of(result))}</td>",
+        f'<td data-sort="{STATUS_ORDER.index(result.status)}">{status_badge(result.status)}'
         + (
-            f' <span class="suspicious" title="{_e("; ".join(result.suspicious))}">'
+            f' <span class="suspicious" title="{esc("; ".join(result.suspicious))}">'
             "suspicious</span>"
             if result.suspicious
             else ""
         )
         + "</td>",
-        f"<td>{_e(result.reason.value)}</td>",
+        f"<td>{esc(result.reason.value)}</td>",
         f'<td class="num" data-sort="{result.fail_to_pass_fraction if measured else -1:.6f}">'
         f"{tests_cell(f_passed, f_failed, measured)}</td>",
         f'<td class="num" data-sort="{result.pass_to_pass_fraction if measured else -1:.6f}">'
@@ -125,112 +119,18 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
             else ""
         )
         + "</td>",
-        f'<td class="num" data-sort="{seconds:.3f}" title="{_e(timings)}">'
-        f"{_e(format_seconds(seconds))}</td>",
+        f'<td class="num" data-sort="{seconds:.3f}" title="{esc(timings)}">'
+        f"{esc(format_seconds(seconds))}</td>",
         f'<td class="num">{result.tool_calls}</td>',
-        f"<td>{_e(result.apply_strategy or '')}</td>",
-        f'<td class="message">{_e(message)}</td>',
+        f"<td>{esc(result.apply_strategy or '')}</td>",
+        f'<td class="message">{esc(message)}</td>',
         f'<td class="links">{_links(run, result)}</td>',
     ]
     return (
-        f'<tr id="{_e(_anchor(result.instance_id))}" data-instance="{_e(result.instance_id)}">'
+        f'<tr id="{esc(anchor(result.instance_id))}" data-instance="{esc(result.instance_id)}">'
         + "".join(cells)
         + "</tr>"
     )
-
-
-def _anchor(instance_id: str) -> str:
-    return f"i-{instance_id}"
-
-
-def _instance_links(instance_ids: tuple[str, ...], local: set[str]) -> str:
-    """Links to the instances' rows of this report (plain ids for those not in it)."""
-    return ", ".join(
-        f'<a href="#{_e(quote(_anchor(i)))}">{_e(i)}</a>' if i in local else _e(i)
-        for i in instance_ids
-    )
-
-
-def _triage_html(
-    table_id: str, rows: tuple[TriageRow, ...] | list[TriageRow], local: set[str]
-) -> str:
-    return "".join(
-        [
-            f'<table id="{table_id}"><thead><tr><th class=num>n</th><th>reason</th>'
-            "<th>first line of the message (normalised)</th><th>instances</th></tr></thead><tbody>",
-            *(
-                f'<tr data-reason="{_e(row.reason)}"><td class=num>{row.count}</td>'
-                f"<td>{_e(row.reason)}</td><td class=message>{_e(row.message)}</td>"
-                f"<td>{_instance_links(row.instance_ids, local)}</td></tr>"
-                for row in rows
-            ),
-            "</tbody></table>",
-        ]
-    )
-
-
-def _comparison_html(c: Comparison, local: set[str]) -> str:
-    scope = f"{len(c.common)} instance(s) in both runs"
-    if not c.same_selection:
-        scope += (
-            f"; the selections differ ({len(c.only_in_run)} only in {c.run}, "
-            f"{len(c.only_in_baseline)} only in {c.baseline}): compared on the intersection"
-        )
-    verdict = (
-        f'<p id="verdict" class="regressed">Regressed: {len(c.lost)} instance(s) no longer '
-        f"resolved, {sum(row.count for row in c.new_errors)} new error(s).</p>"
-        if c.regressed
-        else '<p id="verdict" class="ok">No regression.</p>'
-    )
-    delta_rows = "".join(
-        f"<tr><td>{_e(name.removesuffix('_pct'))}</td><td class=num>{pct(before)}</td>"
-        f"<td class=num>{pct(after)}</td>"
-        f'<td class="num {delta_style(name, change)}">{_e(signed(change))}</td></tr>'
-        for name, before, after, change in c.row_delta()
-    )
-    parts = [
-        f"<h2>Compared with {_e(c.baseline)}</h2>",
-        f'<p class="muted">{_e(scope)}</p>',
-        verdict,
-        f'<table id="row-delta"><thead><tr><th>share</th><th class=num>{_e(c.baseline)}</th>'
-        f"<th class=num>{_e(c.run)}</th><th class=num>delta</th></tr></thead>"
-        f"<tbody>{delta_rows}</tbody></table>",
-    ]
-    for table_id, title, changes in (
-        ("lost", "Resolved → not resolved", c.lost),
-        ("gained", "Not resolved → resolved", c.gained),
-        ("changed", "Other status changes", c.changed),
-    ):
-        if not changes:
-            continue
-        rows = "".join(
-            f"<tr><td>{_instance_links((ch.instance_id,), local)}</td><td>{_e(ch.repo)}</td>"
-            f"<td>{_status_badge(ch.before)}</td><td>{_status_badge(ch.after)}</td>"
-            f"<td>{_e(ch.reason)}</td></tr>"
-            for ch in changes
-        )
-        parts.append(
-            f'<h3>{_e(title)}</h3><table id="{table_id}"><thead><tr><th>instance</th>'
-            f"<th>repository</th><th>{_e(c.baseline)}</th><th>{_e(c.run)}</th><th>reason</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>"
-        )
-    if c.new_errors:
-        parts += ["<h3>New errors by cause</h3>", _triage_html("new-errors", c.new_errors, local)]
-    repo_rows = "".join(
-        f"<tr><td>{_e(r.repo)}</td><td class=num>{r.instances}</td>"
-        f"<td class=num>{r.resolved_before}</td><td class=num>{r.resolved_after}</td>"
-        f'<td class="num {"better" if r.delta > 0 else "worse" if r.delta < 0 else ""}">'
-        f"{_e(signed(r.delta, pct=False))}</td>"
-        f"<td class=num>{r.errors_before} → {r.errors_after}</td></tr>"
-        for r in c.repos
-    )
-    parts.append(
-        '<h3>Repositories</h3><table id="repo-delta"><thead><tr><th>repository</th>'
-        f"<th class=num>instances</th><th class=num>resolved {_e(c.baseline)}</th>"
-        f"<th class=num>resolved {_e(c.run)}</th><th class=num>delta</th>"
-        f"<th class=num>errors</th></tr></thead><tbody>{repo_rows}</tbody></table>"
-    )
-    return "\n".join(parts)
 
 
 _INSTANCE_COLUMNS = (
@@ -264,11 +164,47 @@ def render_html(
     local = {result.instance_id for result in results}
     causes = triage(results)
 
-    leaderboard = "".join(
+    title = f"swe-green run {run.path.name}"
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+            f"<h1>{esc(title)}</h1>",
+            f'<p class="muted" id="run-header">{row.total_instances} instances · '
+            f"{esc(run_header(run, results).line())}</p>",
+            (
+                f'<p class="muted" id=reduced>* {row.reduced_tests_count} instance(s) graded on '
+                "a reduced test set (tests this host cannot grade left out; see Caveats)</p>"
+                if row.reduced_tests_count
+                else ""
+            ),
+            comparison_html(comparison, local) if comparison else "",
+            _config_html(config),
+            "<h2>Leaderboard row</h2>",
+            _leaderboard_html(row),
+            "<h2>Statuses</h2>",
+            _status_chart(row),
+            *(["<h2>Errors by cause</h2>", triage_html("triage", causes, local)] if causes else []),
+            *_caveats_html(results),
+            "<h2>Repositories</h2>",
+            _repositories_html(results),
+            "<h2>Instances</h2>",
+            '<p class="muted">Click a column header to sort.</p>',
+            _instances_html(run, results),
+            f"<script>{JS}</script>",
+            "</body></html>",
+        ]
+    )
+
+
+def _leaderboard_html(row: LeaderboardRow) -> str:
+    return "".join(
         [
             '<table id="leaderboard"><thead><tr>',
             "<th class=num>instances</th>",
-            *(f"<th class=num>{_e(status.value)}</th>" for status in STATUS_ORDER),
+            *(f"<th class=num>{esc(status.value)}</th>" for status in STATUS_ORDER),
             "<th class=num>fail→pass</th><th class=num>pass→pass</th></tr></thead><tbody><tr>",
             f"<td class=num>{row.total_instances}</td>",
             *(
@@ -280,13 +216,16 @@ def render_html(
             "</tr></tbody></table>",
         ]
     )
-    repos = "".join(
+
+
+def _repositories_html(results: list[InstanceResult]) -> str:
+    return "".join(
         [
             '<table id="repositories"><thead><tr><th>repository</th><th class=num>instances'
             "</th><th class=num>resolved</th><th class=num>resolved %</th>"
             "<th class=num>fail→pass</th><th class=num>errors</th></tr></thead><tbody>",
             *(
-                f"<tr><td>{_e(repo.repo)}</td><td class=num>{repo.instances}</td>"
+                f"<tr><td>{esc(repo.repo)}</td><td class=num>{repo.instances}</td>"
                 f"<td class=num>{repo.resolved}</td>"
                 f"<td class=num>{pct(repo.resolved_fraction)}</td>"
                 f"<td class=num>{pct(repo.fail_to_pass)}</td>"
@@ -296,72 +235,45 @@ def render_html(
             "</tbody></table>",
         ]
     )
+
+
+def _instances_html(run: RunDir, results: list[InstanceResult]) -> str:
+    """The instance table, sortable by a click on a column header."""
     header_cells = "".join(
         f'<th data-key="{key}" data-type="{kind}"'
         + (' class="num"' if kind == "num" and key != "status" else "")
-        + f">{_e(label)}</th>"
+        + f">{esc(label)}</th>"
         for key, label, kind in _INSTANCE_COLUMNS
     )
-    instances = (
+    return (
         f'<table id="instances" class="sortable"><thead><tr>{header_cells}</tr></thead><tbody>'
         + "".join(_instance_row(run, result) for result in results)
         + "</tbody></table>"
     )
-    config_html = (
+
+
+def _config_html(config: list[tuple[str, str]]) -> str:
+    return (
         '<dl class="config">'
-        + "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in config)
+        + "".join(f"<dt>{esc(key)}</dt><dd>{esc(value)}</dd>" for key, value in config)
         + "</dl>"
         if config
         else ""
     )
-    title = f"swe-green run {run.path.name}"
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en"><head><meta charset="utf-8">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
-            f"<h1>{_e(title)}</h1>",
-            f'<p class="muted" id="run-header">{row.total_instances} instances · '
-            f"{_e(run_header(run, results).line())}</p>",
-            (
-                f'<p class="muted" id=reduced>* {row.reduced_tests_count} instance(s) graded on '
-                "a reduced test set (tests this host cannot grade left out; see Caveats)</p>"
-                if row.reduced_tests_count
-                else ""
-            ),
-            _comparison_html(comparison, local) if comparison else "",
-            config_html,
-            "<h2>Leaderboard row</h2>",
-            leaderboard,
-            "<h2>Statuses</h2>",
-            _status_chart(row),
-            *(
-                ["<h2>Errors by cause</h2>", _triage_html("triage", causes, local)]
-                if causes
-                else []
-            ),
-            *(
-                [
-                    "<h2>Caveats</h2><ul id=caveats>",
-                    *(
-                        f'<li><a href="#{_e(_anchor(iid))}">{_e(iid)}</a>: {_e(why)}</li>'
-                        for iid, why in caveats(results)
-                    ),
-                    "</ul>",
-                ]
-                if caveats(results)
-                else []
-            ),
-            "<h2>Repositories</h2>",
-            repos,
-            "<h2>Instances</h2>",
-            '<p class="muted">Click a column header to sort.</p>',
-            instances,
-            f"<script>{JS}</script>",
-            "</body></html>",
-        ]
-    )
+
+
+def _caveats_html(results: list[InstanceResult]) -> list[str]:
+    notes = caveats(results)
+    if not notes:
+        return []
+    return [
+        "<h2>Caveats</h2><ul id=caveats>",
+        *(
+            f'<li><a href="#{esc(anchor(iid))}">{esc(iid)}</a>: {esc(why)}</li>'
+            for iid, why in notes
+        ),
+        "</ul>",
+    ]
 
 
 def write_html(

@@ -8,6 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.report.data import (
     RICH_STYLES,
     STATUS_ORDER,
@@ -23,7 +24,6 @@ from orchestrator.frontends.report.data import (
 from orchestrator.frontends.report.explain import NotResolved, not_resolved, run_header
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Status
-from orchestrator.run.results import RunDir
 
 # --------------------------------------------------------------------------- text
 

@@ -29,6 +29,7 @@ from orchestrator.sandbox.models import (
     ImageInfo,
     Limits,
     SandboxSpec,
+    epoch,
 )
 
 if TYPE_CHECKING:
@@ -124,6 +125,30 @@ class DockerBackend:
         for info in self.containers(labels):
             if self.remove_container(info.id):
                 removed.append(info.name)
+        return removed
+
+    def remove_idle_networks(
+        self, labels: Mapping[str, str], created_before: float, *, dry_run: bool = False
+    ) -> list[str]:
+        removed = []
+        try:
+            found = self.client.networks.list(
+                filters={"label": [f"{k}={v}" for k, v in labels.items()]}, greedy=True
+            )
+        except _ENGINE_ERRORS as exc:
+            raise SandboxError(f"cannot list networks: {exc}") from exc
+        for network in found:
+            attrs = network.attrs
+            if attrs.get("Containers") or epoch(attrs.get("Created", "")) >= created_before:
+                continue
+            try:
+                if not dry_run:
+                    network.remove()
+            except NotFound:
+                continue
+            except _ENGINE_ERRORS:
+                continue  # a sandbox joined it meanwhile: it stays
+            removed.append(str(network.name))
         return removed
 
     def images(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,17 +13,11 @@ import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
-from docker.utils.socket import STDERR, STDOUT, frames_iter
 
 from orchestrator.sandbox.archives import file_archive, only_file, tree_archive
 from orchestrator.sandbox.disk import DiskWatcher
-from orchestrator.sandbox.docker.runtime import (
-    _BACKSTOP_GRACE,
-    _ENGINE_ERRORS,
-    _close,
-    _disk_watcher,
-    _run_container,
-)  # fmt: skip
+from orchestrator.sandbox.docker.exec import exec_result, stream_exec
+from orchestrator.sandbox.docker.runtime import _ENGINE_ERRORS, _disk_watcher, _run_container
 from orchestrator.sandbox.errors import (
     DiskLimitExceeded,
     ImageMissing,
@@ -38,7 +31,6 @@ from orchestrator.sandbox.models import (
     LABEL_TOOL,
     ExecResult,
     Limits,
-    OutputCap,
     SandboxSpec,
 )
 
@@ -276,87 +268,18 @@ class DockerSandbox:
         if any("\x00" in part for part in argv):
             raise SandboxError("the command contains a NUL byte, which no process can receive")
         self.check_disk()
-        wrapped = ["timeout", "-k", "2", f"{max(timeout, 0.1):.1f}s", *argv]
-        api = self.client.api
+        api, container_id = self.client.api, _str(self.container.id)
         started = time.monotonic()
-        try:
-            exec_id = api.exec_create(
-                self.container.id,
-                wrapped,
-                workdir=workdir,
-                environment=dict(env or {}),
-                user=user,
-            )["Id"]
-            sock = api.exec_start(exec_id, socket=True)
-        except _ENGINE_ERRORS as exc:
-            raise self._error("exec", exc) from exc
-
-        out, err, backstop_fired = self._collect(sock, timeout)
+        stream = stream_exec(
+            api, container_id, argv, timeout=timeout, workdir=workdir, env=env, user=user,
+            output_limit=self.limits.output_limit, fail=self._error,
+        )  # fmt: skip
         duration = time.monotonic() - started
         self.check_disk()  # the watcher stopped the container under this command
-
-        try:
-            state = api.exec_inspect(exec_id)
-        except _ENGINE_ERRORS as exc:
-            raise self._error("exec", exc) from exc
-        exit_code = state.get("ExitCode")
-        if state.get("Running") and not backstop_fired:
-            raise SandboxError(
-                f"cannot exec in container {self._label()}: the output stream from the Docker "
-                "daemon ended while the command was still running"
-            )
-        timed_out = backstop_fired or exit_code == 124 or (exit_code == 137 and duration >= timeout)
-        oom = exit_code == 137 and not timed_out and self._oom_kills() > 0
-        return ExecResult(
-            exit_code=exit_code,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration=duration,
-            timed_out=timed_out,
-            truncated=bool(out.cut or err.cut),
-            oom_killed=oom,
-        )
-
-    def _collect(self, sock: object, timeout: float) -> tuple[OutputCap, OutputCap, bool]:
-        """stdout and stderr of an exec's stream (capped), and whether the host-side backstop
-        had to close the stream (the in-container ``timeout`` did not end the command)."""
-        out, err = OutputCap(self.limits.output_limit), OutputCap(self.limits.output_limit)
-        backstop_fired = threading.Event()
-
-        def backstop() -> None:
-            backstop_fired.set()
-            _close(sock)
-
-        timer = threading.Timer(timeout + _BACKSTOP_GRACE, backstop)
-        timer.daemon = True
-        timer.start()
-        try:
-            for stream, data in frames_iter(sock, tty=False):
-                if stream == STDERR:
-                    err.add(data)
-                elif stream == STDOUT:
-                    out.add(data)
-        except (OSError, ValueError) as exc:
-            if not backstop_fired.is_set():
-                raise self._error("exec", exc) from exc
-        finally:
-            timer.cancel()
-            _close(sock)
-        return out, err, backstop_fired.is_set()
-
-    def _oom_kills(self) -> int:
-        """The container's OOM-kill counter (cgroup v1 or v2)."""
-        probe = (
-            "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
-            "2>/dev/null | awk '$1==\"oom_kill\"{print $2}'"
-        )
-        try:
-            api = self.client.api
-            exec_id = api.exec_create(self.container.id, ["sh", "-c", probe])["Id"]
-            text = api.exec_start(exec_id).decode(errors="replace").strip()
-        except _ENGINE_ERRORS:
-            return 0
-        return int(text.split()[0]) if text.split() and text.split()[0].isdigit() else 0
+        return exec_result(
+            api, container_id, stream, duration=duration, timeout=timeout,
+            label=self._label(), fail=self._error,
+        )  # fmt: skip
 
     # ---------------------------------------------------------------- files
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:

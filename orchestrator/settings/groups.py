@@ -1,45 +1,29 @@
-"""Configuration: environment variables prefixed ``SWE_GREEN_`` and an optional TOML file.
-
-The TOML file is ``swe-green.toml`` in the working directory, or the path in
-``SWE_GREEN_CONFIG``. Precedence: explicit arguments > environment > TOML file > defaults.
-
-Settings are grouped per component (:class:`Settings` holds one model per group, and each
-component receives only its group), but every setting keeps its one flat name: the
-environment variable ``SWE_GREEN_<NAME>``, the TOML key ``name`` (a ``[group]`` table works
-too) and the keyword of :func:`load_settings`. ``swe-green config`` prints them all.
-"""
+"""The settings of each component, one model per group; every setting keeps one flat name
+(the group is only where it is documented and which component receives it)."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from orchestrator.errors import UserError
+from orchestrator.settings.sizes import disk_bytes
 
-ENV_PREFIX = "SWE_GREEN_"
 # a registry as `docker push <registry>/<name>` takes it: host[:port][/path]
 _REGISTRY = r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
 
 
-def config_file() -> Path:
-    """The TOML settings file (it need not exist)."""
-    return Path(os.environ.get("SWE_GREEN_CONFIG", "swe-green.toml"))
-
-
 class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def default_of(group: type[BaseModel], name: str) -> Any:
+    """The documented default of setting ``name`` of ``group``: a component's own model of
+    the same value (a sandbox's limits, a participant's) takes it from here, not a copy."""
+    return group.model_fields[name].default
 
 
 class StorageSettings(_Group):
@@ -367,153 +351,3 @@ GROUP_OF: dict[str, str] = {
     name: group for group, model in GROUPS.items() for name in model.model_fields
 }
 SECRETS = ("anthropic_api_key", "serve_token")
-
-
-def _nest(flat: dict[str, Any]) -> dict[str, Any]:
-    """Flat setting names (``cpus``) put into their groups (``sandbox.cpus``); a group given
-    whole (a dict, or a TOML table) is merged; unknown names stay for validation to name."""
-    nested: dict[str, Any] = {}
-    for key, value in flat.items():
-        if key in GROUPS and isinstance(value, dict):
-            nested.setdefault(key, {}).update(value)
-        elif key in GROUP_OF:
-            nested.setdefault(GROUP_OF[key], {})[key] = value
-        else:
-            nested[key] = value
-    return nested
-
-
-class _FlatEnv(PydanticBaseSettingsSource):
-    """``SWE_GREEN_<NAME>`` for every setting, whatever its group."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        env = {key.upper(): value for key, value in os.environ.items()}
-        names = {f"{ENV_PREFIX}{name.upper()}": name for name in GROUP_OF}
-        return _nest({names[key]: value for key, value in env.items() if key in names})
-
-
-class _NestedToml(TomlConfigSettingsSource):
-    def __call__(self) -> dict[str, Any]:
-        return _nest(super().__call__())
-
-
-class Settings(BaseSettings):
-    """Every setting, one model per component's group."""
-
-    model_config = SettingsConfigDict(extra="forbid")
-
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    dataset: DatasetSettings = Field(default_factory=DatasetSettings)
-    repos: RepoSettings = Field(default_factory=RepoSettings)
-    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
-    setup_agent: SetupAgentSettings = Field(default_factory=SetupAgentSettings)
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    participant: ParticipantSettings = Field(default_factory=ParticipantSettings)
-    grading: GradingSettings = Field(default_factory=GradingSettings)
-    run: RunSettings = Field(default_factory=RunSettings)
-    serve: ServeSettings = Field(default_factory=ServeSettings)
-
-    def __init__(self, **values: Any) -> None:
-        super().__init__(**_nest(values))
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = _NestedToml(settings_cls, toml_file=config_file())
-        return (init_settings, _FlatEnv(settings_cls), toml)
-
-    def items(self) -> Iterator[tuple[str, FieldInfo, Any]]:
-        """Every setting by its flat name: ``(name, field, value)``, in documented order."""
-        for group in GROUPS:
-            part = getattr(self, group)
-            for name, field in type(part).model_fields.items():
-                yield name, field, getattr(part, name)
-
-    def flat(self, *, secrets: bool = True) -> dict[str, Any]:
-        """Every setting by its flat name (JSON-ready values); secrets left out if asked."""
-        dumped = {k: v for group in self.model_dump(mode="json").values() for k, v in group.items()}
-        return {k: v for k, v in dumped.items() if secrets or k not in SECRETS}
-
-    def replace(self, **changes: Any) -> Settings:
-        """A copy with some settings (by flat name) changed, validated."""
-        groups = {group: getattr(self, group).model_dump() for group in GROUPS}
-        for group, values in _nest(changes).items():
-            if group not in GROUPS:
-                raise ValueError(f"unknown setting {group!r}")
-            groups[group].update(values)
-        return type(self).model_validate(groups)
-
-
-def setting_names() -> list[str]:
-    """Every setting's flat name, in documented order."""
-    return list(GROUP_OF)
-
-
-def setting_sources() -> dict[str, str]:
-    """Where each setting that is not a default comes from: ``env`` or ``file`` (the TOML
-    file). Explicit arguments are not seen here."""
-    import tomllib
-
-    env_names = {key.upper() for key in os.environ}
-    sources: dict[str, str] = {}
-    path = config_file()
-    try:
-        in_file = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, tomllib.TOMLDecodeError):
-        in_file = {}
-    in_file_names = {
-        k for group in _nest(in_file).values() if isinstance(group, dict) for k in group
-    }
-    for name in GROUP_OF:
-        if f"{ENV_PREFIX}{name.upper()}" in env_names:
-            sources[name] = "env"
-        elif name in in_file_names:
-            sources[name] = "file"
-    return sources
-
-
-def disk_bytes(value: str | int) -> int | None:
-    """``10g``, ``200m``, ``512k``, ``1000`` as bytes (powers of 1024); 0 means no budget."""
-    text = str(value).strip().lower().removesuffix("b")
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    scale = units.get(text[-1:], 1)
-    number = text[:-1] if text[-1:] in units else text
-    try:
-        size = int(float(number) * scale)
-    except ValueError:
-        raise ValueError(f"not a size: {value!r} (e.g. 10g, 200m)") from None
-    if size < 0:
-        raise ValueError(f"a size cannot be negative: {value!r}")
-    return size or None
-
-
-def load_settings(**overrides: object) -> Settings:
-    """Settings with explicit overrides (``None`` values are ignored).
-
-    An invalid value or an unknown key becomes a one-line UserError naming it.
-    """
-    try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = [str(part) for part in first["loc"]]
-        name = loc[-1] if len(loc) == 2 and loc[0] in GROUPS else ".".join(loc) or "?"
-        problem = (
-            f"Unknown setting {name!r}."
-            if first["type"] == "extra_forbidden"
-            else f"Invalid setting {name}: {first['msg']} (got {first.get('input')!r})."
-        )
-        raise UserError(
-            problem,
-            f"fix SWE_GREEN_{name.upper()} or the key {name} in {config_file()}; "
-            "`swe-green config` lists every setting.",
-        ) from None

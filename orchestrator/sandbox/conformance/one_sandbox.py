@@ -1,17 +1,5 @@
-"""The sandbox conformance suite: what the rest of the product relies on, checked against any
-backend (as Inspect's sandbox self-check does for its environments).
-
-Every member of :class:`.protocol.Sandbox` and :class:`.protocol.SandboxBackend` is exercised,
-error paths and timeouts included. A check passes, fails (with a message), or finds the
-backend says :class:`.errors.Unsupported` for an optional capability (network switch,
-snapshots, image import/build/tag, registries) and says so *consistently*. Run it:
-
-- from the tests, on the local backend, Docker and Docker under the restricted policy
-  (``tests/test_sandbox_conformance.py``);
-- on a host, against the configured backend: ``swe-green sandbox check``.
-
-Each check starts and removes its own sandboxes, labelled with ``Target.run_id``.
-"""
+"""Conformance checks of one sandbox: identity, exec (timeouts, output cap), files and
+archives (error paths included), processes, lifecycle, and the disk budget."""
 
 from __future__ import annotations
 
@@ -20,102 +8,25 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel
-
-from orchestrator.sandbox.errors import DiskLimitExceeded, ImageMissing, SandboxError, Unsupported
+from orchestrator.sandbox.conformance.harness import (
+    ConformanceFailure,
+    Target,
+    check,
+    expect,
+    expect_raises,
+    scratch,
+    started,
+    tar_of,
+)
+from orchestrator.sandbox.errors import DiskLimitExceeded, SandboxError, Unsupported
 from orchestrator.sandbox.file_snapshot import capture
 from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_RUN, Limits, SandboxSpec
-from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
+from orchestrator.sandbox.protocol import Sandbox
 
 
-class ConformanceFailure(AssertionError):
-    """A backend does not do what the interface promises."""
-
-
-@dataclass
-class Target:
-    """What the checks run against."""
-
-    backend: SandboxBackend
-    image: str  # an image with bash, coreutils and tar (the base image)
-    run_id: str  # the run label of every sandbox the checks start
-    registry: str | None = None  # host:port of a registry for the push/pull check
-    image_repository: str = "swe-green-conformance"  # where checks put the images they make
-
-
-class CheckResult(BaseModel):
-    name: str
-    outcome: Literal["passed", "failed", "unsupported"]
-    message: str = ""
-    seconds: float = 0.0
-
-
-Check = Callable[[Target], None]
-CHECKS: dict[str, Check] = {}
-
-
-def check(fn: Check) -> Check:
-    CHECKS[fn.__name__.removeprefix("check_")] = fn
-    return fn
-
-
-def run_checks(target: Target, names: list[str] | None = None) -> list[CheckResult]:
-    """Run ``names`` (all checks by default), each on its own sandboxes."""
-    results = []
-    for name in names or list(CHECKS):
-        started = time.monotonic()
-        try:
-            CHECKS[name](target)
-            outcome, message = "passed", ""
-        except Unsupported as exc:
-            outcome, message = "unsupported", str(exc)
-        except (ConformanceFailure, SandboxError) as exc:
-            outcome, message = "failed", f"{type(exc).__name__}: {exc}"
-        seconds = round(time.monotonic() - started, 2)
-        results.append(CheckResult(name=name, outcome=outcome, message=message, seconds=seconds))
-    return results
-
-
-def expect(condition: object, message: str) -> None:
-    if not condition:
-        raise ConformanceFailure(message)
-
-
-def expect_raises(error: type[Exception], call: Callable[[], object], what: str) -> None:
-    """``call()`` must raise ``error`` (the interface's promise for ``what``)."""
-    try:
-        call()
-    except error:
-        return
-    raise ConformanceFailure(f"{what} raised no {error.__name__}")
-
-
-@contextmanager
-def started(target: Target, **fields: object) -> Iterator[Sandbox]:
-    fields.setdefault("run_id", target.run_id)
-    fields.setdefault("instance_id", "conformance")
-    fields.setdefault("role", "check")
-    sandbox = target.backend.start(target.image, SandboxSpec(**fields))
-    try:
-        yield sandbox
-    finally:
-        sandbox.remove()
-
-
-def scratch(sandbox: Sandbox) -> str:
-    """A directory the checks may write in (a host path for the local backend)."""
-    result = sandbox.exec("d=$(mktemp -d) && chmod 755 $d && echo $d", timeout=30)
-    expect(result.ok, f"mktemp failed: {result.output}")
-    return result.stdout.strip()
-
-
-# ------------------------------------------------------------------------------ one sandbox
 @check
 def check_identity(target: Target) -> None:
     """id, name, image, labels, exists, is_running; found by label, name and id."""
@@ -302,121 +213,3 @@ def check_disk(target: Target) -> None:
             )
             expect(sandbox.disk_exceeded, "disk_exceeded is False after the budget was passed")
             expect_raises(DiskLimitExceeded, sandbox.check_disk, "check_disk() after the budget")
-
-
-# ------------------------------------------------------------------ capabilities (optional)
-@check
-def check_network(target: Target) -> None:
-    """Off leaves loopback only; on brings an interface back (files kept, scratch space such
-    as ``/tmp`` aside: a backend may carry the files into a new container)."""
-    interfaces = "ls /sys/class/net"
-    with started(target) as sandbox:
-        where = "/opt/conformance"
-        sandbox.write_file(f"{where}/kept", b"kept")
-        sandbox.set_network(False)
-        got = sandbox.exec(interfaces, timeout=30).stdout.split()
-        expect(got == ["lo"], f"network off leaves {got}")
-        sandbox.set_network(True)
-        expect(len(sandbox.exec(interfaces, timeout=30).stdout.split()) > 1, "network not on")
-        expect(sandbox.read_file(f"{where}/kept") == b"kept", "switching lost a file")
-    with started(target, network=False) as sandbox:
-        got = sandbox.exec(interfaces, timeout=30).stdout.split()
-        expect(got == ["lo"], f"a sandbox started without network has {got}")
-
-
-@check
-def check_snapshot_and_images(target: Target) -> None:
-    """A snapshot keeps the files; the image is listed, labelled, tagged and removed."""
-    backend, repository = target.backend, target.image_repository
-    tag = uuid.uuid4().hex[:8]
-    with started(target) as sandbox:
-        where = scratch(sandbox)
-        sandbox.write_file(f"{where}/kept.txt", b"kept")
-        image = sandbox.snapshot(repository, tag, labels={"swe-green.conformance": tag})
-    name, alias = f"{repository}:{tag}", f"{repository}:{tag}-alias"
-    try:
-        expect(backend.image_exists(name), "the snapshot's image does not exist")
-        expect(backend.image_labels(name).get("swe-green.conformance") == tag, "labels lost")
-        listed = backend.images(labels={"swe-green.conformance": tag})
-        expect([i.id for i in listed] == [image], f"images(labels) lists {listed}")
-        backend.tag_image(name, repository, f"{tag}-alias")
-        expect(backend.image_exists(alias), "tag_image made no tag")
-        expect(backend.remove_image(alias), "removing a second tag failed")
-        expect(backend.image_exists(name), "removing a second tag removed the image")
-        clone_spec = SandboxSpec(run_id=target.run_id, instance_id="conformance", role="clone")
-        clone = backend.start(name, clone_spec)
-        try:
-            expect(clone.read_file(f"{where}/kept.txt") == b"kept", "the snapshot lost a file")
-            in_use = backend.remove_image(image)  # by id, as gc removes them
-            expect(not in_use and backend.image_exists(name), "an image in use was removed")
-        finally:
-            clone.remove()
-    finally:
-        backend.remove_image(alias)
-        expect(backend.remove_image(name), "an unused image could not be removed")
-    expect(not backend.image_exists(name), "remove_image left the image")
-    expect(backend.remove_image(name), "removing a gone image is not fine")
-    spec = SandboxSpec(run_id=target.run_id)
-    expect_raises(ImageMissing, lambda: backend.start(name, spec), "starting from a missing image")
-
-
-@check
-def check_import_image(target: Target) -> None:
-    """An image from a root file system tarball."""
-    tag = uuid.uuid4().hex[:8]
-    with tempfile.TemporaryDirectory() as tmp:
-        tar_path = Path(tmp) / "rootfs.tar"
-        tar_path.write_bytes(tar_of({"etc/conformance": tag.encode()}))
-        target.backend.import_image(
-            tar_path, target.image_repository, f"import-{tag}", ["LABEL swe-green.kind=check"]
-        )
-    name = f"{target.image_repository}:import-{tag}"
-    try:
-        expect(target.backend.image_exists(name), "import_image made no image")
-        expect(target.backend.image_labels(name).get("swe-green.kind") == "check", "no label")
-    finally:
-        target.backend.remove_image(name)
-
-
-@check
-def check_registry(target: Target) -> None:
-    """An image goes to a registry (tagged for the upload only) and comes back."""
-    backend, repository = target.backend, target.image_repository
-    tag = uuid.uuid4().hex[:8]
-    with started(target) as sandbox:
-        where = scratch(sandbox)
-        sandbox.write_file(f"{where}/shared.txt", b"shared")
-        try:
-            image = sandbox.snapshot(repository, tag)
-        except Unsupported:
-            backend.push_image(f"{repository}:{tag}", f"127.0.0.1:9/x:{tag}")  # must say so too
-            raise ConformanceFailure("push_image works where snapshot is unsupported") from None
-    if target.registry is None:
-        backend.remove_image(image)
-        raise Unsupported("no registry given to check push and pull against")
-    reference = f"{target.registry}/{repository}:{tag}"
-    try:
-        backend.push_image(f"{repository}:{tag}", reference)
-        expect(not backend.image_exists(reference), "push_image left its upload tag")
-        expect(backend.remove_image(image), "the pushed image could not be removed")
-        backend.pull_image(reference)
-        clone = backend.start(reference, SandboxSpec(run_id=target.run_id, role="pulled"))
-        try:
-            expect(clone.read_file(f"{where}/shared.txt") == b"shared", "the pull lost a file")
-        finally:
-            clone.remove()
-        missing = f"{reference}-missing"
-        expect_raises(SandboxError, lambda: backend.pull_image(missing), "pulling a missing one")
-    finally:
-        backend.remove_image(reference)
-        backend.remove_image(image)
-
-
-def tar_of(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()

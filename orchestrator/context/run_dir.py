@@ -17,14 +17,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from orchestrator.atomic import atomic_write_text, read_cached
-from orchestrator.grading.classify import aggregate
 from orchestrator.log import get_logger
 from orchestrator.models import InstanceResult
 
@@ -32,7 +30,6 @@ CONFIG_FILE = "config.json"
 LEADERBOARD_FILE = "results.json"
 INSTANCES_DIR = "instances"
 RESULT_FILE = "result.json"
-BENCHMARK = "swe-bench-verified"
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
@@ -124,40 +121,3 @@ class RunDir:
     def finished_ids(self) -> set[str]:
         """Ids of the instances that have a result (what a resumed run skips)."""
         return {result.instance_id for result in self.load_results()}
-
-    def write_leaderboard(
-        self,
-        participant_role: str,
-        participant_id: str,
-        results: Iterable[InstanceResult] | None = None,
-    ) -> Path:
-        """Write ``results.json``: the participant, the leaderboard row, and per-instance rows.
-
-        ``results`` defaults to the results on disk. The layout is the one the AgentBeats
-        leaderboard query reads (DESIGN "Results"); ``instances`` and ``benchmark`` are
-        extra keys with a fixed shape, so files of several runs read together.
-        """
-        chosen = self.load_results() if results is None else list(results)
-        row = aggregate(chosen)
-        payload = {
-            "participants": {participant_role: participant_id},
-            "results": [row.model_dump()],
-            "benchmark": BENCHMARK,
-            "instances": [
-                {
-                    "instance_id": result.instance_id,
-                    "repo": result.repo,
-                    "status": result.status.value,
-                    "reason": result.reason.value,
-                    "fail_to_pass_passed": len(result.tests.fail_to_pass_passed),
-                    "fail_to_pass_total": len(result.tests.fail_to_pass_passed)
-                    + len(result.tests.fail_to_pass_failed),
-                    "pass_to_pass_passed": len(result.tests.pass_to_pass_passed),
-                    "pass_to_pass_total": len(result.tests.pass_to_pass_passed)
-                    + len(result.tests.pass_to_pass_failed),
-                }
-                for result in sorted(chosen, key=lambda result: result.instance_id)
-            ],
-        }
-        atomic_write_text(self.leaderboard_path, json.dumps(payload, indent=2) + "\n")
-        return self.leaderboard_path

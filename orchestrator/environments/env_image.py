@@ -1,0 +1,237 @@
+"""Phases 1-3: the environment image (checkout, environment set-up by recipe or the LLM
+agent, dependencies, the shared history), keyed by (repo, environment_setup_commit, recipe
+or agent): from this host's cache, the shared registry, or built."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from orchestrator.context.run_context import RunContext
+from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
+from orchestrator.environments.clean_history import shared_commit
+from orchestrator.environments.failed_builds import failed_build, remember_failed_build
+from orchestrator.environments.image_registry import pull_shared, push_shared
+from orchestrator.environments.instance_image import put_clean_history
+from orchestrator.environments.plan import EnvPlan, SetupFailed, env_image_name
+from orchestrator.environments.repo_cache import ensure_mirror, prepare_checkout
+from orchestrator.environments.setup_scripts import (
+    ACTIVATE,
+    LABEL_PYTHON,
+    LABEL_REINSTALL,
+    LABEL_REPO_VERSION,
+    LABEL_SHARED_HISTORY,
+    LABEL_TEST_CMD,
+    PYTHON_MIRROR_DIR,
+    TESTBED,
+    recipe_setup_script,
+    share_history_script,
+)
+from orchestrator.errors import UserError
+from orchestrator.models import Instance
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
+
+
+def _copy_checkout(ctx: RunContext, instance: Instance, sandbox: Sandbox) -> None:
+    with tempfile.TemporaryDirectory(prefix="swe-green-checkout-") as tmp:
+        dest = Path(tmp) / "testbed"
+        prepare_checkout(ctx.settings, instance, dest)
+        sandbox.put_dir(dest, TESTBED)
+
+
+class EnvImage(BaseModel):
+    name: str
+    cache_hit: bool
+    python: str = ""  # the venv's Python version
+    tokens: dict[str, int] = Field(default_factory=dict)
+    test_cmd: str | None = None
+    reinstall: str | None = None
+    # the commit whose history the image's /testbed/.git holds (None: a whole clone)
+    shared_history: str | None = None
+
+
+def ensure_env_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path
+) -> EnvImage:
+    """The environment image (phases 1-3): from this host's cache, else from the shared
+    registry (``env_image_registry``), else built (and then pushed to that registry)."""
+    name = env_image_name(ctx, instance, plan)
+    registry = ctx.settings.environment.env_image_registry
+    with image_lock(ctx, f"env-{plan.env_key}"):
+        if ctx.backend.image_exists(name):
+            with open(log_path, "a") as fh:
+                fh.write(f"environment image {name} reused from the cache\n")
+            return env_from_labels(ctx, name)
+        if registry and pull_shared(ctx.backend, registry, name, log_path, keep_reference=False):
+            return env_from_labels(ctx, name)
+        built = build_env_image(ctx, instance, plan, name, log_path)
+    if registry:  # outside the lock: instances waiting for the image need not wait for this
+        push_shared(ctx.backend, registry, name, log_path)
+    return built
+
+
+def env_from_labels(ctx: RunContext, name: str) -> EnvImage:
+    """A ready environment image, as its labels describe it (not built here)."""
+    labels = ctx.backend.image_labels(name)
+    return EnvImage(
+        name=name,
+        cache_hit=True,
+        python=labels.get(LABEL_PYTHON, ""),
+        test_cmd=labels.get(LABEL_TEST_CMD),
+        reinstall=labels.get(LABEL_REINSTALL),
+        shared_history=labels.get(LABEL_SHARED_HISTORY),
+    )
+
+
+def build_env_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, name: str, log_path: Path
+) -> EnvImage:
+    """Phases 1-3 from the base image, committed as ``name`` (a remembered failure of the
+    same environment fails at once)."""
+    remembered = failed_build(ctx, plan.env_key)
+    if remembered is not None:
+        raise SetupFailed(f"environment setup: {remembered}")
+    log = ctx.instance_log(instance)
+    log.info("setup.start", strategy=plan.strategy, python=plan.python, image=name)
+    if not plan.python_exact and plan.recipe is not None:
+        with open(log_path, "a") as fh:
+            fh.write(
+                f"recipe asks for Python {plan.recipe.python}; "
+                f"using the nearest available, {plan.python}\n"
+            )
+    sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
+    built = EnvImage(name=name, cache_hit=False)
+    with building(ctx, sandbox, "environment setup"):
+        setup_environment(ctx, instance, plan, sandbox, log_path, built)
+        labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
+        labels[LABEL_REPO_VERSION] = instance.repo_version
+        if built.test_cmd is not None:
+            labels[LABEL_TEST_CMD] = built.test_cmd
+        if built.reinstall is not None:
+            labels[LABEL_REINSTALL] = built.reinstall
+        built.shared_history = share_history(ctx, instance, sandbox, log_path)
+        if built.shared_history is not None:
+            labels[LABEL_SHARED_HISTORY] = built.shared_history
+        repository, tag = name.rsplit(":", 1)
+        sandbox.snapshot(repository, tag, labels=labels)
+    log.info("setup.done", image=name)
+    return built
+
+
+def share_history(
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path
+) -> str | None:
+    """End of phases 1-3 in ``sandbox``: ``/testbed/.git`` becomes the history that the
+    environment's instances share (the common ancestor of their base commits, as the
+    dataset lists them), so that each instance image adds only what its base reaches beyond
+    it. Returns that commit, or None (setting ``share_history`` off, or no common ancestor:
+    the environment keeps a whole clone and phase 4 swaps in a full clean history)."""
+    if not ctx.settings.environment.share_history:
+        return None
+    mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+    shared = shared_commit(mirror, _peer_bases(ctx, instance))
+    if shared is None:
+        return None
+    history = put_clean_history(sandbox, mirror, shared)
+    with open(log_path, "a") as fh:
+        fh.write(
+            f"shared history at {shared[:12]}: {history.commits} commits, "
+            f"{history.objects} objects, {history.pack_bytes / 1e6:.1f} MB pack\n"
+        )
+    ok, why = run_logged(
+        sandbox,
+        share_history_script(),
+        log_path,
+        "shared-history",
+        ctx.settings.environment.install_timeout,
+    )
+    if not ok:
+        raise SetupFailed(f"shared history: {why}", keep_failed(ctx, sandbox))
+    return shared
+
+
+def _peer_bases(ctx: RunContext, instance: Instance) -> list[str]:
+    """The base commits of the dataset's instances of this environment (same repository
+    and set-up commit), this instance's first."""
+    from orchestrator.dataset.instances import load_instances
+
+    bases = [instance.base_commit]
+    try:
+        rows = load_instances(ctx.settings.dataset.dataset)
+    except (UserError, OSError, ValueError) as exc:  # unreadable here: share only its own
+        ctx.instance_log(instance).warning("share_history.no_dataset", error=str(exc)[:200])
+        return bases
+    key = (instance.repo, instance.environment_setup_commit)
+    return bases + [r.base_commit for r in rows if (r.repo, r.environment_setup_commit) == key]
+
+
+def _venv_python(sandbox: Sandbox) -> str:
+    """The version of the Python the environment activates (empty if it cannot tell)."""
+    found = sandbox.exec(
+        f"source {ACTIVATE} >/dev/null 2>&1; python -c "
+        "'import platform; print(platform.python_version())'",
+        timeout=60,
+    )
+    return found.stdout.strip().splitlines()[-1] if found.ok and found.stdout.strip() else ""
+
+
+def _put_python_mirror(ctx: RunContext, sandbox: Sandbox) -> dict[str, str]:
+    """The environment for ``uv python install`` from the configured mirror: a URL is passed
+    on; a host directory is copied into the set-up container (removed by the script, so it
+    is in no image)."""
+    mirror = ctx.settings.environment.python_mirror
+    if not mirror:
+        return {}
+    if re.match(r"^(https?|file)://", mirror):
+        return {"UV_PYTHON_INSTALL_MIRROR": mirror}
+    path = Path(mirror).expanduser()
+    if not path.is_dir():
+        raise UserError(
+            f"Python mirror {mirror} is neither a URL nor a directory.",
+            "set SWE_GREEN_PYTHON_MIRROR to an http(s) URL or a directory of Python builds.",
+        )
+    sandbox.put_dir(path, PYTHON_MIRROR_DIR)
+    return {"UV_PYTHON_INSTALL_MIRROR": f"file://{PYTHON_MIRROR_DIR}"}
+
+
+def _llm_setup(
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, built: EnvImage
+) -> tuple[bool, str]:
+    """Phases 2-3 by the LLM setup agent; fills ``built`` with what it found."""
+    from orchestrator.environments.setup_llm import run_llm_setup
+    from orchestrator.environments.setup_models import SetupFacts
+
+    result = run_llm_setup(
+        sandbox, SetupFacts.from_instance(instance), ctx.settings.setup_agent, log_path.parent
+    )
+    built.tokens = {"input": result.input_tokens, "output": result.output_tokens}
+    built.test_cmd = result.test_command or None
+    built.reinstall = "\n".join(result.install_commands) or None
+    return result.success, result.failure_reason or ""
+
+
+def setup_environment(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
+    built: EnvImage,
+) -> None:  # fmt: skip
+    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found."""
+    _copy_checkout(ctx, instance, sandbox)
+    if plan.strategy == "recipe":
+        assert plan.recipe is not None
+        mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
+        script = recipe_setup_script(
+            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
+        )
+        ok, why = run_logged(
+            sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout
+        )
+    else:
+        ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
+    if not ok:
+        remember_failed_build(ctx, plan.env_key, instance, why)
+        raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
+    built.python = _venv_python(sandbox)

@@ -1,0 +1,29 @@
+"""What phases 1-4 hand to the rest of an instance's run."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from orchestrator.environments.plan import EnvPlan
+from orchestrator.sandbox.file_snapshot import FileSnapshot
+
+
+class PreparedInstance(BaseModel):
+    """The images an instance runs from, and what it cost to get them."""
+
+    plan: EnvPlan
+    env_image: str
+    # the image the instance's containers start from, or (restricted Docker policy) the
+    # set-up's files on the host
+    instance_image: str | FileSnapshot
+    env_cache_hit: bool
+    instance_cache_hit: bool
+    test_cmd: str | None = None
+    setup_tokens: dict[str, int] = Field(default_factory=dict)
+    timings: dict[str, float] = Field(default_factory=dict)
+    python_used: str = ""  # the environment's Python (a cached image built before: unknown)
+
+    def discard(self) -> None:
+        """Delete what the instance's containers started from, when it is a host file."""
+        if isinstance(self.instance_image, FileSnapshot):
+            self.instance_image.discard()

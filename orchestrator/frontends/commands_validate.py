@@ -1,0 +1,173 @@
+"""``swe-green validate`` (a validation sweep) and ``swe-green validation-report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from orchestrator.errors import UserError
+from orchestrator.frontends.cli_common import (
+    Count,
+    Dataset,
+    Ids,
+    Pattern,
+    Repo,
+    Shard,
+    check_concurrency,
+    check_writable,
+    console,
+    read_json,
+    select_instances,
+    start_cli_run,
+)
+from orchestrator.frontends.live_progress import LiveProgress
+from orchestrator.log import run_log
+from orchestrator.settings import load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.environments.sweep import SweepRecord
+
+Strategy = Annotated[str | None, typer.Option(help="auto, recipe or llm.")]
+Concurrency = Annotated[int, typer.Option(help="Instances at once.", callback=check_concurrency)]
+GoldRuns = Annotated[
+    int | None, typer.Option(help="Gold test runs per instance (flaky tests differ).")
+]
+ResumeSweep = Annotated[Path | None, typer.Option(help="Continue a sweep: its run directory.")]
+SkipSwept = Annotated[
+    Path | None,
+    typer.Option(help="A records file (.jsonl) of earlier sweeps: leave its instances out."),
+]
+
+
+def validate_cmd(
+    ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
+    shard: Shard = None, dataset: Dataset = None, strategy: Strategy = None,
+    concurrency: Concurrency = 1, runs: GoldRuns = None, resume: ResumeSweep = None,
+    skip_swept: SkipSwept = None,
+) -> None:  # fmt: skip
+    """Build and validate the environments of a selection (gold patch check) with a summary.
+
+    Each instance's outcome is kept in its run directory (validation.json); --resume skips
+    the instances already done. `swe-green validation-report RUN` writes docs/validation.md.
+    """
+    from orchestrator.environments.sweep import run_sweep
+
+    settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
+    if resume is not None and not resume.is_dir():
+        raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
+    if resume is not None and not any((ids, pattern, repo, count, shard)):
+        ids = sweep_instances(resume)  # the sweep's own selection, not the whole dataset
+    check_writable(settings, resume.parent if resume else None)
+    chosen = select_instances(settings, ids, pattern, repo, count, shard)
+    if skip_swept is not None:
+        chosen = _not_swept(chosen, skip_swept)
+    ctx = start_cli_run(
+        settings, "validate", resume, None, command="validate",
+        instances=[i.instance_id for i in chosen],
+    )  # fmt: skip
+    run_dir, run_id = ctx.run_dir.path, ctx.run_id
+    console.print(f"validating {len(chosen)} instance(s) in {run_dir}")
+
+    progress = LiveProgress(len(chosen))
+    from orchestrator.housekeeping.active import active_run
+
+    def done(record) -> None:  # noqa: ANN001
+        outcome = "ok" if record.ok else "environment error"
+        progress.count(outcome)
+        mark = "[green]ok[/]" if record.ok else f"[red]{record.cause}[/]"
+        progress.finished(record.instance_id, mark, sum(record.timings.values()))
+        progress.refresh()
+
+    with (
+        run_log(ctx.run_dir.path) as log_path,
+        active_run(settings.storage.data_dir, run_id, [inst.instance_id for inst in chosen]),
+        progress.live_display(),
+    ):
+        records = run_sweep(ctx, chosen, concurrency, on_done=done)
+    _print_summary(records, run_dir)
+    console.print(f"log: {log_path}")
+
+
+def _print_summary(records: list[SweepRecord], run_dir: Path) -> None:
+    """A sweep's outcome per instance, then the count of valid environments."""
+    table = Table("instance", "outcome", "detail", "seconds")
+    for r in sorted(records, key=lambda r: r.instance_id):
+        outcome = "ok" if r.ok else f"environment error ({r.cause})"
+        table.add_row(r.instance_id, outcome, r.message[:160], f"{sum(r.timings.values()):.0f}")
+    console.print(table)
+    good = sum(r.ok for r in records)
+    console.print(f"{good}/{len(records)} environment(s) valid; logs under {run_dir}")
+
+
+def sweep_instances(run_dir: Path) -> list[str] | None:
+    """The instance ids a sweep chose (its ``config.json``), ``None`` if it names none."""
+    config = run_dir / "config.json"
+    instances = read_json(config).get("instances") if config.is_file() else None
+    return list(instances) if instances else None
+
+
+def _not_swept(chosen: list, records_file: Path) -> list:
+    """``chosen`` without the instances a records file of earlier sweeps holds."""
+    from orchestrator.environments.sweep import load_records
+
+    if not records_file.is_file():
+        raise UserError(f"No records file at {records_file}.", "pass a .jsonl of records.")
+    done = {record.instance_id for record in load_records(records_file)}
+    return [inst for inst in chosen if inst.instance_id not in done]
+
+
+def validation_report_cmd(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Run directories of validation sweeps and/or records files (.jsonl); a later "
+            "one's record of an instance replaces an earlier one's."
+        ),
+    ],
+    out: Annotated[Path | None, typer.Option(help="Write the Markdown here.")] = None,
+    title: Annotated[str, typer.Option()] = "Validation sweep",
+    total: Annotated[
+        int | None,
+        typer.Option(help="Instances in the sweep's selection (to say how many remain)."),
+    ] = None,
+    notes: Annotated[
+        Path | None,
+        typer.Option(help="A hand-written Markdown analysis to append (kept when regenerating)."),
+    ] = None,
+    save_records: Annotated[
+        Path | None,
+        typer.Option(help="Also write the merged records here (JSON lines), e.g. to commit."),
+    ] = None,
+) -> None:
+    """The Markdown report of a validation sweep (docs/validation.md)."""
+    from orchestrator.environments.sweep import load_records, merge_records
+    from orchestrator.environments.sweep import save_records as write_records
+    from orchestrator.frontends.report.validation import validation_markdown
+
+    for run in runs:
+        if not run.exists():
+            raise UserError(f"No sweep at {run}.", "pass a sweep's run directory or records file.")
+    records = merge_records(*(load_records(run) for run in runs))
+    if not records:
+        joined = ", ".join(map(str, runs))
+        raise UserError(f"No validation records in {joined}.", "run `swe-green validate` first.")
+    if save_records is not None:
+        write_records(records, save_records)
+    run_paths = " ".join(map(str, runs))
+    if notes is not None and not notes.is_file():
+        raise UserError(f"No notes file at {notes}.", "pass a Markdown file, or leave --notes out.")
+    command = f"swe-green validation-report {run_paths} --out {out or 'docs/validation.md'}" + (
+        f" --notes {notes}" if notes else ""
+    )
+    text = validation_markdown(
+        records, title, command, selection_total=total,
+        notes=notes.read_text() if notes else None,
+    )  # fmt: skip
+    if out is None:
+        console.print(text, markup=False, highlight=False)
+    else:
+        out.write_text(text)
+        console.print(f"wrote {out}")

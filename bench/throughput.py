@@ -39,24 +39,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import synthetic_bench  # noqa: E402
 
+from orchestrator.context.run_context import RunContext  # noqa: E402
+from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments import validation as current  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
-from orchestrator.housekeeping import gc  # noqa: E402
+from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
 from orchestrator.participant.reference import make_participant, running  # noqa: E402
-from orchestrator.run.context import RunContext  # noqa: E402
 from orchestrator.run.pipeline import test_recipe  # noqa: E402
-from orchestrator.run.results import RunDir  # noqa: E402
 from orchestrator.run.scheduler import run_evaluation  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "orchestrator/environments/validation.py"
-# the main commit before validation selected its tests (#24)
-BASELINE_REF = "6d48e3f"
+# main before validation selected its tests (#24): the figures in the README were measured
+# against 6d48e3f, the same validation before the package moves this one follows
+BASELINE_REF = "30037a2"
 PHASES = ("setup", "base_commit", "base", "gold", "gold_rerun")
 
 
@@ -74,7 +75,11 @@ def load_baseline(ref: str) -> ModuleType | None:
     spec = importlib.util.spec_from_file_location("baseline_validation", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as exc:  # a ref older than the package layout of this checkout
+        print(f"baseline {ref} does not import here ({exc}): after only")
+        return None
     calls: list[float] = []
     inner = module.run_tests
 

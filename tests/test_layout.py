@@ -65,13 +65,8 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # being split under other issues; empty these once they are (nothing else may grow past)
 OVER_THE_LIMIT = {
-    "orchestrator/grading/evaluation.py",
-    "orchestrator/grading/evaluation.py:eval_script",
-    "orchestrator/grading/evaluation.py:evaluate",
-    "orchestrator/grading/evaluation.py:run_tests",
     "orchestrator/environments/setup_scripts.py:recipe_setup_script",
     "orchestrator/environments/setup_scripts.py:base_commit_script",
-    "orchestrator/environments/validation.py:_judge",
 }
 
 
@@ -93,7 +88,8 @@ def oversized(root: Path, package: str) -> list[str]:
 
 
 def test_no_module_or_function_is_over_the_size_limits() -> None:
-    assert sorted(set(oversized(ROOT, "orchestrator")) - OVER_THE_LIMIT) == []
+    # exactly: a listed one that is split no longer stays listed
+    assert sorted(set(oversized(ROOT, "orchestrator"))) == sorted(OVER_THE_LIMIT)
 
 
 def test_the_size_check_finds_a_long_module_and_a_long_function(tmp_path: Path) -> None:

@@ -113,6 +113,7 @@ def build_env_image(
             labels[LABEL_TEST_CMD] = built.test_cmd
         if built.reinstall is not None:
             labels[LABEL_REINSTALL] = built.reinstall
+        _drop_install_caches(sandbox)
         built.shared_history = share_history(ctx, instance, sandbox, log_path)
         if built.shared_history is not None:
             labels[LABEL_SHARED_HISTORY] = built.shared_history
@@ -120,6 +121,16 @@ def build_env_image(
         sandbox.snapshot(repository, tag, labels=labels)
     log.info("setup.done", image=name)
     return built
+
+
+# the installers' download caches: dead weight in the image (uv's also holds what it
+# hard-linked into the venv, which stays there); other caches (fonts, ...) serve the tests
+INSTALL_CACHES = ("/root/.cache/uv", "/root/.cache/pip")
+
+
+def _drop_install_caches(sandbox: Sandbox) -> None:
+    """Remove the installers' caches before the environment is committed."""
+    sandbox.exec(["rm", "-rf", *INSTALL_CACHES], timeout=300)
 
 
 def share_history(

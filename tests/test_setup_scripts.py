@@ -179,3 +179,42 @@ def test_the_set_up_script_raises_the_pin_for_the_python_it_runs_and_logs_it(tmp
     assert sys.version_info >= (3, 9) and notes  # the project's Python: a stand-in for 3.5
     assert f"PINS six==1.16.0 {raised}" in done.stdout
     assert f"pin setuptools==40.2.0 raised to {raised}" in done.stdout
+
+
+@pytest.mark.parametrize("online", [True, False])
+def test_matplotlib_builds_with_debians_qhull_and_freetype_when_qhulls_host_is_out_of_reach(
+    tmp_path, online
+):
+    """matplotlib's recipes download qhull from www.qhull.org, out of reach here (proxy
+    sweep: set-up failed for every matplotlib version). Offline: Debian's libraries and
+    matplotlib's system_qhull/system_freetype options; online: the recipe as before."""
+    recipe = load_recipes()[("matplotlib/matplotlib", "3.5")]
+    assert recipe.env["MPLSETUPCFG"] == "/opt/swe/mplsetup.cfg"
+    body = _section(recipe_setup_script(recipe, []), 'step "pre-install"', 'step "install')
+    body = body.replace("/tmp/qhull", f"{tmp_path}/qhull").replace("/opt/swe", str(tmp_path))
+    body = body.replace("/testbed", str(tmp_path / "tb"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stubs = {  # a download that works or not; apt-get and tar only say what they were asked
+        "wget": 'echo qhull > "$6"' if online else "exit 4",  # -T 30 -t 2 -O TAR URL
+        "apt-get": 'echo "apt-get $*" >> "$LOG"',
+        "tar": 'echo "tar $*" >> "$LOG"',
+    }
+    for name, text in stubs.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{text}\n")
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)}
+    done = subprocess.run(
+        ["bash", "-c", 'fail() { echo "FAILED: $*"; exit 1; }\n' + body],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = log.read_text()
+    cfg = tmp_path / "mplsetup.cfg"
+    if online:
+        assert "tar -xvzf" in calls and "libqhull-dev" not in calls and not cfg.exists()
+    else:
+        assert "apt-get install -y libqhull-dev libfreetype6-dev" in calls
+        assert "tar " not in calls
+        assert cfg.read_text() == "[libs]\nsystem_qhull = True\nsystem_freetype = True\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -72,10 +73,32 @@ def unread_tests(run_dir: Path, row: dict, log_format: str) -> int | None:
     return sum(status is None for status in matched.values())
 
 
-def _owner_and_cause(record: SweepRecord, causes: dict) -> tuple[str, str]:
+_SYNTAX = re.compile(r'^  File "([^"]+)", line \d+\n(?:.*\n){0,3}?(SyntaxError: .*)$', re.M)
+
+
+def stand_in_syntax_error(record: SweepRecord, output: str) -> str:
+    """The cause when the code under test does not compile on the stand-in Python (a syntax
+    the spec's Python accepted: django 1.11.0's unparenthesized generator argument, an error
+    since 3.7), else ``""``."""
+    spec, used = record.python_spec, record.python_used
+    if not spec or used.split(".")[:2] == spec.split(".")[:2]:
+        return ""
+    match = _SYNTAX.search(output)
+    if match is None:
+        return ""
+    where = re.sub(r"^.*?/(site-packages|testbed)/", "", match.group(1))
+    return (
+        f"the code does not compile on the {used} stand-in for {spec}: {match.group(2)} ({where})"
+    )
+
+
+def _owner_and_cause(record: SweepRecord, causes: dict, output: str = "") -> tuple[str, str]:
     override = causes.get(record.instance_id)
     if override:
         return override["owner"], override["cause"]
+    syntax = stand_in_syntax_error(record, output) if record.stage == "validation" else ""
+    if syntax:
+        return "python", syntax
     cause = record.cause or "other"
     fresh = root_cause(record.message)  # the product's current classification
     if fresh not in ("install failed", "other"):
@@ -129,7 +152,9 @@ def build_rows(
                 n = len(record.excluded_p2p)
                 row.failures.append(f"note: {inst['instance_id']}: {n} P2P left out")
         else:
-            owner, cause = _owner_and_cause(record, causes)
+            out = run_dir / "instances" / inst["instance_id"] / "validation_gold_output.txt"
+            text = out.read_text(errors="replace") if out.is_file() else ""
+            owner, cause = _owner_and_cause(record, causes, text)
             row.failures.append(f"{owner}: {inst['instance_id']}: {cause}")
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], [int(p) for p in k[1].split(".")]))]
 

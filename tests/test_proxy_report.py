@@ -75,3 +75,18 @@ def test_rows_count_each_stage_and_name_each_failure(tmp_path: Path) -> None:
     text = proxy_report.markdown(rows, "1 h")
     assert "a proxy was attempted for 5 and its base built for 3" in text
     assert "**2 were swept**" in text and "**1 validate** (50 % of those swept)" in text
+
+
+def test_code_that_does_not_compile_on_the_stand_in_python_is_the_pythons() -> None:
+    """django-7530 (1.11, spec 3.5, run on 3.9): Django 1.11.0's admin widgets have an
+    unparenthesized generator argument, an error since Python 3.7; runtests.py dies
+    importing it (real gold output of the proxy sweep)."""
+    out = ROOT / "tests" / "fixtures" / "proxy-logs" / "django--django__django-7530--gold.txt"
+    record = _record("django__django-7530", False, stage="validation", cause="tests do not run",
+                     version="1.11", python_spec="3.5", python_used="3.9.2")  # fmt: skip
+    owner, cause = proxy_report._owner_and_cause(record, {}, out.read_text())
+    assert owner == "python"
+    assert "SyntaxError: Generator expression must be parenthesized" in cause
+    assert "django/contrib/admin/widgets.py" in cause
+    exact = record.model_copy(update={"python_spec": "3.9"})  # the spec's own Python: ours
+    assert proxy_report._owner_and_cause(exact, {}, out.read_text())[0] == "ours"

@@ -92,10 +92,33 @@ def stand_in_syntax_error(record: SweepRecord, output: str) -> str:
     )
 
 
-def _owner_and_cause(record: SweepRecord, causes: dict, output: str = "") -> tuple[str, str]:
+OFFLINE_FREETYPE = "qhull's host is out of reach: Debian's qhull and freetype"
+
+
+def system_freetype_images(record: SweepRecord, output: str, setup_log: str) -> str:
+    """The cause when matplotlib was built with Debian's freetype (its 2.6.1 out of reach,
+    make_recipes.FIXES) and the gold run's FAIL_TO_PASS image comparisons fail: text renders
+    differently from the freetype the baseline images were made with; else ``""``."""
+    if record.cause != "gold patch fails" or OFFLINE_FREETYPE not in setup_log:
+        return ""
+    failures = output.count("ImageComparisonFailure: images not close")
+    if not failures:
+        return ""
+    return (
+        "Debian's freetype instead of 2.6.1 (its hosts are out of reach): "
+        f"{failures} image comparisons differ with gold"
+    )
+
+
+def _owner_and_cause(
+    record: SweepRecord, causes: dict, output: str = "", setup_log: str = ""
+) -> tuple[str, str]:
     override = causes.get(record.instance_id)
     if override:
         return override["owner"], override["cause"]
+    freetype = system_freetype_images(record, output, setup_log)
+    if freetype:
+        return "host", freetype
     syntax = stand_in_syntax_error(record, output) if record.stage == "validation" else ""
     if syntax:
         return "python", syntax
@@ -154,7 +177,9 @@ def build_rows(
         else:
             out = run_dir / "instances" / inst["instance_id"] / "validation_gold_output.txt"
             text = out.read_text(errors="replace") if out.is_file() else ""
-            owner, cause = _owner_and_cause(record, causes, text)
+            log = out.with_name("setup.log")
+            setup_log = log.read_text(errors="replace") if log.is_file() else ""
+            owner, cause = _owner_and_cause(record, causes, text, setup_log)
             row.failures.append(f"{owner}: {inst['instance_id']}: {cause}")
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], [int(p) for p in k[1].split(".")]))]
 

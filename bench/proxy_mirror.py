@@ -137,6 +137,22 @@ def unpacked_release(requirement: str, sdists: Path) -> Path:
     return dest
 
 
+# the .gitignore of a release whose sdist has none (scikit-learn, matplotlib): what their
+# in-place builds leave, as their repositories ignore it. Without it the compiled extensions
+# are untracked files that phase 4's `git clean` removes ("sklearn.__check_build._check_build"
+# missing at test time, scikit-learn 0.22).
+BUILD_PRODUCTS = """# build products: the sdist has no .gitignore; its repository ignores these
+*.so
+*.o
+*.pyd
+*.pyc
+__pycache__/
+build/
+*.egg-info/
+.eggs/
+"""
+
+
 def release_commit(requirement: str, work: Path, sdists: Path) -> str:
     """The commit of ``requirement``'s release tree in ``work`` (a branch release/<version>)."""
     branch = "release/" + requirement.split("==")[1]
@@ -157,6 +173,8 @@ def release_commit(requirement: str, work: Path, sdists: Path) -> str:
     _run(["git", "clean", "-q", "-fdx"], work)
     shutil.copytree(tree, work, dirs_exist_ok=True)
     (work / "PKG-INFO").unlink(missing_ok=True)
+    if not (work / ".gitignore").is_file():
+        (work / ".gitignore").write_text(BUILD_PRODUCTS)
     for egg in work.glob("*.egg-info"):
         shutil.rmtree(egg)
     _run(["git", "add", "-A", "."], work)

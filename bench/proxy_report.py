@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -72,10 +73,55 @@ def unread_tests(run_dir: Path, row: dict, log_format: str) -> int | None:
     return sum(status is None for status in matched.values())
 
 
-def _owner_and_cause(record: SweepRecord, causes: dict) -> tuple[str, str]:
+_SYNTAX = re.compile(r'^  File "([^"]+)", line \d+\n(?:.*\n){0,3}?(SyntaxError: .*)$', re.M)
+
+
+def stand_in_syntax_error(record: SweepRecord, output: str) -> str:
+    """The cause when the code under test does not compile on the stand-in Python (a syntax
+    the spec's Python accepted: django 1.11.0's unparenthesized generator argument, an error
+    since 3.7), else ``""``."""
+    spec, used = record.python_spec, record.python_used
+    if not spec or used.split(".")[:2] == spec.split(".")[:2]:
+        return ""
+    match = _SYNTAX.search(output)
+    if match is None:
+        return ""
+    where = re.sub(r"^.*?/(site-packages|testbed)/", "", match.group(1))
+    return (
+        f"the code does not compile on the {used} stand-in for {spec}: {match.group(2)} ({where})"
+    )
+
+
+OFFLINE_FREETYPE = "qhull's host is out of reach: Debian's qhull and freetype"
+
+
+def system_freetype_images(record: SweepRecord, output: str, setup_log: str) -> str:
+    """The cause when matplotlib was built with Debian's freetype (its 2.6.1 out of reach,
+    make_recipes.FIXES) and the gold run's FAIL_TO_PASS image comparisons fail: text renders
+    differently from the freetype the baseline images were made with; else ``""``."""
+    if record.cause != "gold patch fails" or OFFLINE_FREETYPE not in setup_log:
+        return ""
+    failures = output.count("ImageComparisonFailure: images not close")
+    if not failures:
+        return ""
+    return (
+        "Debian's freetype instead of 2.6.1 (its hosts are out of reach): "
+        f"{failures} image comparisons differ with gold"
+    )
+
+
+def _owner_and_cause(
+    record: SweepRecord, causes: dict, output: str = "", setup_log: str = ""
+) -> tuple[str, str]:
     override = causes.get(record.instance_id)
     if override:
         return override["owner"], override["cause"]
+    freetype = system_freetype_images(record, output, setup_log)
+    if freetype:
+        return "host", freetype
+    syntax = stand_in_syntax_error(record, output) if record.stage == "validation" else ""
+    if syntax:
+        return "python", syntax
     cause = record.cause or "other"
     fresh = root_cause(record.message)  # the product's current classification
     if fresh not in ("install failed", "other"):
@@ -129,7 +175,11 @@ def build_rows(
                 n = len(record.excluded_p2p)
                 row.failures.append(f"note: {inst['instance_id']}: {n} P2P left out")
         else:
-            owner, cause = _owner_and_cause(record, causes)
+            out = run_dir / "instances" / inst["instance_id"] / "validation_gold_output.txt"
+            text = out.read_text(errors="replace") if out.is_file() else ""
+            log = out.with_name("setup.log")
+            setup_log = log.read_text(errors="replace") if log.is_file() else ""
+            owner, cause = _owner_and_cause(record, causes, text, setup_log)
             row.failures.append(f"{owner}: {inst['instance_id']}: {cause}")
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], [int(p) for p in k[1].split(".")]))]
 

@@ -66,6 +66,7 @@ CONDA_TO_PYPI: dict[str, str | None] = {
 # What the specs leave to the internet or to a file edit that phase 4 reverts, made to work
 # offline: fields merged into the recipes of a repository (and versions; None = all).
 _HTTPBIN = "/opt/swe/services/httpbin"
+_MPLSETUPCFG = "/opt/swe/mplsetup.cfg"
 FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
     # test_requests.py calls HTTPBIN_URL (httpbin.org by default): a local httpbin instead
     (
@@ -117,6 +118,31 @@ FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
             ],
         },
     ),
+    # matplotlib's specs download qhull from its own host, and matplotlib's setup.py
+    # downloads freetype 2.6.1 (3.4+) from others: neither is PyPI or Debian. When the
+    # download fails, Debian's qhull and freetype instead, through matplotlib's
+    # system_qhull/system_freetype build options (3.4+; 3.0-3.3 use the system's freetype
+    # anyway and fall back to their bundled qhull); MPLSETUPCFG names the options file so
+    # that it stays out of the checkout, and without that file the build is unchanged.
+    (
+        "matplotlib/matplotlib",
+        None,
+        {
+            "pre_install_replace": {
+                'wget -O "$QHULL_TAR" "$QHULL_URL"': (
+                    'wget -T 30 -t 2 -O "$QHULL_TAR" "$QHULL_URL" || { rm -f "$QHULL_TAR"; '
+                    "echo \"qhull's host is out of reach: Debian's qhull and freetype\"; "
+                    "apt-get install -y libqhull-dev libfreetype6-dev pkg-config "
+                    "&& printf '[libs]\\nsystem_qhull = True\\nsystem_freetype = True\\n' "
+                    f"> {_MPLSETUPCFG}; }}"
+                ),
+                'tar -xvzf "$QHULL_TAR" -C "$QHULL_BUILD_DIR"': (
+                    '[ ! -f "$QHULL_TAR" ] || tar -xvzf "$QHULL_TAR" -C "$QHULL_BUILD_DIR"'
+                ),
+            },
+            "env": {"MPLSETUPCFG": _MPLSETUPCFG},
+        },
+    ),
     # sphinx 3.3's tox.ini sets PYTEST_ADDOPTS itself (`setenv = PYTEST_ADDOPTS = --color
     # yes`; later versions keep {env:PYTEST_ADDOPTS:}), so -rA goes through tox's posargs
     # (`pytest --durations 25 {posargs}`): no PASSED lines otherwise (sphinx-8120)
@@ -133,6 +159,10 @@ def apply_fixes(recipe: dict[str, object]) -> dict[str, object]:
                     overrides: dict[str, str] = value  # type: ignore[assignment]
                     packages: list[str] = recipe["packages"]  # type: ignore[assignment]
                     recipe["packages"] = [overrides.get(pin_name(p), p) for p in packages]
+                elif key == "pre_install_replace":  # {line: its replacement}
+                    lines: dict[str, str] = value  # type: ignore[assignment]
+                    pre: list[str] = recipe["pre_install"]  # type: ignore[assignment]
+                    recipe["pre_install"] = [lines.get(line, line) for line in pre]
                 elif key.endswith("+"):  # appended to the spec's list
                     recipe[key[:-1]] = [*recipe.get(key[:-1], []), *value]  # type: ignore[misc]
                 elif isinstance(value, dict):

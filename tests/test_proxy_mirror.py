@@ -150,3 +150,24 @@ def test_a_patch_reversed_with_fuzz_is_re_made_to_apply_exactly(tmp_path: Path) 
     subprocess.run(["git", "checkout", "-q", "-f", rec.proxy_base], cwd=work, check=True)
     subprocess.run(["git", "apply", "-"], cwd=work, input=proxy["patch"], text=True, check=True)
     assert (work / "calc.py").read_text() == (tree / "calc.py").read_text()
+
+
+def test_a_release_without_gitignore_gets_one_for_its_build_products(tmp_path: Path) -> None:
+    """scikit-learn's and matplotlib's sdists have no .gitignore: the extensions their
+    in-place build compiles were untracked files that phase 4's `git clean` removed, and
+    scikit-learn 0.22's tests died on "No module named sklearn.__check_build._check_build"
+    (proxy sweep). Their repositories ignore build products; the proxy does too."""
+    _release_tree(tmp_path, "scikit-learn==0.22")
+    (tmp_path / "sdists" / "scikit-learn-0.22" / ".gitignore").unlink()
+    row = {"instance_id": "scikit-learn__scikit-learn-1", "repo": "scikit-learn/scikit-learn",
+           "version": "0.22", "patch": GOLD, "test_patch": TEST_PATCH}  # fmt: skip
+    record = proxy_mirror.prepare(row, tmp_path)
+    mirror = tmp_path / "mirrors" / "scikit-learn__scikit-learn.git"
+    ignore = _git(mirror, "show", f"{record.release_commit}:.gitignore")
+    assert "*.so" in ignore.splitlines() and "build/" in ignore.splitlines()
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", str(mirror), str(checkout), "-b",
+                    f"proxy/{row['instance_id']}"], check=True)  # fmt: skip
+    (checkout / "_ext.cpython-39-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    subprocess.run(["git", "clean", "-fdq"], cwd=checkout, check=True)  # as phase 4 does
+    assert (checkout / "_ext.cpython-39-x86_64-linux-gnu.so").exists()

@@ -75,3 +75,37 @@ def test_rows_count_each_stage_and_name_each_failure(tmp_path: Path) -> None:
     text = proxy_report.markdown(rows, "1 h")
     assert "a proxy was attempted for 5 and its base built for 3" in text
     assert "**2 were swept**" in text and "**1 validate** (50 % of those swept)" in text
+
+
+def test_code_that_does_not_compile_on_the_stand_in_python_is_the_pythons() -> None:
+    """django-7530 (1.11, spec 3.5, run on 3.9): Django 1.11.0's admin widgets have an
+    unparenthesized generator argument, an error since Python 3.7; runtests.py dies
+    importing it (real gold output of the proxy sweep)."""
+    out = ROOT / "tests" / "fixtures" / "proxy-logs" / "django--django__django-7530--gold.txt"
+    record = _record("django__django-7530", False, stage="validation", cause="tests do not run",
+                     version="1.11", python_spec="3.5", python_used="3.9.2")  # fmt: skip
+    owner, cause = proxy_report._owner_and_cause(record, {}, out.read_text())
+    assert owner == "python"
+    assert "SyntaxError: Generator expression must be parenthesized" in cause
+    assert "django/contrib/admin/widgets.py" in cause
+    exact = record.model_copy(update={"python_spec": "3.9"})  # the spec's own Python: ours
+    assert proxy_report._owner_and_cause(exact, {}, out.read_text())[0] == "ours"
+
+
+def test_image_comparisons_with_debians_freetype_are_the_hosts() -> None:
+    """matplotlib-24026 (3.6): built offline with Debian's freetype 2.12 (2.6.1's hosts are
+    out of reach), its FAIL_TO_PASS test_stackplot[png] fails with gold on the image
+    comparison (real gold output and set-up line of the proxy sweep)."""
+    logs = ROOT / "tests" / "fixtures" / "proxy-logs"
+    gold = (logs / "matplotlib--matplotlib__matplotlib-24026--gold.txt").read_text()
+    setup = (logs / "matplotlib--matplotlib__matplotlib-24026--setup.txt").read_text()
+    record = _record("matplotlib__matplotlib-24026", False, stage="validation",
+                     cause="gold patch fails", repo="matplotlib/matplotlib", version="3.6",
+                     python_spec="3.11", python_used="3.11.2")  # fmt: skip
+    owner, cause = proxy_report._owner_and_cause(record, {}, gold, setup)
+    assert (owner, cause.split(":")[0]) == (
+        "host",
+        "Debian's freetype instead of 2.6.1 (its hosts are out of reach)",
+    )
+    # built with freetype 2.6.1 (the download worked): the automatic owner, as before
+    assert proxy_report._owner_and_cause(record, {}, gold, "")[0] == "proxy"

@@ -74,7 +74,13 @@ def test_every_verified_instance_has_a_recipe_matching_the_specs(instances):
         )
         # the specs' lines first, then what make_recipes.FIXES appends (sphinx's .tox/py39)
         specs_lines = spec.get("pre_install", [])
-        assert recipe.pre_install[: len(specs_lines)] == specs_lines
+        assert len(recipe.pre_install) >= len(specs_lines)
+        replaced = [(a, b) for a, b in zip(specs_lines, recipe.pre_install, strict=False) if a != b]
+        # ... but matplotlib's qhull download and unpacking, with an offline fallback
+        assert all(
+            instance.repo == "matplotlib/matplotlib" and "QHULL_TAR" in a and a.split()[-1] in b
+            for a, b in replaced
+        ), replaced
         assert all(".tox/py39" in line for line in recipe.pre_install[len(specs_lines) :])
         assert recipe.log_format == SPECS["log_format"][instance.repo] in LOG_FORMATS
 

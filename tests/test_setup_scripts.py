@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from orchestrator.environments.recipes import Recipe, load_recipes
-from orchestrator.environments.setup_scripts import base_commit_script, recipe_setup_script
+from orchestrator.environments.setup_scripts import (
+    base_commit_script,
+    raise_pins,
+    recipe_setup_script,
+)
 from orchestrator.models import Instance
 
 
@@ -136,3 +143,78 @@ def test_a_pin_without_wheels_for_the_python_falls_back_to_the_newest_of_its_ser
     assert "dropped pin nowhere==1.0.0" in done.stdout
     assert "dropped pin six" not in done.stdout and "dropped pin numpy" not in done.stdout
     assert (tmp_path / "dropped-pins.txt").read_text() == "nowhere==1.0.0\n"
+
+
+@pytest.mark.parametrize(
+    ("python", "expected"),
+    [
+        ((3, 6), "setuptools==40.2.0"),  # the spec's Python: the pin stays
+        ((3, 9), "setuptools==41.1.0"),  # 40.2.0 calls HTMLParser.unescape, gone in 3.9
+        ((3, 11), "setuptools==41.1.0"),
+        ((3, 13), "setuptools==66.1.0"),  # < 66.1 needs pkgutil.ImpImporter, gone in 3.12
+    ],
+)
+def test_a_build_tool_pin_too_old_for_the_stand_in_python_is_raised_to_the_oldest_that_runs(
+    python, expected
+):
+    """django 1.11/2.2 pin setuptools==40.2.0 for Python 3.5; on the 3.9 stand-in
+    `python setup.py install` failed on HTMLParser.unescape (proxy sweep)."""
+    pins, notes = raise_pins(["setuptools==40.2.0", "wheel==0.37.1", "numpy==1.18.5"], python)
+    assert pins == [expected, "wheel==0.37.1", "numpy==1.18.5"]
+    assert bool(notes) == (expected != "setuptools==40.2.0")
+    assert raise_pins(["setuptools==58.0.4"], (3, 9)) == (["setuptools==58.0.4"], [])
+
+
+def test_the_set_up_script_raises_the_pin_for_the_python_it_runs_and_logs_it(tmp_path):
+    recipe = _recipe(packages=["six==1.16.0", "setuptools==40.2.0"])
+    body = _section(recipe_setup_script(recipe, recipe.packages), 'step "pinned packages"',
+                    "install_pin() {")  # fmt: skip
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # `python`: this one
+    done = subprocess.run(
+        ["bash", "-c", body + '\necho "PINS ${pins[*]}"'],
+        capture_output=True, text=True, env={**os.environ, "PATH": path},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (raised,), notes = raise_pins(["setuptools==40.2.0"], sys.version_info[:2])
+    assert sys.version_info >= (3, 9) and notes  # the project's Python: a stand-in for 3.5
+    assert f"PINS six==1.16.0 {raised}" in done.stdout
+    assert f"pin setuptools==40.2.0 raised to {raised}" in done.stdout
+
+
+@pytest.mark.parametrize("online", [True, False])
+def test_matplotlib_builds_with_debians_qhull_and_freetype_when_qhulls_host_is_out_of_reach(
+    tmp_path, online
+):
+    """matplotlib's recipes download qhull from www.qhull.org, out of reach here (proxy
+    sweep: set-up failed for every matplotlib version). Offline: Debian's libraries and
+    matplotlib's system_qhull/system_freetype options; online: the recipe as before."""
+    recipe = load_recipes()[("matplotlib/matplotlib", "3.5")]
+    assert recipe.env["MPLSETUPCFG"] == "/opt/swe/mplsetup.cfg"
+    body = _section(recipe_setup_script(recipe, []), 'step "pre-install"', 'step "install')
+    body = body.replace("/tmp/qhull", f"{tmp_path}/qhull").replace("/opt/swe", str(tmp_path))
+    body = body.replace("/testbed", str(tmp_path / "tb"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stubs = {  # a download that works or not; apt-get and tar only say what they were asked
+        "wget": 'echo qhull > "$6"' if online else "exit 4",  # -T 30 -t 2 -O TAR URL
+        "apt-get": 'echo "apt-get $*" >> "$LOG"',
+        "tar": 'echo "tar $*" >> "$LOG"',
+    }
+    for name, text in stubs.items():
+        (bin_dir / name).write_text(f"#!/bin/bash\n{text}\n")
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)}
+    done = subprocess.run(
+        ["bash", "-c", 'fail() { echo "FAILED: $*"; exit 1; }\n' + body],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = log.read_text()
+    cfg = tmp_path / "mplsetup.cfg"
+    if online:
+        assert "tar -xvzf" in calls and "libqhull-dev" not in calls and not cfg.exists()
+    else:
+        assert "apt-get install -y libqhull-dev libfreetype6-dev" in calls
+        assert "tar " not in calls
+        assert cfg.read_text() == "[libs]\nsystem_qhull = True\nsystem_freetype = True\n"

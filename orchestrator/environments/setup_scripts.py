@@ -28,7 +28,7 @@ PYTHON_MIRROR_DIR = f"{SWE_DIR}/python-mirror"  # a host mirror directory, durin
 
 # Bump when the set-up script changes in a way that changes what it builds: it is part of the
 # environment cache key, so images built by an older script are not reused.
-SETUP_SCRIPT_VERSION = 3
+SETUP_SCRIPT_VERSION = 4
 # pip of SWE-bench's environments' era: PEP 660 editable installs (pyproject-only projects,
 # pip >= 21.3), and PIP_CONSTRAINT still reaches isolated build environments.
 PIP_VERSION = "24.2"
@@ -56,6 +56,114 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
 
 
+# The oldest release of a build tool that runs on a Python (measured on the base images:
+# setuptools < 41.1 calls HTMLParser.unescape, gone in 3.9; < 66.1 needs pkgutil.ImpImporter
+# and distutils, gone in 3.12). A recipe's pin older than that was made for the spec's older
+# Python: on a stand-in it is raised to the floor, and the set-up log says so.
+BUILD_TOOL_FLOORS: dict[str, list[tuple[tuple[int, int], str]]] = {
+    "setuptools": [((3, 9), "41.1.0"), ((3, 12), "66.1.0")],
+}
+
+
+def raise_pins(pins: list[str], python: tuple[int, int]) -> tuple[list[str], list[str]]:
+    """``pins`` with each build-tool pin older than what runs on ``python`` raised to the
+    oldest release that does, and one line per raised pin saying so."""
+    raised, notes = [], []
+    for pin in pins:
+        name, _, version = pin.partition("==")
+        floors = BUILD_TOOL_FLOORS.get(name.strip().lower(), [])
+        floor = max((v for since, v in floors if python >= since), key=_version_key, default="")
+        if floor and version and _version_key(version) < _version_key(floor):
+            notes.append(
+                f"pin {pin} raised to {name}=={floor}: the oldest that runs on Python "
+                f"{python[0]}.{python[1]}"
+            )
+            pin = f"{name}=={floor}"
+        raised.append(pin)
+    return raised, notes
+
+
+def _quoted(words: list[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _pins_for_python(pins: list[str]) -> str:
+    """Bash setting ``pins``: the recipe's pins, raised (:func:`raise_pins`) for the Python
+    the virtual environment runs, known only at run time (the spec's, or a stand-in)."""
+    lines = [
+        """py=$(python -c "import sys; print('%d%03d' % sys.version_info[:2])" 2>/dev/null)""",
+        f"pins=({_quoted(pins)})",
+    ]
+    branches = []
+    for since in sorted({s for floors in BUILD_TOOL_FLOORS.values() for s, _ in floors})[::-1]:
+        raised, notes = raise_pins(pins, since)
+        if notes:
+            changes = [
+                f"pins[{i}]={shlex.quote(new)}" for i, new in enumerate(raised) if new != pins[i]
+            ]
+            changes += [f"echo {shlex.quote(note)}" for note in notes]
+            branches.append(
+                f'[ "${{py:-0}}" -ge {since[0]}{since[1]:03d} ]; then\n  ' + "; ".join(changes)
+            )
+    if branches:
+        lines.append("if " + "\nelif ".join(branches) + "\nfi")
+    return "\n".join(lines)
+
+
+def _venv_step(fetch_python: str | None, python_env: dict[str, str] | None) -> str:
+    """Bash making the virtual environment: with ``fetch_python``, uv first tries to install
+    that exact Python; when it cannot (no internet), the base image's Python is used."""
+    plain_venv = f'python3 -m venv --copies {VENV} || fail "creating the virtual environment"'
+    if not fetch_python:
+        return plain_venv
+    uv_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (python_env or {}).items())
+    return (
+        f"if command -v uv >/dev/null && {uv_env} UV_HTTP_TIMEOUT=20 uv python install "
+        f"{shlex.quote(fetch_python)}; then\n"
+        f"  uv venv --seed --python {shlex.quote(fetch_python)} {VENV} "
+        f'|| fail "creating the virtual environment with uv"\n'
+        f"else\n"
+        f'  echo "could not fetch Python {fetch_python}; using $(python3 --version)"\n'
+        f"  {plain_venv}\n"
+        f"fi\n"
+        f"rm -rf {PYTHON_MIRROR_DIR}"
+    )
+
+
+def _pins_step(pins: list[str]) -> str:
+    """Bash installing the pins: together, else one by one, where a release without wheels
+    for this Python (a stand-in for the spec's) becomes the newest of its series
+    (numpy==1.19.2 -> numpy==1.19.*, which has them), else is dropped."""
+    return f"""{_pins_for_python(pins)}
+install_pin() {{
+  if command -v uv >/dev/null \\
+      && UV_HTTP_TIMEOUT=60 uv pip install -q --python {VENV}/bin/python --no-deps "$@"; then
+    return 0
+  fi
+  python -m pip install -q --no-deps "$@"
+}}
+if [ ${{#pins[@]}} -gt 0 ]; then
+  if install_pin "${{pins[@]}}"; then
+    echo "installed ${{#pins[@]}} pins"
+  else
+    echo "installing the pins together failed; installing them one by one"
+    for pin in "${{pins[@]}}"; do
+      install_pin "$pin" \\
+        || {{ [[ "$pin" == *==*.*.* ]] && install_pin "${{pin%.*}}.*" \\
+              && echo "pin $pin replaced by ${{pin%.*}}.*"; }} \\
+        || {{ echo "dropped pin $pin"; echo "$pin" >> {SWE_DIR}/dropped-pins.txt; }}
+    done
+  fi
+fi"""
+
+
+def _shell_step(lines: list[str], failure: str) -> str:
+    """One bash for all of a recipe's lines, as SWE-bench runs them: later lines use earlier
+    lines' variables (matplotlib's QHULL_URL ...). A separate bash: ``set -e`` is void in a
+    subshell on the left of ``||``."""
+    return f"bash -exc {shlex.quote(chr(10).join(lines))} || fail {shlex.quote(failure)}"
+
+
 def recipe_setup_script(
     recipe: Recipe,
     pins: list[str],
@@ -64,40 +172,14 @@ def recipe_setup_script(
 ) -> str:
     """The bash script that builds a recipe's environment in /testbed (network on).
 
-    With ``fetch_python``, uv first tries to install that exact Python; when it cannot (no
-    internet), the base image's Python is used and the log says so. The virtual environment
-    is made with copies of the interpreter, not symlinks: tools that link to it again
-    (tox-current-env's ``.tox/py39/bin/python``) still start inside it.
+    The virtual environment (:func:`_venv_step`) is made with copies of the interpreter, not
+    symlinks: tools that link to it again (tox-current-env's ``.tox/py39/bin/python``) still
+    start inside it.
     """
-    plain_venv = f'python3 -m venv --copies {VENV} || fail "creating the virtual environment"'
-    if fetch_python:
-        uv_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (python_env or {}).items())
-        venv = (
-            f"if command -v uv >/dev/null && {uv_env} UV_HTTP_TIMEOUT=20 uv python install "
-            f"{shlex.quote(fetch_python)}; then\n"
-            f"  uv venv --seed --python {shlex.quote(fetch_python)} {VENV} "
-            f'|| fail "creating the virtual environment with uv"\n'
-            f"else\n"
-            f'  echo "could not fetch Python {fetch_python}; using $(python3 --version)"\n'
-            f"  {plain_venv}\n"
-            f"fi\n"
-            f"rm -rf {PYTHON_MIRROR_DIR}"
-        )
-    else:
-        venv = plain_venv
     exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
-    # one shell for all pre-install lines, as SWE-bench runs them: later lines use earlier
-    # lines' variables (matplotlib's QHULL_URL ...)
-    # (a separate bash: `set -e` is void in a subshell on the left of `||`)
-    pre = (
-        f"bash -exc {shlex.quote(chr(10).join(recipe.pre_install))} || fail pre-install"
-        if recipe.pre_install
-        else ""
-    )
-    quoted_pins = " ".join(shlex.quote(p) for p in pins)
+    pre = _shell_step(recipe.pre_install, "pre-install") if recipe.pre_install else ""
     services = (
-        'step "services for the tests"\n'
-        f"bash -exc {shlex.quote(chr(10).join(recipe.service_setup))} || fail 'service set-up'"
+        f'step "services for the tests"\n{_shell_step(recipe.service_setup, "service set-up")}'
         if recipe.service_setup
         else ""
     )
@@ -108,7 +190,7 @@ fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 run_step() {{ echo "+ $1"; bash -c "$1"; }}
 cd {TESTBED}
 step "python: base image $(python3 --version)"
-{venv}
+{_venv_step(fetch_python, python_env)}
 cat > {BUILD_CONSTRAINTS} <<'CONSTRAINTS'
 {build_constraints(pins).strip()}
 CONSTRAINTS
@@ -123,29 +205,7 @@ step "build tools"
 python -m pip install -q "pip=={PIP_VERSION}" setuptools wheel \\
   || fail "installing pip, setuptools and wheel"
 step "pinned packages"
-pins=({quoted_pins})
-install_pin() {{
-  if command -v uv >/dev/null \\
-      && UV_HTTP_TIMEOUT=60 uv pip install -q --python {VENV}/bin/python --no-deps "$@"; then
-    return 0
-  fi
-  python -m pip install -q --no-deps "$@"
-}}
-if [ ${{#pins[@]}} -gt 0 ]; then
-  if install_pin "${{pins[@]}}"; then
-    echo "installed ${{#pins[@]}} pins"
-  else
-    echo "installing the pins together failed; installing them one by one"
-    for pin in "${{pins[@]}}"; do
-      # a release without wheels for this Python (a stand-in for the spec's): the newest of
-      # its series (numpy==1.19.2 -> numpy==1.19.*, which has them), else dropped
-      install_pin "$pin" \\
-        || {{ [[ "$pin" == *==*.*.* ]] && install_pin "${{pin%.*}}.*" \\
-              && echo "pin $pin replaced by ${{pin%.*}}.*"; }} \\
-        || {{ echo "dropped pin $pin"; echo "$pin" >> {SWE_DIR}/dropped-pins.txt; }}
-    done
-  fi
-fi
+{_pins_step(pins)}
 step "pre-install"
 {pre}
 step "install"
@@ -205,6 +265,34 @@ echo ">>>>> shared history: $(git rev-parse HEAD)"
 """
 
 
+def _history_steps(base: str, history: str) -> tuple[str, str, str]:
+    """Bash before, for and after the checkout of ``base`` (see :func:`base_commit_script`)."""
+    if history == "swap":
+        checkout = (
+            # a base commit the mirror got after the environment image was built: from the
+            # clean history
+            f'git cat-file -e "{base}^{{commit}}" 2>/dev/null \\\n'
+            f'  || git fetch -q --no-tags {CLEAN_GIT} main || fail "fetching the base commit"\n'
+            "git reset -q --hard && git -c advice.detachedHead=false "
+            f'checkout -q -f {base} \\\n  || fail "checking out the base commit"\n'
+            "git clean -fdq\n"
+            "git checkout -q -B main"
+        )
+        return "", checkout, f"{_CARRY_GIT}\n{_SWAP_GIT}"
+    before = (
+        _CARRY_SUBMODULES
+        if history == "replace"
+        else f"mv {CLEAN_GIT}/objects/pack/pack-* .git/objects/pack/ \\\n"
+        f"  && cp {CLEAN_GIT}/packed-refs .git/packed-refs && rm -rf {CLEAN_GIT} \\\n"
+        '  || fail "adding the history of the base commit"'
+    )
+    checkout = (
+        f'git reset -q --hard {base} || fail "checking out the base commit"\n'
+        "rm -f .git/ORIG_HEAD\ngit clean -fdq"
+    )
+    return before, checkout, _DROP_SUBMODULE_CONFIG
+
+
 def base_commit_script(instance: Instance, reinstall: str | None, history: str = "swap") -> str:
     """Check out the base commit, reinstall, and leave ``.git`` with only what the base
     reaches. ``CLEAN_GIT`` holds :func:`export_clean_git` of the base before the script runs;
@@ -229,34 +317,7 @@ def base_commit_script(instance: Instance, reinstall: str | None, history: str =
         else ""
     )
     base = instance.base_commit
-    if history == "swap":
-        before, checkout, after = (
-            "",
-            (
-                # a base commit the mirror got after the environment image was built: from
-                # the clean history
-                f'git cat-file -e "{base}^{{commit}}" 2>/dev/null \\\n'
-                f'  || git fetch -q --no-tags {CLEAN_GIT} main || fail "fetching the base commit"\n'
-                "git reset -q --hard && git -c advice.detachedHead=false "
-                f'checkout -q -f {base} \\\n  || fail "checking out the base commit"\n'
-                "git clean -fdq\n"
-                "git checkout -q -B main"
-            ),
-            f"{_CARRY_GIT}\n{_SWAP_GIT}",
-        )
-    else:
-        before = (
-            _CARRY_SUBMODULES
-            if history == "replace"
-            else f"mv {CLEAN_GIT}/objects/pack/pack-* .git/objects/pack/ \\\n"
-            f"  && cp {CLEAN_GIT}/packed-refs .git/packed-refs && rm -rf {CLEAN_GIT} \\\n"
-            '  || fail "adding the history of the base commit"'
-        )
-        checkout = (
-            f'git reset -q --hard {base} || fail "checking out the base commit"\n'
-            "rm -f .git/ORIG_HEAD\ngit clean -fdq"
-        )
-        after = _DROP_SUBMODULE_CONFIG
+    before, checkout, after = _history_steps(base, history)
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}

@@ -10,7 +10,7 @@ from orchestrator.environments.recipes import Recipe, test_command
 from orchestrator.environments.test_selection import (
     runner_kind,
     selected_arguments,
-    selected_recipe,
+    selected_directives,
 )
 from orchestrator.models import Instance
 
@@ -97,20 +97,23 @@ def test_django_runs_the_whole_files():
     assert selected_arguments(recipe, _instance(names, "django/django"), names) is None
 
 
-def test_the_selected_command_ignores_the_directives_the_eval_script_appends(tmp_path):
+def test_the_selected_command_runs_only_the_selection(tmp_path):
     """The command validation runs at the base, run by bash as the eval script runs it."""
     names = ["tests/test_a.py::test_y[1]"]
     instance = _instance(names)
-    recipe = selected_recipe(_recipe("printf '%s\\n' pytest -rA"), instance, names)
-    assert recipe is not None
-    command = test_command(recipe, instance)  # what the eval script runs
-    assert command.endswith("tests/test_a.py tests/test_b.py")
+    recipe = _recipe("printf '%s\\n' pytest -rA")
+    directives = selected_directives(recipe, instance, names)
+    assert directives is not None
+    command = test_command(recipe, instance, directives)  # what the eval script runs
+    assert "tests/test_b.py" not in command
     done = subprocess.run(["bash", "-c", f"( {command} )"], capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stdout.split() == ["pytest", "-rA", "tests/test_a.py::test_y"]
-    failing = selected_recipe(_recipe("exit 3; pytest"), instance, names)
-    assert failing is not None  # the runner's exit code comes through
-    assert subprocess.run(["bash", "-c", f"( {test_command(failing, instance)} )"]).returncode == 3
+    failing = _recipe("exit 3; pytest")
+    chosen = selected_directives(failing, instance, names)
+    assert chosen is not None  # the runner's exit code comes through
+    command = test_command(failing, instance, chosen)
+    assert subprocess.run(["bash", "-c", f"( {command} )"]).returncode == 3
 
 
 def test_a_rerun_needs_the_listed_tests_that_passed_in_the_order_they_ran():
@@ -129,8 +132,8 @@ def test_a_rerun_needs_the_listed_tests_that_passed_in_the_order_they_ran():
 
 def test_a_selection_too_long_for_one_argument_runs_the_whole_files():
     names = [f"tests/test_a.py::test_{n:05d}_{'x' * 60}" for n in range(2000)]
-    assert selected_recipe(_recipe("pytest -rA"), _instance(names), names) is None
-    assert selected_recipe(_recipe("pytest -rA"), _instance(names[:10]), names[:10]) is not None
+    assert selected_directives(_recipe("pytest -rA"), _instance(names), names) is None
+    assert selected_directives(_recipe("pytest -rA"), _instance(names[:10]), names[:10])
 
 
 def test_flaky_tests_among_names_only_compare_what_the_rerun_ran():

@@ -44,6 +44,7 @@ import hashlib
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -177,9 +178,13 @@ def test_directives(instance: Instance) -> list[str]:
     return files
 
 
-def test_command(recipe: Recipe, instance: Instance) -> str:
-    """The shell command that runs the instance's touched test files."""
-    return " ".join([recipe.test_cmd, *(shlex.quote(d) for d in test_directives(instance))])
+def test_command(
+    recipe: Recipe, instance: Instance, directives: Sequence[str] | None = None
+) -> str:
+    """The shell command that runs the instance's touched test files, or ``directives``
+    instead of them (a selection of tests, :mod:`.test_selection`)."""
+    chosen = test_directives(instance) if directives is None else directives
+    return " ".join([recipe.test_cmd, *(shlex.quote(d) for d in chosen)])
 
 
 # not tests: keep pytest from collecting them from test modules that import them

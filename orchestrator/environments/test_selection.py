@@ -19,24 +19,21 @@ them; the decision is per runner, read off the recipe's test command:
 The gold reruns of flaky detection select the same way (:func:`rerun_names`): the listed
 tests that passed in the first gold run, in the order they ran.
 
-The eval script appends the test directives to the recipe's ``test_cmd``
-(:func:`.recipes.test_command`); the selected command therefore goes into a shell function
-that ignores its arguments (:func:`selected_recipe`). A command longer than
-:data:`MAX_COMMAND` (the kernel takes at most 128 KiB in one argument, and the command is
-one) is not made: the whole files run.
+The selection reaches the eval script as the directives it passes the runner instead of the
+test files (:func:`selected_directives`, ``run_tests(directives=...)``). A command longer
+than :data:`MAX_COMMAND` (the kernel takes at most 128 KiB in one argument, and the command
+is one) is not made: the whole files run.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 
-from orchestrator.environments.recipes import Recipe, test_directives
+from orchestrator.environments.recipes import Recipe, test_command, test_directives
 from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
 from orchestrator.models import Instance, TestStatus
 
-_FUNCTION = "swe_green_selected"
 MAX_COMMAND = 64 * 1024
 # a rerun selects only when it leaves out at least this share of the first run's tests that
 # cost time (failed, errors, passed but not listed): else it runs what the first run ran
@@ -71,17 +68,14 @@ def selected_arguments(recipe: Recipe, instance: Instance, names: list[str]) -> 
     return None
 
 
-def selected_recipe(recipe: Recipe, instance: Instance, names: list[str]) -> Recipe | None:
-    """``recipe`` with a test command that runs only ``names`` of ``instance`` (a superset
-    where the runner matches loosely), or None when its runner cannot select them."""
+def selected_directives(recipe: Recipe, instance: Instance, names: list[str]) -> list[str] | None:
+    """The directives that make the runner run only ``names`` of ``instance`` (a superset
+    where it matches loosely), or None when it cannot select them or the command would be
+    too long (:data:`MAX_COMMAND`)."""
     arguments = selected_arguments(recipe, instance, names)
-    if arguments is None:
+    if arguments is None or len(test_command(recipe, instance, arguments)) > MAX_COMMAND:
         return None
-    command = " ".join([recipe.test_cmd, *(shlex.quote(a) for a in arguments)])
-    if len(command) > MAX_COMMAND:
-        return None
-    # the eval script appends the directives: the function runs the selection, ignoring them
-    return recipe.model_copy(update={"test_cmd": f"{_FUNCTION}() {{ {command}; }}; {_FUNCTION}"})
+    return arguments
 
 
 def rerun_names(

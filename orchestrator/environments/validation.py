@@ -42,7 +42,11 @@ from pydantic import BaseModel, Field
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.environments.recipes import Recipe
 from orchestrator.environments.reinstall import reinstall_after_patch
-from orchestrator.environments.test_selection import rerun_names, runner_kind, selected_recipe
+from orchestrator.environments.test_selection import (
+    rerun_names,
+    runner_kind,
+    selected_directives,
+)
 from orchestrator.grading.classify import grade_tests
 from orchestrator.grading.evaluation import TEST_USER, TestRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
@@ -149,11 +153,15 @@ class _Runs:
         self.timings: dict[str, float] = {}
         self.writable: set[str] = set()  # where any run's tests wrote (grading.script)
 
-    def _run(self, phase: str, sandbox: Sandbox, recipe: Recipe, output: str) -> TestRun:
+    def _run(
+        self, phase: str, sandbox: Sandbox, directives: list[str] | None, output: str
+    ) -> TestRun:
+        """One test run; ``directives``: a selection of tests (None: the whole test files)."""
         started = time.monotonic()
         run = run_tests(
-            sandbox, self.instance, recipe, timeout=self.timeout, test_user=self.user, record=True
-        )
+            sandbox, self.instance, self.recipe, timeout=self.timeout, test_user=self.user,
+            record=True, directives=directives,
+        )  # fmt: skip
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
         (self.out_dir / output).write_text(run.output)
         self.writable.update(run.writable)
@@ -167,7 +175,7 @@ class _Runs:
         (:mod:`.test_selection`); the whole test files when it cannot, or when the selection
         did not report every FAIL_TO_PASS test (then in a fresh container)."""
         f2p = self.instance.FAIL_TO_PASS
-        selected = selected_recipe(self.recipe, self.instance, f2p)
+        selected = selected_directives(self.recipe, self.instance, f2p)
         if selected is not None:
             sandbox = self._sandbox()
             try:
@@ -179,7 +187,7 @@ class _Runs:
         sandbox = self._sandbox()
         try:
             phase = "base" if selected is None else "base_all"
-            return self._run(phase, sandbox, self.recipe, "validation_base_output.txt")
+            return self._run(phase, sandbox, None, "validation_base_output.txt")
         finally:
             sandbox.remove()
 
@@ -202,7 +210,7 @@ class _Runs:
                     )
             if not applied.applied:
                 return _judge(instance, base, False, applied.error, None, log_format)
-            golds = [self._run("gold", sandbox, self.recipe, "validation_gold_output.txt")]
+            golds = [self._run("gold", sandbox, None, "validation_gold_output.txt")]
             result = _judge(instance, base, True, "", golds[0], log_format)
             names, rerun = self._rerun(golds[0], result)
             # the eval script restores the test files: it can run again
@@ -211,8 +219,8 @@ class _Runs:
                     break
                 output = f"validation_gold_output_{number}.txt"
                 run = self._run("gold_rerun", sandbox, rerun, output)
-                if rerun is not self.recipe and not _answers(run, names or []):
-                    rerun = self.recipe  # the selection failed; still compared on ``names``
+                if rerun is not None and not _answers(run, names or []):
+                    rerun = None  # the selection failed; still compared on ``names``
                     run = self._run("gold_rerun", sandbox, rerun, output)
                 golds.append(run)
         finally:
@@ -220,16 +228,19 @@ class _Runs:
         flaky = flaky_tests([run.outcomes for run in golds], names)
         return _with_flaky(instance, result, flaky) if result.ok and flaky else result
 
-    def _rerun(self, first: TestRun, result: Validation) -> tuple[list[str] | None, Recipe]:
-        """The tests a rerun runs (None: all the first run ran) and the recipe that runs them:
+    def _rerun(
+        self, first: TestRun, result: Validation
+    ) -> tuple[list[str] | None, list[str] | None]:
+        """The tests a rerun runs (None: all the first run ran) and the directives that run
+        them (None: the whole test files):
         the listed tests that passed in the first run, where leaving out the rest saves time
         and the runner can select them (:func:`.test_selection.rerun_names`)."""
         instance = self.instance
         left_out = set(result.excluded_p2p) | set(result.excluded_f2p)
         listed = [n for n in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS] if n not in left_out]
         names = rerun_names(listed, first.outcomes, runner_kind(self.recipe))
-        selected = selected_recipe(self.recipe, instance, names) if names else None
-        return (names, selected) if selected is not None else (None, self.recipe)
+        selected = selected_directives(self.recipe, instance, names) if names else None
+        return (names, selected) if selected is not None else (None, None)
 
 
 def _judge(

@@ -142,6 +142,7 @@ def run_tests(
     test_user: str | None = None,
     writable: Sequence[str] = (),
     record: bool = False,
+    directives: Sequence[str] | None = None,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
@@ -155,10 +156,10 @@ def run_tests(
 
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
     is writable instead, and ``TestRun.writable`` says where the tests wrote
-    (:mod:`.script`).
+    (:mod:`.script`). ``directives``: run these instead of the instance's test files.
     """
     sandbox.set_network(False)
-    script = eval_script(instance, recipe, test_user, writable, record)
+    script = eval_script(instance, recipe, test_user, writable, record, directives)
     sandbox.write_file(TEST_PATCH_PATH, instance.test_patch.encode("utf-8", "surrogateescape"))
     sandbox.write_file(EVAL_SCRIPT_PATH, script, mode=0o700)
     nonce = secrets.token_hex(16)

@@ -54,6 +54,7 @@ def eval_script(
     test_user: str | None = None,
     writable: Sequence[str] = (),
     record: bool = False,
+    directives: Sequence[str] | None = None,
 ) -> str:
     """The bash script that runs the instance's tests; it can run again (idempotent).
 
@@ -74,7 +75,8 @@ def eval_script(
     :data:`DEFAULT_WRITABLE` (see the module doc). With ``record`` instead, every directory
     is writable (root's, sticky) and the script lists the tree before and after the tests
     and the files they changed, for :func:`writable_paths`. Whatever the user left running
-    is killed before the end marker.
+    is killed before the end marker. ``directives``: what the runner gets instead of the
+    instance's test files (a selection of tests, :func:`.recipes.test_command`).
     """
     user = shlex.quote(test_user) if test_user else ""
     return "\n".join(
@@ -82,7 +84,7 @@ def eval_script(
             *_prelude(instance, recipe, user),
             *_ownership(writable, record),
             wrap_test_command(
-                test_command(recipe, instance),
+                test_command(recipe, instance, directives),
                 prefix="as_test_user",
                 after='[ -z "$test_user" ] || as_test_user "kill -KILL -1" >/dev/null 2>&1',
             ),

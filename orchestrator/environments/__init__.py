@@ -1,2 +1,3 @@
-"""Phases 1-4: the repository cache, recipes, the LLM setup agent, the environment build,
-the image cache and environment validation."""
+"""Phases 1-4 of an instance (``build.py``): checkout and the repository cache
+(``checkout/``), the environment set-up (``setup/``, the LLM setup agent in ``setup/agent/``),
+dependencies (``dependencies/``) and the base commit (``base_commit/``)."""

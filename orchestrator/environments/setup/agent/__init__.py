@@ -1,0 +1,1 @@
+"""The LLM setup agent: sets an environment up when no recipe does."""

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.environments.recipes import load_recipes
-from orchestrator.environments.sweep import SweepRecord, load_records, merge_records, root_cause
 from orchestrator.grading.log_parsers import match_expected, parse_test_log
+from orchestrator.spec.recipes import load_recipes
+from orchestrator.validation.sweep import SweepRecord, load_records, merge_records, root_cause
 
 REPOS = ("django/django", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
 # the automatic owner of a sweep root cause (overridable per instance)

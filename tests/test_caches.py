@@ -13,18 +13,18 @@ import structlog
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
-from orchestrator.environments.failed_builds import (
+from orchestrator.environments.setup.failed_builds import (
     _failure_path,
     failed_build,
     remember_failed_build,
 )
-from orchestrator.environments.sweep import RECORD, SweepRecord, load_record, load_records
-from orchestrator.environments.validation import Validation, cached_validation
 from orchestrator.housekeeping.active import active_run
 from orchestrator.leases import LEASES_DIR as ACTIVE_RUNS_DIR
 from orchestrator.models import Instance, InstanceResult, Status
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import Settings
+from orchestrator.validation.sweep import RECORD, SweepRecord, load_record, load_records
+from orchestrator.validation.validation import Validation, cached_validation
 
 INSTANCE = Instance(
     instance_id="demo__calc-1", repo="demo/calc", base_commit="a" * 40,

@@ -219,7 +219,7 @@ def test_a_runs_log_lines_go_to_run_log_not_the_terminal(tmp_path, capsys):
 
 def test_validation_report_merges_run_directories_and_records_files(tmp_path):
     """A sweep split over machines adds up: run directory + committed records, later wins."""
-    from orchestrator.environments.sweep import SweepRecord, load_records, save_records
+    from orchestrator.validation.sweep import SweepRecord, load_records, save_records
 
     def record(iid: str, ok: bool, cause: str = "") -> SweepRecord:
         return SweepRecord(instance_id=iid, repo="o/r", version="1.0", ok=ok, stage="done",

@@ -246,7 +246,7 @@ def test_a_reinstall_under_the_restricted_policy_runs_without_network(
     env_settings, synthetic_instances, proxy, tmp_path
 ):
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.reinstall import reinstall_after_patch
+    from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
     from orchestrator.run.pipeline import test_recipe as recipe_of
     from orchestrator.sandbox.file_snapshot import FileSnapshot
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.plan import SetupFailed
+from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox

@@ -18,7 +18,6 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.recipes import Recipe
 from orchestrator.grading.evaluation import (
     REPO_DIR,
     TEST_USER,
@@ -28,16 +27,17 @@ from orchestrator.grading.evaluation import (
     run_tests,
 )
 from orchestrator.grading.script import writable_paths
-from orchestrator.grading.test_infrastructure import (
+from orchestrator.models import Instance, Reason, Status
+from orchestrator.models import TestStatus as TS
+from orchestrator.patches.apply import apply_patch
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.spec.recipes import Recipe
+from orchestrator.spec.test_infrastructure import (
     drop_test_infrastructure,
     is_test_infrastructure,
     runner_files,
     shadows_a_module,
 )
-from orchestrator.models import Instance, Reason, Status
-from orchestrator.models import TestStatus as TS
-from orchestrator.patches.apply import apply_patch
-from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 
 from .conftest import TEST_RUN_ID
 

@@ -109,7 +109,7 @@ def test_a_failed_environment_setup_keeps_its_container_stopped(
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.plan import SetupFailed
+    from orchestrator.environments.setup.plan import SetupFailed
 
     recipes = json.loads(env_settings.environment.recipes_file.read_text())
     for recipe in recipes:
@@ -221,7 +221,7 @@ def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
 def test_the_environment_key_label_has_one_name():
     """Housekeeping reads the label from the sandbox's labels; setup_scripts still defines
     its own copy (until it imports this one), which must not drift."""
-    from orchestrator.environments import setup_scripts
+    from orchestrator.environments.setup import setup_scripts
     from orchestrator.sandbox.models import LABEL_ENV_KEY
 
     assert setup_scripts.LABEL_ENV_KEY == LABEL_ENV_KEY == "swe-green.env-key"

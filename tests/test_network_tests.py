@@ -3,12 +3,12 @@ out of validation and grading only when the instance keeps other FAIL_TO_PASS te
 
 from __future__ import annotations
 
-from orchestrator.environments.validation import _judge
 from orchestrator.grading.classify import classify, grade_tests
 from orchestrator.grading.evaluation import TestRun
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.models import Instance, Status
 from orchestrator.models import TestStatus as TS
+from orchestrator.validation.validation import _judge
 
 HISTORY = "test_requests.py::RequestsTestCase::test_requests_history_is_saved"
 POST = "test_requests.py::RequestsTestCase::test_POSTBIN_GET_POST_FILES"

@@ -8,12 +8,12 @@ import re
 from functools import cache
 from pathlib import Path
 
-from orchestrator.environments.validation import _judge
 from orchestrator.grading.classify import detect_test_crash
 from orchestrator.grading.evaluation import TestRun
 from orchestrator.grading.log_parsers import match_expected, parse_test_log
 from orchestrator.grading.markers import extract_between_markers
 from orchestrator.models import Instance, TestStatus
+from orchestrator.validation.validation import _judge
 
 LOGS = Path(__file__).parent / "fixtures" / "proxy-logs"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

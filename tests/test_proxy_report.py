@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from orchestrator.environments.sweep import SweepRecord
+from orchestrator.validation.sweep import SweepRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("proxy_report", ROOT / "bench" / "proxy_report.py")

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.environments.recipes import (
+from orchestrator.errors import UserError
+from orchestrator.models import Instance
+from orchestrator.spec.recipes import (
     Recipe,
     load_recipes,
     pins_for,
@@ -17,8 +19,6 @@ from orchestrator.environments.recipes import (
     test_directives,
     test_files,
 )
-from orchestrator.errors import UserError
-from orchestrator.models import Instance
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -155,7 +155,7 @@ def test_recipe_key_is_stable_and_tracks_the_environment():
     key = recipe_key(recipe)
     assert re.fullmatch(r"[0-9a-f]{16}", key)
     code = (
-        "from orchestrator.environments.recipes import load_recipes, recipe_key; "
+        "from orchestrator.spec.recipes import load_recipes, recipe_key; "
         "print(recipe_key(load_recipes()[('django/django', '4.0')]))"
     )
     other_process = subprocess.run(
@@ -318,13 +318,13 @@ def test_plain_unified_diff():
     ],
 )
 def test_reinstall_at_the_base_only_when_the_build_reads_what_changed(install, changed, needed):
-    from orchestrator.environments.recipes import reinstall_needed
+    from orchestrator.spec.recipes import reinstall_needed
 
     assert reinstall_needed(install, changed) is needed
 
 
 def test_old_requests_recipes_serve_httpbin_locally():
-    from orchestrator.environments.services import service_start_lines
+    from orchestrator.spec.services import service_start_lines
 
     recipe = load_recipes()[("psf/requests", "2.0")]
     assert recipe.env["HTTPBIN_URL"].startswith("http://127.0.0.1:")
@@ -349,7 +349,7 @@ def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
     -rA no PASSED lines are printed and every FAIL_TO_PASS test counted missing (8120)."""
     recipe = load_recipes()[("sphinx-doc/sphinx", "3.3")]
     assert recipe.test_cmd == "tox --current-env -epy39 -v -- -rA"
-    from orchestrator.environments.recipes import test_command
+    from orchestrator.spec.recipes import test_command
 
     diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
     instance = patch_instance("sphinx-doc/sphinx", diff)

@@ -8,12 +8,16 @@ import json
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.reinstall import (
+from orchestrator.environments.dependencies.reinstall import (
     changes_build_inputs,
     guarded_reinstall,
     reinstall_after_patch,
 )
-from orchestrator.environments.reinstall_guard import Written, pth_problem, reinstall_problems
+from orchestrator.environments.dependencies.reinstall_guard import (
+    Written,
+    pth_problem,
+    reinstall_problems,
+)
 from orchestrator.run.pipeline import test_recipe as recipe_of
 
 # succeeds only with the network on (the package index is the one host containers reach)
@@ -171,8 +175,8 @@ open('/tmp/egress.json', 'w').write(json.dumps(out))
 
 
 def test_the_proxy_lets_through_only_connect_to_the_index_hosts_on_443():
-    from orchestrator.environments.reinstall_egress import index_hosts
-    from orchestrator.environments.reinstall_proxy import allowed_target
+    from orchestrator.environments.dependencies.reinstall_egress import index_hosts
+    from orchestrator.environments.dependencies.reinstall_proxy import allowed_target
 
     hosts = frozenset({"pypi.org", "files.pythonhosted.org"})
     assert allowed_target("CONNECT pypi.org:443 HTTP/1.1", hosts) == ("pypi.org", 443)

@@ -40,7 +40,7 @@ def test_a_local_service_answers_the_tests_with_the_network_off(
 def test_validation_runs_the_gold_tests_n_times_and_leaves_flaky_ones_out(
     run_ctx, synthetic_instances, runs
 ):
-    from orchestrator.environments.validation import validate_instance
+    from orchestrator.validation.validation import validate_instance
 
     instance = synthetic_instances["demo__calc-1"]
     prepared = prepare_instance(run_ctx, instance)

@@ -12,15 +12,15 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from orchestrator.environments.setup_agent import SetupAgent
-from orchestrator.environments.setup_llm import (
+from orchestrator.environments.setup.agent.setup_agent import SetupAgent
+from orchestrator.environments.setup.agent.setup_llm import (
     activate_script,
     check_llm_settings,
     make_client,
     run_llm_setup,
 )
-from orchestrator.environments.setup_log import SetupLog
-from orchestrator.environments.setup_models import (
+from orchestrator.environments.setup.agent.setup_log import SetupLog
+from orchestrator.environments.setup.agent.setup_models import (
     ACTIVATE_PATH,
     AgentLimits,
     FinishArgs,

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.environments.recipes import Recipe, load_recipes
-from orchestrator.environments.setup_scripts import (
+from orchestrator.environments.setup.setup_scripts import (
     base_commit_script,
     raise_pins,
     recipe_setup_script,
 )
 from orchestrator.models import Instance
+from orchestrator.spec.recipes import Recipe, load_recipes
 
 
 def _recipe(**fields: object) -> Recipe:
@@ -67,7 +67,7 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
     ],
 )
 def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(pins, constraint):
-    from orchestrator.environments.setup_scripts import build_constraints
+    from orchestrator.environments.setup.setup_scripts import build_constraints
 
     assert build_constraints(pins).strip() == constraint
     script = recipe_setup_script(_recipe(), pins)
@@ -90,8 +90,8 @@ def test_a_base_commit_newer_than_the_environment_image_comes_from_the_clean_his
     """The environment image's repository is the mirror as it was when the image was built;
     a base commit fetched into the mirror later (the proxy sweep of docs/validation-proxy.md
     met it: "reference is not a tree") is fetched from the clean history phase 4 puts in."""
-    from orchestrator.environments.clean_history import export_clean_git
-    from orchestrator.environments.setup_scripts import CLEAN_GIT, SWE_DIR, TESTBED
+    from orchestrator.environments.checkout.clean_history import export_clean_git
+    from orchestrator.environments.setup.setup_scripts import CLEAN_GIT, SWE_DIR, TESTBED
 
     def git(*args: str, cwd=None) -> str:
         env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.environments.sweep import SweepRecord, root_cause
-from orchestrator.environments.validation import flaky_tests
 from orchestrator.frontends.report.validation import validation_markdown
 from orchestrator.models import TestStatus
+from orchestrator.validation.sweep import SweepRecord, root_cause
+from orchestrator.validation.validation import flaky_tests
 
 P, F = TestStatus.PASSED, TestStatus.FAILED
 
@@ -75,8 +75,8 @@ def test_hand_written_notes_end_the_report():
 
 
 def test_a_sweep_goes_breadth_first_over_repository_versions():
-    from orchestrator.environments.sweep import breadth_first
     from orchestrator.models import Instance
+    from orchestrator.validation.sweep import breadth_first
 
     def inst(iid: str, version: str) -> Instance:
         return Instance(instance_id=iid, repo="o/" + iid[0], version=version,
@@ -95,9 +95,9 @@ def test_a_sweep_goes_breadth_first_over_repository_versions():
     ],
 )
 def test_validation_needs_one_fail_to_pass_test_failing_at_the_base(at_base, ok):
-    from orchestrator.environments.validation import _judge
     from orchestrator.grading.evaluation import TestRun
     from orchestrator.models import Instance
+    from orchestrator.validation.validation import _judge
 
     instance = Instance(instance_id="o__r-1", repo="o/r", base_commit="b",
                         environment_setup_commit="e", FAIL_TO_PASS=["f1", "f2"],
@@ -120,7 +120,7 @@ def test_an_install_failing_on_a_stand_in_python_is_put_down_to_that_python(
     nearest one, and the sweep says so rather than blaming the recipe."""
     import json
 
-    from orchestrator.environments.sweep import PYTHON_UNAVAILABLE, sweep_instance
+    from orchestrator.validation.sweep import PYTHON_UNAVAILABLE, sweep_instance
 
     recipes = json.loads((synthetic_dir / "recipes.json").read_text())
     for recipe in recipes:
@@ -140,11 +140,11 @@ def test_a_resumed_sweep_runs_again_what_met_an_infrastructure_failure(tmp_path,
     them, so a resumed sweep runs them again; a verdict (even a failure) is kept."""
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
-    from orchestrator.environments import sweep
     from orchestrator.errors import SandboxError
     from orchestrator.models import Instance
     from orchestrator.sandbox.local import LocalBackend
     from orchestrator.settings import Settings
+    from orchestrator.validation import sweep
 
     instances = [
         Instance(instance_id=iid, repo="o/r", version="1", base_commit="b",

@@ -6,13 +6,13 @@ import subprocess
 
 import pytest
 
-from orchestrator.environments.recipes import Recipe, test_command
-from orchestrator.environments.test_selection import (
+from orchestrator.models import Instance
+from orchestrator.spec.recipes import Recipe, test_command
+from orchestrator.validation.test_selection import (
     runner_kind,
     selected_arguments,
     selected_directives,
 )
-from orchestrator.models import Instance
 
 TEST_PATCH = """\
 diff --git a/tests/test_a.py b/tests/test_a.py
@@ -117,8 +117,8 @@ def test_the_selected_command_runs_only_the_selection(tmp_path):
 
 
 def test_a_rerun_needs_the_listed_tests_that_passed_in_the_order_they_ran():
-    from orchestrator.environments.test_selection import rerun_names
     from orchestrator.models import TestStatus as TS
+    from orchestrator.validation.test_selection import rerun_names
 
     first = {"f.py::slow_fail[1]": TS.FAILED, "f.py::b": TS.PASSED, "f.py::skip": TS.SKIPPED,
              "f.py::a": TS.PASSED, "f.py::unlisted": TS.PASSED, "f.py::f2p": TS.PASSED}  # fmt: skip
@@ -137,8 +137,8 @@ def test_a_selection_too_long_for_one_argument_runs_the_whole_files():
 
 
 def test_flaky_tests_among_names_only_compare_what_the_rerun_ran():
-    from orchestrator.environments.validation import flaky_tests
     from orchestrator.models import TestStatus as TS
+    from orchestrator.validation.validation import flaky_tests
 
     first = {"f.py::a": TS.PASSED, "f.py::b": TS.PASSED, "f.py::gone": TS.FAILED}
     rerun = {"f.py::a": TS.PASSED, "f.py::b": TS.FAILED}  # f.py::gone was not selected

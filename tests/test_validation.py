@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.validation import _cache_path, validate_instance
 from orchestrator.run.pipeline import test_recipe as recipe_of
+from orchestrator.validation.validation import _cache_path, validate_instance
 
 pytestmark = pytest.mark.container
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 import time
 
 from orchestrator.context.run_context import RunContext
+from orchestrator.environments.base_commit.instance_image import (
+    ensure_instance_image,
+    reinstall_at_base,
+)
 from orchestrator.environments.build_restricted import prepare_without_commit
-from orchestrator.environments.env_image import ensure_env_image
-from orchestrator.environments.instance_image import ensure_instance_image, reinstall_at_base
-from orchestrator.environments.plan import SetupFailed, instance_image_name, plan_environment
+from orchestrator.environments.checkout.repo_cache import check_complete
 from orchestrator.environments.prepared import PreparedInstance
-from orchestrator.environments.repo_cache import check_complete
+from orchestrator.environments.setup.env_image import ensure_env_image
+from orchestrator.environments.setup.plan import SetupFailed, instance_image_name, plan_environment
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 

@@ -8,20 +8,20 @@ import time
 from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.build_steps import building
-from orchestrator.environments.env_image import EnvImage, env_from_labels, setup_environment
-from orchestrator.environments.failed_builds import failed_build
-from orchestrator.environments.image_registry import pull_shared
-from orchestrator.environments.instance_image import check_out_base, reinstall_at_base
-from orchestrator.environments.plan import (
+from orchestrator.environments.base_commit.instance_image import check_out_base, reinstall_at_base
+from orchestrator.environments.checkout.repo_cache import check_complete
+from orchestrator.environments.prepared import PreparedInstance
+from orchestrator.environments.setup.build_steps import building
+from orchestrator.environments.setup.env_image import EnvImage, env_from_labels, setup_environment
+from orchestrator.environments.setup.failed_builds import failed_build
+from orchestrator.environments.setup.image_registry import pull_shared
+from orchestrator.environments.setup.plan import (
     EnvPlan,
     SetupFailed,
     env_image_name,
     instance_image_name,
     plan_environment,
 )
-from orchestrator.environments.prepared import PreparedInstance
-from orchestrator.environments.repo_cache import check_complete
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox.file_snapshot import capture

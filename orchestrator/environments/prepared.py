@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.plan import EnvPlan
+from orchestrator.environments.setup.plan import EnvPlan
 from orchestrator.sandbox.file_snapshot import FileSnapshot
 
 

@@ -20,7 +20,7 @@ from a2a.types import Message, Part, TaskState
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
-from orchestrator.environments.images import base_pythons
+from orchestrator.environments.setup.images import base_pythons
 from orchestrator.errors import UserError
 from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request

@@ -99,7 +99,7 @@ def images_build(
     force: Annotated[bool, typer.Option(help="Rebuild images that exist.")] = False,
 ) -> None:
     """Build the base images (skips those that exist)."""
-    from orchestrator.environments.images import SUITES, build_base_images
+    from orchestrator.environments.setup.images import SUITES, build_base_images
     from orchestrator.sandbox.factory import backend_from
 
     if method not in ("auto", "debootstrap", "dockerfile"):

@@ -28,7 +28,7 @@ from orchestrator.log import run_log
 from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
-    from orchestrator.environments.sweep import SweepRecord
+    from orchestrator.validation.sweep import SweepRecord
 
 Strategy = Annotated[str | None, typer.Option(help="auto, recipe or llm.")]
 Concurrency = Annotated[int, typer.Option(help="Instances at once.", callback=check_concurrency)]
@@ -53,7 +53,7 @@ def validate_cmd(
     Each instance's outcome is kept in its run directory (validation.json); --resume skips
     the instances already done. `swe-green validation-report RUN` writes docs/validation.md.
     """
-    from orchestrator.environments.sweep import run_sweep
+    from orchestrator.validation.sweep import run_sweep
 
     settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
     if resume is not None and not resume.is_dir():
@@ -111,7 +111,7 @@ def sweep_instances(run_dir: Path) -> list[str] | None:
 
 def _not_swept(chosen: list, records_file: Path) -> list:
     """``chosen`` without the instances a records file of earlier sweeps holds."""
-    from orchestrator.environments.sweep import load_records
+    from orchestrator.validation.sweep import load_records
 
     if not records_file.is_file():
         raise UserError(f"No records file at {records_file}.", "pass a .jsonl of records.")
@@ -143,9 +143,9 @@ def validation_report_cmd(
     ] = None,
 ) -> None:
     """The Markdown report of a validation sweep (docs/validation.md)."""
-    from orchestrator.environments.sweep import load_records, merge_records
-    from orchestrator.environments.sweep import save_records as write_records
     from orchestrator.frontends.report.validation import validation_markdown
+    from orchestrator.validation.sweep import load_records, merge_records
+    from orchestrator.validation.sweep import save_records as write_records
 
     for run in runs:
         if not run.exists():

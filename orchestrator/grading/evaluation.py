@@ -48,8 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.recipes import Recipe
-from orchestrator.environments.reinstall import Reinstalled, guarded_reinstall
+from orchestrator.environments.dependencies.reinstall import Reinstalled, guarded_reinstall
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
 from orchestrator.grading.markers import extract_between_markers
@@ -71,10 +70,11 @@ from orchestrator.grading.script import (
     writable_paths,
 )
 from orchestrator.grading.tamper_check import tamper_reasons
-from orchestrator.grading.test_infrastructure import drop_test_infrastructure, runner_files
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
 from orchestrator.sandbox import Sandbox, SandboxError
+from orchestrator.spec.recipes import Recipe
+from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
 
 __all__ = [
     "REPO_DIR", "TEST_USER", "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",

@@ -17,11 +17,11 @@ import posixpath
 import shlex
 from collections.abc import Iterable, Sequence
 
-from orchestrator.environments.recipes import Recipe, test_command, test_files
-from orchestrator.environments.services import service_start_lines, service_stop_lines
 from orchestrator.grading.markers import wrap_test_command
 from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
+from orchestrator.spec.recipes import Recipe, test_command, test_files
+from orchestrator.spec.services import service_start_lines, service_stop_lines
 
 REPO_DIR = "/testbed"
 ACTIVATE_SCRIPT = "/opt/swe/activate.sh"

@@ -21,8 +21,8 @@ import textwrap
 from collections.abc import Iterable
 
 from orchestrator.grading.tamper_ast import binary_reasons, code_reasons, fragment_reasons
-from orchestrator.grading.test_infrastructure import compiled_kind
 from orchestrator.patches.diff import split_patch
+from orchestrator.spec.test_infrastructure import compiled_kind
 
 # never dropped for the gold patch's sake: compiled files are not source whoever adds them
 COMPILED = "changes compiled or binary files"

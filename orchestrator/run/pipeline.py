@@ -19,10 +19,8 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.plan import SetupFailed
 from orchestrator.environments.prepared import PreparedInstance
-from orchestrator.environments.recipes import Recipe, test_files
-from orchestrator.environments.validation import validate_instance
+from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
@@ -39,6 +37,8 @@ from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
+from orchestrator.spec.recipes import Recipe, test_files
+from orchestrator.validation.validation import validate_instance
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from orchestrator.environments.recipes import Recipe
+from orchestrator.spec.recipes import Recipe
 
 SERVICES_DIR = "/opt/swe/services"
 READY_TIMEOUT = 30  # seconds a service has to start listening

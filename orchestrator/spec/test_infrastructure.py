@@ -12,9 +12,9 @@ import shlex
 import sys
 from collections.abc import Iterable
 
-from orchestrator.environments.recipes import Recipe
 from orchestrator.models import Instance
 from orchestrator.patches.diff import FilePatch, join_patch, split_patch
+from orchestrator.spec.recipes import Recipe
 
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _INFRA_NAMES = frozenset(

@@ -142,9 +142,9 @@ def root_cause(message: str) -> str:
 def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.plan import SetupFailed, find_recipe, plan_environment
-    from orchestrator.environments.validation import validate_instance
+    from orchestrator.environments.setup.plan import SetupFailed, find_recipe, plan_environment
     from orchestrator.run.pipeline import test_recipe
+    from orchestrator.validation.validation import validate_instance
 
     recipe = find_recipe(ctx, instance)
     base = {

@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from orchestrator.environments.recipes import Recipe, test_command, test_directives
 from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
 from orchestrator.models import Instance, TestStatus
+from orchestrator.spec.recipes import Recipe, test_command, test_directives
 
 MAX_COMMAND = 64 * 1024
 # a rerun selects only when it leaves out at least this share of the first run's tests that

@@ -40,22 +40,22 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text, read_cached
-from orchestrator.environments.recipes import Recipe
-from orchestrator.environments.reinstall import reinstall_after_patch
-from orchestrator.environments.test_selection import (
-    rerun_names,
-    runner_kind,
-    selected_directives,
-)
+from orchestrator.context.run_context import RunContext
+from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
 from orchestrator.grading.classify import grade_tests
 from orchestrator.grading.evaluation import TEST_USER, TestRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
-from orchestrator.run.context import RunContext
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.spec.recipes import Recipe
+from orchestrator.validation.test_selection import (
+    rerun_names,
+    runner_kind,
+    selected_directives,
+)
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
 # the test patch did not apply, the command did not finish, printed nothing or far too much

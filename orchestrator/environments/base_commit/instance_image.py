@@ -8,18 +8,27 @@ import tempfile
 from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
-from orchestrator.environments.clean_history import CleanHistory, export_clean_git, is_ancestor
-from orchestrator.environments.git_commands import GitError
-from orchestrator.environments.image_registry import pull_shared, push_shared
-from orchestrator.environments.plan import EnvPlan, SetupFailed, instance_image_name
-from orchestrator.environments.recipes import reinstall_needed
-from orchestrator.environments.repo_cache import changed_paths, ensure_mirror
-from orchestrator.environments.setup_scripts import CLEAN_GIT, base_commit_script
+from orchestrator.environments.checkout.clean_history import (
+    CleanHistory,
+    export_clean_git,
+    is_ancestor,
+)
+from orchestrator.environments.checkout.git_commands import GitError
+from orchestrator.environments.checkout.repo_cache import changed_paths, ensure_mirror
+from orchestrator.environments.setup.build_steps import (
+    building,
+    image_lock,
+    keep_failed,
+    run_logged,
+)
+from orchestrator.environments.setup.image_registry import pull_shared, push_shared
+from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, instance_image_name
+from orchestrator.environments.setup.setup_scripts import CLEAN_GIT, base_commit_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
+from orchestrator.spec.recipes import reinstall_needed
 
 
 def put_clean_history(

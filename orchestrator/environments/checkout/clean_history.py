@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.environments.git_commands import (
+from orchestrator.environments.checkout.git_commands import (
     GIT_ENV,
     GitError,
     RepoError,

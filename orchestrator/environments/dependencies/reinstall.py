@@ -17,12 +17,16 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.recipes import Recipe, touches_build_inputs
-from orchestrator.environments.reinstall_egress import NoEgress, index_only_network
-from orchestrator.environments.reinstall_guard import SCRATCH, Written, reinstall_problems
+from orchestrator.environments.dependencies.reinstall_egress import NoEgress, index_only_network
+from orchestrator.environments.dependencies.reinstall_guard import (
+    SCRATCH,
+    Written,
+    reinstall_problems,
+)
 from orchestrator.patches.diff import split_patch
 from orchestrator.sandbox import Sandbox, SandboxError
 from orchestrator.sandbox.errors import Unsupported
+from orchestrator.spec.recipes import Recipe, touches_build_inputs
 
 ACTIVATE = "/opt/swe/activate.sh"
 

@@ -36,7 +36,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from orchestrator.grading.test_infrastructure import is_test_infrastructure
+from orchestrator.spec.test_infrastructure import is_test_infrastructure
 
 SCRATCH = (
     "/tmp/", "/var/tmp/", "/root/.cache/", "/var/cache/", "/var/log/", "/run/", "/dev/",

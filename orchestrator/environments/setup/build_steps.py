@@ -10,8 +10,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.plan import SetupFailed
-from orchestrator.environments.setup_scripts import SWE_DIR
+from orchestrator.environments.setup.plan import SetupFailed
+from orchestrator.environments.setup.setup_scripts import SWE_DIR
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.sandbox import Sandbox

@@ -11,14 +11,19 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.build_steps import building, image_lock, keep_failed, run_logged
-from orchestrator.environments.clean_history import shared_commit
-from orchestrator.environments.failed_builds import failed_build, remember_failed_build
-from orchestrator.environments.image_registry import pull_shared, push_shared
-from orchestrator.environments.instance_image import put_clean_history
-from orchestrator.environments.plan import EnvPlan, SetupFailed, env_image_name
-from orchestrator.environments.repo_cache import ensure_mirror, prepare_checkout
-from orchestrator.environments.setup_scripts import (
+from orchestrator.environments.base_commit.instance_image import put_clean_history
+from orchestrator.environments.checkout.clean_history import shared_commit
+from orchestrator.environments.checkout.repo_cache import ensure_mirror, prepare_checkout
+from orchestrator.environments.setup.build_steps import (
+    building,
+    image_lock,
+    keep_failed,
+    run_logged,
+)
+from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
+from orchestrator.environments.setup.image_registry import pull_shared, push_shared
+from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, env_image_name
+from orchestrator.environments.setup.setup_scripts import (
     ACTIVATE,
     LABEL_PYTHON,
     LABEL_REINSTALL,
@@ -213,8 +218,8 @@ def _llm_setup(
     ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, built: EnvImage
 ) -> tuple[bool, str]:
     """Phases 2-3 by the LLM setup agent; fills ``built`` with what it found."""
-    from orchestrator.environments.setup_llm import run_llm_setup
-    from orchestrator.environments.setup_models import SetupFacts
+    from orchestrator.environments.setup.agent.setup_llm import run_llm_setup
+    from orchestrator.environments.setup.agent.setup_models import SetupFacts
 
     result = run_llm_setup(
         sandbox, SetupFacts.from_instance(instance), ctx.settings.setup_agent, log_path.parent

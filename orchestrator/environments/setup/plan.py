@@ -11,12 +11,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.images import base_pythons, ensure_image
-from orchestrator.environments.recipes import Recipe, load_recipes, pins_for, recipe_key
-from orchestrator.environments.setup_scripts import SETUP_SCRIPT_VERSION
+from orchestrator.environments.setup.images import base_pythons, ensure_image
+from orchestrator.environments.setup.setup_scripts import SETUP_SCRIPT_VERSION
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.settings import Settings
+from orchestrator.spec.recipes import Recipe, load_recipes, pins_for, recipe_key
 
 
 class SetupFailed(Exception):
@@ -118,7 +118,10 @@ def _strategy(
     if strategy == "auto":
         strategy = "recipe" if recipe else "llm"
     if strategy == "llm":
-        from orchestrator.environments.setup_llm import check_llm_settings, llm_available
+        from orchestrator.environments.setup.agent.setup_llm import (
+            check_llm_settings,
+            llm_available,
+        )
 
         if not llm_available(settings.setup_agent):
             raise SetupFailed(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import shlex
 
-from orchestrator.environments.recipes import Recipe
 from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
+from orchestrator.spec.recipes import Recipe
 
 TESTBED = "/testbed"
 SWE_DIR = "/opt/swe"

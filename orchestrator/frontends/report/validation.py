@@ -7,8 +7,8 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from orchestrator.environments.sweep import ROOT_CAUSES, SweepRecord
 from orchestrator.frontends.report.text import P2P_EXCLUDED_FLAG
+from orchestrator.validation.sweep import ROOT_CAUSES, SweepRecord
 
 
 def validation_markdown(

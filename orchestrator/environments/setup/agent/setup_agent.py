@@ -9,9 +9,13 @@ from typing import Any
 import anthropic
 from pydantic import ValidationError
 
-from orchestrator.environments.setup_api import MessagesRequest, SetupStop, create_message
-from orchestrator.environments.setup_log import SetupLog
-from orchestrator.environments.setup_models import (
+from orchestrator.environments.setup.agent.setup_api import (
+    MessagesRequest,
+    SetupStop,
+    create_message,
+)
+from orchestrator.environments.setup.agent.setup_log import SetupLog
+from orchestrator.environments.setup.agent.setup_models import (
     FINISH_TOOL,
     GIVE_UP_TOOL,
     NUDGE,

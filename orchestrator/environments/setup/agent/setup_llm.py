@@ -18,9 +18,9 @@ from pathlib import Path
 
 import anthropic
 
-from orchestrator.environments.setup_agent import SetupAgent
-from orchestrator.environments.setup_log import SetupLog, cap
-from orchestrator.environments.setup_models import (
+from orchestrator.environments.setup.agent.setup_agent import SetupAgent
+from orchestrator.environments.setup.agent.setup_log import SetupLog, cap
+from orchestrator.environments.setup.agent.setup_models import (
     ACTIVATE_PATH,
     API_TIMEOUT,
     TESTBED,

@@ -55,10 +55,19 @@ def config_cmd(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also each setting's meaning.")
     ] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print every setting's default and meaning as a Markdown table."
+        ),
+    ] = False,
 ) -> None:
     """Print every setting: its value and where the value comes from."""
-    from orchestrator.settings import SECRETS, setting_names, setting_sources
+    from orchestrator.settings import SECRETS, setting_names, setting_sources, settings_table
 
+    if markdown:
+        print(settings_table(), end="")
+        return
     s = settings()
     sources = setting_sources()
     width = max(console.width, 40)

@@ -153,7 +153,7 @@ class _InstanceRun:
     async def validate(self, prepared: PreparedInstance) -> Excluded:
         """The tests left out of grading: PASS_TO_PASS and FAIL_TO_PASS (validation off:
         none)."""
-        if not self.ctx.settings.environment.validate_env:
+        if not self.ctx.settings.validation.validate_env:
             return Excluded()
         self.phase("validation")
         t = time.monotonic()
@@ -327,15 +327,15 @@ def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
 def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
     """Keep the participant's container? By policy (never for an empty patch under
     ``on_failure``: there is nothing to learn from it), within the per-run and per-host caps."""
-    policy = ctx.settings.sandbox.keep_containers
+    kept = ctx.settings.housekeeping
+    policy = kept.keep_containers
     if policy == "never" or (policy == "on_failure" and result.status == Status.RESOLVED):
         return False
     if policy == "on_failure" and result.reason == Reason.EMPTY_PATCH:
         return False
-    sandbox = ctx.settings.sandbox
     return room_to_keep(
         ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
-        per_run=sandbox.max_kept_per_run, per_host=sandbox.max_kept_per_host,
+        per_run=kept.max_kept_per_run, per_host=kept.max_kept_per_host,
     )  # fmt: skip
 
 

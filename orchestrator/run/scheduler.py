@@ -26,6 +26,7 @@ from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
 from orchestrator.run.runner import InstanceRunner
 from orchestrator.run.select_runner import runner_for
+from orchestrator.settings.run import GB_PER_INSTANCE
 
 
 class ProgressEvent(BaseModel):
@@ -44,13 +45,14 @@ EventSink = Callable[[ProgressEvent], None | Awaitable[None]]
 
 
 def default_concurrency() -> int:
-    """What fits the host: one instance per core, and at most one per 6 GB of memory."""
+    """What fits the host: one instance per core, and at most one per ``GB_PER_INSTANCE`` GB
+    of memory."""
     cores = os.cpu_count() or 1
     try:
         mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
     except (ValueError, OSError):
         mem_gb = 8.0
-    return max(1, min(cores, int(mem_gb // 6)))
+    return max(1, min(cores, int(mem_gb // GB_PER_INSTANCE)))
 
 
 class _Progress:

@@ -8,7 +8,8 @@ import re
 from pydantic import BaseModel, Field
 
 from orchestrator.sandbox.file_snapshot import FileSnapshot
-from orchestrator.settings.groups import SandboxSettings, default_of
+from orchestrator.settings.base import default_of
+from orchestrator.settings.sandbox import SandboxConfig
 
 # labels every container and image of this tool carries
 LABEL_TOOL = "swe-green"
@@ -28,14 +29,14 @@ class Limits(BaseModel):
     """What a sandbox may use."""
 
     # defaults: those of the settings (sandbox group)
-    cpus: float = default_of(SandboxSettings, "cpus")
-    memory: str = default_of(SandboxSettings, "memory")
-    pids_limit: int = default_of(SandboxSettings, "pids_limit")
-    output_limit: int = default_of(SandboxSettings, "exec_output_limit")
+    cpus: float = default_of(SandboxConfig, "cpus")
+    memory: str = default_of(SandboxConfig, "memory")
+    pids_limit: int = default_of(SandboxConfig, "pids_limit")
+    output_limit: int = default_of(SandboxConfig, "exec_output_limit")
     # bytes the container may write (its writable layer); None: no budget
     disk: int | None = None
     # the disk watcher's slowest poll, seconds (it polls faster near the budget)
-    disk_poll: float = default_of(SandboxSettings, "disk_poll")
+    disk_poll: float = default_of(SandboxConfig, "disk_poll")
 
 
 class SandboxSpec(BaseModel):

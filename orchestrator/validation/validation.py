@@ -88,7 +88,7 @@ def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user
     name = instance_image.name if isinstance(instance_image, FileSnapshot) else instance_image
     tag = name.rsplit(":", 1)[-1]
-    runs = ctx.settings.environment.validation_runs
+    runs = ctx.settings.validation.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
         "-uw" if ctx.settings.grading.unprivileged_tests else ""
     )
@@ -214,7 +214,7 @@ class _Runs:
             result = _judge(instance, base, True, "", golds[0], log_format)
             names, rerun = self._rerun(golds[0], result)
             # the eval script restores the test files: it can run again
-            for number in range(2, self.ctx.settings.environment.validation_runs + 1):
+            for number in range(2, self.ctx.settings.validation.validation_runs + 1):
                 if not result.ok or golds[-1].timed_out or golds[-1].crash:
                     break
                 output = f"validation_gold_output_{number}.txt"

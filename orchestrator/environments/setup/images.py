@@ -22,7 +22,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fi
 from orchestrator.errors import UserError
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
-from orchestrator.settings import EnvironmentSettings
+from orchestrator.settings import EnvironmentConfig
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -57,7 +57,7 @@ def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:
     return [py for py in SUITES if backend.image_exists(image_name(prefix, py))]
 
 
-def base_pythons(backend: SandboxBackend, settings: EnvironmentSettings) -> list[str]:
+def base_pythons(backend: SandboxBackend, settings: EnvironmentConfig) -> list[str]:
     """The Pythons a base image can be had for: those published in the registry when one is
     set (pulled when first used), else those whose local image exists. Both by image inspect
     only, which a restricted Docker gateway allows (it refuses listing images)."""

@@ -2,7 +2,7 @@
 
 Sources, through the ``datasets`` library:
 
-- a Hugging Face dataset name (default ``princeton-nlp/SWE-bench_Verified``, split ``test``);
+- a Hugging Face dataset name (the settings ``dataset`` and ``dataset_split``);
 - a local ``.jsonl``, ``.json`` or ``.parquet`` file;
 - a directory of such files (searched recursively; when some file names start with the split
   name, e.g. ``data/test-00000-of-00001.parquet``, only those are read, else all of them).

@@ -33,7 +33,13 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from orchestrator.errors import UserError
 from orchestrator.settings.dataset import DatasetConfig
-from orchestrator.settings.describe import option_help, setting_choices, settings_table
+from orchestrator.settings.describe import (
+    default_text,
+    option_help,
+    setting_choices,
+    setting_default,
+    settings_table,
+)
 from orchestrator.settings.environment import EnvironmentConfig
 from orchestrator.settings.grading import GradingConfig
 from orchestrator.settings.groups import GROUP_OF, GROUPS, SECRETS
@@ -163,13 +169,17 @@ def load_settings(**overrides: object) -> Settings:
 
 
 def _where_to_fix(name: str, given: dict[str, object]) -> str:
-    """The fix of a bad setting ``name``: where its value came from."""
+    """The fix of a bad setting ``name``, told where its value came from."""
     listing = "`swe-green config --verbose` lists every setting and its meaning."
+    if name not in GROUP_OF:
+        return f"remove {name} from {config_file()} or the call; {listing}"
+    default = f"the default ({default_text(setting_default(name))})"
     source = "option" if name in given else setting_sources().get(name)
     if source == "option":
-        return f"fix the value given for {name}; {listing}"
+        return f"correct the value given for {name} (an option or argument); {listing}"
     if source == "env":
-        return f"fix or unset the environment variable {ENV_PREFIX}{name.upper()}; {listing}"
+        variable = f"{ENV_PREFIX}{name.upper()}"
+        return f"correct {variable} in the environment, or unset it for {default}; {listing}"
     if source == "file":
-        return f"fix the key {name} in {config_file()}; {listing}"
-    return f"fix {ENV_PREFIX}{name.upper()} or the key {name} in {config_file()}; {listing}"
+        return f"correct the key {name} in {config_file()}, or remove it for {default}; {listing}"
+    return f"correct {ENV_PREFIX}{name.upper()} or the key {name} in {config_file()}; {listing}"

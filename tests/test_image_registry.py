@@ -53,7 +53,7 @@ def test_a_setting_that_is_no_registry_host_is_one_clear_error(bad: str) -> None
     with pytest.raises(UserError) as caught:
         load_settings(env_image_registry=bad)
     assert "env_image_registry" in str(caught.value)
-    assert "SWE_GREEN_ENV_IMAGE_REGISTRY" in str(caught.value.fix)
+    assert "the value given for env_image_registry" in str(caught.value.fix)
 
 
 def test_the_setting_has_its_flat_environment_name(monkeypatch) -> None:

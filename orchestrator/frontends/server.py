@@ -174,6 +174,9 @@ def serve(
         uvicorn.run(build_app(settings, url, heartbeat=heartbeat), host=host, port=port)
 
 
+_KEEP = f"Which participant containers stay: {setting_choices('serve_keep_containers')}"
+
+
 def serve_command(
     host: Annotated[
         str,
@@ -214,12 +217,7 @@ def serve_command(
     ] = False,
     keep_containers: Annotated[
         str | None,
-        typer.Option(
-            help=option_help(
-                "serve_keep_containers",
-                f"Which participant containers stay: {setting_choices('serve_keep_containers')}",
-            )
-        ),
+        typer.Option(help=option_help("serve_keep_containers", _KEEP)),
     ] = None,
     max_kept: Annotated[
         int | None,

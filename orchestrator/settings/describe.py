@@ -7,7 +7,7 @@ a CLI help saying "default 1800" reads it from :class:`~orchestrator.settings.Gr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from orchestrator.settings.groups import GROUP_OF, GROUPS
 
@@ -38,8 +38,6 @@ def option_help(name: str, text: str | None = None) -> str:
 
 def setting_choices(name: str) -> str:
     """The values a ``Literal`` setting takes, as ``a, b or c``."""
-    from typing import get_args
-
     choices = [str(c) for c in get_args(GROUPS[GROUP_OF[name]].model_fields[name].annotation)]
     return ", ".join(choices[:-1]) + f" or {choices[-1]}"
 

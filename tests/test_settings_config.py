@@ -193,6 +193,19 @@ def test_a_toml_file_takes_flat_keys_and_component_tables(tmp_path):
     assert settings.validation.validation_runs == 2
 
 
+def test_a_toml_table_of_the_old_groups_still_works(tmp_path):
+    """validate_env was in [environment], keep_containers in [sandbox]: a table only groups."""
+    (tmp_path / "swe-green.toml").write_text(
+        '[environment]\nvalidate_env = false\n[sandbox]\nkeep_containers = "always"\ncpus = 1\n'
+    )
+    settings = load_settings()
+    assert settings.validation.validate_env is False
+    assert settings.housekeeping.keep_containers == "always" and settings.sandbox.cpus == 1
+    (tmp_path / "swe-green.toml").write_text("[sandbox]\ncpuz = 1\n")
+    with pytest.raises(UserError, match="Unknown setting 'cpuz'"):
+        load_settings()
+
+
 # --------------------------------------------------------------------------- bad values
 
 BAD = [

@@ -6,11 +6,13 @@ The TOML file is ``swe-green.toml`` in the working directory, or the path in
 Each component owns its config (as mini-swe-agent's agent, environment and model each own a
 ``...Config``): one pydantic model per component, every field documented (``description``)
 and range-checked, its default written there and nowhere else. :class:`Settings` composes
-them, one attribute per component (``settings.grading.test_timeout``), and each component
-receives only its own. Every setting keeps one flat name: the environment variable
-``SWE_GREEN_<NAME>``, the TOML key ``name`` (a ``[group]`` table works too) and the keyword of
-:func:`load_settings`. ``swe-green config`` prints them all; :mod:`.describe` makes the CLI's
-help and the README's table from the models.
+them, one attribute per component (``settings.grading.test_timeout``); a component that
+needs no other passes only its own around (``backend_from`` a :class:`SandboxConfig`, the
+setup agent a :class:`SetupAgentConfig`, images an :class:`EnvironmentConfig`). Every
+setting keeps one flat name: the environment variable ``SWE_GREEN_<NAME>``, the TOML key
+``name`` (a ``[group]`` table works too) and the keyword of :func:`load_settings`.
+``swe-green config`` prints them all; :mod:`.describe` makes the CLI's help and the README's
+table from the models.
 
 Where the models live: here, one module per component (:mod:`.sandbox`, :mod:`.grading`,
 ...), not in the components' packages. The settings are the lowest layer of the import

@@ -215,6 +215,7 @@ BAD = [
     ("SWE_GREEN_PATCH_FUZZ", "-1", "greater than or equal to 0"),
     ("SWE_GREEN_MAX_KEPT_PER_RUN", "-2", "greater than or equal to 0"),
     ("SWE_GREEN_MEMORY", "lots", "not a size"),
+    ("SWE_GREEN_MEMORY", "1m", "not a memory size of 6m or more"),
     ("SWE_GREEN_DISK_LIMIT", "-5g", "cannot be negative"),
     ("SWE_GREEN_BASE_PYTHON", "three", "should match pattern"),
     ("SWE_GREEN_REGISTRY_PYTHONS", "3.9;3.11", "should match pattern"),
@@ -226,7 +227,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("variable", "value", "problem"), BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize(("variable", "value", "problem"), BAD, ids=[f"{b[0]}={b[1]}" for b in BAD])
 def test_a_bad_environment_value_is_one_error_naming_the_variable_and_the_fix(
     monkeypatch, variable, value, problem
 ):

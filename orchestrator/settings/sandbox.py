@@ -11,6 +11,9 @@ from pydantic import Field, field_validator
 from orchestrator.settings.base import ComponentConfig
 from orchestrator.settings.sizes import disk_bytes
 
+# the least memory Docker gives a container
+_MIN_MEMORY = 6 << 20
+
 
 class SandboxConfig(ComponentConfig):
     """The limits of every container and the backend that runs them."""
@@ -53,8 +56,8 @@ class SandboxConfig(ComponentConfig):
     @field_validator("memory")
     @classmethod
     def _memory_is_a_size(cls, value: str) -> str:
-        if not disk_bytes(value):
-            raise ValueError(f"not a memory size: {value!r} (e.g. 6g, 512m)")
+        if (disk_bytes(value) or 0) < _MIN_MEMORY:
+            raise ValueError(f"not a memory size of 6m or more: {value!r} (e.g. 6g, 512m)")
         return value.strip()
 
     def disk_bytes(self) -> int | None:

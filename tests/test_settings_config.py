@@ -355,3 +355,19 @@ def test_config_markdown_prints_the_table(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output == settings_table()
     assert result.output.count("\n") == len(GROUP_OF) + 2
+
+
+def test_the_protocols_example_task_announces_the_models_limits_and_tools():
+    """docs/protocol.md shows the first message's data with the default settings: it is
+    checked against the models (a changed default or tool changes the example, or fails)."""
+    import json
+
+    from orchestrator.participant.client import ParticipantLimits
+    from orchestrator.participant.tools_host import default_tools
+
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    block = doc[doc.index("```json") + len("```json") :]
+    example = json.loads(block[: block.index("```")])
+    assert example["limits"] == ParticipantLimits().wire().model_dump()
+    assert example["limits"]["tool_timeout"] == setting_default("tool_timeout")
+    assert example["tools"] == default_tools()

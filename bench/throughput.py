@@ -43,11 +43,11 @@ from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
+from orchestrator.environments.prepared import test_recipe  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
 from orchestrator.participant.reference import make_participant, running  # noqa: E402
-from orchestrator.run.pipeline import test_recipe  # noqa: E402
 from orchestrator.run.scheduler import run_evaluation  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402

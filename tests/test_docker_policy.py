@@ -247,7 +247,7 @@ def test_a_reinstall_under_the_restricted_policy_runs_without_network(
 ):
     from orchestrator.environments.build import prepare_instance
     from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
-    from orchestrator.run.pipeline import test_recipe as recipe_of
+    from orchestrator.environments.prepared import test_recipe as recipe_of
     from orchestrator.sandbox.file_snapshot import FileSnapshot
 
     from .test_reinstall import ADD_DEPENDENCY, PYPI_PROBE

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.prepared import test_recipe as recipe_of
 from orchestrator.grading.evaluation import run_tests
 from orchestrator.models import TestStatus
-from orchestrator.run.pipeline import test_recipe as recipe_of
 
 pytestmark = pytest.mark.container
 # succeeds only with the network on (the package index is the one host containers reach)

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.environments.setup.plan import EnvPlan
 from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.spec.recipes import Recipe
 
 
 class PreparedInstance(BaseModel):
@@ -27,3 +28,17 @@ class PreparedInstance(BaseModel):
         """Delete what the instance's containers started from, when it is a host file."""
         if isinstance(self.instance_image, FileSnapshot):
             self.instance_image.discard()
+
+
+def test_recipe(prepared: PreparedInstance) -> Recipe:
+    """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
+    if prepared.plan.recipe is not None:
+        return prepared.plan.recipe
+    return Recipe(
+        repo="",
+        version="",
+        python=prepared.plan.python,
+        install="",
+        test_cmd=prepared.test_cmd or "pytest -rA",
+        log_format="pytest",
+    )

@@ -19,7 +19,7 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import PreparedInstance
+from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
@@ -37,7 +37,7 @@ from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
-from orchestrator.spec.recipes import Recipe, test_files
+from orchestrator.spec.recipes import test_files
 from orchestrator.validation.validation import validate_instance
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
@@ -66,20 +66,6 @@ class Excluded:
     p2p: list[str] = field(default_factory=list)
     f2p: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
-
-
-def test_recipe(prepared: PreparedInstance) -> Recipe:
-    """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
-    if prepared.plan.recipe is not None:
-        return prepared.plan.recipe
-    return Recipe(
-        repo="",
-        version="",
-        python=prepared.plan.python,
-        install="",
-        test_cmd=prepared.test_cmd or "pytest -rA",
-        log_format="pytest",
-    )
 
 
 async def run_instance(

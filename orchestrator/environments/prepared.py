@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.setup.plan import EnvPlan
-from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.sandbox import Snapshot
 from orchestrator.spec.recipes import Recipe
 
 
@@ -14,9 +14,9 @@ class PreparedInstance(BaseModel):
 
     plan: EnvPlan
     env_image: str
-    # the image the instance's containers start from, or (restricted Docker policy) the
-    # set-up's files on the host
-    instance_image: str | FileSnapshot
+    # what the instance's containers start from, as the backend kept it: the instance image,
+    # or (a backend that does not commit) the set-up's files on the host over an image
+    snapshot: Snapshot
     env_cache_hit: bool
     instance_cache_hit: bool
     test_cmd: str | None = None
@@ -24,10 +24,14 @@ class PreparedInstance(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     python_used: str = ""  # the environment's Python (a cached image built before: unknown)
 
+    @property
+    def instance_image(self) -> str:
+        """The instance image's name (what the snapshot stands for)."""
+        return self.snapshot.name
+
     def discard(self) -> None:
         """Delete what the instance's containers started from, when it is a host file."""
-        if isinstance(self.instance_image, FileSnapshot):
-            self.instance_image.discard()
+        self.snapshot.discard()
 
 
 def test_recipe(prepared: PreparedInstance) -> Recipe:

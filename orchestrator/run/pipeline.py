@@ -144,7 +144,7 @@ class _InstanceRun:
         self.phase("validation")
         t = time.monotonic()
         check = await asyncio.to_thread(
-            validate_instance, self.ctx, self.instance, prepared.instance_image,
+            validate_instance, self.ctx, self.instance, prepared.snapshot,
             test_recipe(prepared),
         )  # fmt: skip
         self.timings["validation"] = time.monotonic() - t
@@ -158,7 +158,7 @@ class _InstanceRun:
         self.phase("participant")
         t = time.monotonic()
         self.participant = participant = await asyncio.to_thread(
-            self.ctx.start_sandbox, prepared.instance_image, self.instance, "participant",
+            self.ctx.start_sandbox, prepared.snapshot, self.instance, "participant",
             network=False,
         )  # fmt: skip
         self.result.container = participant.name
@@ -223,7 +223,7 @@ class _InstanceRun:
             grader, own = self.participant, False
         else:
             grader = await asyncio.to_thread(
-                ctx.start_sandbox, prepared.instance_image, instance, "grading", network=False
+                ctx.start_sandbox, prepared.snapshot, instance, "grading", network=False
             )
             own = True
         try:

@@ -172,7 +172,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     timings = dict(prepared.timings)
     started = time.monotonic()
     try:
-        check = validate_instance(ctx, instance, prepared.instance_image, test_recipe(prepared))
+        check = validate_instance(ctx, instance, prepared.snapshot, test_recipe(prepared))
     finally:
         prepared.discard()
     timings["validation"] = time.monotonic() - started

@@ -12,9 +12,16 @@ from orchestrator.sandbox.local import LOCAL_IMAGE, LocalBackend
 from .conftest import BASE_IMAGE, TEST_RUN_ID
 
 # what the local backend cannot do (the host has no images, network switch or disk budget)
-LOCAL_UNSUPPORTED = {"network", "snapshot_and_images", "import_image", "registry", "disk"}
-# what Amber's Docker gateway refuses (commits, image listing, tags, pushes, imports)
-RESTRICTED_UNSUPPORTED = {"snapshot_and_images", "import_image", "registry"}
+LOCAL_UNSUPPORTED = {
+    "network",
+    "snapshot_and_images",
+    "import_image",
+    "build_image",
+    "registry",
+    "disk",
+}
+# what Amber's Docker gateway refuses (commits, image listing, tags, pushes, imports, builds)
+RESTRICTED_UNSUPPORTED = {"snapshot_and_images", "import_image", "build_image", "registry"}
 BACKENDS = [
     "local",
     pytest.param("docker", marks=pytest.mark.container),

@@ -1,5 +1,5 @@
 """Conformance checks of the optional capabilities: the network switch, snapshots and image
-listing, image import, and a registry's push and pull. A backend without one says
+listing, image import and build, and a registry's push and pull. A backend without one says
 :class:`.errors.Unsupported`, consistently."""
 
 from __future__ import annotations
@@ -93,6 +93,33 @@ def check_import_image(target: Target) -> None:
         expect(target.backend.images.labels(name).get("swe-green.kind") == "check", "no label")
     finally:
         target.backend.images.remove(name)
+
+
+@check
+def check_build_image(target: Target) -> None:
+    """An image built from a Dockerfile, labelled; a failing build is a SandboxError."""
+    tag = uuid.uuid4().hex[:8]
+    name = f"{target.image_repository}:build-{tag}"
+    images = target.backend.images
+    with tempfile.TemporaryDirectory() as tmp:
+        dockerfile = Path(tmp) / "Dockerfile"
+        dockerfile.write_text(f"FROM {target.image}\nARG WHAT\nLABEL swe-green.what=$WHAT\n")
+        try:
+            lines = list(images.build(Path(tmp), name, {"WHAT": tag}, {"swe-green.kind": "check"}))
+            expect(any(line.strip() for line in lines), "the build yielded no log line")
+            expect(images.exists(name), "build made no image")
+            labels = images.labels(name)
+            expect(labels.get("swe-green.kind") == "check", f"build's labels lost: {labels}")
+            expect(labels.get("swe-green.what") == tag, "the build argument was not passed")
+        finally:
+            images.remove(name)
+        dockerfile.write_text(f"FROM {target.image}\nRUN exit 3\n")
+        failing = f"{name}-failing"
+        try:
+            expect_raises(SandboxError, lambda: list(images.build(Path(tmp), failing, {}, {})),
+                          "a failing build")  # fmt: skip
+        finally:
+            images.remove(failing)
 
 
 @check

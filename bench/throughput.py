@@ -102,7 +102,9 @@ def validate_with(
     current._cache_path(ctx, prepared.instance_image).unlink(missing_ok=True)
     if hasattr(module, "calls"):
         module.calls.clear()
-    check = module.validate_instance(ctx, instance, prepared.snapshot, test_recipe(prepared))
+    # the baseline predates snapshots: it starts from the instance image's name
+    source = prepared.snapshot if module is current else prepared.instance_image
+    check = module.validate_instance(ctx, instance, source, test_recipe(prepared))
     if hasattr(module, "calls"):  # the baseline: base, gold, then reruns
         calls = module.calls
         phases = {"base": calls[0], "gold": sum(calls[1:2]), "gold_rerun": sum(calls[2:])}

@@ -1,10 +1,15 @@
 """The product's shape: only the Docker backend of the sandbox (one package) imports ``docker``;
-modules and functions stay within the size limits."""
+modules and functions stay within the size limits; no import cycle, none hidden in a function
+and none ignored by the import contracts."""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
+
+import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("orchestrator", "sandbox_tools")
@@ -95,3 +100,46 @@ def test_the_size_check_finds_a_long_module_and_a_long_function(tmp_path: Path) 
     (tmp_path / "pkg" / "long.py").write_text("def f():\n" + body + "\n" * 400)
     (tmp_path / "pkg" / "short.py").write_text("def g():\n    return 1\n")
     assert oversized(tmp_path, "pkg") == ["pkg/long.py", "pkg/long.py:f"]
+
+
+def import_cycles(package: str) -> list[tuple[str, ...]]:
+    """The import cycles between the modules of ``package`` (grimp's graph, so imports inside
+    functions and under TYPE_CHECKING count): for each import ``a -> b`` that closes one, the
+    shortest chain ``a -> b -> ... -> a``."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    found = set()
+    for importer in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(importer):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back is not None:
+                found.add((importer, *back))
+    return sorted(found)
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    # no function-level import hides a cycle (the `acyclic` contract checks siblings)
+    assert import_cycles("orchestrator") == []
+
+
+def test_the_cycle_check_sees_a_cycle_hidden_in_a_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cyc" / "sub").mkdir(parents=True)
+    for init in (tmp_path / "cyc" / "__init__.py", tmp_path / "cyc" / "sub" / "__init__.py"):
+        init.write_text("")
+    (tmp_path / "cyc" / "a.py").write_text("from cyc.sub import b\n")
+    (tmp_path / "cyc" / "sub" / "b.py").write_text("def f():\n    from cyc import a\n")
+    (tmp_path / "cyc" / "c.py").write_text("from cyc import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles("cyc") == [
+        ("cyc.a", "cyc.sub.b", "cyc.a"),
+        ("cyc.sub.b", "cyc.a", "cyc.sub.b"),
+    ]
+
+
+def test_the_import_contracts_ignore_no_import() -> None:
+    # an ignored import hides an upward import or a cycle: remove its cause instead
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    assert {c["id"] for c in contracts} >= {"layers", "acyclic"}
+    assert [c["id"] for c in contracts if c.get("ignore_imports")] == []

@@ -15,13 +15,8 @@ import re
 from collections.abc import Iterable
 
 from orchestrator.grading.log_parsers import clean_line
+from orchestrator.network_errors import NETWORK_ERROR
 
-# what Python prints when a name cannot be resolved or no route leads out of the container
-NETWORK_ERROR = re.compile(
-    r"Temporary failure in name resolution|Name or service not known|"
-    r"No address associated with hostname|nodename nor servname provided|"
-    r"Network is unreachable|\[Errno -[235]\]|\[Errno 101\]|getaddrinfo failed"
-)
 # pytest's header of one test's failure report: ``____ Class.test_name[param] ____``
 _HEADER = re.compile(r"^_{3,} (?P<title>.+?) _{3,}$")
 _SECTION_END = re.compile(r"^=+ .* =+$")

@@ -4,15 +4,10 @@ the shared registry, or built."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.checkout.clean_history import (
-    CleanHistory,
-    export_clean_git,
-    is_ancestor,
-)
+from orchestrator.environments.checkout.clean_history import is_ancestor, put_clean_history
 from orchestrator.environments.checkout.git_commands import GitError
 from orchestrator.environments.checkout.repo_cache import changed_paths, ensure_mirror
 from orchestrator.environments.setup.build_steps import (
@@ -23,22 +18,12 @@ from orchestrator.environments.setup.build_steps import (
 )
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, instance_image_name
-from orchestrator.environments.setup.setup_scripts import CLEAN_GIT, base_commit_script
+from orchestrator.environments.setup.setup_scripts import base_commit_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 from orchestrator.spec.recipes import reinstall_needed
-
-
-def put_clean_history(
-    sandbox: Sandbox, mirror: Path, commit: str, since: str | None = None
-) -> CleanHistory:
-    """:func:`export_clean_git` of ``commit`` put at ``CLEAN_GIT`` in ``sandbox``."""
-    with tempfile.TemporaryDirectory() as tmp:
-        history = export_clean_git(mirror, commit, Path(tmp) / "git", since=since)
-        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
-    return history
 
 
 def ensure_instance_image(

@@ -1,11 +1,12 @@
-"""Phase 4's history hygiene on the host: the fresh ``.git`` of a base commit holding only
-what it reaches (:func:`export_clean_git`), and the history that an environment's instances
-share (:func:`shared_commit`)."""
+"""Phase 4's history hygiene: the fresh ``.git`` of a base commit holding only what it reaches
+(:func:`export_clean_git`, on the host; :func:`put_clean_history` puts it in a sandbox), and
+the history that an environment's instances share (:func:`shared_commit`)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,6 +21,11 @@ from orchestrator.environments.checkout.git_commands import (
     has_commit,
     one_line,
 )
+from orchestrator.sandbox import Sandbox
+
+# where :func:`put_clean_history` puts a fresh ``.git`` in a sandbox, for the set-up and base
+# commit scripts to swap in (under the scripts' ``/opt/swe``)
+CLEAN_GIT = "/opt/swe/clean-git"
 
 
 class CleanHistory(BaseModel):
@@ -58,6 +64,16 @@ def export_clean_git(
             f"Cannot export the history of {commit} from {mirror}: {one_line(exc.stderr)}",
             "check the mirror (git fsck --connectivity-only) or remove it to clone it again.",
         ) from exc
+
+
+def put_clean_history(
+    sandbox: Sandbox, mirror: Path, commit: str, since: str | None = None
+) -> CleanHistory:
+    """:func:`export_clean_git` of ``commit`` put at ``CLEAN_GIT`` in ``sandbox``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        history = export_clean_git(mirror, commit, Path(tmp) / "git", since=since)
+        sandbox.put_dir(Path(tmp) / "git", CLEAN_GIT)
+    return history
 
 
 def _export_clean_git(mirror: Path, commit: str, dest: Path, since: str | None) -> CleanHistory:

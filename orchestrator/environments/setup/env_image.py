@@ -11,8 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.base_commit.instance_image import put_clean_history
-from orchestrator.environments.checkout.clean_history import shared_commit
+from orchestrator.environments.checkout.clean_history import put_clean_history, shared_commit
 from orchestrator.environments.checkout.repo_cache import ensure_mirror, prepare_checkout
 from orchestrator.environments.setup.build_steps import (
     building,

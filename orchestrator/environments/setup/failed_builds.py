@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
-from orchestrator.grading.network_tests import NETWORK_ERROR
 from orchestrator.models import Instance
+from orchestrator.network_errors import NETWORK_ERROR
 
 
 class FailedBuild(BaseModel):

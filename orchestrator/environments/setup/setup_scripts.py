@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from orchestrator.environments.checkout.clean_history import CLEAN_GIT
 from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.spec.recipes import Recipe
@@ -214,8 +215,6 @@ run_step {shlex.quote(recipe.install)} || fail "install command"
 step "done"
 """
 
-
-CLEAN_GIT = f"{SWE_DIR}/clean-git"
 
 # pip >= 21.3 builds `pip install .` in the source tree: the untracked (usually ignored)
 # `build/` it leaves is debris the official environments do not have, and a patch adding

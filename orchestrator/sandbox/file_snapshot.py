@@ -1,9 +1,10 @@
 """A container's files kept on the host: what ``docker commit`` would keep, without a commit.
 
 Under the ``restricted`` Docker policy (Amber's Docker gateway refuses commit, image build and
-import, and network connect/disconnect) an instance is set up in one container with the
-network on, and the files the set-up changed are carried into new containers created without
-a network from the same image (validation, the participant, grading):
+import, and network connect/disconnect) an instance is set up in containers with the network
+on, and the files the set-up changed are carried into new containers from the same image
+(phase 4 from phases 1-3; validation, the participant and grading, created without a
+network):
 
 - :func:`capture`: the engine's list of the container's changes (``GET
   /containers/{id}/changes``), reduced to the fewest paths that cover them (an added

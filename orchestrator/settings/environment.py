@@ -80,7 +80,7 @@ class EnvironmentConfig(ComponentConfig):
         "environment image pulls <registry>/<image_prefix>/env:<tag> before building it, and "
         "pushes what it built. Plain-http registries must be in the engines' "
         "insecure-registries (127.0.0.0/8 is trusted by default). Instance images too, see "
-        "registry_instance_images. Restricted policy: environment images, pull only.",
+        "registry_instance_images. Restricted policy: pull only.",
     )
     registry_instance_images: bool = Field(
         True,

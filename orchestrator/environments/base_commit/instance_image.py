@@ -21,38 +21,38 @@ from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, instance_
 from orchestrator.environments.setup.setup_scripts import base_commit_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 from orchestrator.spec.recipes import reinstall_needed
 
 
 def ensure_instance_image(
-    ctx: RunContext, instance: Instance, plan: EnvPlan, env_image: str, log_path: Path,
+    ctx: RunContext, instance: Instance, plan: EnvPlan, env: Snapshot, log_path: Path,
     reinstall: str | None, shared_history: str | None = None,
-) -> tuple[str, bool]:  # fmt: skip
+) -> tuple[Snapshot, bool]:  # fmt: skip
     """The instance image (phase 4): from this host's cache, else from the shared registry,
-    else built from the environment image (and then pushed)."""
+    else built from the environment (``env``: what the backend kept of phases 1-3) and
+    kept by the backend (then pushed, where the image store pushes)."""
     name = instance_image_name(ctx, instance, plan)
     settings = ctx.settings.environment
     registry = settings.env_image_registry if settings.registry_instance_images else None
     what = "instance image"
     with image_lock(ctx, f"instance-{plan.instance_key(instance)}"):
         if ctx.backend.images.exists(name):
-            return name, True
-        if registry and pull_shared(
-            ctx.backend, registry, name, log_path, keep_reference=False, what=what
-        ):
-            return name, True
-        sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
+            return Snapshot.of_image(name), True
+        pulled = pull_shared(ctx.backend, registry, name, log_path, what) if registry else None
+        if pulled:
+            return Snapshot(name=name, image=pulled), True
+        sandbox = ctx.start_sandbox(env, instance, "setup", network=True)
         with building(ctx, sandbox, "base commit"):
             check_out_base(ctx, instance, sandbox, log_path, reinstall, shared_history)
-            ctx.backend.keep(
+            kept = ctx.backend.keep(
                 sandbox, name, ctx.settings.storage.data_dir / "files",
                 labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
             )  # fmt: skip
     if registry:
         push_shared(ctx.backend, registry, name, log_path, what=what)
-    return name, False
+    return kept, False
 
 
 def check_out_base(

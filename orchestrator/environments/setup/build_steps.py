@@ -17,7 +17,13 @@ from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.sandbox import Sandbox
 
 
-def image_lock(ctx: RunContext, key: str) -> FileLock:
+def image_lock(ctx: RunContext, key: str) -> contextlib.AbstractContextManager[object]:
+    """The host lock under which the image of ``key`` is looked up and built, so that
+    instances needing it at once build it once; none when the backend keeps no images (the
+    restricted policy: what a build keeps is one instance's host file, reused by none, so
+    instances build side by side)."""
+    if not ctx.backend.commits:
+        return contextlib.nullcontext()
     locks = ctx.settings.storage.data_dir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     return FileLock(str(locks / f"{key}.lock"))

@@ -36,7 +36,7 @@ from orchestrator.environments.setup.setup_scripts import (
 )
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 
 
@@ -56,6 +56,13 @@ class EnvImage(BaseModel):
     reinstall: str | None = None
     # the commit whose history the image's /testbed/.git holds (None: a whole clone)
     shared_history: str | None = None
+    # what the backend kept of the set-up (None: the image ``name`` itself)
+    kept: Snapshot | None = None
+
+    def start_from(self) -> Snapshot:
+        """What phase 4 starts from: what the backend kept of the set-up (an image, or a
+        host file pack under the restricted policy), else the image itself."""
+        return self.kept or Snapshot.of_image(self.name)
 
 
 def ensure_env_image(
@@ -70,8 +77,9 @@ def ensure_env_image(
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
             return env_from_labels(ctx, name)
-        if registry and pull_shared(ctx.backend, registry, name, log_path, keep_reference=False):
-            return env_from_labels(ctx, name)
+        pulled = pull_shared(ctx.backend, registry, name, log_path) if registry else None
+        if pulled:
+            return env_from_labels(ctx, pulled)
         built = build_env_image(ctx, instance, plan, name, log_path)
     if registry:  # outside the lock: instances waiting for the image need not wait for this
         push_shared(ctx.backend, registry, name, log_path)
@@ -121,7 +129,9 @@ def build_env_image(
         built.shared_history = share_history(ctx, instance, sandbox, log_path)
         if built.shared_history is not None:
             labels[LABEL_SHARED_HISTORY] = built.shared_history
-        ctx.backend.keep(sandbox, name, ctx.settings.storage.data_dir / "files", labels)
+        built.kept = ctx.backend.keep(
+            sandbox, name, ctx.settings.storage.data_dir / "files", labels
+        )
     log.info("setup.done", image=name)
     return built
 

@@ -9,7 +9,8 @@ a registry that does not answer, means the host builds; a failed push is a warni
 instance's setup.log, never a failure of the instance.
 
 Under the restricted Docker policy (Amber's gateway refuses push and tag, allows pull and
-image inspect) images are only pulled, and used under their registry reference.
+image inspect) the image store says :class:`Unsupported`: images are only pulled, and used
+under their registry reference; nothing is pushed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 from orchestrator.errors import first_line
-from orchestrator.sandbox import SandboxBackend, SandboxError
+from orchestrator.sandbox import SandboxBackend, SandboxError, Unsupported
 
 
 def registry_reference(registry: str, name: str) -> str:
@@ -33,12 +34,12 @@ def _note(log_path: Path, line: str) -> None:
 
 
 def pull_shared(
-    backend: SandboxBackend, registry: str, name: str, log_path: Path, *, keep_reference: bool,
+    backend: SandboxBackend, registry: str, name: str, log_path: Path,
     what: str = "environment image",
 ) -> str | None:  # fmt: skip
     """The image ``name`` (``what``) pulled from ``registry``, or None when it is not
-    there (or the registry cannot be reached). It is tagged ``name`` locally, unless
-    ``keep_reference`` (a gateway that refuses tags): then the registry reference is the
+    there (or the registry cannot be reached). It is tagged ``name`` locally, unless the
+    image store refuses tags (the restricted policy): then the registry reference is the
     image's name here. Returns the name to start containers from."""
     reference = registry_reference(registry, name)
     started = time.monotonic()
@@ -51,9 +52,10 @@ def pull_shared(
         log_path,
         f"{what} {reference} pulled from the registry ({time.monotonic() - started:.1f}s)",
     )
-    if keep_reference:
+    try:
+        backend.images.tag(reference, *name.rsplit(":", 1))
+    except Unsupported:
         return reference
-    backend.images.tag(reference, *name.rsplit(":", 1))
     backend.images.remove(reference)  # the registry's tag only: the image stays as ``name``
     return name
 
@@ -62,11 +64,16 @@ def push_shared(
     backend: SandboxBackend, registry: str, name: str, log_path: Path,
     what: str = "environment image",
 ) -> bool:  # fmt: skip
-    """Upload the freshly built ``name`` to ``registry``; a failure is a warning in the log."""
+    """Upload the freshly built ``name`` to ``registry``; a failure is a warning in the log.
+    A store that pushes nothing (the restricted policy: what it kept is no image) is no
+    failure: a host under the full policy fills the registry."""
     reference = registry_reference(registry, name)
     started = time.monotonic()
     try:
         backend.images.push(name, reference)
+    except Unsupported as exc:
+        _note(log_path, f"{what} not pushed to {reference}: {first_line(exc)}")
+        return False
     except SandboxError as exc:
         _note(log_path, f"warning: {what} not pushed to {reference}: {first_line(exc)}")
         return False

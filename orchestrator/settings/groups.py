@@ -104,6 +104,14 @@ class EnvironmentSettings(_Group):
         "instance image adds only the objects its base reaches beyond it. Off: every "
         "instance image holds its base's whole history.",
     )
+    share_layers: bool = Field(
+        True,
+        description="Environment images of recipes share layers: one image per base image "
+        "holds the virtual environment and pip, and an environment whose pins differ from "
+        "its recipe's only by an instance's own pins is the recipe's environment plus a "
+        "layer installing those pins. Off: every environment image is built whole on the "
+        "base image.",
+    )
     image_prefix: str = Field("swe-green", description="Repository prefix of the tool's images.")
     base_python: str = Field("3.11", description="Default base image Python (3.9/3.11/3.13).")
     base_image_registry: str | None = Field(

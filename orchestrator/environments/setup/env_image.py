@@ -20,6 +20,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
+from orchestrator.environments.setup.env_layers import start_image
 from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, env_image_name
@@ -32,6 +33,7 @@ from orchestrator.environments.setup.setup_scripts import (
     LABEL_TEST_CMD,
     PYTHON_MIRROR_DIR,
     TESTBED,
+    own_pins_script,
     recipe_setup_script,
     share_history_script,
 )
@@ -108,23 +110,55 @@ def build_env_image(
                 f"recipe asks for Python {plan.recipe.python}; "
                 f"using the nearest available, {plan.python}\n"
             )
-    sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
+    if plan.family_key is not None:
+        return build_on_family(ctx, instance, plan, name, log_path)
+    start = start_image(ctx, instance, plan, log_path)
+    sandbox = ctx.start_sandbox(start, instance, "setup", network=True)
     built = EnvImage(name=name, cache_hit=False)
     with building(ctx, sandbox, "environment setup"):
-        setup_environment(ctx, instance, plan, sandbox, log_path, built)
-        labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
-        labels[LABEL_REPO_VERSION] = instance.repo_version
-        if built.test_cmd is not None:
-            labels[LABEL_TEST_CMD] = built.test_cmd
-        if built.reinstall is not None:
-            labels[LABEL_REINSTALL] = built.reinstall
+        setup_environment(ctx, instance, plan, sandbox, log_path, built, start != plan.base_image)
         _drop_install_caches(sandbox)
         built.shared_history = share_history(ctx, instance, sandbox, log_path)
-        if built.shared_history is not None:
-            labels[LABEL_SHARED_HISTORY] = built.shared_history
         repository, tag = name.rsplit(":", 1)
-        sandbox.snapshot(repository, tag, labels=labels)
+        sandbox.snapshot(repository, tag, labels=env_labels(instance, plan, built))
     log.info("setup.done", image=name)
+    return built
+
+
+def env_labels(instance: Instance, plan: EnvPlan, built: EnvImage) -> dict[str, str]:
+    """The labels of an environment image: what a cache hit needs to know of it."""
+    labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
+    labels[LABEL_REPO_VERSION] = instance.repo_version
+    if built.test_cmd is not None:
+        labels[LABEL_TEST_CMD] = built.test_cmd
+    if built.reinstall is not None:
+        labels[LABEL_REINSTALL] = built.reinstall
+    if built.shared_history is not None:
+        labels[LABEL_SHARED_HISTORY] = built.shared_history
+    return labels
+
+
+def build_on_family(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, name: str, log_path: Path
+) -> EnvImage:
+    """An environment that differs from its recipe's only by the instance's own pins: the
+    recipe's environment image (from the caches, or built), plus a layer installing them."""
+    family = ensure_env_image(ctx, instance, plan.family(), log_path)
+    with open(log_path, "a") as fh:
+        fh.write(f"built on the recipe's environment {family.name}: + {' '.join(plan.own_pins)}\n")
+    sandbox = ctx.start_sandbox(family.name, instance, "setup", network=True)
+    built = family.model_copy(update={"name": name, "cache_hit": False, "tokens": {}})
+    with building(ctx, sandbox, "environment setup"):
+        ok, why = run_logged(
+            sandbox, own_pins_script(plan.own_pins), log_path, "own-pins",
+            ctx.settings.environment.install_timeout,
+        )  # fmt: skip
+        if not ok:
+            remember_failed_build(ctx, plan.env_key, instance, why)
+            raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
+        _drop_install_caches(sandbox)
+        repository, tag = name.rsplit(":", 1)
+        sandbox.snapshot(repository, tag, labels=env_labels(instance, plan, built))
     return built
 
 
@@ -232,15 +266,16 @@ def _llm_setup(
 
 def setup_environment(
     ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
-    built: EnvImage,
+    built: EnvImage, venv_ready: bool = False,
 ) -> None:  # fmt: skip
-    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found."""
+    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found
+    (``venv_ready``: ``sandbox`` is of the tools image)."""
     _copy_checkout(ctx, instance, sandbox)
     if plan.strategy == "recipe":
         assert plan.recipe is not None
         mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
         script = recipe_setup_script(
-            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
+            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env, venv_ready=venv_ready
         )
         ok, why = run_logged(
             sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout

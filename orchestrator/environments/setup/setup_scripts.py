@@ -130,6 +130,9 @@ def _venv_step(fetch_python: str | None, python_env: dict[str, str] | None) -> s
     )
 
 
+_READY_VENV = f'test -x {VENV}/bin/python || fail "the virtual environment is missing"'
+
+
 def _pins_step(pins: list[str]) -> str:
     """Bash installing the pins: together, else one by one, where a release without wheels
     for this Python (a stand-in for the spec's) becomes the newest of its series
@@ -169,8 +172,10 @@ def recipe_setup_script(
     pins: list[str],
     fetch_python: str | None = None,
     python_env: dict[str, str] | None = None,
+    venv_ready: bool = False,
 ) -> str:
-    """The bash script that builds a recipe's environment in /testbed (network on).
+    """The bash script that builds a recipe's environment in /testbed (network on);
+    ``venv_ready``: the image has the virtual environment already (a shared layer).
 
     The virtual environment (:func:`_venv_step`) is made with copies of the interpreter, not
     symlinks: tools that link to it again (tox-current-env's ``.tox/py39/bin/python``) still
@@ -190,7 +195,7 @@ fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 run_step() {{ echo "+ $1"; bash -c "$1"; }}
 cd {TESTBED}
 step "python: base image $(python3 --version)"
-{_venv_step(fetch_python, python_env)}
+{_READY_VENV if venv_ready else _venv_step(fetch_python, python_env)}
 cat > {BUILD_CONSTRAINTS} <<'CONSTRAINTS'
 {build_constraints(pins).strip()}
 CONSTRAINTS
@@ -211,6 +216,20 @@ step "pre-install"
 step "install"
 run_step {shlex.quote(recipe.install)} || fail "install command"
 {services}
+step "done"
+"""
+
+
+def own_pins_script(pins: list[str]) -> str:
+    """The bash script that adds an instance's own pins to its recipe's environment (a
+    layer on that environment's image), installed as the set-up script installs pins."""
+    return f"""#!/bin/bash
+set -uo pipefail
+step() {{ echo; echo ">>>>> $*"; }}
+fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+source {ACTIVATE} || fail "activating the environment"
+step "the instance's own pins"
+{_pins_step(pins)}
 step "done"
 """
 

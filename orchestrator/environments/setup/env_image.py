@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.base_commit.instance_image import put_clean_history
-from orchestrator.environments.checkout.clean_history import shared_commit
+from orchestrator.environments.checkout.clean_history import is_ancestor, shared_commit
 from orchestrator.environments.checkout.repo_cache import ensure_mirror, prepare_checkout
 from orchestrator.environments.setup.build_steps import (
     building,
@@ -20,7 +20,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
-from orchestrator.environments.setup.env_layers import start_image
+from orchestrator.environments.setup.env_layers import setup_start
 from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, env_image_name
@@ -112,13 +112,13 @@ def build_env_image(
             )
     if plan.family_key is not None:
         return build_on_family(ctx, instance, plan, name, log_path)
-    start = start_image(ctx, instance, plan, log_path)
-    sandbox = ctx.start_sandbox(start, instance, "setup", network=True)
+    start = setup_start(ctx, instance, plan, log_path)
+    sandbox = ctx.start_sandbox(start.image, instance, "setup", network=True)
     built = EnvImage(name=name, cache_hit=False)
     with building(ctx, sandbox, "environment setup"):
-        setup_environment(ctx, instance, plan, sandbox, log_path, built, start != plan.base_image)
+        setup_environment(ctx, instance, plan, sandbox, log_path, built, start.venv_ready)
         _drop_install_caches(sandbox)
-        built.shared_history = share_history(ctx, instance, sandbox, log_path)
+        built.shared_history = share_history(ctx, instance, sandbox, log_path, start.history)
         repository, tag = name.rsplit(":", 1)
         sandbox.snapshot(repository, tag, labels=env_labels(instance, plan, built))
     log.info("setup.done", image=name)
@@ -173,28 +173,35 @@ def _drop_install_caches(sandbox: Sandbox) -> None:
 
 
 def share_history(
-    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path
-) -> str | None:
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path,
+    below: str | None = None,
+) -> str | None:  # fmt: skip
     """End of phases 1-3 in ``sandbox``: ``/testbed/.git`` becomes the history that the
     environment's instances share (the common ancestor of their base commits, as the
     dataset lists them), so that each instance image adds only what its base reaches beyond
     it. Returns that commit, or None (setting ``share_history`` off, or no common ancestor:
-    the environment keeps a whole clone and phase 4 swaps in a full clean history)."""
+    the environment keeps a whole clone and phase 4 swaps in a full clean history).
+
+    ``below``: the commit whose history the image below holds in ``.git`` (the repository's
+    history image); only what ``shared`` reaches beyond it is added. (Not an ancestor of
+    ``shared``: dropped, and the whole history added.)"""
     if not ctx.settings.environment.share_history:
         return None
     mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
     shared = shared_commit(mirror, _peer_bases(ctx, instance))
     if shared is None:
         return None
-    history = put_clean_history(sandbox, mirror, shared)
+    since = below if below is not None and is_ancestor(mirror, below, shared) else None
+    history = put_clean_history(sandbox, mirror, shared, since)
     with open(log_path, "a") as fh:
+        beyond = f" beyond the repository's history at {since[:12]}" if since else ""
         fh.write(
             f"shared history at {shared[:12]}: {history.commits} commits, "
-            f"{history.objects} objects, {history.pack_bytes / 1e6:.1f} MB pack\n"
+            f"{history.objects} objects{beyond}, {history.pack_bytes / 1e6:.1f} MB pack\n"
         )
     ok, why = run_logged(
         sandbox,
-        share_history_script(),
+        share_history_script(onto_shared=since is not None),
         log_path,
         "shared-history",
         ctx.settings.environment.install_timeout,

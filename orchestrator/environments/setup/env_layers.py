@@ -25,6 +25,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.setup.build_steps import (
     building,
@@ -32,15 +34,25 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
+from orchestrator.environments.checkout.clean_history import shared_commit
+from orchestrator.environments.base_commit.instance_image import put_clean_history
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed
-from orchestrator.environments.setup.setup_scripts import PIP_VERSION, VENV
-from orchestrator.errors import SandboxError
+from orchestrator.environments.checkout.repo_cache import ensure_mirror
+from orchestrator.environments.setup.setup_scripts import (
+    CLEAN_GIT,
+    PIP_VERSION,
+    SHARED_PACKS,
+    TESTBED,
+    VENV,
+)
+from orchestrator.errors import SandboxError, UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 
 # Bump when the tools script changes what it builds (part of the tools image's key).
 TOOLS_VERSION = 1
-LABEL_LAYER = "swe-green.layer"  # "tools": the shared virtual environment
+LABEL_LAYER = "swe-green.layer"  # "tools": the shared virtual environment; "history"
+LABEL_HISTORY_BELOW = "swe-green.history-below"  # the history image's commit
 
 
 def tools_script() -> str:
@@ -105,13 +117,96 @@ def ensure_tools_image(ctx: RunContext, instance: Instance, plan: EnvPlan, log_p
     return name
 
 
-def start_image(ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path) -> str:
-    """The image an environment's set-up starts from: the tools image, else the base."""
-    if not uses_tools(ctx, plan):
-        return plan.base_image
+def repo_bases(ctx: RunContext, instance: Instance) -> list[str]:
+    """The base commits of the dataset's instances of this repository, this instance's
+    first."""
+    from orchestrator.dataset.instances import load_instances
+
+    bases = [instance.base_commit]
     try:
-        return ensure_tools_image(ctx, instance, plan, log_path)
+        rows = load_instances(ctx.settings.dataset.dataset)
+    except (UserError, OSError, ValueError):  # unreadable here: its own alone
+        return bases
+    return bases + [r.base_commit for r in rows if r.repo == instance.repo]
+
+
+def ensure_history_image(
+    ctx: RunContext, instance: Instance, below: str, log_path: Path
+) -> tuple[str, str] | None:
+    """The repository's history image over ``below`` (the tools image): ``/testbed/.git``
+    holding one pack of what the common ancestor of the dataset's base commits of the
+    repository reaches, shared by all its environments. (image, that commit), or None when
+    the bases share no commit."""
+    mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
+    commit = shared_commit(mirror, repo_bases(ctx, instance))
+    if commit is None:
+        return None
+    raw = json.dumps({"below": below, "repo": instance.repo, "commit": commit, "v": 1})
+    key = hashlib.sha256(raw.encode()).hexdigest()[:16]
+    name = (
+        f"{ctx.settings.environment.image_prefix}/env:history-{instance.owner_name.lower()}-{key}"
+    )
+    with image_lock(ctx, f"history-{key}"):
+        if ctx.backend.image_exists(name):
+            return name, commit
+        sandbox = ctx.start_sandbox(below, instance, "setup", network=False)
+        with building(ctx, sandbox, "history image"):
+            history = put_clean_history(sandbox, mirror, commit)
+            with open(log_path, "a") as fh:
+                fh.write(
+                    f"repository history at {commit[:12]}: {history.commits} commits, "
+                    f"{history.pack_bytes / 1e6:.1f} MB pack\n"
+                )
+            ok, why = run_logged(
+                sandbox,
+                _HISTORY_SCRIPT,
+                log_path,
+                "history",
+                ctx.settings.environment.install_timeout,
+            )
+            if not ok:
+                raise SetupFailed(f"history image: {why}", keep_failed(ctx, sandbox))
+            labels = {LABEL_KIND: "env", LABEL_ENV_KEY: f"history-{key}", LABEL_LAYER: "history"}
+            repository, tag = name.rsplit(":", 1)
+            sandbox.snapshot(repository, tag, labels=labels | {LABEL_HISTORY_BELOW: commit})
+    return name, commit
+
+
+_HISTORY_SCRIPT = f"""#!/bin/bash
+set -uo pipefail
+fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+mkdir -p {TESTBED}/.git/objects/pack || fail "making {TESTBED}/.git"
+mv {CLEAN_GIT}/objects/pack/pack-* {TESTBED}/.git/objects/pack/ || fail "moving the pack"
+rm -rf {CLEAN_GIT}
+(cd {TESTBED}/.git/objects/pack && ls) > {SHARED_PACKS} || fail "listing the packs"
+echo ">>>>> repository history: $(cat {SHARED_PACKS} | tr '\\n' ' ')"
+"""
+
+
+class SetupStart(BaseModel):
+    """Where an environment's set-up starts."""
+
+    image: str
+    venv_ready: bool = False  # the tools image's virtual environment is there
+    history: str | None = None  # the commit whose history /testbed/.git holds already
+
+
+def setup_start(ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path) -> SetupStart:
+    """The image an environment's set-up starts from: the repository's history image on the
+    tools image, else the tools image, else the base image."""
+    if not uses_tools(ctx, plan):
+        return SetupStart(image=plan.base_image)
+    try:
+        tools = ensure_tools_image(ctx, instance, plan, log_path)
     except SandboxError as exc:  # the engine cannot list images: the base, as before
         with open(log_path, "a") as fh:
             fh.write(f"no tools image ({str(exc).splitlines()[0][:200]}); from the base\n")
-        return plan.base_image
+        return SetupStart(image=plan.base_image)
+    found = ensure_history_image(ctx, instance, tools, log_path) if _history(ctx) else None
+    if found is None:
+        return SetupStart(image=tools, venv_ready=True)
+    return SetupStart(image=found[0], venv_ready=True, history=found[1])
+
+
+def _history(ctx: RunContext) -> bool:
+    return ctx.settings.environment.share_history

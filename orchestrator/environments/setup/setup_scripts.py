@@ -269,17 +269,43 @@ _DROP_SUBMODULE_CONFIG = """git config --name-only --get-regexp '^submodule\\.' 
 done"""
 
 
-def share_history_script() -> str:
+SHARED_PACKS = f"{SWE_DIR}/shared-packs.txt"
+# the swap when the image below holds the repository's history in .git/objects/pack (its
+# packs listed in SHARED_PACKS): everything else of the set-up's .git goes (it is of this
+# layer: nothing hidden), the clean history beyond it moves in, an empty pack is dropped
+_SWAP_ONTO_SHARED = f"""for idx in {CLEAN_GIT}/objects/pack/pack-*.idx; do
+  [ -e "$idx" ] && [ -z "$(git show-index < "$idx" | head -1)" ] && rm -f "${{idx%.idx}}".*
+done
+find .git -mindepth 1 -maxdepth 1 ! -name objects -exec rm -rf {{}} +
+find .git/objects -mindepth 1 -maxdepth 1 ! -name pack -exec rm -rf {{}} +
+for f in .git/objects/pack/*; do
+  grep -qxF "${{f##*/}}" {SHARED_PACKS} || rm -rf "$f"
+done
+mv {CLEAN_GIT}/objects/pack/* .git/objects/pack/ 2>/dev/null
+mkdir -p .git/objects/info && rm -rf {CLEAN_GIT}/objects
+(shopt -s dotglob && mv {CLEAN_GIT}/* .git/) && rmdir {CLEAN_GIT} \\
+  || fail "installing the clean history"
+"""
+
+
+def share_history_script(onto_shared: bool = False) -> str:
     """End of phases 1-3: the environment's ``.git`` becomes the history its instances share
     (put at ``CLEAN_GIT``: :func:`export_clean_git` of their common ancestor), so that each
     instance image adds only what its base reaches beyond it. The working tree and the index
-    stay those of the set-up commit; phase 4 moves them to the base."""
+    stay those of the set-up commit; phase 4 moves them to the base. ``onto_shared``: the
+    image below holds the repository's history (``SHARED_PACKS``), ``CLEAN_GIT`` only what
+    lies beyond it."""
+    carry = (
+        _CARRY_SUBMODULES.replace(_SWAP_GIT, _SWAP_ONTO_SHARED)
+        if onto_shared
+        else _CARRY_SUBMODULES
+    )
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 {SHELL_GIT_FUNCTION}
 cd {TESTBED}
-{_CARRY_SUBMODULES}
+{carry}
 echo ">>>>> shared history: $(git rev-parse HEAD)"
 """
 

@@ -14,6 +14,7 @@ from orchestrator.environments.env_layers import tools_key, tools_script
 from orchestrator.environments.plan import EnvPlan, own_pins
 from orchestrator.environments.recipes import load_recipes, pins_for
 from orchestrator.environments.setup_scripts import own_pins_script
+from orchestrator.models import Instance
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 
@@ -95,3 +96,179 @@ def test_the_own_pins_script_installs_only_the_given_pins_without_their_dependen
     assert "pins=(flake8-comprehensions==3.16.0)" in script
     assert "--no-deps" in script and "source /opt/swe/activate.sh" in script
     assert json.dumps("python3 -m venv") not in script  # no new virtual environment
+
+
+# --- in real containers: the synthetic demo/calc instances -------------------------------
+
+
+def _layers(docker_client, image: str) -> list[str]:
+    return list(docker_client.api.inspect_image(image)["RootFS"]["Layers"])
+
+
+def _whiteouts(docker_client, image: str) -> list[str] | None:
+    """The paths the image's own top layer hides (overlay2 whiteouts), or None when this
+    engine's layers cannot be read here."""
+    graph = docker_client.api.inspect_image(image)["GraphDriver"]
+    upper = Path(graph.get("Data", {}).get("UpperDir", ""))
+    if graph.get("Name") != "overlay2" or not upper.is_dir():
+        return None
+    return [
+        str(p.relative_to(upper))
+        for p in upper.rglob("*")
+        if p.is_char_device() and p.lstat().st_rdev == 0
+    ]
+
+
+def _run(docker_client, image: str, script: str) -> str:
+    out = docker_client.containers.run(
+        image, ["bash", "-c", script], remove=True, network_disabled=True,
+        labels={"swe-green.run": "pytest-layers"},
+    )  # fmt: skip
+    return out.decode()
+
+
+FREEZE = "source /opt/swe/activate.sh >/dev/null 2>&1; cd /; pip list --format=freeze"
+
+
+@pytest.fixture
+def layered(env_settings, synthetic_dir, docker_client, base_image, docker_backend, tmp_path):
+    """Contexts of their own image prefixes over a dataset of three demo/calc instances: the
+    real one, one with a pin of its own (``iniconfig==1.1.1``) and one of an older
+    environment (set-up and base commit the real base's parent)."""
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+
+    from .conftest import TEST_RUN_ID, remove_images_under
+
+    rows = {
+        json.loads(line)["instance_id"]: json.loads(line)
+        for line in (synthetic_dir / "instances.jsonl").read_text().splitlines()
+    }
+    calc = rows["demo__calc-1"]
+    mirror = env_settings.repos.mirror_dir / "demo__calc.git"
+    parent = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-parse", f"{calc['base_commit']}~1"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    own = calc | {"instance_id": "demo__calc-own"}
+    older = calc | {
+        "instance_id": "demo__calc-older", "base_commit": parent,
+        "environment_setup_commit": parent,
+    }  # fmt: skip
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in (calc, own, older)))
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    for recipe in recipes:
+        if recipe["repo"] == "demo/calc":
+            recipe["instance_pins"] = {"demo__calc-own": ["iniconfig==1.1.1"]}
+    recipes_file = tmp_path / "recipes.json"
+    recipes_file.write_text(json.dumps(recipes))
+    prefixes: list[str] = []
+
+    def make(share_layers: bool) -> RunContext:
+        prefix = f"{env_settings.environment.image_prefix}-layers{len(prefixes)}"
+        prefixes.append(prefix)
+        docker_client.images.get(base_image).tag(f"{prefix}/base", "py3.11")
+        settings = env_settings.replace(
+            dataset=str(dataset), recipes_file=recipes_file, image_prefix=prefix,
+            data_dir=tmp_path / f"data-{prefix}", share_layers=share_layers,
+        )  # fmt: skip
+        return RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / prefix))
+
+    instances = {r["instance_id"]: Instance.model_validate(r) for r in (calc, own, older)}
+    yield make, instances, mirror
+    for prefix in prefixes:
+        remove_images_under(docker_client, prefix)
+
+
+@pytest.mark.container
+def test_environments_share_the_tools_the_history_and_their_recipes_environment(
+    layered, docker_client
+):
+    from orchestrator.environments.build import prepare_instance
+
+    make, instances, mirror = layered
+    ctx = make(share_layers=True)
+    calc = prepare_instance(ctx, instances["demo__calc-1"])
+    own = prepare_instance(ctx, instances["demo__calc-own"])
+    older = prepare_instance(ctx, instances["demo__calc-older"])
+    prefix = ctx.settings.environment.image_prefix
+    shared = {t.split(":", 1)[1].split("-", 1)[0]: t for i in docker_client.images.list(
+        name=f"{prefix}/env") for t in i.tags if ":tools-" in t or ":history-" in t}  # fmt: skip
+    assert set(shared) == {"tools", "history"}
+    tools, history = (
+        _layers(docker_client, shared["tools"]),
+        _layers(docker_client, shared["history"]),
+    )
+    base = _layers(docker_client, f"{prefix}/base:py3.11")
+    # base < tools < history < each environment (one layer each) < the own pins' layer
+    assert tools[:-1] == base and history[:-1] == tools
+    for prepared in (calc, older):
+        assert _layers(docker_client, prepared.env_image)[:-1] == history
+    calc_env = _layers(docker_client, calc.env_image)
+    assert _layers(docker_client, own.env_image)[:-1] == calc_env
+    own_layer = docker_client.api.history(own.env_image)[0]["Size"]
+    assert 0 < own_layer < 2_000_000
+    # the own pin replaces the recipe's; the rest is the recipe's environment
+    calc_freeze, own_freeze = (
+        _run(docker_client, p.env_image, FREEZE).split() for p in (calc, own)
+    )  # fmt: skip
+    assert "iniconfig==2.0.0" in calc_freeze and "iniconfig==1.1.1" in own_freeze
+    assert {p for p in calc_freeze if not p.startswith("iniconfig==")} == {
+        p for p in own_freeze if not p.startswith("iniconfig==")
+    }
+    # nothing dead: no installer cache, the interpreter once, no file hidden
+    venv = _run(
+        docker_client,
+        own.env_image,
+        "ls /root/.cache/pip /root/.cache/uv 2>/dev/null; "
+        "stat -c %i /opt/swe/venv/bin/python /opt/swe/venv/bin/python3* | sort -u",
+    )
+    assert len(venv.split()) == 1, venv
+    for image in (shared["tools"], shared["history"], calc.env_image, older.env_image):
+        hidden = _whiteouts(docker_client, image)
+        assert not hidden, (image, hidden)
+    # the history: the repository's once (the older base), each environment what it adds
+    packs = "ls /testbed/.git/objects/pack/*.pack | wc -l"
+    assert _run(docker_client, older.env_image, packs).strip() == "1"
+    assert _run(docker_client, calc.env_image, packs).strip() == "2"
+    for prepared, instance in (
+        (calc, "demo__calc-1"),
+        (own, "demo__calc-own"),
+        (older, "demo__calc-older"),
+    ):
+        base_commit = instances[instance].base_commit
+        objects = _run(
+            docker_client,
+            prepared.instance_image,
+            "cd /testbed && git status --porcelain && "
+            "git cat-file --batch-all-objects --batch-check='%(objectname)'",
+        )
+        assert set(objects.split()) == _reachable(mirror, base_commit), instance
+
+
+@pytest.mark.container
+def test_an_environment_on_its_recipes_has_the_packages_of_a_whole_build(layered, docker_client):
+    from orchestrator.environments.build import prepare_instance
+
+    make, instances, _ = layered
+    layered_env = prepare_instance(make(share_layers=True), instances["demo__calc-own"])
+    whole = make(share_layers=False)
+    whole_env = prepare_instance(whole, instances["demo__calc-own"])
+    base = f"{whole.settings.environment.image_prefix}/base:py3.11"
+    assert _layers(docker_client, whole_env.env_image)[:-1] == _layers(docker_client, base)
+    assert sorted(_run(docker_client, layered_env.env_image, FREEZE).split()) == sorted(
+        _run(docker_client, whole_env.env_image, FREEZE).split()
+    )
+
+
+def _reachable(mirror: Path, commit: str) -> set[str]:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "--git-dir", str(mirror), *args], capture_output=True, text=True, check=True
+        ).stdout
+
+    tags = git("for-each-ref", f"--merged={commit}", "--format=%(objectname)", "refs/tags")
+    return {
+        line.split()[0] for line in git("rev-list", "--objects", commit, *tags.split()).splitlines()
+    }

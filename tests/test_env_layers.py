@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.dataset.instances import load_instances
-from orchestrator.environments.env_layers import tools_key, tools_script
-from orchestrator.environments.plan import EnvPlan, own_pins
-from orchestrator.environments.recipes import load_recipes, pins_for
-from orchestrator.environments.setup_scripts import own_pins_script
+from orchestrator.environments.setup.env_layers import tools_key, tools_script
+from orchestrator.environments.setup.plan import EnvPlan, own_pins
+from orchestrator.environments.setup.setup_scripts import own_pins_script
 from orchestrator.models import Instance
+from orchestrator.spec.recipes import load_recipes, pins_for
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 

@@ -28,16 +28,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.context.run_context import RunContext
+from orchestrator.environments.base_commit.instance_image import put_clean_history
+from orchestrator.environments.checkout.clean_history import shared_commit
+from orchestrator.environments.checkout.repo_cache import ensure_mirror
 from orchestrator.environments.setup.build_steps import (
     building,
     image_lock,
     keep_failed,
     run_logged,
 )
-from orchestrator.environments.checkout.clean_history import shared_commit
-from orchestrator.environments.base_commit.instance_image import put_clean_history
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed
-from orchestrator.environments.checkout.repo_cache import ensure_mirror
 from orchestrator.environments.setup.setup_scripts import (
     CLEAN_GIT,
     PIP_VERSION,

@@ -133,8 +133,9 @@ FREEZE = "source /opt/swe/activate.sh >/dev/null 2>&1; cd /; pip list --format=f
 @pytest.fixture
 def layered(env_settings, synthetic_dir, docker_client, base_image, docker_backend, tmp_path):
     """Contexts of their own image prefixes over a dataset of three demo/calc instances: the
-    real one, one with a pin of its own (``iniconfig==1.1.1``) and one of an older
-    environment (set-up and base commit the real base's parent)."""
+    real one, one with a pin of its own (``iniconfig==1.1.1``) and one of a newer
+    environment (set-up and base commit the real base's child): the repository's history is
+    the real base's, which the real one's environment shares whole."""
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
 
@@ -146,17 +147,18 @@ def layered(env_settings, synthetic_dir, docker_client, base_image, docker_backe
     }
     calc = rows["demo__calc-1"]
     mirror = env_settings.repos.mirror_dir / "demo__calc.git"
-    parent = subprocess.run(
-        ["git", "--git-dir", str(mirror), "rev-parse", f"{calc['base_commit']}~1"],
+    child = subprocess.run(
+        ["git", "--git-dir", str(mirror), "rev-list", "--reverse", "--ancestry-path",
+         f"{calc['base_commit']}..HEAD"],
         capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    ).stdout.split()[0]  # fmt: skip
     own = calc | {"instance_id": "demo__calc-own"}
-    older = calc | {
-        "instance_id": "demo__calc-older", "base_commit": parent,
-        "environment_setup_commit": parent,
+    newer = calc | {
+        "instance_id": "demo__calc-newer", "base_commit": child,
+        "environment_setup_commit": child,
     }  # fmt: skip
     dataset = tmp_path / "instances.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in (calc, own, older)))
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in (calc, own, newer)))
     recipes = json.loads((synthetic_dir / "recipes.json").read_text())
     for recipe in recipes:
         if recipe["repo"] == "demo/calc":
@@ -175,7 +177,7 @@ def layered(env_settings, synthetic_dir, docker_client, base_image, docker_backe
         )  # fmt: skip
         return RunContext(settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / prefix))
 
-    instances = {r["instance_id"]: Instance.model_validate(r) for r in (calc, own, older)}
+    instances = {r["instance_id"]: Instance.model_validate(r) for r in (calc, own, newer)}
     yield make, instances, mirror
     for prefix in prefixes:
         remove_images_under(docker_client, prefix)
@@ -186,12 +188,13 @@ def test_environments_share_the_tools_the_history_and_their_recipes_environment(
     layered, docker_client
 ):
     from orchestrator.environments.build import prepare_instance
+    from orchestrator.patches.container_diff import container_diff
 
     make, instances, mirror = layered
     ctx = make(share_layers=True)
     calc = prepare_instance(ctx, instances["demo__calc-1"])
     own = prepare_instance(ctx, instances["demo__calc-own"])
-    older = prepare_instance(ctx, instances["demo__calc-older"])
+    newer = prepare_instance(ctx, instances["demo__calc-newer"])
     prefix = ctx.settings.environment.image_prefix
     shared = {t.split(":", 1)[1].split("-", 1)[0]: t for i in docker_client.images.list(
         name=f"{prefix}/env") for t in i.tags if ":tools-" in t or ":history-" in t}  # fmt: skip
@@ -203,7 +206,7 @@ def test_environments_share_the_tools_the_history_and_their_recipes_environment(
     base = _layers(docker_client, f"{prefix}/base:py3.11")
     # base < tools < history < each environment (one layer each) < the own pins' layer
     assert tools[:-1] == base and history[:-1] == tools
-    for prepared in (calc, older):
+    for prepared in (calc, newer):
         assert _layers(docker_client, prepared.env_image)[:-1] == history
     calc_env = _layers(docker_client, calc.env_image)
     assert _layers(docker_client, own.env_image)[:-1] == calc_env
@@ -225,17 +228,17 @@ def test_environments_share_the_tools_the_history_and_their_recipes_environment(
         "stat -c %i /opt/swe/venv/bin/python /opt/swe/venv/bin/python3* | sort -u",
     )
     assert len(venv.split()) == 1, venv
-    for image in (shared["tools"], shared["history"], calc.env_image, older.env_image):
+    for image in (shared["tools"], shared["history"], calc.env_image, newer.env_image):
         hidden = _whiteouts(docker_client, image)
         assert not hidden, (image, hidden)
-    # the history: the repository's once (the older base), each environment what it adds
+    # the history: the repository's once (the real base), each environment what it adds
     packs = "ls /testbed/.git/objects/pack/*.pack | wc -l"
-    assert _run(docker_client, older.env_image, packs).strip() == "1"
-    assert _run(docker_client, calc.env_image, packs).strip() == "2"
+    assert _run(docker_client, calc.env_image, packs).strip() == "1"
+    assert _run(docker_client, newer.env_image, packs).strip() == "2"
     for prepared, instance in (
         (calc, "demo__calc-1"),
         (own, "demo__calc-own"),
-        (older, "demo__calc-older"),
+        (newer, "demo__calc-newer"),
     ):
         base_commit = instances[instance].base_commit
         objects = _run(
@@ -244,7 +247,35 @@ def test_environments_share_the_tools_the_history_and_their_recipes_environment(
             "cd /testbed && git status --porcelain && "
             "git cat-file --batch-all-objects --batch-check='%(objectname)'",
         )
-        assert set(objects.split()) == _reachable(mirror, base_commit), instance
+        reachable = _reachable(mirror, base_commit)
+        assert set(objects.split()) == reachable, instance
+        # nor is any other object in a pack or a loose object anywhere in the image
+        assert set(_run(docker_client, prepared.instance_image, ALL_OBJECTS).split()) == (
+            reachable
+        ), instance
+    # a container of the instance image, its repository used as a participant's is, copies
+    # nothing of the history up: the packs stay the image's
+    sandbox = ctx.start_sandbox(
+        calc.instance_image, instances["demo__calc-1"], "participant", network=False
+    )
+    try:
+        edit = "cd /testbed && git status --porcelain && echo >> $(git ls-files | head -1)"
+        assert sandbox.exec(edit, timeout=60).ok
+        assert container_diff(sandbox, instances["demo__calc-1"].base_commit)
+        changed = [c["Path"] for c in docker_client.api.diff(sandbox.name) or []]
+    finally:
+        sandbox.stop()
+    assert changed and not [p for p in changed if p.startswith("/testbed/.git/objects")]
+
+
+# every object id in the image's packs (their indexes) and loose objects, wherever they lie
+ALL_OBJECTS = r"""
+find / -xdev -type f -name '*.idx' 2>/dev/null | while read -r idx; do
+  git show-index < "$idx" 2>/dev/null | cut -d' ' -f2
+done
+find / -xdev -type f -regextype posix-extended -regex '.*/objects/[0-9a-f]{2}/[0-9a-f]{38}' \
+  2>/dev/null | sed -E 's#.*/objects/([0-9a-f]{2})/#\1#'
+"""
 
 
 @pytest.mark.container

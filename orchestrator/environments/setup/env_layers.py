@@ -44,13 +44,14 @@ from orchestrator.environments.setup.setup_scripts import (
     SHARED_PACKS,
     TESTBED,
     VENV,
+    VENV_SEED,
 )
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 
 # Bump when the tools script changes what it builds (part of the tools image's key).
-TOOLS_VERSION = 1
+TOOLS_VERSION = 2
 LABEL_LAYER = "swe-green.layer"  # "tools": the shared virtual environment; "history"
 LABEL_HISTORY_BELOW = "swe-green.history-below"  # the history image's commit
 
@@ -58,13 +59,16 @@ LABEL_HISTORY_BELOW = "swe-green.history-below"  # the history image's commit
 def tools_script() -> str:
     """The bash script of the tools image: the virtual environment (copies of the interpreter,
     as the set-up script makes it, hard-linked to one file), pip ``PIP_VERSION``, and no
-    setuptools or wheel (every recipe pins both: an environment installs its own, in its
-    own layer, and hides nothing of this one)."""
+    setuptools or wheel: what the venv seeded of them is noted in ``VENV_SEED``, which an
+    environment's set-up installs again in its own layer (so that it starts where a whole
+    build does, and hides nothing of this one; every shipped recipe pins both anyway)."""
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 python3 -m venv --copies {VENV} || fail "creating the virtual environment"
 {VENV}/bin/python -m pip install -q "pip=={PIP_VERSION}" || fail "installing pip"
+{VENV}/bin/python -m pip list --format=freeze 2>/dev/null | grep -iE '^(setuptools|wheel)==' \\
+  > {VENV_SEED}
 {VENV}/bin/python -m pip uninstall -q -y setuptools wheel >/dev/null 2>&1 || true
 cd {VENV}/bin || fail "no bin directory"
 real=$(./python -c 'import sys; print("python%d.%d" % sys.version_info[:2])')

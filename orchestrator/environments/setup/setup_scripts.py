@@ -130,7 +130,14 @@ def _venv_step(fetch_python: str | None, python_env: dict[str, str] | None) -> s
     )
 
 
-_READY_VENV = f'test -x {VENV}/bin/python || fail "the virtual environment is missing"'
+# what `python3 -m venv` seeded besides pip (setuptools on Python < 3.12), as pins: the tools
+# image has none of it (an environment's own pins replace it, in its own layer)
+VENV_SEED = f"{SWE_DIR}/venv-seed.txt"
+# the tools image's virtual environment made as `python3 -m venv` makes it: its seed put back
+_READY_VENV = f"""test -x {VENV}/bin/python || fail "the virtual environment is missing"
+if [ -s {VENV_SEED} ]; then
+  {VENV}/bin/python -m pip install -q --no-deps $(cat {VENV_SEED}) || fail "the venv's seed"
+fi"""
 
 
 def _pins_step(pins: list[str]) -> str:

@@ -1,5 +1,6 @@
-"""Layers that environment images share: the tools image, and an environment built on its
-recipe's environment plus the instance's own pins (setting share_layers)."""
+"""Layers that environment images share: the tools image, the repository's history image, and
+an environment built on its recipe's environment plus the instance's own pins (setting
+share_layers)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import pytest
 from orchestrator.dataset.instances import load_instances
 from orchestrator.environments.setup.env_layers import tools_key, tools_script
 from orchestrator.environments.setup.plan import EnvPlan, own_pins
-from orchestrator.environments.setup.setup_scripts import own_pins_script
+from orchestrator.environments.setup.setup_scripts import (
+    VENV_SEED,
+    own_pins_script,
+    recipe_setup_script,
+    share_history_script,
+)
 from orchestrator.models import Instance
 from orchestrator.spec.recipes import load_recipes, pins_for
 
@@ -89,6 +95,23 @@ def test_the_tools_image_key_follows_its_base_image():
 def test_the_layer_scripts_are_bash(script):
     parsed = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
     assert parsed.returncode == 0, parsed.stderr
+
+
+def test_an_environment_on_the_tools_image_starts_where_a_whole_build_does():
+    """The tools image notes what the venv seeded before removing it; the set-up on it puts
+    that back before anything else (a whole build's venv has it from ``python3 -m venv``),
+    and makes no virtual environment of its own."""
+    recipe = next(iter(load_recipes().values()))
+    whole = recipe_setup_script(recipe, list(recipe.packages))
+    ready = recipe_setup_script(recipe, list(recipe.packages), venv_ready=True)
+    assert "python3 -m venv" in whole and "python3 -m venv" not in ready
+    assert VENV_SEED not in whole
+    assert ready.index(VENV_SEED) < ready.index("PIP_CONSTRAINT") < ready.index("pinned packages")
+    tools = tools_script()
+    assert tools.index(f"> {VENV_SEED}") < tools.index("pip uninstall")
+    for script in (ready, share_history_script(onto_shared=True)):
+        parsed = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert parsed.returncode == 0, parsed.stderr
 
 
 def test_the_own_pins_script_installs_only_the_given_pins_without_their_dependencies():

@@ -69,7 +69,7 @@ def ensure_env_image(
     name = env_image_name(ctx, instance, plan)
     registry = ctx.settings.environment.env_image_registry
     with image_lock(ctx, f"env-{plan.env_key}"):
-        if ctx.backend.image_exists(name):
+        if ctx.backend.images.exists(name):
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
             return env_from_labels(ctx, name)
@@ -83,7 +83,7 @@ def ensure_env_image(
 
 def env_from_labels(ctx: RunContext, name: str) -> EnvImage:
     """A ready environment image, as its labels describe it (not built here)."""
-    labels = ctx.backend.image_labels(name)
+    labels = ctx.backend.images.labels(name)
     return EnvImage(
         name=name,
         cache_hit=True,
@@ -119,8 +119,8 @@ def build_env_image(
         setup_environment(ctx, instance, plan, sandbox, log_path, built, start.venv_ready)
         _drop_install_caches(sandbox)
         built.shared_history = share_history(ctx, instance, sandbox, log_path, start.history)
-        repository, tag = name.rsplit(":", 1)
-        sandbox.snapshot(repository, tag, labels=env_labels(instance, plan, built))
+        keep = ctx.settings.storage.data_dir / "files"
+        ctx.backend.keep(sandbox, name, keep, env_labels(instance, plan, built))
     log.info("setup.done", image=name)
     return built
 
@@ -157,8 +157,8 @@ def build_on_family(
             remember_failed_build(ctx, plan.env_key, instance, why)
             raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
         _drop_install_caches(sandbox)
-        repository, tag = name.rsplit(":", 1)
-        sandbox.snapshot(repository, tag, labels=env_labels(instance, plan, built))
+        keep = ctx.settings.storage.data_dir / "files"
+        ctx.backend.keep(sandbox, name, keep, env_labels(instance, plan, built))
     return built
 
 

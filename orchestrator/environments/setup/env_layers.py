@@ -93,19 +93,19 @@ def uses_tools(ctx: RunContext, plan: EnvPlan) -> bool:
         ctx.settings.environment.share_layers
         and plan.strategy == "recipe"
         and not plan.fetch_python
-        and not ctx.restricted
+        and ctx.backend.commits
     )
 
 
 def ensure_tools_image(ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path) -> str:
     """The tools image of the plan's base image: from this host's cache, else built."""
-    found = ctx.backend.images(reference=plan.base_image)
+    found = ctx.backend.images.find(reference=plan.base_image)
     if not found:
         raise SetupFailed(f"tools image: base image {plan.base_image} not found")
     key = tools_key(found[0].id)
     name = f"{ctx.settings.environment.image_prefix}/env:tools-py{plan.python}-{key}"
     with image_lock(ctx, f"tools-{key}"):
-        if ctx.backend.image_exists(name):
+        if ctx.backend.images.exists(name):
             return name
         sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
         with building(ctx, sandbox, "tools image"):
@@ -116,8 +116,7 @@ def ensure_tools_image(ctx: RunContext, instance: Instance, plan: EnvPlan, log_p
             if not ok:
                 raise SetupFailed(f"tools image: {why}", keep_failed(ctx, sandbox))
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: f"tools-{key}", LABEL_LAYER: "tools"}
-            repository, tag = name.rsplit(":", 1)
-            sandbox.snapshot(repository, tag, labels=labels)
+            ctx.backend.keep(sandbox, name, ctx.settings.storage.data_dir / "files", labels)
     return name
 
 
@@ -151,7 +150,7 @@ def ensure_history_image(
         f"{ctx.settings.environment.image_prefix}/env:history-{instance.owner_name.lower()}-{key}"
     )
     with image_lock(ctx, f"history-{key}"):
-        if ctx.backend.image_exists(name):
+        if ctx.backend.images.exists(name):
             return name, commit
         sandbox = ctx.start_sandbox(below, instance, "setup", network=False)
         with building(ctx, sandbox, "history image"):
@@ -171,8 +170,8 @@ def ensure_history_image(
             if not ok:
                 raise SetupFailed(f"history image: {why}", keep_failed(ctx, sandbox))
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: f"history-{key}", LABEL_LAYER: "history"}
-            repository, tag = name.rsplit(":", 1)
-            sandbox.snapshot(repository, tag, labels=labels | {LABEL_HISTORY_BELOW: commit})
+            labels[LABEL_HISTORY_BELOW] = commit
+            ctx.backend.keep(sandbox, name, ctx.settings.storage.data_dir / "files", labels)
     return name, commit
 
 

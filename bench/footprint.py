@@ -4,7 +4,9 @@ Usage: ``python bench/footprint.py PREFIX [--json]``, or ``python bench/footprin
 or ``python bench/footprint.py PREFIX --build ID [--build ID ...] [--no-share]`` to build the
 instance images of those instances first (phases 1-4 with the product's recipes, from the
 ``SWE_GREEN_*`` settings, under ``PREFIX``; ``--no-share``: the previous layout, every instance
-image holding its base's whole history) and print the build times with the footprint.
+image holding its base's whole history; ``--no-layers``: environment images built whole on the
+base image, without the shared tools and history layers) and print the build times with the
+footprint.
 
 For every image under ``PREFIX/`` labelled ``swe-green.kind`` = ``env`` or ``instance`` it
 reads the layer list (``docker image inspect``: ``RootFS.Layers`` with the sizes of
@@ -135,8 +137,9 @@ def smoke(client: docker.DockerClient) -> Footprint:
             client.images.remove(ref, force=True)
 
 
-def build(prefix: str, ids: list[str], share: bool) -> dict[str, float]:
-    """Phases 1-4 of ``ids`` under ``prefix``; seconds of set-up and base commit in all."""
+def build(prefix: str, ids: list[str], share: bool, layers: bool = True) -> dict[str, float]:
+    """Phases 1-4 of ``ids`` under ``prefix``; seconds of set-up and base commit in all
+    (``layers``: setting share_layers)."""
     import tempfile
     import time
     from pathlib import Path
@@ -148,7 +151,7 @@ def build(prefix: str, ids: list[str], share: bool) -> dict[str, float]:
     from orchestrator.sandbox.factory import backend_from
     from orchestrator.settings import load_settings
 
-    settings = load_settings(image_prefix=prefix, share_history=share)
+    settings = load_settings(image_prefix=prefix, share_history=share, share_layers=layers)
     rows = {i.instance_id: i for i in load_instances(settings.dataset.dataset)}
     totals = {"setup_s": 0.0, "base_commit_s": 0.0, "wall_s": 0.0}
     started = time.monotonic()
@@ -180,11 +183,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --build: the previous layout (share_history off)",
     )
+    parser.add_argument(
+        "--no-layers",
+        action="store_true",
+        help="with --build: environments built whole on the base image (share_layers off)",
+    )
     args = parser.parse_args(argv)
     if not args.smoke and not args.prefix:
         parser.error("give an image prefix, or --smoke")
     client = docker.from_env()
-    built = build(args.prefix, args.build, not args.no_share) if args.build else {}
+    built = (
+        build(args.prefix, args.build, not args.no_share, not args.no_layers) if args.build else {}
+    )
     found = smoke(client) if args.smoke else measure(client, args.prefix)
     summary = found.summary() | built
     if args.json:

@@ -209,6 +209,55 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
         remove_images_under(docker_client, prefix)
 
 
+@pytest.mark.container
+def test_envs_prune_keeps_the_shared_layers_an_environment_image_kept_builds_on(
+    docker_client, make_sandbox, tmp_path, docker_backend
+):
+    """tools → history → environment → instance (setting share_layers): the shared images
+    are never used themselves (the oldest), and stay while an environment on them stays."""
+    import os
+    import time
+    import uuid
+
+    from orchestrator.housekeeping.image_use import record_image_use
+    from orchestrator.housekeeping.prune import plan_prune
+    from orchestrator.sandbox.models import LABEL_KIND
+
+    prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+
+    def image(kind: str, tag: str, start: str | None = None, instance: str = "") -> str:
+        sandbox = make_sandbox(start, run_id=f"{TEST_RUN_ID}-prune", instance_id=instance)
+        sandbox.exec(f"echo {tag} > /{kind}-{tag}.txt")
+        name = f"{prefix}/{kind}:{tag}"
+        sandbox.snapshot(name.split(":")[0], tag, labels={LABEL_KIND: kind})
+        sandbox.remove()
+        return name
+
+    def used(name: str, days_ago: float) -> None:
+        record_image_use(data, name)
+        when = time.time() - days_ago * 86400
+        marker = data / "image-use" / name.replace("/", "_").replace(":", "_")
+        os.utime(marker, (when, when))
+
+    tools = image("env", "tools-py3.11-x")
+    history = image("env", "history-demo__calc-x", tools)
+    old_env = image("env", "old", history)
+    old_inst = image("instance", "old-1", old_env, "demo__old-1")
+    env = image("env", "new", history)
+    inst = image("instance", "new-1", env, "demo__new-1")
+    used(tools, 40), used(history, 40), used(old_env, 30), used(old_inst, 20)
+    used(env, 10), used(inst, 0.1)
+    try:
+        plan = plan_prune(docker_backend, data, prefix, keep_days=7)
+        assert [i.tag for i in plan.remove] == [old_inst, old_env]
+        assert {i.tag for i in plan.keep} == {tools, history, env, inst}
+        everything = plan_prune(docker_backend, data, prefix)
+        assert {i.tag for i in everything.remove} == {tools, history, old_env, old_inst, env, inst}
+    finally:
+        remove_images_under(docker_client, prefix)
+
+
 def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     import os
 

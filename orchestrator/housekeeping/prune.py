@@ -103,11 +103,13 @@ def plan_prune(
     _protect_in_progress(images, containers, active)
     candidates = [image for image in images if not image.protected]
     chosen = _choose(images, candidates, keep_days=keep_days, max_size=max_size, now=now)
-    # removing an environment image frees nothing while instance images build on it
+    # removing an environment image frees nothing while instance images build on it, nor a
+    # shared layer (tools, history) while environment images do: up the chain, to a fixpoint
     chosen_ids = {image.id for image in chosen}
-    for image in images:
-        if image.parent in chosen_ids and image.id not in chosen_ids:
-            chosen_ids.discard(image.parent)
+    kept_parents = {image.parent for image in images if image.id not in chosen_ids}
+    while kept_parents & chosen_ids:
+        chosen_ids -= kept_parents
+        kept_parents = {image.parent for image in images if image.id not in chosen_ids}
     remove = [image for image in images if image.id in chosen_ids]
     users = [
         container.name for container in containers

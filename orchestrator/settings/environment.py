@@ -56,6 +56,15 @@ class EnvironmentConfig(ComponentConfig):
         "instance image adds only the objects its base reaches beyond it. Off: every "
         "instance image holds its base's whole history.",
     )
+    share_layers: bool = Field(
+        True,
+        description="Environment images of recipes share layers: one image per base image "
+        "holds the virtual environment and pip, one per repository (on it) the history "
+        "common to the dataset's instances of that repository, and an environment whose "
+        "pins differ from its recipe's only by an instance's own pins is the recipe's "
+        "environment plus a layer installing those pins. Off: every environment image is "
+        "built whole on the base image.",
+    )
     base_python: str = Field(
         "3.11",
         pattern=rf"^{_PYTHON}$",

@@ -11,7 +11,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.checkout.clean_history import put_clean_history, shared_commit
+from orchestrator.environments.checkout.clean_history import (
+    is_ancestor,
+    put_clean_history,
+    shared_commit,
+)
 from orchestrator.environments.checkout.repo_cache import ensure_mirror, prepare_checkout
 from orchestrator.environments.setup.build_steps import (
     building,
@@ -19,6 +23,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
+from orchestrator.environments.setup.env_layers import setup_start
 from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, env_image_name
@@ -31,6 +36,7 @@ from orchestrator.environments.setup.setup_scripts import (
     LABEL_TEST_CMD,
     PYTHON_MIRROR_DIR,
     TESTBED,
+    own_pins_script,
     recipe_setup_script,
     share_history_script,
 )
@@ -115,24 +121,55 @@ def build_env_image(
                 f"recipe asks for Python {plan.recipe.python}; "
                 f"using the nearest available, {plan.python}\n"
             )
-    sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
+    if plan.family_key is not None and ctx.backend.commits:  # a layer on an image
+        return build_on_family(ctx, instance, plan, name, log_path)
+    start = setup_start(ctx, instance, plan, log_path)
+    sandbox = ctx.start_sandbox(start.image, instance, "setup", network=True)
     built = EnvImage(name=name, cache_hit=False)
     with building(ctx, sandbox, "environment setup"):
-        setup_environment(ctx, instance, plan, sandbox, log_path, built)
-        labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
-        labels[LABEL_REPO_VERSION] = instance.repo_version
-        if built.test_cmd is not None:
-            labels[LABEL_TEST_CMD] = built.test_cmd
-        if built.reinstall is not None:
-            labels[LABEL_REINSTALL] = built.reinstall
+        setup_environment(ctx, instance, plan, sandbox, log_path, built, start.venv_ready)
         _drop_install_caches(sandbox)
-        built.shared_history = share_history(ctx, instance, sandbox, log_path)
-        if built.shared_history is not None:
-            labels[LABEL_SHARED_HISTORY] = built.shared_history
-        built.kept = ctx.backend.keep(
-            sandbox, name, ctx.settings.storage.data_dir / "files", labels
-        )
+        built.shared_history = share_history(ctx, instance, sandbox, log_path, start.history)
+        keep = ctx.settings.storage.data_dir / "files"
+        built.kept = ctx.backend.keep(sandbox, name, keep, env_labels(instance, plan, built))
     log.info("setup.done", image=name)
+    return built
+
+
+def env_labels(instance: Instance, plan: EnvPlan, built: EnvImage) -> dict[str, str]:
+    """The labels of an environment image: what a cache hit needs to know of it."""
+    labels = {LABEL_KIND: "env", LABEL_ENV_KEY: plan.env_key, LABEL_PYTHON: built.python}
+    labels[LABEL_REPO_VERSION] = instance.repo_version
+    if built.test_cmd is not None:
+        labels[LABEL_TEST_CMD] = built.test_cmd
+    if built.reinstall is not None:
+        labels[LABEL_REINSTALL] = built.reinstall
+    if built.shared_history is not None:
+        labels[LABEL_SHARED_HISTORY] = built.shared_history
+    return labels
+
+
+def build_on_family(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, name: str, log_path: Path
+) -> EnvImage:
+    """An environment that differs from its recipe's only by the instance's own pins: the
+    recipe's environment image (from the caches, or built), plus a layer installing them."""
+    family = ensure_env_image(ctx, instance, plan.family(), log_path)
+    with open(log_path, "a") as fh:
+        fh.write(f"built on the recipe's environment {family.name}: + {' '.join(plan.own_pins)}\n")
+    sandbox = ctx.start_sandbox(family.name, instance, "setup", network=True)
+    built = family.model_copy(update={"name": name, "cache_hit": False, "tokens": {}})
+    with building(ctx, sandbox, "environment setup"):
+        ok, why = run_logged(
+            sandbox, own_pins_script(plan.own_pins), log_path, "own-pins",
+            ctx.settings.environment.install_timeout,
+        )  # fmt: skip
+        if not ok:
+            remember_failed_build(ctx, plan.env_key, instance, why)
+            raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
+        _drop_install_caches(sandbox)
+        keep = ctx.settings.storage.data_dir / "files"
+        built.kept = ctx.backend.keep(sandbox, name, keep, env_labels(instance, plan, built))
     return built
 
 
@@ -147,28 +184,35 @@ def _drop_install_caches(sandbox: Sandbox) -> None:
 
 
 def share_history(
-    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path
-) -> str | None:
+    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path,
+    below: str | None = None,
+) -> str | None:  # fmt: skip
     """End of phases 1-3 in ``sandbox``: ``/testbed/.git`` becomes the history that the
     environment's instances share (the common ancestor of their base commits, as the
     dataset lists them), so that each instance image adds only what its base reaches beyond
     it. Returns that commit, or None (setting ``share_history`` off, or no common ancestor:
-    the environment keeps a whole clone and phase 4 swaps in a full clean history)."""
+    the environment keeps a whole clone and phase 4 swaps in a full clean history).
+
+    ``below``: the commit whose history the image below holds in ``.git`` (the repository's
+    history image); only what ``shared`` reaches beyond it is added. (Not an ancestor of
+    ``shared``: dropped, and the whole history added.)"""
     if not ctx.settings.environment.share_history:
         return None
     mirror = ensure_mirror(ctx.settings, instance.repo, [instance.base_commit])
     shared = shared_commit(mirror, _peer_bases(ctx, instance))
     if shared is None:
         return None
-    history = put_clean_history(sandbox, mirror, shared)
+    since = below if below is not None and is_ancestor(mirror, below, shared) else None
+    history = put_clean_history(sandbox, mirror, shared, since)
     with open(log_path, "a") as fh:
+        beyond = f" beyond the repository's history at {since[:12]}" if since else ""
         fh.write(
             f"shared history at {shared[:12]}: {history.commits} commits, "
-            f"{history.objects} objects, {history.pack_bytes / 1e6:.1f} MB pack\n"
+            f"{history.objects} objects{beyond}, {history.pack_bytes / 1e6:.1f} MB pack\n"
         )
     ok, why = run_logged(
         sandbox,
-        share_history_script(),
+        share_history_script(onto_shared=since is not None),
         log_path,
         "shared-history",
         ctx.settings.environment.install_timeout,
@@ -240,15 +284,16 @@ def _llm_setup(
 
 def setup_environment(
     ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
-    built: EnvImage,
+    built: EnvImage, venv_ready: bool = False,
 ) -> None:  # fmt: skip
-    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found."""
+    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found
+    (``venv_ready``: ``sandbox`` is of the tools image)."""
     _copy_checkout(ctx, instance, sandbox)
     if plan.strategy == "recipe":
         assert plan.recipe is not None
         mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
         script = recipe_setup_script(
-            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env
+            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env, venv_ready=venv_ready
         )
         ok, why = run_logged(
             sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.setup.images import base_pythons, ensure_image
-from orchestrator.environments.setup.setup_scripts import SETUP_SCRIPT_VERSION
+from orchestrator.environments.setup.setup_scripts import SETUP_SCRIPT_VERSION, build_constraints
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.settings import Settings
@@ -38,10 +39,26 @@ class EnvPlan(BaseModel):
     pins: list[str] = Field(default_factory=list)
     env_key: str
     fetch_python: str | None = None  # a Python to `uv python install` first, if any
+    # the recipe's own environment (its pins alone), when this one differs from it only by
+    # the instance's own pins: built on it, adding ``own_pins`` (setting share_layers)
+    family_key: str | None = None
+    own_pins: list[str] = Field(default_factory=list)
 
     def instance_key(self, instance: Instance) -> str:
         raw = f"{self.env_key}:{instance.base_commit}:{json.dumps(self.pins)}"
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    def family(self) -> EnvPlan:
+        """The plan of the recipe's own environment, which this one adds its pins to."""
+        assert self.recipe is not None and self.family_key is not None
+        return self.model_copy(
+            update={
+                "pins": list(self.recipe.packages),
+                "env_key": self.family_key,
+                "family_key": None,
+                "own_pins": [],
+            }
+        )
 
 
 def find_recipe(ctx: RunContext, instance: Instance) -> Recipe | None:
@@ -89,12 +106,12 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         )
         exact, pins = True, []
         identity = {"strategy": "llm", "model": settings.setup_agent.setup_model}
-    raw = json.dumps(
-        {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
-        | identity
-        | {"script": SETUP_SCRIPT_VERSION},
-        sort_keys=True,
-    )
+    family_key, own = None, []
+    if strategy == "recipe" and settings.environment.share_layers:
+        assert recipe is not None
+        own = own_pins(recipe, instance)
+        if own:
+            family_key = _env_key(instance, python, identity | {"pins": list(recipe.packages)})
     base_image = settings.environment.base_image(python)
     ensure_image(ctx.backend, base_image)  # pulled from the registry when missing
     return EnvPlan(
@@ -104,9 +121,35 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
         python_exact=exact,
         base_image=base_image,
         pins=pins,
-        env_key=hashlib.sha256(raw.encode()).hexdigest()[:16],
+        env_key=_env_key(instance, python, identity),
         fetch_python=identity.get("fetch_python"),
+        family_key=family_key,
+        own_pins=own,
     )
+
+
+def _env_key(instance: Instance, python: str, identity: Mapping[str, object]) -> str:
+    """The environment image's cache key: what the environment is built from."""
+    raw = json.dumps(
+        {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
+        | dict(identity)
+        | {"script": SETUP_SCRIPT_VERSION},
+        sort_keys=True,
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def own_pins(recipe: Recipe, instance: Instance) -> list[str]:
+    """The instance's own pins when its environment can be the recipe's plus a layer of them
+    (:func:`pins_for` replaces or adds only those; nothing is removed), else []. Not when
+    they would change the build constraints the recipe's environment was installed under
+    (a newer setuptools pin raises the cap)."""
+    own = list(recipe.instance_pins.get(instance.instance_id, []))
+    if not own or build_constraints(pins_for(recipe, instance)) != build_constraints(
+        list(recipe.packages)
+    ):
+        return []
+    return own
 
 
 def _strategy(

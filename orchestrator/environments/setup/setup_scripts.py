@@ -131,6 +131,16 @@ def _venv_step(fetch_python: str | None, python_env: dict[str, str] | None) -> s
     )
 
 
+# what `python3 -m venv` seeded besides pip (setuptools on Python < 3.12), as pins: the tools
+# image has none of it (an environment's own pins replace it, in its own layer)
+VENV_SEED = f"{SWE_DIR}/venv-seed.txt"
+# the tools image's virtual environment made as `python3 -m venv` makes it: its seed put back
+_READY_VENV = f"""test -x {VENV}/bin/python || fail "the virtual environment is missing"
+if [ -s {VENV_SEED} ]; then
+  {VENV}/bin/python -m pip install -q --no-deps $(cat {VENV_SEED}) || fail "the venv's seed"
+fi"""
+
+
 def _pins_step(pins: list[str]) -> str:
     """Bash installing the pins: together, else one by one, where a release without wheels
     for this Python (a stand-in for the spec's) becomes the newest of its series
@@ -170,8 +180,10 @@ def recipe_setup_script(
     pins: list[str],
     fetch_python: str | None = None,
     python_env: dict[str, str] | None = None,
+    venv_ready: bool = False,
 ) -> str:
-    """The bash script that builds a recipe's environment in /testbed (network on).
+    """The bash script that builds a recipe's environment in /testbed (network on);
+    ``venv_ready``: the image has the virtual environment already (a shared layer).
 
     The virtual environment (:func:`_venv_step`) is made with copies of the interpreter, not
     symlinks: tools that link to it again (tox-current-env's ``.tox/py39/bin/python``) still
@@ -191,7 +203,7 @@ fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 run_step() {{ echo "+ $1"; bash -c "$1"; }}
 cd {TESTBED}
 step "python: base image $(python3 --version)"
-{_venv_step(fetch_python, python_env)}
+{_READY_VENV if venv_ready else _venv_step(fetch_python, python_env)}
 cat > {BUILD_CONSTRAINTS} <<'CONSTRAINTS'
 {build_constraints(pins).strip()}
 CONSTRAINTS
@@ -212,6 +224,20 @@ step "pre-install"
 step "install"
 run_step {shlex.quote(recipe.install)} || fail "install command"
 {services}
+step "done"
+"""
+
+
+def own_pins_script(pins: list[str]) -> str:
+    """The bash script that adds an instance's own pins to its recipe's environment (a
+    layer on that environment's image), installed as the set-up script installs pins."""
+    return f"""#!/bin/bash
+set -uo pipefail
+step() {{ echo; echo ">>>>> $*"; }}
+fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
+source {ACTIVATE} || fail "activating the environment"
+step "the instance's own pins"
+{_pins_step(pins)}
 step "done"
 """
 
@@ -249,17 +275,43 @@ _DROP_SUBMODULE_CONFIG = """git config --name-only --get-regexp '^submodule\\.' 
 done"""
 
 
-def share_history_script() -> str:
+SHARED_PACKS = f"{SWE_DIR}/shared-packs.txt"
+# the swap when the image below holds the repository's history in .git/objects/pack (its
+# packs listed in SHARED_PACKS): everything else of the set-up's .git goes (it is of this
+# layer: nothing hidden), the clean history beyond it moves in, an empty pack is dropped
+_SWAP_ONTO_SHARED = f"""for idx in {CLEAN_GIT}/objects/pack/pack-*.idx; do
+  [ -e "$idx" ] && [ -z "$(git show-index < "$idx" | head -1)" ] && rm -f "${{idx%.idx}}".*
+done
+find .git -mindepth 1 -maxdepth 1 ! -name objects -exec rm -rf {{}} +
+find .git/objects -mindepth 1 -maxdepth 1 ! -name pack -exec rm -rf {{}} +
+for f in .git/objects/pack/*; do
+  grep -qxF "${{f##*/}}" {SHARED_PACKS} || rm -rf "$f"
+done
+mv {CLEAN_GIT}/objects/pack/* .git/objects/pack/ 2>/dev/null
+mkdir -p .git/objects/info && rm -rf {CLEAN_GIT}/objects
+(shopt -s dotglob && mv {CLEAN_GIT}/* .git/) && rmdir {CLEAN_GIT} \\
+  || fail "installing the clean history"
+"""
+
+
+def share_history_script(onto_shared: bool = False) -> str:
     """End of phases 1-3: the environment's ``.git`` becomes the history its instances share
     (put at ``CLEAN_GIT``: :func:`export_clean_git` of their common ancestor), so that each
     instance image adds only what its base reaches beyond it. The working tree and the index
-    stay those of the set-up commit; phase 4 moves them to the base."""
+    stay those of the set-up commit; phase 4 moves them to the base. ``onto_shared``: the
+    image below holds the repository's history (``SHARED_PACKS``), ``CLEAN_GIT`` only what
+    lies beyond it."""
+    carry = (
+        _CARRY_SUBMODULES.replace(_SWAP_GIT, _SWAP_ONTO_SHARED)
+        if onto_shared
+        else _CARRY_SUBMODULES
+    )
     return f"""#!/bin/bash
 set -uo pipefail
 fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
 {SHELL_GIT_FUNCTION}
 cd {TESTBED}
-{_CARRY_SUBMODULES}
+{carry}
 echo ">>>>> shared history: $(git rev-parse HEAD)"
 """
 

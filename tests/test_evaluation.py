@@ -286,7 +286,8 @@ def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instan
     assert 'chown "$test_user:" {}' not in script  # no directory becomes the test user's
     positions = [
         script.index("git apply -v"),
-        script.index("-name __pycache__"),
+        script.index("python -I -S - sweep /testbed /opt/swe/bytecode/manifest.json"),
+        script.index("-name __pycache__"),  # when the check cannot run: all bytecode goes
         script.index(">>>>> SWE_GREEN_START"),
     ]
     assert positions == sorted(positions)

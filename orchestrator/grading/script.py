@@ -17,6 +17,7 @@ import posixpath
 import shlex
 from collections.abc import Iterable, Sequence
 
+from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.markers import wrap_test_command
 from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
@@ -67,8 +68,10 @@ def eval_script(
     files. Every git command runs with hooks and fsmonitor off.
 
     Before the tests every ``__pycache__`` and stray ``*.pyc``/``*.pyo`` of the working tree
-    is removed and Python runs with ``PYTHONDONTWRITEBYTECODE``: nothing compiled before the
-    tests (a patch's bytecode, say) is loaded instead of the source.
+    is removed but the image's own bytecode, verified against its manifest and fresh for the
+    source beside it (:mod:`orchestrator.grading.bytecode_sweep`), and Python runs with
+    ``PYTHONDONTWRITEBYTECODE``: nothing compiled before the tests (a patch's bytecode, say)
+    is loaded instead of the source.
 
     With ``test_user`` the test command runs as that user (``setpriv``), with a home of its
     own, and the repository is read-only to it but for ``writable`` and
@@ -138,10 +141,8 @@ def _prelude(instance: Instance, recipe: Recipe, user: str) -> list[str]:
         "    reset_test_files",
         "    exit 3",
         "fi",
-        # nothing compiled before the tests is loaded: no bytecode in the tree, none written
-        f"find {_NOT_GIT} \\( -name __pycache__ -type d \\)"
-        " -prune -exec rm -rf {} + -o -type f \\( -name '*.pyc' -o -name '*.pyo' \\)"
-        " -exec rm -f {} +",
+        # nothing compiled before the tests is loaded but the image's own, verified and fresh
+        *sweep_lines(REPO_DIR),
     ]
 
 

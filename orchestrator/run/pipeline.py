@@ -20,6 +20,7 @@ import structlog
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import PreparedInstance
+from orchestrator.environments.setup.bytecode import drop_manifest_command
 from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
@@ -319,7 +320,7 @@ def test_user(ctx: RunContext) -> str | None:
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
     sandbox.exec(
         f"{SHELL_GIT_FUNCTION}\ncd /testbed && git reset -q --hard {instance.base_commit} "
-        "&& git clean -fdq",
+        f"&& git clean -fdq && {drop_manifest_command()}",
         timeout=120,
     )
 

@@ -20,6 +20,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
+from orchestrator.environments.setup.bytecode import compile_environment
 from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, env_image_name
@@ -251,3 +252,5 @@ def setup_environment(
         remember_failed_build(ctx, plan.env_key, instance, why)
         raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
     built.python = _venv_python(sandbox)
+    if ctx.settings.environment.compile_bytecode:
+        compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)

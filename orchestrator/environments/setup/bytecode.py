@@ -52,7 +52,9 @@ def _run(sandbox: Sandbox, commands: list[str], log_path: Path, title: str, time
     no PYTHON* variables); the output goes to the set-up log. False when a command failed
     (the image is still correct: bytecode is only an optimisation)."""
     sandbox.write_file(_TOOL_PATH, tool_source(), mode=0o644)
-    steps = " && ".join(f"python -I -S {_TOOL_PATH} {c} {TESTBED} {MANIFEST}" for c in commands)
+    steps = " && ".join(
+        f"python -I -S -W ignore {_TOOL_PATH} {c} {TESTBED} {MANIFEST}" for c in commands
+    )
     script = (
         f"source {ACTIVATE} >/dev/null 2>&1; cd /; {steps}; ok=$?; rm -f {_TOOL_PATH}; exit $ok"
     )

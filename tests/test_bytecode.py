@@ -24,6 +24,7 @@ from orchestrator.environments.setup import bytecode_tool as tool
 from orchestrator.environments.setup.bytecode import MANIFEST, drop_manifest_command
 from orchestrator.grading.bytecode_sweep import sweep_lines
 
+TAG = sys.implementation.cache_tag
 SOURCE = "def answer():\n    return 1\n"
 PATCHED = "def answer():\n    return 2\n"
 
@@ -198,6 +199,53 @@ def _moved_cache(tree: Path) -> None:
     _pyc(tree / "pkg" / "other.py").write_bytes(pyc.read_bytes())
 
 
+def _timestamp_pyc_matching_the_source(tree: Path) -> None:
+    """A timestamp pyc of the fix, its recorded time and size those of the unchanged source
+    (what Python checks of a timestamp pyc), at the image's path."""
+    source = tree / "pkg" / "mod.py"
+    fix = tree.parent / "fix.py"
+    fix.write_text(PATCHED.replace("return 2", "return 3"))  # the same size as SOURCE
+    info = source.stat()
+    os.utime(fix, ns=(info.st_atime_ns, info.st_mtime_ns))
+    py_compile.compile(str(fix), cfile=str(_pyc(source)))
+
+
+def _pytest_rewrite_cache(tree: Path) -> None:
+    """pytest's own assertion-rewrite cache name beside the image's pyc (pytest checks only
+    the source's time and size)."""
+    pyc = _pyc(tree / "pkg" / "mod.py")
+    rewritten = pyc.with_name(pyc.name.replace(".pyc", "-pytest-8.3.3.pyc"))
+    rewritten.write_bytes(pyc.read_bytes())
+
+
+def _other_python_and_optimised(tree: Path) -> None:
+    """Bytecode for another Python and an optimised one (``-O``): never listed."""
+    pyc = _pyc(tree / "pkg" / "mod.py")
+    pyc.with_name("mod.cpython-27.pyc").write_bytes(pyc.read_bytes())
+    pyc.with_name(pyc.name.replace(".pyc", ".opt-1.pyc")).write_bytes(pyc.read_bytes())
+
+
+def _source_deleted(tree: Path) -> None:
+    """The patch deletes a module: its listed pyc is an orphan."""
+    (tree / "pkg" / "sub" / "__init__.py").unlink()
+
+
+def _source_linked_to_a_device(tree: Path) -> None:
+    """The source replaced by a link to an endless device: the sweep must not read it."""
+    source = tree / "pkg" / "mod.py"
+    source.unlink()
+    source.symlink_to("/dev/zero")
+
+
+def _pycache_is_a_file(tree: Path) -> None:
+    """``__pycache__`` replaced by a file (no directory, nothing Python loads; it goes)."""
+    cache = tree / "pkg" / "sub" / "__pycache__"
+    for pyc in cache.iterdir():
+        pyc.unlink()
+    cache.rmdir()
+    cache.write_bytes(b"\0")
+
+
 ATTACKS: list[tuple[Callable[[Path], None], str, str]] = [
     # (what is done, the path that must be gone, what pkg.mod.answer() returns then)
     (_patched_source, "pkg/mod.py", "2"),
@@ -209,6 +257,12 @@ ATTACKS: list[tuple[Callable[[Path], None], str, str]] = [
     (_symlinked_cache, "pkg/sub/__pycache__", "1"),
     (_symlinked_pyc, "pkg/mod.py", "1"),
     (_moved_cache, "pkg/other.py", "1"),
+    (_timestamp_pyc_matching_the_source, "pkg/mod.py", "1"),
+    (_pytest_rewrite_cache, f"pkg/__pycache__/mod.{TAG}-pytest-8.3.3.pyc", "1"),
+    (_other_python_and_optimised, "pkg/__pycache__/mod.cpython-27.pyc", "1"),
+    (_source_deleted, "pkg/sub/__init__.py", "1"),
+    (_source_linked_to_a_device, "pkg/mod.py", ""),
+    (_pycache_is_a_file, "pkg/sub/__pycache__", "1"),
 ]
 
 
@@ -226,9 +280,10 @@ def test_sweep_removes_what_is_not_the_images_fresh_bytecode(
     attack(tree)
     kept, removed = _sweep(tree)
     assert removed >= 1 and not os.path.lexists(_gone(tree, gone))
-    # nothing stale is left for code in the test process that turns hash checks off
-    assert _import_answer(tree, never_check=True) == answer
-    assert _import_answer(tree) == answer
+    if answer:  # (none when the source is no file to import)
+        # nothing stale is left for code in the test process that turns hash checks off
+        assert _import_answer(tree, never_check=True) == answer
+        assert _import_answer(tree) == answer
 
 
 def _run_sweep_lines(tree: Path, manifest: Path) -> subprocess.CompletedProcess[str]:

@@ -66,6 +66,9 @@ def is_fresh(source, pyc, data=None):
     if int.from_bytes(head[4:8], "little") != CHECKED_HASH_FLAGS:
         return False
     try:
+        # a regular file (a link to one counts): a link to /dev/zero or a FIFO is never read
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return False
         with open(source, "rb") as fh:
             return head[8:16] == importlib.util.source_hash(fh.read())
     except OSError:

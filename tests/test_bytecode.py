@@ -3,8 +3,8 @@
 The unit tests run the in-container program (bytecode_tool.py) and the eval script's sweep
 (real bash, this Python) on a small package in a temporary tree; each attack is one row:
 what a patch or a participant can leave in the repository before the tests, and what the
-sweep must make of it. The container tests build the synthetic environment and look at what
-the images hold.
+sweep must make of it. The container tests build the synthetic calc instance's image and look
+at what it holds, and what the eval script keeps of it and removes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import py_compile
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,9 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.dataset.synthetic_repos import CALC
+from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.setup import bytecode_tool as tool
 from orchestrator.environments.setup.bytecode import MANIFEST, drop_manifest_command
 from orchestrator.grading.bytecode_sweep import sweep_lines
+from orchestrator.grading.evaluation import TEST_USER, run_tests
+from orchestrator.models import TestStatus as TS
+from orchestrator.sandbox import Sandbox
+from orchestrator.spec.recipes import Recipe
+
+from .conftest import TEST_RUN_ID
 
 TAG = sys.implementation.cache_tag
 SOURCE = "def answer():\n    return 1\n"
@@ -325,3 +336,85 @@ def test_bytecode_is_ignored_by_git(tree: Path) -> None:
 
 def test_grading_in_the_participants_container_drops_the_manifest() -> None:
     assert drop_manifest_command() == f"rm -f {MANIFEST}"
+
+
+# ---------------------------------------------------------------------------- in containers
+ACTIVATE = "source /opt/swe/activate.sh && cd /testbed && "
+CALC_PYC = "import importlib.util; print(importlib.util.cache_from_source('calc/__init__.py'))"
+# the gold fix's code under a header that records the unchanged source's hash: a checked
+# hash-based pyc that Python believes
+FORGE = (
+    ACTIVATE + "python - <<'EOF'\n"
+    "import importlib.util, pathlib, py_compile\n"
+    "pathlib.Path('/tmp/fix.py').write_text({fix!r})\n"
+    "py_compile.compile('/tmp/fix.py', cfile='/tmp/fix.pyc',\n"
+    "    invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
+    "data = bytearray(pathlib.Path('/tmp/fix.pyc').read_bytes())\n"
+    "data[8:16] = importlib.util.source_hash(pathlib.Path('calc/__init__.py').read_bytes())\n"
+    "pathlib.Path(importlib.util.cache_from_source('calc/__init__.py')).write_bytes(data)\n"
+    "EOF\n"
+    "python -c 'import calc; print(\"floordiv\", calc.floordiv(-7, 2))'"
+)
+
+
+@pytest.fixture(scope="module")
+def calc(env_settings, docker_backend, synthetic_instances, synthetic_dir, tmp_path_factory):
+    """The synthetic calc instance, its recipe and its image (phases 1-4, bytecode on)."""
+    assert env_settings.environment.compile_bytecode  # the default
+    instance = synthetic_instances[CALC.instance_id]
+    ctx = RunContext(
+        env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("bytecode"))
+    )
+    recipes = json.loads((synthetic_dir / "recipes.json").read_text())
+    recipe = next(Recipe.model_validate(r) for r in recipes if r["repo"] == instance.repo)
+    return instance, recipe, prepare_instance(ctx, instance).instance_image
+
+
+def _sh(sandbox: Sandbox, command: str) -> str:
+    result = sandbox.exec(["bash", "-c", command], timeout=120)
+    assert result.ok, result.output
+    return result.stdout
+
+
+@pytest.mark.container
+def test_the_image_holds_listed_fresh_bytecode_that_git_ignores(make_sandbox, calc) -> None:
+    sandbox = make_sandbox(calc[2])
+    listed = json.loads(_sh(sandbox, f"cat {MANIFEST}"))["files"]
+    assert _sh(sandbox, ACTIVATE + f'python -c "{CALC_PYC}"').strip() in listed
+    # checked hash-based (flags 3), in the repository and in site-packages (pytest's)
+    flags = _sh(
+        sandbox,
+        ACTIVATE + "python - <<'EOF'\nimport _pytest, calc\nfor m in (calc, _pytest):\n"
+        "    print(int.from_bytes(open(m.__cached__, 'rb').read()[4:8], 'little'))\nEOF",
+    )
+    assert flags.split() == ["3", "3"]
+    assert _sh(sandbox, "cd /testbed && git status --porcelain") == ""
+    assert _sh(sandbox, f"stat -c %U:%a {MANIFEST}").strip() == "root:644"
+
+
+@pytest.mark.container
+def test_the_eval_script_keeps_the_images_fresh_bytecode(make_sandbox, calc) -> None:
+    instance, recipe, image = calc
+    sandbox = make_sandbox(image)
+    pyc = _sh(sandbox, ACTIVATE + f'python -c "{CALC_PYC}"').strip()
+    before = _sh(sandbox, f"sha256sum /testbed/{pyc}")
+    run = run_tests(sandbox, instance, recipe, timeout=300, test_user=TEST_USER)
+    assert run.crash is None, run.crash
+    assert re.search(r"bytecode: [1-9]\d* kept \(the image's, fresh\)", run.output), run.output
+    assert _sh(sandbox, f"sha256sum /testbed/{pyc}") == before
+
+
+@pytest.mark.container
+def test_a_forged_pyc_works_until_the_eval_script_removes_it(make_sandbox, calc) -> None:
+    """The forgery takes effect in the container (the control); the eval script removes it
+    and the FAIL_TO_PASS tests fail, as the unchanged source does."""
+    instance, recipe, image = calc
+    sandbox = make_sandbox(image)
+    control = _sh(sandbox, FORGE.format(fix=CALC.fix_src["calc/__init__.py"]))
+    assert control.strip().endswith("floordiv -4"), control  # the fix's answer, forged
+    run = run_tests(sandbox, instance, recipe, timeout=300, test_user=TEST_USER)
+    assert run.crash is None, run.crash
+    assert {n: run.outcomes.get(n) for n in instance.FAIL_TO_PASS} == {
+        n: TS.FAILED for n in instance.FAIL_TO_PASS
+    }
+    assert re.search(r"bytecode: \d+ kept \(the image's, fresh\), [1-9]\d* removed", run.output)

@@ -103,11 +103,13 @@ async def run_instance(
             patch = await run.predicted_patch(participant_url)  # phase 6, no phase 5
         else:
             outcome = await run.participant_works(prepared, participant_url)  # phase 5
+            run.start_grader(prepared)  # phase 7's container starts while phase 6 runs
             patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
         _dispose(ctx, run.participant, keep=False)
+        await run.drop_grader()
         run.discard()
         raise
     except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
@@ -129,6 +131,7 @@ class _InstanceRun:
         self.started = time.monotonic()
         self.participant: Sandbox | None = None
         self.prepared: PreparedInstance | None = None
+        self.grader: asyncio.Task[Sandbox] | None = None  # phase 7's container, starting
 
     def phase(self, name: str) -> None:
         self.log.info("phase", phase=name)
@@ -229,13 +232,50 @@ class _InstanceRun:
         self.result.logs["patch"] = "patch.diff"
         return patch
 
+    def _in_participant_container(self) -> bool:
+        return (
+            self.ctx.settings.grading.grade_in_participant_container
+            and self.participant is not None
+        )
+
+    def start_grader(self, prepared: PreparedInstance) -> None:
+        """Start the grading container (a fresh one from the instance image) in the
+        background: it owes nothing to what the participant did, and starting it while the
+        patch is taken hides its start-up time."""
+        if self._in_participant_container():
+            return
+        self.grader = asyncio.create_task(
+            asyncio.to_thread(
+                self.ctx.start_sandbox,
+                prepared.instance_image,
+                self.instance,
+                "grading",
+                network=False,
+            )  # fmt: skip
+        )
+
+    async def drop_grader(self) -> None:
+        """Remove the grading container started ahead when grading will not use it."""
+        task, self.grader = self.grader, None
+        if task is None:
+            return
+        try:
+            grader = await task
+        except Exception:  # noqa: BLE001 - it did not start: nothing to remove
+            return
+        await asyncio.to_thread(grader.remove)
+
     async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
         self.phase("grading")
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
-        if grading.grade_in_participant_container and self.participant is not None:
+        if self._in_participant_container():
+            assert self.participant is not None
             await asyncio.to_thread(_reset_to_base, self.participant, instance)
             grader, own = self.participant, False
+        elif self.grader is not None:
+            task, self.grader = self.grader, None
+            grader, own = await task, True
         else:
             grader = await asyncio.to_thread(
                 ctx.start_sandbox, prepared.instance_image, instance, "grading", network=False
@@ -301,6 +341,7 @@ class _InstanceRun:
     async def finish(self) -> InstanceResult:
         """The result with its timings; the participant's container kept or removed."""
         self.discard()
+        await self.drop_grader()  # started ahead, but the instance ended before grading
         result, participant = self.result, self.participant
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}

@@ -48,12 +48,13 @@ def tool_source() -> str:
 
 
 def _run(sandbox: Sandbox, commands: list[str], log_path: Path, title: str, timeout: float) -> bool:
-    """Run the tool's ``commands`` with the environment's Python (isolated: no site hooks,
-    no PYTHON* variables); the output goes to the set-up log. False when a command failed
-    (the image is still correct: bytecode is only an optimisation)."""
+    """Run the tool's ``commands`` with the environment's Python (isolated from PYTHON*
+    variables; with ``site``, which alone makes a venv's Python see its site-packages
+    before 3.11); the output goes to the set-up log. False when a command failed (the
+    image is still correct: bytecode is only an optimisation)."""
     sandbox.write_file(_TOOL_PATH, tool_source(), mode=0o644)
     steps = " && ".join(
-        f"python -I -S -W ignore {_TOOL_PATH} {c} {TESTBED} {MANIFEST}" for c in commands
+        f"python -I -W ignore {_TOOL_PATH} {c} {TESTBED} {MANIFEST}" for c in commands
     )
     script = (
         f"source {ACTIVATE} >/dev/null 2>&1; cd /; {steps}; ok=$?; rm -f {_TOOL_PATH}; exit $ok"

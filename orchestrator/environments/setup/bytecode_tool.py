@@ -224,14 +224,17 @@ def ignore_bytecode(tree):
 
 
 def _site_packages():
+    """The environment's package directories (its venv's, with ``site`` on)."""
+    import site
     import sysconfig
 
     paths = sysconfig.get_paths()
+    candidates = [paths.get("purelib"), paths.get("platlib")]
+    candidates += getattr(site, "getsitepackages", lambda: [])()
     found = []
-    for key in ("purelib", "platlib"):
-        path = paths.get(key)
-        if path and os.path.isdir(path) and path not in found:
-            found.append(path)
+    for path in candidates:
+        if path and os.path.isdir(path) and os.path.realpath(path) not in found:
+            found.append(os.path.realpath(path))
     return found
 
 

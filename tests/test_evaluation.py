@@ -320,6 +320,12 @@ def test_the_eval_script_opens_only_the_writable_paths(instances, recipes):
     )
     # nothing outside the repository, nothing of .git
     assert "for w in .pytest_cache/ .hypothesis/ out/ .; do" in script
+    # nothing inside an output directory: a file the gold run rewrote there (pytest's cache of
+    # node ids), missing in a fresh container, was made a directory (the runner crashed)
+    inside = eval_script(
+        instance, recipes[instance.repo], "nobody", [".pytest_cache/v/cache/nodeids", "out/x"]
+    )
+    assert "for w in .pytest_cache/ .hypothesis/ out/x; do" in inside
     assert '[ "$(realpath -m -- "$p")" = "$p" ] || continue' in script
     recording = eval_script(instance, recipes[instance.repo], "nobody", record=True)
     assert "-type d \\( ! -user root -o ! -group root \\) -exec chown root: {} +" in recording

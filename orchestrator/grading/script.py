@@ -197,7 +197,9 @@ def _record_after() -> list[str]:
 
 def _normalized(paths: Iterable[str]) -> list[str]:
     """``paths`` as clean relative paths (``.`` for the root, a trailing ``/`` kept: an output
-    directory); none into ``.git`` or out of the repository."""
+    directory); none into ``.git`` or out of the repository, none inside an output directory
+    of the list (all of it is writable already; a file recorded there, missing now, would be
+    made a directory: pytest's ``.pytest_cache/v/cache/nodeids``)."""
     kept: list[str] = []
     for path in paths:
         clean = posixpath.normpath(path or ".")
@@ -207,7 +209,8 @@ def _normalized(paths: Iterable[str]) -> list[str]:
         clean += "/" if path.endswith("/") and clean != "." else ""
         if clean not in kept:
             kept.append(clean)
-    return kept
+    trees = [p for p in kept if p.endswith("/")]
+    return [p for p in kept if not any(p != t and p.startswith(t) for t in trees)]
 
 
 def writable_paths(

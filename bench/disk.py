@@ -19,6 +19,7 @@ from orchestrator.housekeeping.gc import gc
 from orchestrator.sandbox import DiskLimitExceeded, Limits
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect, writable_layer_dir
+from orchestrator.settings import EnvironmentConfig
 
 # each writer appends "<time.time()> <bytes written>" to /tmp/progress every 8 MiB
 WRITERS = {
@@ -81,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--image", default=EnvironmentConfig().base_image())
     parser.add_argument("--budget", type=int, default=200, help="MiB")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="24 MiB, one run, no dd writer")

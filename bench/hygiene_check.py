@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
+from orchestrator.settings import EnvironmentConfig  # noqa: E402
 
 CHECK = r"""
 cd /testbed
@@ -75,9 +76,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("prefix", nargs="?", default="swe-green", help="image prefix")
+    parser.add_argument(
+        "prefix", nargs="?", default=EnvironmentConfig().image_prefix, help="image prefix"
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny repository, seconds")
-    parser.add_argument("--image", default="swe-green/base:py3.11", help="for --smoke")
+    parser.add_argument("--image", default=EnvironmentConfig().base_image(), help="for --smoke")
     args = parser.parse_args()
     backend = connect()
     client = backend.client

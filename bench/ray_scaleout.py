@@ -44,7 +44,7 @@ from orchestrator.run.ray_runner import RayRunner  # noqa: E402
 from orchestrator.run.runner import InstanceRunner, LocalRunner  # noqa: E402
 from orchestrator.run.scheduler import ProgressEvent, run_evaluation  # noqa: E402
 from orchestrator.sandbox import SandboxBackend  # noqa: E402
-from orchestrator.settings import Settings  # noqa: E402
+from orchestrator.settings import EnvironmentConfig, Settings  # noqa: E402
 
 
 def timed_run(
@@ -99,7 +99,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--copies", type=int, default=12, help="instances in all (default 12)")
-    parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--image", default=EnvironmentConfig().base_image())
     parser.add_argument("--smoke", action="store_true", help="one instance, validation off")
     args = parser.parse_args()
     if args.smoke:

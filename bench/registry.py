@@ -174,15 +174,15 @@ class Table:
 def share(a: DockerBackend, b: DockerBackend, registry: str, name: str) -> tuple[float, float]:
     """Push ``name`` from node A under a copy reference, pull it on node B: seconds each."""
     reference = registry_reference(registry, name)
-    push = timed(a.push_image, name, reference)
-    pull = timed(b.pull_image, reference)
+    push = timed(a.images.push, name, reference)
+    pull = timed(b.images.pull, reference)
     return push, pull
 
 
 def real_pairs(a: DockerBackend, repos: list[str]) -> list[tuple[str, str | None]]:
     """Per repository: an environment image of this host and one of its instance images."""
-    envs = {t: img for img in a.images(labels={"swe-green.kind": "env"}) for t in img.tags}
-    instances = a.images(labels={"swe-green.kind": "instance"})
+    envs = {t: img for img in a.images.find(labels={"swe-green.kind": "env"}) for t in img.tags}
+    instances = a.images.find(labels={"swe-green.kind": "instance"})
     pairs = []
     for repo in repos:
         found = [
@@ -202,7 +202,7 @@ def real_pairs(a: DockerBackend, repos: list[str]) -> list[tuple[str, str | None
 
 def synthetic_env(a: DockerBackend, tmp: Path, run_id: str, prefix: str) -> tuple[str, float]:
     """A synthetic instance's environment image built cold here: (name, seconds)."""
-    a.tag_image("swe-green/base:py3.11", f"{prefix}/base", "py3.11")
+    a.images.tag("swe-green/base:py3.11", f"{prefix}/base", "py3.11")
     synth = build_synthetic(tmp / "synth")
     instance = next(
         i for i in load_instances(str(synth / "instances.jsonl"))
@@ -242,7 +242,7 @@ def smoke(a: DockerBackend, prefix: str) -> None:
                 size = a.client.images.get(name).attrs["Size"] / 1e6
                 table.add(name, size, pushed_mb(registry, name, 0), "-", push, pull)
     finally:
-        a.remove_image(name)
+        a.images.remove(name)
     table.print()
 
 
@@ -277,7 +277,7 @@ def main() -> None:
                 print("image  size MB  pushed MB  build s  push s  pull s", flush=True)
                 base_layers = {}
                 for base in ("swe-green/base:py3.9", "swe-green/base:py3.11"):
-                    info = a.images(reference=base)[0]
+                    info = a.images.find(reference=base)[0]
                     base_layers[base] = len(a.client.images.get(base).attrs["RootFS"]["Layers"])
                     push, pull = share(a, b, registry, base)
                     mb = pushed_mb(registry, base, 0)
@@ -307,7 +307,7 @@ def main() -> None:
                 table.add(name, size, mb, f"{cold:.1f} (built now)", push, pull)
         finally:
             gc(a, run_id=run_id, image_kinds=("env",))
-            a.remove_image(f"{prefix}/base:py3.11")
+            a.images.remove(f"{prefix}/base:py3.11")
     table.print()
     print(
         "\npush: node A to the registry (layers it already has are skipped); pull: node B, "

@@ -44,7 +44,7 @@ from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox import SandboxBackend
 from orchestrator.sandbox.docker import connect
-from orchestrator.settings import Settings
+from orchestrator.settings import EnvironmentConfig, Settings
 
 PHASES = ("setup", "base_commit", "validation", "participant", "grading", "total")
 OUTSIDE = ("setup", "base_commit", "validation", "grading")
@@ -198,7 +198,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--copies", type=int, default=6, help="instances in all (default 6)")
-    parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--image", default=EnvironmentConfig().base_image())
     parser.add_argument("--smoke", action="store_true", help="one instance, concurrency 1")
     args = parser.parse_args()
     concurrencies = (1,) if args.smoke else (1, 2)

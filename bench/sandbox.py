@@ -13,6 +13,7 @@ import uuid
 from orchestrator.housekeeping.gc import gc
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
+from orchestrator.settings import EnvironmentConfig
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -24,7 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--image", default=EnvironmentConfig().base_image())
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--starts", type=int, default=5, help="container starts timed")
     parser.add_argument("--snapshot-mb", type=int, default=50, help="MB written before it")

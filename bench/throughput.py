@@ -43,11 +43,11 @@ from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
+from orchestrator.environments.prepared import test_recipe  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
 from orchestrator.participant.reference import make_participant, running  # noqa: E402
-from orchestrator.run.pipeline import test_recipe  # noqa: E402
 from orchestrator.run.scheduler import run_evaluation  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
@@ -102,7 +102,9 @@ def validate_with(
     current._cache_path(ctx, prepared.instance_image).unlink(missing_ok=True)
     if hasattr(module, "calls"):
         module.calls.clear()
-    check = module.validate_instance(ctx, instance, prepared.instance_image, test_recipe(prepared))
+    # the baseline predates snapshots: it starts from the instance image's name
+    source = prepared.snapshot if module is current else prepared.instance_image
+    check = module.validate_instance(ctx, instance, source, test_recipe(prepared))
     if hasattr(module, "calls"):  # the baseline: base, gold, then reruns
         calls = module.calls
         phases = {"base": calls[0], "gold": sum(calls[1:2]), "gold_rerun": sum(calls[2:])}

@@ -52,6 +52,7 @@ from orchestrator.participant.tools_host import (
 )
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
+from orchestrator.settings import EnvironmentConfig
 
 COMMAND = "echo hello"
 TARGET_RATIO = 1.2
@@ -203,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--image", default="swe-green/base:py3.11")
+    parser.add_argument("--image", default=EnvironmentConfig().base_image())
     parser.add_argument("--calls", type=int, default=100, help="timed calls per tool and row")
     parser.add_argument("--a2a", action="store_true", help="the full A2A path too")
     parser.add_argument("--styles", nargs="+", default=list(TURN_STYLES), choices=TURN_STYLES)

@@ -45,7 +45,7 @@ def docker_client(docker_backend):
 
 @pytest.fixture(scope="session")
 def base_image(docker_backend) -> str:
-    if not docker_backend.image_exists(BASE_IMAGE):
+    if not docker_backend.images.exists(BASE_IMAGE):
         pytest.fail(f"base image {BASE_IMAGE} missing: run `swe-green images build --python 3.11`")
     return BASE_IMAGE
 

@@ -84,7 +84,7 @@ def test_full_config_maps_to_selection_and_settings() -> None:
     }
     # every override is a real Settings field with a value Settings accepts
     settings = Settings(**overrides)
-    assert settings.environment.validate_env is False and settings.participant.max_tool_calls == 50
+    assert settings.validation.validate_env is False and settings.participant.max_tool_calls == 50
 
 
 def test_every_known_key_is_accepted() -> None:

@@ -192,7 +192,7 @@ def test_config_prints_one_setting_per_line_in_80_columns(tmp_path):
     assert "sk-secret" not in done.stdout and by_name["anthropic_api_key"][1] == "***"
     verbose = swe_green("config", "--verbose", env=env)
     assert all(len(line) <= 80 for line in verbose.stdout.splitlines())
-    assert "Memory limit per instance container. [SWE_GREEN_MEMORY]" in verbose.stdout
+    assert "Memory limit per instance container. [SWE_GREEN_MEMORY, default 6g]" in verbose.stdout
 
 
 def test_a_runs_log_lines_go_to_run_log_not_the_terminal(tmp_path, capsys):

@@ -247,8 +247,7 @@ def test_a_reinstall_under_the_restricted_policy_runs_without_network(
 ):
     from orchestrator.environments.build import prepare_instance
     from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
-    from orchestrator.run.pipeline import test_recipe as recipe_of
-    from orchestrator.sandbox.file_snapshot import FileSnapshot
+    from orchestrator.environments.prepared import test_recipe as recipe_of
 
     from .test_reinstall import ADD_DEPENDENCY, PYPI_PROBE
 
@@ -260,9 +259,11 @@ def test_a_reinstall_under_the_restricted_policy_runs_without_network(
     ctx = RunContext(settings, backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
     instance = synthetic_instances["demo__calc-1"]
     prepared = prepare_instance(ctx, instance)
-    assert isinstance(prepared.instance_image, FileSnapshot)
+    # kept by the backend as the set-up's files on the host (no commit), over an image
+    assert prepared.snapshot.archive is not None and prepared.snapshot.archive.is_file()
+    assert prepared.snapshot.image != prepared.instance_image
     recipe = recipe_of(prepared).model_copy(update={"install": "python -m pip install -e ."})
-    sandbox = ctx.start_sandbox(prepared.instance_image, instance, "grading", network=False)
+    sandbox = ctx.start_sandbox(prepared.snapshot, instance, "grading", network=False)
     try:
         assert sandbox.exec("cd /testbed && git status --short").stdout == ""
         sandbox.write_file("/tmp/dep.patch", ADD_DEPENDENCY)

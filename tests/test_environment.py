@@ -425,7 +425,7 @@ def test_the_shared_history_is_the_common_ancestor_of_the_listed_bases(
     older_base = older["base_commit"]
     ctx = make(newer, older)
     prepared = prepare_instance(ctx, Instance.model_validate(newer))
-    labels = ctx.backend.image_labels(prepared.env_image)
+    labels = ctx.backend.images.labels(prepared.env_image)
     assert labels["swe-green.shared-history"] == older_base
     log = (ctx.instance_dir(Instance.model_validate(newer)) / "setup.log").read_text()
     assert "clean history (add): 1 commits" in log

@@ -53,7 +53,7 @@ def test_a_setting_that_is_no_registry_host_is_one_clear_error(bad: str) -> None
     with pytest.raises(UserError) as caught:
         load_settings(env_image_registry=bad)
     assert "env_image_registry" in str(caught.value)
-    assert "SWE_GREEN_ENV_IMAGE_REGISTRY" in str(caught.value.fix)
+    assert "the value given for env_image_registry" in str(caught.value.fix)
 
 
 def test_the_setting_has_its_flat_environment_name(monkeypatch) -> None:
@@ -79,11 +79,11 @@ def own_prefix(docker_backend, base_image, test_prefix):
     """An image prefix of this test only (so no other test's instance image holds its
     environment image), with the base image tagged under it."""
     prefix = f"{test_prefix}-{uuid.uuid4().hex[:6]}"
-    docker_backend.tag_image(base_image, f"{prefix}/base", "py3.11")
+    docker_backend.images.tag(base_image, f"{prefix}/base", "py3.11")
     yield prefix
-    tags = [tag for image in docker_backend.images() for tag in image.tags if prefix in tag]
+    tags = [tag for image in docker_backend.images.find() for tag in image.tags if prefix in tag]
     for tag in sorted(tags, key=lambda tag: "/instance:" not in tag):  # children first
-        docker_backend.remove_image(tag)
+        docker_backend.images.remove(tag)
 
 
 def _ctx(env_settings, backend, tmp_path, node: str, **changes) -> RunContext:
@@ -109,10 +109,10 @@ def test_a_node_pulls_the_environment_another_built_and_pushed(
     text = log_a.read_text()
     assert f"{reference} not in the registry: building" in text
     assert SETUP_RAN in text and f"environment image pushed to {reference}" in text
-    assert not docker_backend.image_exists(reference)  # the push's tag is gone again
+    assert not docker_backend.images.exists(reference)  # the push's tag is gone again
 
-    assert docker_backend.remove_image(name)  # node B: this engine without the image
-    assert not docker_backend.image_exists(name)
+    assert docker_backend.images.remove(name)  # node B: this engine without the image
+    assert not docker_backend.images.exists(name)
     b = _ctx(env_settings, docker_backend, tmp_path, "b",
              image_prefix=own_prefix, env_image_registry=image_registry)  # fmt: skip
     log_b = tmp_path / "b.log"
@@ -122,7 +122,7 @@ def test_a_node_pulls_the_environment_another_built_and_pushed(
     assert SETUP_RAN not in text and "pushed" not in text  # no set-up ran, nothing pushed
     assert pulled.cache_hit and pulled.name == name
     assert (pulled.python, pulled.test_cmd) == (built.python, built.test_cmd)  # the labels
-    assert docker_backend.image_exists(name) and not docker_backend.image_exists(reference)
+    assert docker_backend.images.exists(name) and not docker_backend.images.exists(reference)
     # phase 4 on top of the pulled environment; its instance image is pushed in turn
     prepared = prepare_instance(b, instance)
     assert prepared.env_cache_hit and not prepared.instance_cache_hit
@@ -130,8 +130,8 @@ def test_a_node_pulls_the_environment_another_built_and_pushed(
     assert "===== base-commit" in text and "instance image pushed to" in text
 
     # node C: neither image here; both come from the registry, nothing is set up
-    assert docker_backend.remove_image(str(prepared.instance_image))
-    assert docker_backend.remove_image(name)
+    assert docker_backend.images.remove(str(prepared.instance_image))
+    assert docker_backend.images.remove(name)
     c = _ctx(env_settings, docker_backend, tmp_path, "c",
              image_prefix=own_prefix, env_image_registry=image_registry)  # fmt: skip
     again = prepare_instance(c, instance)
@@ -162,7 +162,7 @@ def test_an_unreachable_registry_means_build_and_a_warning(
                image_prefix=own_prefix, env_image_registry=nowhere)  # fmt: skip
     log = tmp_path / "setup.log"
     built = ensure_env_image(ctx, instance, plan_environment(ctx, instance), log)
-    assert not built.cache_hit and docker_backend.image_exists(built.name)
+    assert not built.cache_hit and docker_backend.images.exists(built.name)
     text = log.read_text()
     assert "not in the registry: building" in text and SETUP_RAN in text
     assert f"warning: environment image not pushed to {nowhere}/" in text
@@ -180,7 +180,7 @@ def test_the_restricted_policy_pulls_the_environment_and_sets_up_no_more(
     plan = plan_environment(full, instance)
     built = ensure_env_image(full, instance, plan, tmp_path / "full.log")
     reference = registry_reference(image_registry, built.name)
-    assert docker_backend.remove_image(built.name)
+    assert docker_backend.images.remove(built.name)
     proxy = GatewayProxy()
     try:
         backend = DockerBackend(docker.DockerClient(base_url=proxy.url), restricted=True)
@@ -198,4 +198,4 @@ def test_the_restricted_policy_pulls_the_environment_and_sets_up_no_more(
         assert [(c.method, c.path) for c in proxy.refused()] == []
     finally:
         proxy.close()
-        docker_backend.remove_image(reference)
+        docker_backend.images.remove(reference)

@@ -18,7 +18,7 @@ from orchestrator.environments.dependencies.reinstall_guard import (
     pth_problem,
     reinstall_problems,
 )
-from orchestrator.run.pipeline import test_recipe as recipe_of
+from orchestrator.environments.prepared import test_recipe as recipe_of
 
 # succeeds only with the network on (the package index is the one host containers reach)
 PYPI_PROBE = "python3 -m pip download -q --no-deps --timeout 5 --retries 0 six==1.16.0 -d /tmp/p"

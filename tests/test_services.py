@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.prepared import test_recipe as recipe_of
 from orchestrator.grading.evaluation import run_tests
 from orchestrator.models import TestStatus
-from orchestrator.run.pipeline import test_recipe as recipe_of
 
 pytestmark = pytest.mark.container
 # succeeds only with the network on (the package index is the one host containers reach)
@@ -45,7 +45,7 @@ def test_validation_runs_the_gold_tests_n_times_and_leaves_flaky_ones_out(
     instance = synthetic_instances["demo__calc-1"]
     prepared = prepare_instance(run_ctx, instance)
     run_ctx.settings = run_ctx.settings.replace(**{"validation_runs": runs})
-    check = validate_instance(run_ctx, instance, prepared.instance_image, recipe_of(prepared))
+    check = validate_instance(run_ctx, instance, prepared.snapshot, recipe_of(prepared))
     assert check.ok, check.message
     flaky = ["tests/test_calc.py::test_flaky_between_runs"]
     assert check.flaky == (flaky if runs == 2 else [])

@@ -31,7 +31,7 @@ from orchestrator.environments.setup.agent.setup_models import (
 )
 from orchestrator.errors import UserError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.settings import Settings, SetupAgentSettings
+from orchestrator.settings import Settings, SetupAgentConfig
 
 from .fake_anthropic import (
     FORBIDDEN,
@@ -415,7 +415,7 @@ def testbed(make_sandbox, tmp_path):
     return sandbox
 
 
-def container_settings(**limits: object) -> SetupAgentSettings:
+def container_settings(**limits: object) -> SetupAgentConfig:
     return Settings(anthropic_api_key="test", setup_model="claude-test", **limits).setup_agent
 
 

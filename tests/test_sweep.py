@@ -142,6 +142,7 @@ def test_a_resumed_sweep_runs_again_what_met_an_infrastructure_failure(tmp_path,
     from orchestrator.context.run_dir import RunDir
     from orchestrator.errors import SandboxError
     from orchestrator.models import Instance
+    from orchestrator.run.validation_sweep import run_sweep
     from orchestrator.sandbox.local import LocalBackend
     from orchestrator.settings import Settings
     from orchestrator.validation import sweep
@@ -162,11 +163,11 @@ def test_a_resumed_sweep_runs_again_what_met_an_infrastructure_failure(tmp_path,
         return _record(instance.instance_id, False, cause="gold patch fails")
 
     monkeypatch.setattr(sweep, "sweep_instance", sweep_one)
-    first = sweep.run_sweep(ctx, instances, 1)
+    first = run_sweep(ctx, instances, 1)
     assert {r.cause for r in first} == {sweep.INFRASTRUCTURE}
     engine_down = False
-    second = {r.instance_id: r for r in sweep.run_sweep(ctx, instances, 1)}
+    second = {r.instance_id: r for r in run_sweep(ctx, instances, 1)}
     assert second["o__r-1"].ok and second["o__r-2"].cause == "gold patch fails"
     calls = []
     monkeypatch.setattr(sweep, "sweep_instance", lambda c, i: calls.append(i) or None)
-    assert len(sweep.run_sweep(ctx, instances, 1)) == 2 and calls == []  # verdicts are kept
+    assert len(run_sweep(ctx, instances, 1)) == 2 and calls == []  # verdicts are kept

@@ -20,8 +20,8 @@ from orchestrator.sandbox import (
     SandboxBackend,
     SandboxError,
     SandboxSpec,
+    Snapshot,
 )
-from orchestrator.sandbox.file_snapshot import FileSnapshot
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
@@ -57,19 +57,11 @@ class RunContext:
             disk=s.disk_bytes() if role in DISK_BUDGET_ROLES else None, disk_poll=s.disk_poll,
         )  # fmt: skip
 
-    @property
-    def restricted(self) -> bool:
-        """Whether the Docker engine is used within Amber's gateway policy (no commit, no
-        network switching, images pulled only)."""
-        return self.settings.sandbox.docker_policy == "restricted"
-
     def start_sandbox(
-        self, image: str | FileSnapshot, instance: Instance, role: str, *, network: bool
+        self, source: str | Snapshot, instance: Instance, role: str, *, network: bool
     ) -> Sandbox:
-        """A container of this run for ``instance``, with the configured limits; from an image,
-        or from a :class:`FileSnapshot` (its files laid over its image)."""
-        files = image if isinstance(image, FileSnapshot) else None
-        image = files.image if files is not None else str(image)
+        """A container of this run for ``instance``, with the configured limits; from an image
+        or a :class:`Snapshot` the backend returned."""
         if self.cancelled.is_set():
             raise SandboxError("the run was interrupted")
         # named for what it holds, so that `docker ps -a` alone tells what is what
@@ -79,13 +71,13 @@ class RunContext:
                 spec = SandboxSpec(
                     run_id=self.run_id, instance_id=instance.instance_id, role=role,
                     limits=self.limits(role), network=network,
-                    name=unique_container_name(self.backend, name), files=files, node=self.node,
+                    name=unique_container_name(self.backend, name), node=self.node,
                 )  # fmt: skip
-                sandbox = self.backend.start(image, spec)
+                sandbox = self.backend.start(source, spec)
             except NameTaken:
                 if attempt == 2:
                     raise
                 continue  # another container took the name meanwhile: a suffixed one
-            record_image_use(self.settings.storage.data_dir, image)
+            record_image_use(self.settings.storage.data_dir, sandbox.image)
             return sandbox
         raise AssertionError("unreachable")

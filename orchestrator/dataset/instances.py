@@ -2,7 +2,7 @@
 
 Sources, through the ``datasets`` library:
 
-- a Hugging Face dataset name (default ``princeton-nlp/SWE-bench_Verified``, split ``test``);
+- a Hugging Face dataset name (the settings ``dataset`` and ``dataset_split``);
 - a local ``.jsonl``, ``.json`` or ``.parquet`` file;
 - a directory of such files (searched recursively; when some file names start with the split
   name, e.g. ``data/test-00000-of-00001.parquet``, only those are read, else all of them).
@@ -36,7 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError,
 
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.settings import Settings
+from orchestrator.settings import DatasetConfig, Settings
+from orchestrator.settings.base import default_of
+
+# the split read when none is given: the setting's default
+DEFAULT_SPLIT: str = default_of(DatasetConfig, "dataset_split")
 
 _SUFFIX_BUILDER = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 _LOCAL_FIX = "pass a local file: SWE_GREEN_DATASET=path/to/swe-bench-verified.jsonl or --dataset"
@@ -87,7 +91,7 @@ def parse_shard(shard: str) -> tuple[int, int]:
 _LOAD_LOCK = threading.Lock()
 
 
-def load_instances(source: str, split: str = "test") -> list[Instance]:
+def load_instances(source: str, split: str = DEFAULT_SPLIT) -> list[Instance]:
     """All instances of ``source`` (hub name, file or directory), in dataset order."""
     path = Path(source).expanduser()
     # `datasets` is not safe to call from two threads at once (its progress bars race)

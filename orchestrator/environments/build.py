@@ -13,31 +13,51 @@ sourcing ``/opt/swe/activate.sh`` in bash activates its Python environment and c
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.base_commit.instance_image import (
+    check_out_base,
     ensure_instance_image,
     reinstall_at_base,
 )
-from orchestrator.environments.build_restricted import prepare_without_commit
 from orchestrator.environments.checkout.repo_cache import check_complete
 from orchestrator.environments.prepared import PreparedInstance
-from orchestrator.environments.setup.env_image import ensure_env_image
-from orchestrator.environments.setup.plan import SetupFailed, instance_image_name, plan_environment
+from orchestrator.environments.setup.build_steps import building
+from orchestrator.environments.setup.env_image import (
+    EnvImage,
+    ensure_env_image,
+    env_from_labels,
+    setup_environment,
+)
+from orchestrator.environments.setup.failed_builds import failed_build
+from orchestrator.environments.setup.image_registry import pull_shared
+from orchestrator.environments.setup.plan import (
+    EnvPlan,
+    SetupFailed,
+    env_image_name,
+    instance_image_name,
+    plan_environment,
+)
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.sandbox import Snapshot
 
 
 def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
-    """Phases 1-4 for one instance, from the caches where possible (restricted Docker
-    policy: :func:`.build_restricted.prepare_without_commit`)."""
-    if ctx.restricted:
-        return prepare_without_commit(ctx, instance)
+    """Phases 1-4 for one instance, from the caches where possible; what the instance's
+    containers start from is what the backend kept (:meth:`SandboxBackend.keep`).
+
+    The one place the backend's kind decides the way: a backend that keeps no images (the
+    restricted Docker policy) runs phases 1-4 in one set-up sandbox
+    (:func:`_prepare_in_one_sandbox`)."""
+    if not ctx.backend.commits:
+        return _prepare_in_one_sandbox(ctx, instance)
     log_path = ctx.instance_dir(instance) / "setup.log"
     timings: dict[str, float] = {}
     started = time.monotonic()
     plan = plan_environment(ctx, instance)
-    if not ctx.backend.image_exists(instance_image_name(ctx, instance, plan)):
+    if not ctx.backend.images.exists(instance_image_name(ctx, instance, plan)):
         try:
             check_complete(ctx.settings, instance)
         except UserError as exc:
@@ -53,7 +73,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     return PreparedInstance(
         plan=plan,
         env_image=env.name,
-        instance_image=instance_image,
+        snapshot=Snapshot.of_image(instance_image),
         env_cache_hit=env.cache_hit,
         instance_cache_hit=inst_hit,
         test_cmd=env.test_cmd,
@@ -61,3 +81,71 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
         timings=timings,
         python_used=env.python,
     )
+
+
+def _prepare_in_one_sandbox(ctx: RunContext, instance: Instance) -> PreparedInstance:
+    """Phases 1-4 in one set-up sandbox with the network on, for a backend that keeps no
+    images (the restricted Docker policy, Amber's gateway: no commit): no image cache, the
+    set-up runs for every instance (phases 2-3 only when the shared registry lacks the
+    environment image). What the backend keeps of it (a host file pack) is what the
+    validation, participant and grading containers (created without a network) start from."""
+    log_path = ctx.instance_dir(instance) / "setup.log"
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    plan = plan_environment(ctx, instance)
+    try:
+        check_complete(ctx.settings, instance)
+    except UserError as exc:
+        raise SetupFailed(f"checkout: {exc}") from exc
+    built = _pulled_env_image(ctx, instance, plan, log_path)
+    if built is None:
+        remembered = failed_build(ctx, plan.env_key)
+        if remembered is not None:
+            raise SetupFailed(f"environment setup: {remembered}")
+    start_from = built.name if built else plan.base_image
+    sandbox = ctx.start_sandbox(start_from, instance, "setup", network=True)
+    with building(ctx, sandbox, "environment setup"):
+        if built is None:
+            built = EnvImage(name="", cache_hit=False)
+            setup_environment(ctx, instance, plan, sandbox, log_path, built)
+        timings["setup"] = time.monotonic() - started
+        started = time.monotonic()
+        reinstall = reinstall_at_base(ctx, instance, plan, built.reinstall, log_path)
+        check_out_base(ctx, instance, sandbox, log_path, reinstall, built.shared_history)
+        files = ctx.backend.keep(
+            sandbox,
+            instance_image_name(ctx, instance, plan),
+            ctx.settings.storage.data_dir / "files",
+        )
+        with open(log_path, "a") as fh:
+            fh.write(
+                f"set-up files kept on the host (no commit under the restricted Docker policy): "
+                f"{files.size / 1e6:.1f} MB, {len(files.deleted)} deleted path(s)\n"
+            )
+    timings["base_commit"] = time.monotonic() - started
+    return PreparedInstance(
+        plan=plan,
+        env_image=built.name,
+        snapshot=files,
+        env_cache_hit=built.cache_hit,
+        instance_cache_hit=False,
+        test_cmd=built.test_cmd,
+        setup_tokens=built.tokens,
+        timings=timings,
+        python_used=built.python,
+    )
+
+
+def _pulled_env_image(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Path
+) -> EnvImage | None:
+    """The environment image from the shared registry (``env_image_registry``), pulled and
+    used under its registry reference (the gateway refuses tags), or None: set up here.
+    Never pushed: the gateway refuses commits and pushes (a host under the full policy
+    fills the registry)."""
+    registry = ctx.settings.environment.env_image_registry
+    if not registry:
+        return None
+    name = env_image_name(ctx, instance, plan)
+    pulled = pull_shared(ctx.backend, registry, name, log_path, keep_reference=True)
+    return env_from_labels(ctx, pulled) if pulled else None

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.setup.plan import EnvPlan
-from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.sandbox import Snapshot
+from orchestrator.spec.recipes import Recipe
 
 
 class PreparedInstance(BaseModel):
@@ -13,9 +14,9 @@ class PreparedInstance(BaseModel):
 
     plan: EnvPlan
     env_image: str
-    # the image the instance's containers start from, or (restricted Docker policy) the
-    # set-up's files on the host
-    instance_image: str | FileSnapshot
+    # what the instance's containers start from, as the backend kept it: the instance image,
+    # or (a backend that does not commit) the set-up's files on the host over an image
+    snapshot: Snapshot
     env_cache_hit: bool
     instance_cache_hit: bool
     test_cmd: str | None = None
@@ -23,7 +24,25 @@ class PreparedInstance(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     python_used: str = ""  # the environment's Python (a cached image built before: unknown)
 
+    @property
+    def instance_image(self) -> str:
+        """The instance image's name (what the snapshot stands for)."""
+        return self.snapshot.name
+
     def discard(self) -> None:
         """Delete what the instance's containers started from, when it is a host file."""
-        if isinstance(self.instance_image, FileSnapshot):
-            self.instance_image.discard()
+        self.snapshot.discard()
+
+
+def test_recipe(prepared: PreparedInstance) -> Recipe:
+    """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
+    if prepared.plan.recipe is not None:
+        return prepared.plan.recipe
+    return Recipe(
+        repo="",
+        version="",
+        python=prepared.plan.python,
+        install="",
+        test_cmd=prepared.test_cmd or "pytest -rA",
+        log_format="pytest",
+    )

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from annotated_types import Ge, Gt, Le
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from orchestrator.dataset.instances import parse_shard
 from orchestrator.errors import UserError
+from orchestrator.settings import setting_choices
+from orchestrator.settings.environment import SetupStrategy
 
 # upper bounds of the config's numbers (the lower bound is 1 for counts, > 0 for seconds)
 LIMITS: dict[str, float] = {
@@ -92,8 +94,8 @@ class AssessmentConfig(BaseModel):
         description="Instances at once, capped at what the green agent's host allows "
         "(synonym: max_concurrent_rows).",
     )
-    setup_strategy: Literal["auto", "recipe", "llm"] | None = Field(
-        None, description="Environment setup: auto, recipe or llm."
+    setup_strategy: SetupStrategy | None = Field(
+        None, description=f"Environment setup: {setting_choices('setup_strategy')}."
     )
     instance_timeout: Annotated[_Seconds, Le(LIMITS["instance_timeout"]), _FINITE] | None = Field(
         None, description="Seconds for the participant per instance."

@@ -55,10 +55,20 @@ def config_cmd(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also each setting's meaning.")
     ] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print every setting's default and meaning as a Markdown table."
+        ),
+    ] = False,
 ) -> None:
     """Print every setting: its value and where the value comes from."""
-    from orchestrator.settings import SECRETS, setting_names, setting_sources
+    from orchestrator.settings import SECRETS, setting_names, setting_sources, settings_table
+    from orchestrator.settings.describe import default_text
 
+    if markdown:
+        print(settings_table(), end="")
+        return
     s = settings()
     sources = setting_sources()
     width = max(console.width, 40)
@@ -74,7 +84,8 @@ def config_cmd(
         )
         console.print(line, highlight=False, no_wrap=True, crop=True)
         if verbose:
-            meaning = f"{field.description or ''} [SWE_GREEN_{name.upper()}]"
+            default = "unset" if field.default is None else default_text(field.default)
+            meaning = f"{field.description or ''} [SWE_GREEN_{name.upper()}, default {default}]"
             console.print(Padding(Text(meaning, style="italic"), (0, 0, 0, 4)), highlight=False)
     console.print("sources: env = SWE_GREEN_<NAME>; default = built in", style="dim")
     console.print("file = " + _shorten(str(config_file()), width - 7), style="dim", highlight=False)

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings
+from orchestrator.settings import Settings, option_help
 
 console = Console()
 err_console = Console(stderr=True)
@@ -61,16 +61,12 @@ Shard = Annotated[
 ]
 Dataset = Annotated[
     str | None,
-    typer.Option(
-        help="Dataset name or local .jsonl/.parquet file (setting dataset, default "
-        "princeton-nlp/SWE-bench_Verified)."
-    ),
+    typer.Option(help=option_help("dataset", "Dataset name or local .jsonl/.parquet file")),
 ]
 Concurrency = Annotated[
     int | None,
     typer.Option(
-        help="Instances at once (setting concurrency, default from the host's cores and "
-        "memory: one per core and per 6 GB).",
+        help=option_help("concurrency"),
         callback=check_concurrency,
     ),
 ]

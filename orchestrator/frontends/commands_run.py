@@ -25,7 +25,7 @@ from orchestrator.frontends.live_progress import LiveProgress
 from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.log import run_log
 from orchestrator.run.leaderboard import write_leaderboard
-from orchestrator.settings import Settings, load_settings
+from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 if TYPE_CHECKING:
     from orchestrator.context.run_dir import RunDir
@@ -38,15 +38,15 @@ ParticipantSpec = Annotated[
 Script = Annotated[Path | None, typer.Option(help="The scripted participant's JSON script.")]
 Strategy = Annotated[
     str | None,
-    typer.Option(help="Setup: auto, recipe or llm (setting setup_strategy, default auto)."),
+    typer.Option(help=option_help("setup_strategy", f"Setup: {setting_choices('setup_strategy')}")),
 ]
 InstanceTimeout = Annotated[
     float | None,
-    typer.Option(help="Participant s per instance (setting instance_timeout, default 3600)."),
+    typer.Option(help=option_help("instance_timeout", "Participant s per instance")),
 ]
 TestTimeout = Annotated[
     float | None,
-    typer.Option(help="Seconds per test run (setting test_timeout, default 1800)."),
+    typer.Option(help=option_help("test_timeout", "Seconds per test run")),
 ]
 NoValidate = Annotated[
     bool, typer.Option("--no-validate", help="Skip the environment check with the gold patch.")

@@ -53,7 +53,7 @@ def validate_cmd(
     Each instance's outcome is kept in its run directory (validation.json); --resume skips
     the instances already done. `swe-green validation-report RUN` writes docs/validation.md.
     """
-    from orchestrator.validation.sweep import run_sweep
+    from orchestrator.run.validation_sweep import run_sweep
 
     settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
     if resume is not None and not resume.is_dir():
@@ -68,11 +68,10 @@ def validate_cmd(
         settings, "validate", resume, None, command="validate",
         instances=[i.instance_id for i in chosen],
     )  # fmt: skip
-    run_dir, run_id = ctx.run_dir.path, ctx.run_id
+    run_dir = ctx.run_dir.path
     console.print(f"validating {len(chosen)} instance(s) in {run_dir}")
 
     progress = LiveProgress(len(chosen))
-    from orchestrator.housekeeping.active import active_run
 
     def done(record) -> None:  # noqa: ANN001
         outcome = "ok" if record.ok else "environment error"
@@ -81,11 +80,8 @@ def validate_cmd(
         progress.finished(record.instance_id, mark, sum(record.timings.values()))
         progress.refresh()
 
-    with (
-        run_log(ctx.run_dir.path) as log_path,
-        active_run(settings.storage.data_dir, run_id, [inst.instance_id for inst in chosen]),
-        progress.live_display(),
-    ):
+    # the run is marked in progress by its driver (run.scheduler.drive), as an evaluation is
+    with run_log(ctx.run_dir.path) as log_path, progress.live_display():
         records = run_sweep(ctx, chosen, concurrency, on_done=done)
     _print_summary(records, run_dir)
     console.print(f"log: {log_path}")

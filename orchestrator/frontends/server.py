@@ -50,7 +50,7 @@ from orchestrator.frontends.assessment import EXAMPLE
 from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
 from orchestrator.log import get_logger
 from orchestrator.participant.serving import CardInfo, agent_card
-from orchestrator.settings import Settings, load_settings
+from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 GREEN_CARD = CardInfo(
     name="swe-bench-verified-green",
@@ -143,9 +143,14 @@ def _loopback(host: str) -> bool:
         return False
 
 
+# where `serve` listens unless told: this machine only
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9009
+
+
 def serve(
-    host: str = "127.0.0.1",
-    port: int = 9009,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
     card_url: str | None = None,
     *,
     settings: Settings | None = None,
@@ -169,12 +174,15 @@ def serve(
         uvicorn.run(build_app(settings, url, heartbeat=heartbeat), host=host, port=port)
 
 
+_KEEP = f"Which participant containers stay: {setting_choices('serve_keep_containers')}"
+
+
 def serve_command(
     host: Annotated[
         str,
         typer.Option(help="Address to listen on (0.0.0.0 for every interface, as in a container)."),
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 9009,
+    ] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = DEFAULT_PORT,
     card_url: Annotated[
         str | None,
         typer.Option(help="URL the agent card advertises (default: http://<host>:<port>/)."),
@@ -209,14 +217,14 @@ def serve_command(
     ] = False,
     keep_containers: Annotated[
         str | None,
-        typer.Option(help="never, on_failure or always (setting serve_keep_containers)."),
+        typer.Option(help=option_help("serve_keep_containers", _KEEP)),
     ] = None,
     max_kept: Annotated[
         int | None,
         typer.Option(
             "--max-kept-containers",
             min=0,
-            help="Kept containers of assessments at most (setting serve_max_kept_containers).",
+            help=option_help("serve_max_kept_containers", "Kept containers of assessments at most"),
         ),
     ] = None,
 ) -> None:

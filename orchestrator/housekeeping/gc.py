@@ -104,7 +104,7 @@ def _collect_images(
         if older_than is not None and now - epoch(image.created) < older_than:
             continue
         plan.images.append(tag)
-        if not dry_run and not backend.remove_image(image.id):
+        if not dry_run and not backend.images.remove(image.id):
             # used by a container of another run: it stays, and is not reported as removed
             plan.images.pop()
 

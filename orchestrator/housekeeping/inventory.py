@@ -47,7 +47,7 @@ def _inspect_rank(info: ContainerInfo) -> tuple[int, int]:
 
 
 def list_images(backend: SandboxBackend, kinds: tuple[str, ...] | None = None) -> list[ImageInfo]:
-    images = backend.images(labels={LABEL_TOOL: "1"})
+    images = backend.images.find(labels={LABEL_TOOL: "1"})
     if kinds is None:
         return images
     return [img for img in images if img.labels.get(LABEL_KIND) in kinds]

@@ -45,7 +45,7 @@ def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[
     """The environment and instance images under ``prefix``, least recently used first.
 
     An environment image counts as used whenever one of its instance images is."""
-    everything = {image.id: image for image in backend.images()}
+    everything = {image.id: image for image in backend.images.find()}
     # a pulled instance image has no parent link: its environment by key, if here
     env_by_key = {
         image.labels.get(LABEL_ENV_KEY): image.id
@@ -176,7 +176,7 @@ def execute_prune(backend: SandboxBackend, data_dir: Path, plan: PrunePlan) -> l
         backend.remove_container(name)
     removed = []
     for image in sorted(plan.remove, key=lambda i: i.kind == "env"):
-        if backend.remove_image(image.id):
+        if backend.images.remove(image.id):
             removed.append(image.tag)
         else:
             get_logger().warning("prune.busy", image=image.tag)

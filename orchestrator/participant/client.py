@@ -45,8 +45,8 @@ from orchestrator.participant.transcript import Transcript
 from orchestrator.participant.transport import CappedTransport
 from orchestrator.participant.wire import ParsedTurn, WireLimits, parse_turn, task_spec, task_text
 from orchestrator.sandbox import DiskLimitExceeded
-from orchestrator.settings import ParticipantSettings
-from orchestrator.settings.groups import default_of
+from orchestrator.settings import ParticipantConfig
+from orchestrator.settings.base import default_of
 
 # a tool runner gets this long past its own timeout before it counts as hung
 _RUNNER_GRACE = 60.0
@@ -56,19 +56,19 @@ class ParticipantLimits(BaseModel):
     # defaults: those of the settings (participant group), as this model's types (180.0)
     model_config = ConfigDict(validate_default=True)
 
-    max_tool_calls: int = default_of(ParticipantSettings, "max_tool_calls")
-    tool_timeout: float = default_of(ParticipantSettings, "tool_timeout")
-    instance_timeout: float = default_of(ParticipantSettings, "instance_timeout")
-    reply_timeout: float = default_of(ParticipantSettings, "participant_timeout")
+    max_tool_calls: int = default_of(ParticipantConfig, "max_tool_calls")
+    tool_timeout: float = default_of(ParticipantConfig, "tool_timeout")
+    instance_timeout: float = default_of(ParticipantConfig, "instance_timeout")
+    reply_timeout: float = default_of(ParticipantConfig, "participant_timeout")
     # tool calls whose JSON arguments are larger than this get an error result
     max_argument_bytes: int = 1_000_000
     # this many answers in a row with nothing but unreadable tool calls end the work
     max_protocol_errors: int = 3
     # bytes read from the participant per reply (per HTTP response)
-    max_reply_bytes: int = default_of(ParticipantSettings, "max_reply_bytes")
+    max_reply_bytes: int = default_of(ParticipantConfig, "max_reply_bytes")
 
     @classmethod
-    def from_settings(cls, settings: ParticipantSettings) -> ParticipantLimits:
+    def from_settings(cls, settings: ParticipantConfig) -> ParticipantLimits:
         return cls(
             max_tool_calls=settings.max_tool_calls,
             tool_timeout=settings.tool_timeout,

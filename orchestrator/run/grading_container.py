@@ -9,7 +9,7 @@ import asyncio
 from orchestrator.context.run_context import RunContext
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.sandbox.models import Snapshot
 
 
 class GradingContainer:
@@ -20,14 +20,14 @@ class GradingContainer:
         self._starting: asyncio.Task[Sandbox] | None = None
         self._removal: asyncio.Task[None] | None = None
 
-    def _start(self, image: str | FileSnapshot) -> Sandbox:
+    def _start(self, image: str | Snapshot) -> Sandbox:
         return self.ctx.start_sandbox(image, self.instance, "grading", network=False)
 
-    def start_ahead(self, image: str | FileSnapshot) -> None:
+    def start_ahead(self, image: str | Snapshot) -> None:
         """Start the container in the background (a task of the running loop)."""
         self._starting = asyncio.create_task(asyncio.to_thread(self._start, image))
 
-    async def take(self, image: str | FileSnapshot) -> Sandbox:
+    async def take(self, image: str | Snapshot) -> Sandbox:
         """The container started ahead, else one started now."""
         task, self._starting = self._starting, None
         if task is not None:

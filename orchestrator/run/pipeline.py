@@ -19,7 +19,7 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import PreparedInstance
+from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.environments.setup.bytecode import drop_manifest_command
 from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
@@ -39,7 +39,7 @@ from orchestrator.patches.extract import extract_patch
 from orchestrator.run.grading_container import GradingContainer
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
-from orchestrator.spec.recipes import Recipe, test_files
+from orchestrator.spec.recipes import test_files
 from orchestrator.validation.validation import validate_instance
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
@@ -70,20 +70,6 @@ class Excluded:
     writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
 
 
-def test_recipe(prepared: PreparedInstance) -> Recipe:
-    """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
-    if prepared.plan.recipe is not None:
-        return prepared.plan.recipe
-    return Recipe(
-        repo="",
-        version="",
-        python=prepared.plan.python,
-        install="",
-        test_cmd=prepared.test_cmd or "pytest -rA",
-        log_format="pytest",
-    )
-
-
 async def run_instance(
     ctx: RunContext,
     instance: Instance,
@@ -105,7 +91,7 @@ async def run_instance(
         else:
             outcome = await run.participant_works(prepared, participant_url)  # phase 5
             if not run.in_participant_container():  # phase 7's container starts meanwhile
-                run.grader.start_ahead(prepared.instance_image)
+                run.grader.start_ahead(prepared.snapshot)
             patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
@@ -160,12 +146,12 @@ class _InstanceRun:
     async def validate(self, prepared: PreparedInstance) -> Excluded:
         """The tests left out of grading: PASS_TO_PASS and FAIL_TO_PASS (validation off:
         none)."""
-        if not self.ctx.settings.environment.validate_env:
+        if not self.ctx.settings.validation.validate_env:
             return Excluded()
         self.phase("validation")
         t = time.monotonic()
         check = await asyncio.to_thread(
-            validate_instance, self.ctx, self.instance, prepared.instance_image,
+            validate_instance, self.ctx, self.instance, prepared.snapshot,
             test_recipe(prepared),
         )  # fmt: skip
         self.timings["validation"] = time.monotonic() - t
@@ -179,7 +165,7 @@ class _InstanceRun:
         self.phase("participant")
         t = time.monotonic()
         self.participant = participant = await asyncio.to_thread(
-            self.ctx.start_sandbox, prepared.instance_image, self.instance, "participant",
+            self.ctx.start_sandbox, prepared.snapshot, self.instance, "participant",
             network=False,
         )  # fmt: skip
         self.result.container = participant.name
@@ -255,7 +241,7 @@ class _InstanceRun:
             await asyncio.to_thread(_reset_to_base, self.participant, instance)
             grader, own = self.participant, False
         else:
-            grader, own = await self.grader.take(prepared.instance_image), True
+            grader, own = await self.grader.take(prepared.snapshot), True
         try:
             evaluation = await asyncio.to_thread(
                 evaluate, grader, instance, test_recipe(prepared), patch,
@@ -346,15 +332,15 @@ def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
 def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
     """Keep the participant's container? By policy (never for an empty patch under
     ``on_failure``: there is nothing to learn from it), within the per-run and per-host caps."""
-    policy = ctx.settings.sandbox.keep_containers
+    kept = ctx.settings.housekeeping
+    policy = kept.keep_containers
     if policy == "never" or (policy == "on_failure" and result.status == Status.RESOLVED):
         return False
     if policy == "on_failure" and result.reason == Reason.EMPTY_PATCH:
         return False
-    sandbox = ctx.settings.sandbox
     return room_to_keep(
         ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
-        per_run=sandbox.max_kept_per_run, per_host=sandbox.max_kept_per_host,
+        per_run=kept.max_kept_per_run, per_host=kept.max_kept_per_host,
     )  # fmt: skip
 
 

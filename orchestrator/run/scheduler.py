@@ -15,7 +15,7 @@ import inspect
 import os
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -26,6 +26,7 @@ from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.predictions import Predictions
 from orchestrator.run.runner import InstanceRunner
 from orchestrator.run.select_runner import runner_for
+from orchestrator.settings.run import GB_PER_INSTANCE
 
 
 class ProgressEvent(BaseModel):
@@ -44,13 +45,14 @@ EventSink = Callable[[ProgressEvent], None | Awaitable[None]]
 
 
 def default_concurrency() -> int:
-    """What fits the host: one instance per core, and at most one per 6 GB of memory."""
+    """What fits the host: one instance per core, and at most one per ``GB_PER_INSTANCE`` GB
+    of memory."""
     cores = os.cpu_count() or 1
     try:
         mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
     except (ValueError, OSError):
         mem_gb = 8.0
-    return max(1, min(cores, int(mem_gb // 6)))
+    return max(1, min(cores, int(mem_gb // GB_PER_INSTANCE)))
 
 
 class _Progress:
@@ -150,16 +152,14 @@ async def _evaluate(
     results = {r.instance_id: r for r in ctx.run_dir.load_results() if r.instance_id in finished}
     progress = _Progress(results, len(instances), on_event)
     at_once = concurrency or ctx.settings.run.concurrency or runner.capacity()
-    limit = asyncio.Semaphore(at_once or default_concurrency())
 
     async def one(instance: Instance) -> None:
-        async with limit:
-            if gate is None:
-                await run_one(instance)
-                return
-            progress.in_flight[instance.instance_id] = "queued"
-            async with gate():
-                await run_one(instance)
+        if gate is None:
+            await run_one(instance)
+            return
+        progress.in_flight[instance.instance_id] = "queued"
+        async with gate():
+            await run_one(instance)
 
     async def run_one(instance: Instance) -> None:
         progress.in_flight[instance.instance_id] = "starting"
@@ -169,24 +169,47 @@ async def _evaluate(
         progress.finished(result)
         await progress.emit("finished", instance_id=instance.instance_id, result=result)
 
-    todo = [one(i) for i in instances if i.instance_id not in finished]
+    todo = [i for i in instances if i.instance_id not in finished]
     beater = asyncio.create_task(progress.beat(heartbeat))
-    # marks the run in progress, so that `envs prune` spares its images
-    with active_run(ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]):
-        try:
-            await _run_all(ctx, runner, todo, results)
-        finally:
-            beater.cancel()
+    try:
+        await drive(ctx, runner, instances, todo, one, at_once or default_concurrency(), results)
+    finally:
+        beater.cancel()
     await progress.emit("run_finished")
     order = {i.instance_id: n for n, i in enumerate(instances)}
     return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))
+
+
+async def drive(
+    ctx: RunContext,
+    runner: InstanceRunner,
+    instances: Sequence[Instance],
+    todo: Sequence[Instance],
+    one: Callable[[Instance], Awaitable[None]],
+    at_once: int,
+    finished: Collection[str],
+) -> None:
+    """The one run driver: ``one`` of every instance of ``todo``, ``at_once`` at a time, the
+    run of ``instances`` marked in progress (so that ``envs prune`` spares its images).
+    ``finished`` holds the instances done so far (it grows as they finish): interrupted, start
+    nothing new and remove the containers of the others. An evaluation
+    (:func:`run_evaluation`) and a validation sweep (:mod:`.validation_sweep`) are both
+    driven by it."""
+    limit = asyncio.Semaphore(max(1, at_once))
+
+    async def bounded(instance: Instance) -> None:
+        async with limit:
+            await one(instance)
+
+    with active_run(ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]):
+        await _run_all(ctx, runner, [bounded(i) for i in todo], finished)
 
 
 async def _run_all(
     ctx: RunContext,
     runner: InstanceRunner,
     todo: Sequence[Awaitable[None]],
-    results: dict[str, InstanceResult],
+    finished: Collection[str],
 ) -> None:
     """Await every instance; interrupted, start nothing new and remove the work in flight."""
     tasks = [asyncio.ensure_future(one) for one in todo]
@@ -195,7 +218,7 @@ async def _run_all(
     except BaseException:
         # interrupted: start nothing new, and end the work in flight by removing its containers
         ctx.cancelled.set()
-        await asyncio.shield(asyncio.to_thread(runner.clean_unfinished, ctx, set(results)))
+        await asyncio.shield(asyncio.to_thread(runner.clean_unfinished, ctx, set(finished)))
         raise
     finally:
         for task in tasks:

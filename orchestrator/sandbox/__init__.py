@@ -14,8 +14,15 @@ from orchestrator.sandbox.errors import (
     SandboxError,
     Unsupported,
 )
-from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
-from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
+from orchestrator.sandbox.models import (
+    ContainerInfo,
+    ExecResult,
+    ImageInfo,
+    Limits,
+    SandboxSpec,
+    Snapshot,
+)
+from orchestrator.sandbox.protocol import ImageStore, Sandbox, SandboxBackend
 
 __all__ = [
     "BackendUnavailable",
@@ -23,6 +30,7 @@ __all__ = [
     "DiskLimitExceeded",
     "ExecResult",
     "ImageInfo",
+    "ImageStore",
     "ImageMissing",
     "Limits",
     "NameTaken",
@@ -30,5 +38,6 @@ __all__ = [
     "SandboxBackend",
     "SandboxError",
     "SandboxSpec",
+    "Snapshot",
     "Unsupported",
 ]

@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, cast
 from orchestrator.sandbox.protocol import SandboxBackend
 
 if TYPE_CHECKING:
-    from orchestrator.settings import SandboxSettings, Settings
+    from orchestrator.settings import SandboxConfig, Settings
 
 
-def backend_from(settings: Settings | SandboxSettings, *, timeout: float = 60) -> SandboxBackend:
+def backend_from(settings: Settings | SandboxConfig, *, timeout: float = 60) -> SandboxBackend:
     """The backend ``settings`` name: ``local`` (the host, no isolation: tests and
     development), ``docker`` under the ``full`` or ``restricted`` policy (``docker_policy``).
 
     Raises :class:`.errors.BackendUnavailable` when the Docker engine does not answer.
     """
-    sandbox = cast("SandboxSettings", getattr(settings, "sandbox", settings))
+    sandbox = cast("SandboxConfig", getattr(settings, "sandbox", settings))
     if sandbox.backend == "local":
         from orchestrator.sandbox.local import LocalBackend
 

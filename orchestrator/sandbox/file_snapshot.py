@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from orchestrator.sandbox.errors import SandboxError
+from orchestrator.sandbox.models import Snapshot
 
 if TYPE_CHECKING:
     from orchestrator.sandbox.protocol import Sandbox
@@ -49,20 +50,6 @@ class Changes(BaseModel):
     added: list[str] = Field(default_factory=list)  # copied with all they hold
     modified: list[str] = Field(default_factory=list)  # copied as one entry each
     deleted: list[str] = Field(default_factory=list)
-
-
-class FileSnapshot(BaseModel):
-    """Files to lay over ``image``: a host file holding the pack, and what to delete."""
-
-    name: str  # what the snapshot stands for (the instance image it replaces)
-    image: str  # the image the files go on top of
-    archive: Path  # a tar from the archive API holding the pack (``files.tar``)
-    deleted: list[str] = Field(default_factory=list)
-    size: int = 0  # bytes of ``archive``
-
-    def discard(self) -> None:
-        """Delete the host file."""
-        self.archive.unlink(missing_ok=True)
 
 
 def reduce_changes(changes: list[dict[str, object]]) -> Changes:
@@ -104,7 +91,7 @@ def _under(path: str, roots: set[str]) -> bool:
     return False
 
 
-def capture(sandbox: Sandbox, name: str, directory: Path) -> FileSnapshot:
+def capture(sandbox: Sandbox, name: str, directory: Path) -> Snapshot:
     """The files ``sandbox`` changed over its image, packed into a host file in ``directory``."""
     changes = reduce_changes(sandbox.changes())
     sandbox.write_file(f"{WORK_DIR}/added.list", _nul_list(changes.added))
@@ -130,7 +117,7 @@ def capture(sandbox: Sandbox, name: str, directory: Path) -> FileSnapshot:
         raise
     finally:
         sandbox.exec(["rm", "-rf", WORK_DIR], timeout=120)
-    return FileSnapshot(
+    return Snapshot(
         name=name,
         image=sandbox.image,
         archive=archive,
@@ -139,8 +126,11 @@ def capture(sandbox: Sandbox, name: str, directory: Path) -> FileSnapshot:
     )
 
 
-def restore(sandbox: Sandbox, files: FileSnapshot) -> None:
-    """Lay ``files`` over the container ``sandbox`` (started from ``files.image``)."""
+def restore(sandbox: Sandbox, files: Snapshot) -> None:
+    """Lay the files of ``files`` over the container ``sandbox`` (started from
+    ``files.image``); nothing for a snapshot that is an image."""
+    if files.archive is None:
+        return
     with open(files.archive, "rb") as pack:
         sandbox.put_archive(WORK_DIR, pack)
     deleted = " ".join(shlex.quote(p) for p in files.deleted)

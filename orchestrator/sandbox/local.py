@@ -23,10 +23,10 @@ from typing import IO, TYPE_CHECKING
 from orchestrator.sandbox import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 from orchestrator.sandbox.archives import pack, unpack
 from orchestrator.sandbox.errors import SandboxError, Unsupported
-from orchestrator.sandbox.models import OutputCap
+from orchestrator.sandbox.models import OutputCap, Snapshot
 
 if TYPE_CHECKING:
-    from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
+    from orchestrator.sandbox.protocol import ImageStore, Sandbox, SandboxBackend
 
 LOCAL_IMAGE = "local"
 
@@ -157,11 +157,18 @@ class LocalBackend:
     """Local sandboxes (see the module doc); it knows only the one image ``local``."""
 
     name = "local"
+    commits = False  # the host is no image
 
     def __init__(self) -> None:
         self.sandboxes: dict[str, LocalSandbox] = {}
+        self.images = LocalImages()
 
-    def start(self, image: str, spec: SandboxSpec) -> LocalSandbox:
+    def start(self, source: str | Snapshot, spec: SandboxSpec) -> LocalSandbox:
+        if isinstance(source, Snapshot):
+            if source.archive is not None:
+                raise Unsupported("the local backend cannot lay a snapshot's files over the host")
+            source = source.image
+        image = source
         if image != LOCAL_IMAGE:
             raise SandboxError(f"the local backend has no image {image!r}, only {LOCAL_IMAGE!r}")
         name = spec.name or f"local-{uuid.uuid4().hex[:12]}"
@@ -169,6 +176,12 @@ class LocalBackend:
         sandbox = LocalSandbox(root, name, spec.labels(), spec.limits)
         self.sandboxes[name] = sandbox
         return sandbox
+
+    def keep(
+        self, sandbox: Sandbox, name: str, directory: Path,
+        labels: Mapping[str, str] | None = None,
+    ) -> Snapshot:  # fmt: skip
+        raise Unsupported("the local backend cannot keep the host's files for another sandbox")
 
     def attach(self, ref: str, limits: Limits | None = None) -> LocalSandbox:
         if ref not in self.sandboxes:
@@ -222,33 +235,38 @@ class LocalBackend:
     ) -> list[str]:
         return []  # local sandboxes have no networks of their own
 
-    def images(
+
+class LocalImages:
+    """The local backend's one image, ``local`` (the host): nothing to tag, pull, push,
+    import or build."""
+
+    def find(
         self, labels: Mapping[str, str] | None = None, reference: str | None = None
     ) -> list[ImageInfo]:
         return [ImageInfo(id=LOCAL_IMAGE, tags=[LOCAL_IMAGE])] if not labels else []
 
-    def image_exists(self, name: str) -> bool:
+    def exists(self, name: str) -> bool:
         return name == LOCAL_IMAGE
 
-    def image_labels(self, name: str) -> dict[str, str]:
+    def labels(self, name: str) -> dict[str, str]:
         return {}
 
-    def tag_image(self, name: str, repository: str, tag: str) -> None:
+    def tag(self, name: str, repository: str, tag: str) -> None:
         raise Unsupported("the local backend has no images to tag")
 
-    def remove_image(self, image_id: str) -> bool:
+    def remove(self, image_id: str) -> bool:
         return True
 
-    def pull_image(self, reference: str) -> None:
+    def pull(self, reference: str) -> None:
         raise Unsupported("the local backend has no registry")
 
-    def push_image(self, name: str, reference: str) -> None:
+    def push(self, name: str, reference: str) -> None:
         raise Unsupported("the local backend has no registry")
 
-    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
+    def import_tarball(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
         raise Unsupported("the local backend cannot import images")
 
-    def build_image(
+    def build(
         self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
     ) -> Iterator[str]:
         raise Unsupported("the local backend cannot build images")
@@ -258,3 +276,4 @@ class LocalBackend:
 if TYPE_CHECKING:
     _sandbox: type[Sandbox] = LocalSandbox
     _backend: type[SandboxBackend] = LocalBackend
+    _store: type[ImageStore] = LocalImages

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from orchestrator.sandbox.file_snapshot import FileSnapshot
-from orchestrator.settings.groups import SandboxSettings, default_of
+from orchestrator.settings.base import default_of
+from orchestrator.settings.sandbox import SandboxConfig
 
 # labels every container and image of this tool carries
 LABEL_TOOL = "swe-green"
@@ -28,14 +29,14 @@ class Limits(BaseModel):
     """What a sandbox may use."""
 
     # defaults: those of the settings (sandbox group)
-    cpus: float = default_of(SandboxSettings, "cpus")
-    memory: str = default_of(SandboxSettings, "memory")
-    pids_limit: int = default_of(SandboxSettings, "pids_limit")
-    output_limit: int = default_of(SandboxSettings, "exec_output_limit")
+    cpus: float = default_of(SandboxConfig, "cpus")
+    memory: str = default_of(SandboxConfig, "memory")
+    pids_limit: int = default_of(SandboxConfig, "pids_limit")
+    output_limit: int = default_of(SandboxConfig, "exec_output_limit")
     # bytes the container may write (its writable layer); None: no budget
     disk: int | None = None
     # the disk watcher's slowest poll, seconds (it polls faster near the budget)
-    disk_poll: float = default_of(SandboxSettings, "disk_poll")
+    disk_poll: float = default_of(SandboxConfig, "disk_poll")
 
 
 class SandboxSpec(BaseModel):
@@ -50,13 +51,35 @@ class SandboxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     name: str | None = None  # None: the backend picks one
     workdir: str = "/"
-    # files laid over the image before the sandbox is handed out (no commit needed)
-    files: FileSnapshot | None = None
     # the cluster node that owns the sandbox (a run on Ray), "" on a single host
     node: str = ""
 
     def labels(self) -> dict[str, str]:
         return tool_labels(self.run_id, self.instance_id, self.role, node=self.node)
+
+
+class Snapshot(BaseModel):
+    """What a backend kept of a sandbox for others to start from (``SandboxBackend.keep``), or
+    an image as one (:meth:`of_image`). The phases hold it and hand it back to ``start``;
+    only the backend looks inside: an image where the engine commits, else (the restricted
+    Docker policy) the files the sandbox changed, packed into a host file, over its image
+    (:mod:`.file_snapshot`)."""
+
+    name: str  # what it stands for (an image's name): cache keys and records use it
+    image: str  # the image a sandbox starts from
+    archive: Path | None = None  # the pack of changed files (``files.tar``), if any
+    deleted: list[str] = Field(default_factory=list)  # paths the sandbox deleted
+    size: int = 0  # bytes of ``archive``
+
+    @classmethod
+    def of_image(cls, name: str) -> Snapshot:
+        """The image ``name`` itself."""
+        return cls(name=name, image=name)
+
+    def discard(self) -> None:
+        """Delete what it holds on the host (an image stays: images have their own life)."""
+        if self.archive is not None:
+            self.archive.unlink(missing_ok=True)
 
 
 class ExecResult(BaseModel):

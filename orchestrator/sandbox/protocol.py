@@ -4,7 +4,8 @@ A :class:`Sandbox` is one isolated machine with a file system: it runs commands 
 timeout and an output cap, moves files in and out byte for byte, switches its network on and
 off, snapshots itself to an image, and is stopped (kept) or removed. A
 :class:`SandboxBackend` starts sandboxes from images with limits and labels, finds them again
-by label, and manages the images. Backends: :mod:`.docker` (the Docker engine; the only
+by label, and keeps one as a :class:`.models.Snapshot` for others to start from; its
+:class:`ImageStore` holds the images. Backends: :mod:`.docker` (the Docker engine; the only
 module of the product that imports ``docker``) and :mod:`.local` (the host itself, for tests
 and development: no isolation). :mod:`.conformance` is the suite every backend passes
 (``swe-green sandbox check``; the tests run it on each backend).
@@ -18,7 +19,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
-from orchestrator.sandbox.models import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
+from orchestrator.sandbox.models import (
+    ContainerInfo,
+    ExecResult,
+    ImageInfo,
+    Limits,
+    SandboxSpec,
+    Snapshot,
+)
 
 
 @runtime_checkable
@@ -100,14 +108,74 @@ class Sandbox(Protocol):
     def is_running(self) -> bool: ...
 
 
+class ImageStore(Protocol):
+    """Where a backend's images live, apart from its sandboxes: listed and inspected, tagged,
+    removed, pulled from and pushed to a registry, imported and built. What a store cannot do
+    (the local backend has no images; Amber's Docker gateway refuses tags and pushes) raises
+    :class:`.errors.Unsupported`."""
+
+    def find(
+        self, labels: Mapping[str, str] | None = None, reference: str | None = None
+    ) -> list[ImageInfo]:
+        """The images with all of ``labels`` (and of ``reference``, a name or repository)."""
+        ...
+
+    def exists(self, name: str) -> bool: ...
+
+    def labels(self, name: str) -> dict[str, str]: ...
+
+    def tag(self, name: str, repository: str, tag: str) -> None: ...
+
+    def remove(self, image_id: str) -> bool:
+        """Remove an image; False when a sandbox still uses it (it stays). Gone is fine."""
+        ...
+
+    def pull(self, reference: str) -> None:
+        """Fetch ``reference`` from its registry."""
+        ...
+
+    def push(self, name: str, reference: str) -> None:
+        """Upload the local image ``name`` to a registry as ``reference`` (tagged so for the
+        upload only)."""
+        ...
+
+    def import_tarball(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
+        """An image from a root file system tarball (``docker import``)."""
+        ...
+
+    def build(
+        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
+    ) -> Iterator[str]:
+        """Build ``tag`` from a Dockerfile in ``context``; yields the build's log lines."""
+        ...
+
+
 class SandboxBackend(Protocol):
-    """Where sandboxes come from: starts them, finds them by label, manages images."""
+    """Where sandboxes come from: starts them (from an image or a snapshot it kept), keeps
+    them as snapshots, finds them by label; its images are :attr:`images`."""
 
     name: str  # "docker", "local"
 
-    def start(self, image: str, spec: SandboxSpec) -> Sandbox:
-        """A sandbox from ``image`` that idles until told what to do (see :class:`SandboxSpec`:
-        labelled with the run, the instance and its role; without network, loopback only)."""
+    @property
+    def images(self) -> ImageStore: ...
+
+    # whether it keeps a sandbox as an image (a commit); if not, :meth:`keep` packs its files
+    # on the host (the restricted Docker policy)
+    commits: bool
+
+    def start(self, source: str | Snapshot, spec: SandboxSpec) -> Sandbox:
+        """A sandbox from an image, or from a :class:`Snapshot` this backend returned, that
+        idles until told what to do (see :class:`SandboxSpec`: labelled with the run, the
+        instance and its role; without network, loopback only)."""
+        ...
+
+    def keep(
+        self, sandbox: Sandbox, name: str, directory: Path,
+        labels: Mapping[str, str] | None = None,
+    ) -> Snapshot:  # fmt: skip
+        """``sandbox`` kept for other sandboxes to start from, standing for the image ``name``:
+        that image (a commit, with ``labels``) where the backend :attr:`commits`, else the
+        files it changed, packed into a host file in ``directory``, over its image."""
         ...
 
     def attach(self, ref: str, limits: Limits | None = None) -> Sandbox:
@@ -134,39 +202,6 @@ class SandboxBackend(Protocol):
 
     def remove_container(self, ref: str) -> bool:
         """Remove a sandbox; False when it is gone."""
-        ...
-
-    def images(
-        self, labels: Mapping[str, str] | None = None, reference: str | None = None
-    ) -> list[ImageInfo]: ...
-
-    def image_exists(self, name: str) -> bool: ...
-
-    def image_labels(self, name: str) -> dict[str, str]: ...
-
-    def tag_image(self, name: str, repository: str, tag: str) -> None: ...
-
-    def remove_image(self, image_id: str) -> bool:
-        """Remove an image; False when a sandbox still uses it (it stays). Gone is fine."""
-        ...
-
-    def pull_image(self, reference: str) -> None:
-        """Fetch ``reference`` from its registry."""
-        ...
-
-    def push_image(self, name: str, reference: str) -> None:
-        """Upload the local image ``name`` to a registry as ``reference`` (tagged so for the
-        upload only)."""
-        ...
-
-    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
-        """An image from a root file system tarball (``docker import``)."""
-        ...
-
-    def build_image(
-        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
-    ) -> Iterator[str]:
-        """Build ``tag`` from a Dockerfile in ``context``; yields the build's log lines."""
         ...
 
     def cleanup(self, labels: Mapping[str, str]) -> list[str]:

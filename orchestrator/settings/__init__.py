@@ -3,10 +3,25 @@
 The TOML file is ``swe-green.toml`` in the working directory, or the path in
 ``SWE_GREEN_CONFIG``. Precedence: explicit arguments > environment > TOML file > defaults.
 
-Settings are grouped per component (:class:`Settings` holds one model per group, and each
-component receives only its group), but every setting keeps its one flat name: the
-environment variable ``SWE_GREEN_<NAME>``, the TOML key ``name`` (a ``[group]`` table works
-too) and the keyword of :func:`load_settings`. ``swe-green config`` prints them all.
+Each component owns its config (as mini-swe-agent's agent, environment and model each own a
+``...Config``): one pydantic model per component, every field documented (``description``)
+and range-checked, its default written there and nowhere else. :class:`Settings` composes
+them, one attribute per component (``settings.grading.test_timeout``); a component that
+needs no other passes only its own around (``backend_from`` a :class:`SandboxConfig`, the
+setup agent a :class:`SetupAgentConfig`, images an :class:`EnvironmentConfig`). Every
+setting keeps one flat name: the environment variable ``SWE_GREEN_<NAME>``, the TOML key
+``name`` (a ``[group]`` table works too) and the keyword of :func:`load_settings`.
+``swe-green config`` prints them all; :mod:`.describe` makes the CLI's help and the README's
+table from the models.
+
+Where the models live: here, one module per component (:mod:`.sandbox`, :mod:`.grading`,
+...), not in the components' packages. The settings are the lowest layer of the import
+contract (``pyproject.toml``): the run context, the dataset and every phase read
+:class:`Settings`, so the models it composes must import nothing above it; a model beside
+its component's code would make ``settings`` import upward (and import the component's
+package). A component's own model of the same values (the sandbox's ``Limits``, the
+participant's ``ParticipantLimits``) takes its defaults from its config
+(:func:`.base.default_of`), not from a copy.
 """
 
 from __future__ import annotations
@@ -19,21 +34,24 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from orchestrator.errors import UserError
-from orchestrator.settings.groups import (
-    GROUP_OF,
-    GROUPS,
-    SECRETS,
-    DatasetSettings,
-    EnvironmentSettings,
-    GradingSettings,
-    ParticipantSettings,
-    RepoSettings,
-    RunSettings,
-    SandboxSettings,
-    ServeSettings,
-    SetupAgentSettings,
-    StorageSettings,
+from orchestrator.settings.dataset import DatasetConfig
+from orchestrator.settings.describe import (
+    default_text,
+    option_help,
+    setting_choices,
+    setting_default,
+    settings_table,
 )
+from orchestrator.settings.environment import EnvironmentConfig
+from orchestrator.settings.grading import GradingConfig
+from orchestrator.settings.groups import GROUP_OF, GROUPS, SECRETS
+from orchestrator.settings.housekeeping import HousekeepingConfig
+from orchestrator.settings.participant import ParticipantConfig
+from orchestrator.settings.repos import RepoConfig
+from orchestrator.settings.run import RunConfig
+from orchestrator.settings.sandbox import SandboxConfig
+from orchestrator.settings.serve import ServeConfig
+from orchestrator.settings.setup_agent import SetupAgentConfig
 from orchestrator.settings.sizes import disk_bytes
 from orchestrator.settings.sources import (
     ENV_PREFIX,
@@ -44,46 +62,55 @@ from orchestrator.settings.sources import (
     setting_names,
     setting_sources,
 )
+from orchestrator.settings.storage import StorageConfig
+from orchestrator.settings.validation import ValidationConfig
 
 __all__ = [
     "ENV_PREFIX",
-    "GROUP_OF",
     "GROUPS",
+    "GROUP_OF",
     "SECRETS",
-    "DatasetSettings",
-    "EnvironmentSettings",
-    "GradingSettings",
-    "ParticipantSettings",
-    "RepoSettings",
-    "RunSettings",
-    "SandboxSettings",
-    "ServeSettings",
+    "DatasetConfig",
+    "EnvironmentConfig",
+    "GradingConfig",
+    "HousekeepingConfig",
+    "ParticipantConfig",
+    "RepoConfig",
+    "RunConfig",
+    "SandboxConfig",
+    "ServeConfig",
     "Settings",
-    "SetupAgentSettings",
-    "StorageSettings",
+    "SetupAgentConfig",
+    "StorageConfig",
+    "ValidationConfig",
     "config_file",
     "disk_bytes",
     "load_settings",
+    "option_help",
+    "setting_choices",
     "setting_names",
     "setting_sources",
+    "settings_table",
 ]
 
 
 class Settings(BaseSettings):
-    """Every setting, one model per component's group."""
+    """Every setting: the components' configs, one attribute each (the keys of ``GROUPS``)."""
 
     model_config = SettingsConfigDict(extra="forbid")
 
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    dataset: DatasetSettings = Field(default_factory=DatasetSettings)
-    repos: RepoSettings = Field(default_factory=RepoSettings)
-    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
-    setup_agent: SetupAgentSettings = Field(default_factory=SetupAgentSettings)
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    participant: ParticipantSettings = Field(default_factory=ParticipantSettings)
-    grading: GradingSettings = Field(default_factory=GradingSettings)
-    run: RunSettings = Field(default_factory=RunSettings)
-    serve: ServeSettings = Field(default_factory=ServeSettings)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    repos: RepoConfig = Field(default_factory=RepoConfig)
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    setup_agent: SetupAgentConfig = Field(default_factory=SetupAgentConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    housekeeping: HousekeepingConfig = Field(default_factory=HousekeepingConfig)
+    participant: ParticipantConfig = Field(default_factory=ParticipantConfig)
+    grading: GradingConfig = Field(default_factory=GradingConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**nest(values))
@@ -125,10 +152,12 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """Settings with explicit overrides (``None`` values are ignored).
 
-    An invalid value or an unknown key becomes a one-line UserError naming it.
+    An invalid value or an unknown key becomes a one-line UserError naming it, where it came
+    from (an option, ``SWE_GREEN_<NAME>`` or the TOML file) and what to do.
     """
+    given = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        return Settings(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = [str(part) for part in first["loc"]]
@@ -138,8 +167,21 @@ def load_settings(**overrides: object) -> Settings:
             if first["type"] == "extra_forbidden"
             else f"Invalid setting {name}: {first['msg']} (got {first.get('input')!r})."
         )
-        raise UserError(
-            problem,
-            f"fix SWE_GREEN_{name.upper()} or the key {name} in {config_file()}; "
-            "`swe-green config` lists every setting.",
-        ) from None
+        raise UserError(problem, _where_to_fix(name, given)) from None
+
+
+def _where_to_fix(name: str, given: dict[str, object]) -> str:
+    """The fix of a bad setting ``name``, told where its value came from."""
+    listing = "`swe-green config --verbose` lists every setting and its meaning."
+    if name not in GROUP_OF:
+        return f"remove {name} from {config_file()} or the call; {listing}"
+    default = f"the default ({default_text(setting_default(name))})"
+    source = "option" if name in given else setting_sources().get(name)
+    if source == "option":
+        return f"correct the value given for {name} (an option or argument); {listing}"
+    if source == "env":
+        variable = f"{ENV_PREFIX}{name.upper()}"
+        return f"correct {variable} in the environment, or unset it for {default}; {listing}"
+    if source == "file":
+        return f"correct the key {name} in {config_file()}, or remove it for {default}; {listing}"
+    return f"correct {ENV_PREFIX}{name.upper()} or the key {name} in {config_file()}; {listing}"

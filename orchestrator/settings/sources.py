@@ -22,11 +22,14 @@ def config_file() -> Path:
 
 def nest(flat: dict[str, Any]) -> dict[str, Any]:
     """Flat setting names (``cpus``) put into their groups (``sandbox.cpus``); a group given
-    whole (a dict, or a TOML table) is merged; unknown names stay for validation to name."""
+    whole (a dict, or a TOML table) is merged, each of its names into the group that owns it
+    (a table written before a setting moved to another component still works); unknown names
+    stay for validation to name."""
     nested: dict[str, Any] = {}
     for key, value in flat.items():
         if key in GROUPS and isinstance(value, dict):
-            nested.setdefault(key, {}).update(value)
+            for name, item in value.items():
+                nested.setdefault(GROUP_OF.get(name, key), {})[name] = item
         elif key in GROUP_OF:
             nested.setdefault(GROUP_OF[key], {})[key] = value
         else:

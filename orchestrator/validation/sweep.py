@@ -1,6 +1,7 @@
 """Validation sweeps: build and validate many instances' environments, resumable, with a record
 per instance (``instances/<id>/validation.json``) from which ``docs/validation.md`` is made
-(:mod:`orchestrator.frontends.report.validation`).
+(:mod:`orchestrator.frontends.report.validation`). A sweep is a run of the scheduler
+(:mod:`orchestrator.run.validation_sweep`); this module is its work on one instance.
 
 A sweep is the benchmark of the environments (phases 1-4 and the gold-patch check): it says
 which instances the evaluator can score, why the others cannot, and what each phase costs.
@@ -10,11 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Literal
 
@@ -142,8 +140,8 @@ def root_cause(message: str) -> str:
 def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
     from orchestrator.environments.build import prepare_instance
+    from orchestrator.environments.prepared import test_recipe
     from orchestrator.environments.setup.plan import SetupFailed, find_recipe, plan_environment
-    from orchestrator.run.pipeline import test_recipe
     from orchestrator.validation.validation import validate_instance
 
     recipe = find_recipe(ctx, instance)
@@ -174,7 +172,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     timings = dict(prepared.timings)
     started = time.monotonic()
     try:
-        check = validate_instance(ctx, instance, prepared.instance_image, test_recipe(prepared))
+        check = validate_instance(ctx, instance, prepared.snapshot, test_recipe(prepared))
     finally:
         prepared.discard()
     timings["validation"] = time.monotonic() - started
@@ -206,15 +204,10 @@ def breadth_first(instances: list[Instance]) -> list[Instance]:
     return [instance for _, _, instance in sorted(ranked, key=lambda item: item[:2])]
 
 
-def run_sweep(
-    ctx: RunContext,
-    instances: list[Instance],
-    concurrency: int,
-    on_done: Callable[[SweepRecord], None] | None = None,
-) -> list[SweepRecord]:
-    """Sweep ``instances``, breadth first (:func:`breadth_first`); those already recorded in
-    the run directory are kept, not redone: a sweep resumes where it stopped. An instance
-    that met an infrastructure failure (an exception, not a verdict) is redone."""
+def pending(ctx: RunContext, instances: list[Instance]) -> tuple[list[SweepRecord], list[Instance]]:
+    """The records ``instances`` already have in the run directory, and the instances still
+    to sweep, breadth first (:func:`breadth_first`): a sweep resumes where it stopped. An
+    instance that met an infrastructure failure (an exception, not a verdict) is redone."""
     records: list[SweepRecord] = []
     todo = []
     for instance in breadth_first(instances):
@@ -223,31 +216,24 @@ def run_sweep(
             records.append(done)
         else:
             todo.append(instance)
-    lock = threading.Lock()
+    return records, todo
 
-    def one(instance: Instance) -> SweepRecord:
-        try:
-            record = sweep_instance(ctx, instance)
-        except Exception as exc:  # an infrastructure failure: recorded, redone on resume
-            record = SweepRecord(
-                instance_id=instance.instance_id, repo=instance.repo, version=instance.version,
-                ok=False, stage="setup", message=f"{type(exc).__name__}: {exc}",
-                cause=INFRASTRUCTURE,
-            )  # fmt: skip
-        path = ctx.instance_dir(instance) / RECORD
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, record.model_dump_json(indent=1))
-        return record
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = [pool.submit(one, instance) for instance in todo]
-        for future in as_completed(futures):
-            record = future.result()
-            with lock:
-                records.append(record)
-            if on_done is not None:
-                on_done(record)
-    return records
+def sweep_and_record(ctx: RunContext, instance: Instance) -> SweepRecord:
+    """:func:`sweep_instance`, its record written to the instance's directory; an exception
+    (an infrastructure failure) is recorded too, as such, so that a resumed sweep redoes it."""
+    try:
+        record = sweep_instance(ctx, instance)
+    except Exception as exc:
+        record = SweepRecord(
+            instance_id=instance.instance_id, repo=instance.repo, version=instance.version,
+            ok=False, stage="setup", message=f"{type(exc).__name__}: {exc}",
+            cause=INFRASTRUCTURE,
+        )  # fmt: skip
+    path = ctx.instance_dir(instance) / RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, record.model_dump_json(indent=1))
+    return record
 
 
 def load_record(path: Path) -> SweepRecord | None:

@@ -48,8 +48,7 @@ from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox.file_snapshot import FileSnapshot
+from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.spec.recipes import Recipe
 from orchestrator.validation.test_selection import (
     rerun_names,
@@ -84,11 +83,10 @@ class Validation(BaseModel):
     cached: bool = False
 
 
-def _cache_path(ctx: RunContext, instance_image: str | FileSnapshot) -> Path:
+def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user
-    name = instance_image.name if isinstance(instance_image, FileSnapshot) else instance_image
-    tag = name.rsplit(":", 1)[-1]
-    runs = ctx.settings.environment.validation_runs
+    tag = instance_image.rsplit(":", 1)[-1]
+    runs = ctx.settings.validation.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
         "-uw" if ctx.settings.grading.unprivileged_tests else ""
     )
@@ -102,15 +100,16 @@ def cached_validation(path: Path) -> Validation | None:
 
 
 def validate_instance(
-    ctx: RunContext, instance: Instance, instance_image: str | FileSnapshot, recipe: Recipe
+    ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe
 ) -> Validation:
-    """Run the base and gold checks (or return the cached outcome)."""
-    cache = _cache_path(ctx, instance_image)
+    """Run the base and gold checks in containers from ``snapshot`` (phases 1-4's, the
+    instance image or what stands for it), or return the cached outcome."""
+    cache = _cache_path(ctx, snapshot.name)
     cached = cached_validation(cache)
     if cached is not None:
         return cached.model_copy(update={"cached": True})
     started = time.monotonic()
-    runs = _Runs(ctx, instance, instance_image, recipe)
+    runs = _Runs(ctx, instance, snapshot, recipe)
     base = runs.base()
     if _decided_at_base(base):  # no gold run can change the verdict
         result = _judge(instance, base, True, "", None, recipe.log_format)
@@ -144,7 +143,7 @@ class _Runs:
     """The test runs of one validation, each in a throwaway container, timed by phase."""
 
     def __init__(
-        self, ctx: RunContext, instance: Instance, image: str | FileSnapshot, recipe: Recipe
+        self, ctx: RunContext, instance: Instance, image: Snapshot, recipe: Recipe
     ) -> None:
         self.ctx, self.instance, self.image, self.recipe = ctx, instance, image, recipe
         self.user = TEST_USER if ctx.settings.grading.unprivileged_tests else None
@@ -214,7 +213,7 @@ class _Runs:
             result = _judge(instance, base, True, "", golds[0], log_format)
             names, rerun = self._rerun(golds[0], result)
             # the eval script restores the test files: it can run again
-            for number in range(2, self.ctx.settings.environment.validation_runs + 1):
+            for number in range(2, self.ctx.settings.validation.validation_runs + 1):
                 if not result.ok or golds[-1].timed_out or golds[-1].crash:
                     break
                 output = f"validation_gold_output_{number}.txt"

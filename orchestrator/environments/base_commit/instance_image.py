@@ -53,7 +53,7 @@ def ensure_instance_image(
     registry = settings.env_image_registry if settings.registry_instance_images else None
     what = "instance image"
     with image_lock(ctx, f"instance-{plan.instance_key(instance)}"):
-        if ctx.backend.image_exists(name):
+        if ctx.backend.images.exists(name):
             return name, True
         if registry and pull_shared(
             ctx.backend, registry, name, log_path, keep_reference=False, what=what
@@ -62,10 +62,10 @@ def ensure_instance_image(
         sandbox = ctx.start_sandbox(env_image, instance, "setup", network=True)
         with building(ctx, sandbox, "base commit"):
             check_out_base(ctx, instance, sandbox, log_path, reinstall, shared_history)
-            repository, tag = name.rsplit(":", 1)
-            sandbox.snapshot(
-                repository, tag, labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key}
-            )
+            ctx.backend.keep(
+                sandbox, name, ctx.settings.storage.data_dir / "files",
+                labels={LABEL_KIND: "instance", LABEL_ENV_KEY: plan.env_key},
+            )  # fmt: skip
     if registry:
         push_shared(ctx.backend, registry, name, log_path, what=what)
     return name, False

@@ -59,7 +59,7 @@ def building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
 def keep_failed(ctx: RunContext, sandbox: Sandbox) -> str | None:
     """Keep a failed container for inspection (per settings, within the per-run and per-host
     caps), stopped; its name, or None."""
-    limits = ctx.settings.sandbox
+    limits = ctx.settings.housekeeping
     if limits.keep_containers == "never" or not room_to_keep(
         ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
         per_run=limits.max_kept_per_run, per_host=limits.max_kept_per_host,

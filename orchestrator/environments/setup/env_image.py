@@ -68,7 +68,7 @@ def ensure_env_image(
     name = env_image_name(ctx, instance, plan)
     registry = ctx.settings.environment.env_image_registry
     with image_lock(ctx, f"env-{plan.env_key}"):
-        if ctx.backend.image_exists(name):
+        if ctx.backend.images.exists(name):
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
             return env_from_labels(ctx, name)
@@ -82,7 +82,7 @@ def ensure_env_image(
 
 def env_from_labels(ctx: RunContext, name: str) -> EnvImage:
     """A ready environment image, as its labels describe it (not built here)."""
-    labels = ctx.backend.image_labels(name)
+    labels = ctx.backend.images.labels(name)
     return EnvImage(
         name=name,
         cache_hit=True,
@@ -123,8 +123,7 @@ def build_env_image(
         built.shared_history = share_history(ctx, instance, sandbox, log_path)
         if built.shared_history is not None:
             labels[LABEL_SHARED_HISTORY] = built.shared_history
-        repository, tag = name.rsplit(":", 1)
-        sandbox.snapshot(repository, tag, labels=labels)
+        ctx.backend.keep(sandbox, name, ctx.settings.storage.data_dir / "files", labels)
     log.info("setup.done", image=name)
     return built
 

@@ -43,7 +43,7 @@ def pull_shared(
     reference = registry_reference(registry, name)
     started = time.monotonic()
     try:
-        backend.pull_image(reference)
+        backend.images.pull(reference)
     except SandboxError as exc:
         _note(log_path, f"{what} {reference} not in the registry: building ({first_line(exc)})")
         return None
@@ -53,8 +53,8 @@ def pull_shared(
     )
     if keep_reference:
         return reference
-    backend.tag_image(reference, *name.rsplit(":", 1))
-    backend.remove_image(reference)  # the registry's tag only: the image stays as ``name``
+    backend.images.tag(reference, *name.rsplit(":", 1))
+    backend.images.remove(reference)  # the registry's tag only: the image stays as ``name``
     return name
 
 
@@ -66,7 +66,7 @@ def push_shared(
     reference = registry_reference(registry, name)
     started = time.monotonic()
     try:
-        backend.push_image(name, reference)
+        backend.images.push(name, reference)
     except SandboxError as exc:
         _note(log_path, f"warning: {what} not pushed to {reference}: {first_line(exc)}")
         return False

@@ -22,7 +22,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fi
 from orchestrator.errors import UserError
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
-from orchestrator.settings import EnvironmentSettings
+from orchestrator.settings import EnvironmentConfig
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -54,10 +54,10 @@ def image_name(prefix: str, python: str) -> str:
 
 def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:
     """The Python versions whose base image exists on this host."""
-    return [py for py in SUITES if backend.image_exists(image_name(prefix, py))]
+    return [py for py in SUITES if backend.images.exists(image_name(prefix, py))]
 
 
-def base_pythons(backend: SandboxBackend, settings: EnvironmentSettings) -> list[str]:
+def base_pythons(backend: SandboxBackend, settings: EnvironmentConfig) -> list[str]:
     """The Pythons a base image can be had for: those published in the registry when one is
     set (pulled when first used), else those whose local image exists. Both by image inspect
     only, which a restricted Docker gateway allows (it refuses listing images)."""
@@ -69,10 +69,10 @@ def base_pythons(backend: SandboxBackend, settings: EnvironmentSettings) -> list
 
 def ensure_image(backend: SandboxBackend, name: str) -> None:
     """Pull ``name`` from its registry unless the engine has it already."""
-    if backend.image_exists(name):
+    if backend.images.exists(name):
         return
     try:
-        backend.pull_image(name)
+        backend.images.pull(name)
     except SandboxError as exc:
         raise UserError(
             f"Cannot pull the base image {name}: {str(exc).splitlines()[0][:300]}",
@@ -109,7 +109,7 @@ def build_base_images(
     outcome: dict[str, str] = {}
     for py in pythons:
         name = image_name(prefix, py)
-        if backend.image_exists(name) and not force:
+        if backend.images.exists(name) and not force:
             progress(f"{name}: exists, skipped (use --force to rebuild)")
             outcome[py] = "exists"
             continue
@@ -147,7 +147,8 @@ def _build_debootstrap(
         changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
         changes += ['CMD ["sleep", "infinity"]', f"LABEL {LABEL_TOOL}=1 {LABEL_KIND}=base"]
         try:
-            backend.import_image(tar_path, stage.split(":")[0], stage.split(":")[1], changes)
+            repository, tag = stage.split(":")
+            backend.images.import_tarball(tar_path, repository, tag, changes)
         except SandboxError as exc:
             raise UserError(
                 f"docker import of {name} failed: {exc}", "check the daemon's disk."
@@ -212,7 +213,7 @@ def _finish_with_uv(backend: SandboxBackend, stage: str, name: str, progress: Pr
         sandbox.snapshot(repository, tag, labels={LABEL_KIND: "base"})
     finally:
         sandbox.remove()
-        backend.remove_image(stage)
+        backend.images.remove(stage)
 
 
 def _build_dockerfile(backend: SandboxBackend, name: str, suite: str, progress: Progress) -> None:
@@ -221,7 +222,7 @@ def _build_dockerfile(backend: SandboxBackend, name: str, suite: str, progress: 
         shutil.copyfile(HOST_CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
         labels = {LABEL_TOOL: "1", LABEL_KIND: "base"}
         try:
-            for line in backend.build_image(Path(ctx), name, {"SUITE": suite}, labels):
+            for line in backend.images.build(Path(ctx), name, {"SUITE": suite}, labels):
                 if line.strip().startswith("Step "):
                     progress(f"{name}: {line.strip()}")
         except SandboxError as exc:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from orchestrator.dataset.instances import DEFAULT_SPLIT
 from orchestrator.errors import UserError
 from orchestrator.participant.reference.base import TURN_STYLES, ReferenceParticipant, TurnStyle
 from orchestrator.participant.serving import serve_in_thread
@@ -28,7 +29,7 @@ def make_participant(
     kind: str,
     *,
     dataset: str | None = None,
-    split: str = "test",
+    split: str = DEFAULT_SPLIT,
     script: Path | None = None,
     turn_style: TurnStyle | None = None,
     **claude_options: Any,

@@ -12,9 +12,11 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.dataset.instances import DEFAULT_SPLIT
 from orchestrator.errors import UserError
 from orchestrator.participant.reference import make_participant
 from orchestrator.participant.serving import serve
+from orchestrator.settings import option_help
 
 app = typer.Typer(
     help="Serve a reference participant (gold, empty, scripted, claude) over A2A.",
@@ -60,8 +62,13 @@ def gold(
         ),
     ],
     split: Annotated[
-        str, typer.Option("--split", envvar="SWE_GREEN_DATASET_SPLIT", help="Dataset split.")
-    ] = "test",
+        str,
+        typer.Option(
+            "--split",
+            envvar="SWE_GREEN_DATASET_SPLIT",
+            help=option_help("dataset_split", "Dataset split"),
+        ),
+    ] = DEFAULT_SPLIT,
     host: Host = "127.0.0.1",
     port: Port = 9019,
     card_url: CardUrl = None,

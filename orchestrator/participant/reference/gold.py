@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from orchestrator.dataset.instances import load_instances
+from orchestrator.dataset.instances import DEFAULT_SPLIT, load_instances
 from orchestrator.models import Instance
 from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
 from orchestrator.participant.serving import CardInfo
@@ -19,7 +19,7 @@ class GoldParticipant(ReferenceParticipant):
     def __init__(
         self,
         dataset: str,
-        split: str = "test",
+        split: str = DEFAULT_SPLIT,
         turn_style: TurnStyle = "message",
         patch_in: Literal["data", "text"] = "data",
     ) -> None:

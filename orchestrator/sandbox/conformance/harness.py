@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from orchestrator.sandbox.errors import SandboxError, Unsupported
-from orchestrator.sandbox.models import SandboxSpec
+from orchestrator.sandbox.models import SandboxSpec, Snapshot
 from orchestrator.sandbox.protocol import Sandbox, SandboxBackend
 
 
@@ -83,11 +83,14 @@ def expect_raises(error: type[Exception], call: Callable[[], object], what: str)
 
 
 @contextmanager
-def started(target: Target, **fields: object) -> Iterator[Sandbox]:
+def started(
+    target: Target, source: str | Snapshot | None = None, **fields: object
+) -> Iterator[Sandbox]:
+    """A sandbox of ``target`` from ``source`` (default: the target's image), removed after."""
     fields.setdefault("run_id", target.run_id)
     fields.setdefault("instance_id", "conformance")
     fields.setdefault("role", "check")
-    sandbox = target.backend.start(target.image, SandboxSpec(**fields))
+    sandbox = target.backend.start(source or target.image, SandboxSpec(**fields))
     try:
         yield sandbox
     finally:

@@ -8,7 +8,8 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrator.sandbox.conformance.harness import (
@@ -22,8 +23,7 @@ from orchestrator.sandbox.conformance.harness import (
     tar_of,
 )
 from orchestrator.sandbox.errors import DiskLimitExceeded, SandboxError, Unsupported
-from orchestrator.sandbox.file_snapshot import capture
-from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_RUN, Limits, SandboxSpec
+from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_RUN, Limits, SandboxSpec, Snapshot
 from orchestrator.sandbox.protocol import Sandbox
 
 
@@ -195,13 +195,8 @@ def check_disk(target: Target) -> None:
         expect(not sandbox.disk_exceeded, "disk exceeded without a budget")
         sandbox.check_disk()
     budget = 64 << 20
-    with started(target) as setup, tempfile.TemporaryDirectory() as tmp:
-        setup.exec("mkdir -p /opt/conformance && head -c 80M /dev/zero > /opt/conformance/big")
-        try:
-            files = capture(setup, "conformance", Path(tmp))
-        except (Unsupported, SandboxError) as exc:
-            raise Unsupported(f"no disk budget or snapshots here ({exc})") from None
-        with started(target, limits=Limits(disk=budget, disk_poll=0.2), files=files) as sandbox:
+    with _kept_set_up(target) as files:
+        with started(target, files, limits=Limits(disk=budget, disk_poll=0.2)) as sandbox:
             size = sandbox.exec("stat -c %s /opt/conformance/big", timeout=30).stdout.strip()
             expect(size == str(80 << 20), "the snapshot's files were not restored")
             expect(sandbox.exec("head -c 16M /dev/zero > /tmp/fits", timeout=30).ok, "16M")
@@ -213,3 +208,22 @@ def check_disk(target: Target) -> None:
             )
             expect(sandbox.disk_exceeded, "disk_exceeded is False after the budget was passed")
             expect_raises(DiskLimitExceeded, sandbox.check_disk, "check_disk() after the budget")
+
+
+@contextmanager
+def _kept_set_up(target: Target) -> Iterator[Snapshot]:
+    """A sandbox holding 80 MiB of set-up files, kept by the backend (``keep``: an image where
+    it commits, else the files packed on the host); what it kept goes at the end."""
+    name = f"swe-green-conformance:{uuid.uuid4().hex[:12]}"
+    with started(target) as setup, tempfile.TemporaryDirectory() as tmp:
+        setup.exec("mkdir -p /opt/conformance && head -c 80M /dev/zero > /opt/conformance/big")
+        try:
+            kept = target.backend.keep(setup, name, Path(tmp))
+        except (Unsupported, SandboxError) as exc:
+            raise Unsupported(f"no disk budget or snapshots here ({exc})") from None
+        expect(kept.name == name, f"keep() returned a snapshot of {kept.name}, not {name}")
+        try:
+            yield kept
+        finally:
+            kept.discard()
+            target.backend.images.remove(name)  # where it is an image (gone is fine)

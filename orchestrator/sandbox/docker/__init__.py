@@ -1,12 +1,14 @@
 """The Docker backend of the sandbox interface (:mod:`..protocol`): the only package of the
 product that imports ``docker`` (one module per part: :mod:`.container`, :mod:`.runtime`,
-:mod:`.backend`).
+:mod:`.backend`, :mod:`.images`).
 
 :class:`DockerSandbox` starts a labelled, resource-limited container, runs commands in it with
 a timeout that kills the whole process group, moves files in and out byte for byte, switches
 the network on and off, snapshots itself to an image, and removes itself.
-:class:`DockerBackend` starts them, lists and removes containers and images by label, and
-imports or builds images; :func:`connect` finds the engine.
+:class:`DockerBackend` starts them (from an image, or a snapshot it kept: a commit, or under
+the restricted policy the changed files packed on the host), lists and removes containers by
+label; its image store (:class:`.images.DockerImages`) lists, tags, pulls, pushes, imports and
+builds images; :func:`connect` finds the engine.
 
 Least privilege: every container starts with all capabilities dropped except
 :data:`CAPABILITIES` (file ownership and modes, and switching users, which apt and some test

@@ -1,34 +1,35 @@
-"""The Docker backend: finding the engine, starting sandboxes, containers and images by
-label."""
+"""The Docker backend: finding the engine, starting sandboxes and keeping them as snapshots,
+containers by label (its images: :mod:`.images`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
-from docker.models.images import Image
 from docker.utils import parse_repository_tag
 
 from orchestrator.sandbox.docker.container import DockerSandbox
+from orchestrator.sandbox.docker.images import DockerImages
 from orchestrator.sandbox.docker.runtime import _ENGINE_ERRORS
 from orchestrator.sandbox.errors import (
     BackendUnavailable,
     SandboxError,
 )
+from orchestrator.sandbox.file_snapshot import capture
 from orchestrator.sandbox.models import (
     LABEL_INSTANCE,
     LABEL_ROLE,
     LABEL_RUN,
     LABEL_TOOL,
     ContainerInfo,
-    ImageInfo,
     Limits,
     SandboxSpec,
+    Snapshot,
     epoch,
 )
 
@@ -70,9 +71,25 @@ class DockerBackend:
     def __init__(self, client: docker.DockerClient, *, restricted: bool = False) -> None:
         self.client = client
         self.restricted = restricted
+        self.commits = not restricted
+        self.images = DockerImages(client, restricted=restricted)
 
-    def start(self, image: str, spec: SandboxSpec) -> DockerSandbox:
-        return DockerSandbox.start(self.client, image, spec, restricted=self.restricted)
+    def start(self, source: str | Snapshot, spec: SandboxSpec) -> DockerSandbox:
+        files = source if isinstance(source, Snapshot) else None
+        image = files.image if files is not None else str(source)
+        return DockerSandbox.start(
+            self.client, image, spec, restricted=self.restricted, files=files
+        )
+
+    def keep(
+        self, sandbox: Sandbox, name: str, directory: Path,
+        labels: Mapping[str, str] | None = None,
+    ) -> Snapshot:  # fmt: skip
+        if not self.commits:
+            return capture(sandbox, name, directory)
+        repository, tag = parse_repository_tag(name)
+        sandbox.snapshot(repository, tag or "latest", labels=labels)
+        return Snapshot.of_image(name)
 
     def attach(self, ref: str, limits: Limits | None = None) -> DockerSandbox:
         return DockerSandbox.attach(self.client, ref, limits)
@@ -151,87 +168,6 @@ class DockerBackend:
             removed.append(str(network.name))
         return removed
 
-    def images(
-        self, labels: Mapping[str, str] | None = None, reference: str | None = None
-    ) -> list[ImageInfo]:
-        filters = {"label": [f"{k}={v}" for k, v in labels.items()]} if labels else None
-        try:
-            found = self.client.images.list(name=reference, filters=filters)
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"the Docker engine refused to list images ({exc})") from exc
-        return [_image_info(image) for image in found]
-
-    def image_exists(self, name: str) -> bool:
-        try:
-            self.client.images.get(name)
-        except ImageNotFound:
-            return False
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(str(exc)) from exc
-        return True
-
-    def image_labels(self, name: str) -> dict[str, str]:
-        return dict(self.client.images.get(name).labels or {})
-
-    def tag_image(self, name: str, repository: str, tag: str) -> None:
-        self.client.images.get(name).tag(repository, tag)
-
-    def remove_image(self, image_id: str) -> bool:
-        try:
-            self.client.images.remove(image_id, force=True)
-        except NotFound:
-            pass
-        except APIError as exc:
-            if exc.status_code != 409:
-                raise SandboxError(f"cannot remove image {image_id}: {exc}") from exc
-            return False
-        return True
-
-    def pull_image(self, reference: str) -> None:
-        repository, tag = parse_repository_tag(reference)
-        try:
-            self.client.images.pull(repository, tag=tag or "latest")
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"cannot pull {reference}: {exc}") from exc
-
-    def push_image(self, name: str, reference: str) -> None:
-        repository, tag = parse_repository_tag(reference)
-        try:
-            self.client.images.get(name).tag(repository, tag or "latest")
-            try:
-                for line in self.client.images.push(
-                    repository, tag=tag or "latest", stream=True, decode=True
-                ):
-                    if "error" in line:
-                        raise SandboxError(f"cannot push {reference}: {line['error'].strip()}")
-            finally:
-                # the registry's tag only: the image stays under ``name``
-                self.client.api.remove_image(f"{repository}:{tag or 'latest'}", noprune=True)
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"cannot push {reference}: {exc}") from exc
-
-    def import_image(self, tar_path: Path, repository: str, tag: str, changes: list[str]) -> None:
-        try:
-            self.client.api.import_image_from_file(
-                str(tar_path), repository=repository, tag=tag, changes=changes
-            )
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"docker import of {repository}:{tag} failed: {exc}") from exc
-
-    def build_image(
-        self, context: Path, tag: str, buildargs: Mapping[str, str], labels: Mapping[str, str]
-    ) -> Iterator[str]:
-        try:
-            for chunk in self.client.api.build(
-                path=str(context), tag=tag, buildargs=dict(buildargs), rm=True, decode=True,
-                labels=dict(labels),
-            ):  # fmt: skip
-                if "error" in chunk:
-                    raise SandboxError(chunk["error"].strip())
-                yield chunk.get("stream", "")
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(str(exc)) from exc
-
 
 def _container_info(container: Container) -> ContainerInfo:
     labels = dict(container.labels or {})
@@ -240,14 +176,6 @@ def _container_info(container: Container) -> ContainerInfo:
         run_id=labels.get(LABEL_RUN, ""), instance_id=labels.get(LABEL_INSTANCE, ""),
         role=labels.get(LABEL_ROLE, ""), created=container.attrs.get("Created", ""),
         image_id=container.attrs.get("Image", ""), labels=labels,
-    )  # fmt: skip
-
-
-def _image_info(image: Image) -> ImageInfo:
-    return ImageInfo(
-        id=image.id, short_id=image.short_id, tags=list(image.tags),
-        labels=dict(image.labels or {}), size=image.attrs.get("Size", 0) or 0,
-        parent=image.attrs.get("Parent", "") or "", created=image.attrs.get("Created", ""),
     )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from orchestrator.sandbox.errors import (
     DiskLimitExceeded,
     ImageMissing,
     SandboxError,
+    Unsupported,
 )
 from orchestrator.sandbox.file_snapshot import capture, restore
 from orchestrator.sandbox.models import (
@@ -32,6 +33,7 @@ from orchestrator.sandbox.models import (
     ExecResult,
     Limits,
     SandboxSpec,
+    Snapshot,
 )
 
 
@@ -68,6 +70,7 @@ class DockerSandbox:
         spec: SandboxSpec | None = None,
         *,
         restricted: bool = False,
+        files: Snapshot | None = None,
         **fields: Any,
     ) -> DockerSandbox:
         """Start a container from ``image`` that idles until it is told what to do; ``spec``
@@ -75,8 +78,8 @@ class DockerSandbox:
 
         ``restricted``: within what Amber's Docker gateway allows, so no network
         inspect/connect/disconnect: the container is created with the bridge network or
-        none. ``spec.files``: a :class:`FileSnapshot` of ``image`` laid over it before the
-        disk watcher starts (its budget counts from there).
+        none. ``files``: a :class:`Snapshot` of ``image`` whose files are laid over it before
+        the disk watcher starts (its budget counts from there).
         """
         spec = spec or SandboxSpec(**{k: v for k, v in fields.items() if v is not None})
         try:
@@ -91,11 +94,11 @@ class DockerSandbox:
         container = _run_container(client, image, spec, restricted)
         sandbox = cls(client, container, spec.limits, spec=spec, image=image, restricted=restricted)
         try:
-            if spec.files is not None:
-                restore(sandbox, spec.files)
+            if files is not None:
+                restore(sandbox, files)
             if spec.limits.disk is not None:
                 watcher = _disk_watcher(client, _str(container.id), spec.limits)
-                if spec.files is not None:
+                if files is not None and files.archive is not None:
                     watcher.baseline = watcher.layer_size() or 0
                 sandbox.disk_watcher = watcher.start()
             if not spec.network:
@@ -155,9 +158,8 @@ class DockerSandbox:
             files = capture(self, name, Path(tmp))
             moved = DockerSandbox.start(
                 self.client, self.image,
-                spec.model_copy(update={"network": network, "files": files,
-                                        "name": f"{name[:54]}-moving"}),
-                restricted=True,
+                spec.model_copy(update={"network": network, "name": f"{name[:54]}-moving"}),
+                restricted=True, files=files,
             )  # fmt: skip
         self.remove()
         try:
@@ -177,6 +179,8 @@ class DockerSandbox:
 
     def snapshot(self, repository: str, tag: str, labels: Mapping[str, str] | None = None) -> str:
         """Commit the container's file system to ``repository:tag``; returns the image id."""
+        if self.restricted:
+            raise Unsupported("the restricted Docker policy allows no commits")
         inherited = {
             k: v for k, v in self.container.labels.items() if k in (LABEL_RUN, LABEL_INSTANCE)
         }

@@ -37,13 +37,13 @@ from orchestrator.environments.setup.agent.setup_models import (
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.participant.tools_host import install_tools, run_tool
 from orchestrator.sandbox import Sandbox
-from orchestrator.settings import Settings, SetupAgentSettings
+from orchestrator.settings import Settings, SetupAgentConfig
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, TOOLS
 
 # ------------------------------------------------------------------------- settings
 
 
-def llm_available(settings: SetupAgentSettings) -> bool:
+def llm_available(settings: SetupAgentConfig) -> bool:
     """Whether the llm strategy can run (an API key is configured)."""
     return bool(settings.anthropic_key())
 
@@ -73,7 +73,7 @@ def _no_key() -> UserError:
     )
 
 
-def make_client(settings: SetupAgentSettings) -> anthropic.Anthropic:
+def make_client(settings: SetupAgentConfig) -> anthropic.Anthropic:
     """The SDK client, with the SDK's own retries off (tenacity retries instead)."""
     key = settings.anthropic_key()
     if not key:
@@ -173,7 +173,7 @@ def first_message(facts: SetupFacts, probe: str) -> str:
 def run_llm_setup(
     sandbox: Sandbox,
     facts: SetupFacts,
-    settings: SetupAgentSettings,
+    settings: SetupAgentConfig,
     log_dir: Path,
     *,
     client: anthropic.Anthropic | None = None,

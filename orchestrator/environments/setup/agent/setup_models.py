@@ -11,7 +11,7 @@ import anthropic
 from pydantic import BaseModel, Field
 
 from orchestrator.models import Instance
-from orchestrator.settings import SetupAgentSettings
+from orchestrator.settings import SetupAgentConfig
 
 VENV_PATH = "/opt/swe/venv"
 ACTIVATE_PATH = "/opt/swe/activate.sh"
@@ -161,7 +161,7 @@ class AgentLimits(BaseModel):
 
     @classmethod
     def from_settings(
-        cls, settings: SetupAgentSettings, tool_timeout: float = TOOL_TIMEOUT
+        cls, settings: SetupAgentConfig, tool_timeout: float = TOOL_TIMEOUT
     ) -> AgentLimits:
         return cls(
             max_turns=settings.setup_max_turns,

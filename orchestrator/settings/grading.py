@@ -1,0 +1,31 @@
+"""Config of grading: applying the patch and running the tests (phases 6-7,
+:mod:`orchestrator.patches` and :mod:`orchestrator.grading`)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from orchestrator.settings.base import ComponentConfig
+
+
+class GradingConfig(ComponentConfig):
+    """Applying the patch and running the tests (phases 6-7)."""
+
+    patch_fuzz: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="patch -p1 --fuzz=N as the last apply strategy (the official harness: 5).",
+    )
+    test_timeout: float = Field(1800, gt=0, description="Seconds for one test run.")
+    grade_in_participant_container: bool = Field(
+        False,
+        description="Grade in the participant's container instead of a fresh one "
+        "(unsafe for untrusted participants: whatever they planted there runs in the tests).",
+    )
+    unprivileged_tests: bool = Field(
+        True,
+        description="Run the tests as an unprivileged user that can write only where "
+        'validation saw the gold run\'s tests write (see "Grading, and what it guarantees"; '
+        "false runs them as root).",
+    )

@@ -280,13 +280,15 @@ def test_eval_script_removes_bytecode_and_keeps_the_repository_root_owned(instan
     script = eval_script(instance, recipes[instance.repo], test_user="nobody")
     assert "export PYTHONDONTWRITEBYTECODE=1" in script
     assert "-name __pycache__ -type d \\) -prune -exec rm -rf {} +" in script
-    assert "-exec chown -h root: {} +" in script
+    # only what is not root's yet is chowned (a chown copies the file up into the layer)
+    assert "\\( ! -user root -o ! -group root \\) -exec chown -h root: {} +" in script
     assert "-type d -perm /7022 -exec chmod go-w,-t,u-s,g-s {} +" in script
     assert "a+rwx" not in script  # no directory of the repository is open to all
     assert 'chown "$test_user:" {}' not in script  # no directory becomes the test user's
     positions = [
         script.index("git apply -v"),
-        script.index("-name __pycache__"),
+        script.index("python -I -S - sweep /testbed /opt/swe/bytecode/manifest.json"),
+        script.index("-name __pycache__"),  # when the check cannot run: all bytecode goes
         script.index(">>>>> SWE_GREEN_START"),
     ]
     assert positions == sorted(positions)
@@ -318,9 +320,16 @@ def test_the_eval_script_opens_only_the_writable_paths(instances, recipes):
     )
     # nothing outside the repository, nothing of .git
     assert "for w in .pytest_cache/ .hypothesis/ out/ .; do" in script
+    # nothing inside an output directory: a file the gold run rewrote there (pytest's cache of
+    # node ids), missing in a fresh container, was made a directory (the runner crashed)
+    inside = eval_script(
+        instance, recipes[instance.repo], "nobody", [".pytest_cache/v/cache/nodeids", "out/x"]
+    )
+    assert "for w in .pytest_cache/ .hypothesis/ out/x; do" in inside
     assert '[ "$(realpath -m -- "$p")" = "$p" ] || continue' in script
     recording = eval_script(instance, recipes[instance.repo], "nobody", record=True)
-    assert "-exec chown root: {} + -exec chmod a+rwx,+t {} +" in recording
+    assert "-type d \\( ! -user root -o ! -group root \\) -exec chown root: {} +" in recording
+    assert "-type d ! -perm -1777 -exec chmod a+rwx,+t {} +" in recording
     assert recording.rindex("tree-before.txt") < recording.index(">>>>> SWE_GREEN_START")
     assert recording.rindex("tree-after.txt") > recording.index(">>>>> SWE_GREEN_END")
 

@@ -189,6 +189,34 @@ PYC_FIX = _python(
     "    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
     "print(target)\n"
 )
+# issue 24: the image carries checked hash-based bytecode and a manifest of it. The forgery:
+# the half fix's source stays, and the image's pyc of it is rewritten to the gold fix's code
+# under a header that records the half fix's source hash (what Python checks), the manifest
+# rewritten to list it; then a control import shows the forgery works where it was planted
+FORGED_CHECKED_PYC = _python(
+    "import hashlib, importlib.util, json, os, py_compile, pathlib\n"
+    "pathlib.Path('/tmp/fix.py').write_text('def add(a, b):\\n    return a + b\\n\\n\\n"
+    "def mul(a, b):\\n    return a * b\\n\\n\\ndef floordiv(a, b):\\n    return a // b\\n')\n"
+    "py_compile.compile('/tmp/fix.py', cfile='/tmp/fix.pyc', dfile='calc/__init__.py',\n"
+    "    invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)\n"
+    "data = bytearray(pathlib.Path('/tmp/fix.pyc').read_bytes())\n"
+    "data[8:16] = importlib.util.source_hash(pathlib.Path('calc/__init__.py').read_bytes())\n"
+    "target = importlib.util.cache_from_source('calc/__init__.py')\n"
+    "os.makedirs(os.path.dirname(target), exist_ok=True)\n"
+    "pathlib.Path(target).write_bytes(data)\n"
+    "m = '/opt/swe/bytecode/manifest.json'\n"
+    "os.makedirs(os.path.dirname(m), exist_ok=True)\n"
+    "try:\n    d = json.load(open(m))\nexcept OSError:\n"
+    "    d = {'magic': importlib.util.MAGIC_NUMBER.hex(), 'files': {}}\n"
+    "d['files'][target] = hashlib.sha256(data).hexdigest()\n"
+    "json.dump(d, open(m, 'w'))\n"
+    "print(target)\n"
+) + (
+    'cd /testbed && python -c \'import calc; print("HOSTILE-FORGED floordiv", '
+    "calc.floordiv(-7, 2))'\n"
+)
+# git no longer ignores bytecode (the images' .git/info/exclude does, #24): it is in the diff
+TRACK_BYTECODE = Step(name="track", command=": > /testbed/.git/info/exclude")
 # a sourceless package next to runtests.py that shadows the standard library's unittest
 SOURCELESS_UNITTEST = _python(
     "import os, py_compile, pathlib\n"
@@ -517,12 +545,40 @@ GROUPS: dict[str, dict[str, Any]] = {
         "settings": {"grade_in_participant_container": True},
     },
     # round two: bytecode instead of source (pytest), a sourceless unittest (Django-style)
+    # (git is told to track bytecode again: the images' .git/info/exclude ignores it, #24)
     "bytecode": {
         "plans": {
-            CALC: Plan(steps=[Step(name="pyc", command=PYC_FIX)]),
-            TEXTKIT: Plan(steps=[Step(name="sourceless", command=SOURCELESS_UNITTEST)]),
+            CALC: Plan(steps=[Step(name="pyc", command=PYC_FIX), TRACK_BYTECODE]),
+            TEXTKIT: Plan(
+                steps=[Step(name="sourceless", command=SOURCELESS_UNITTEST), TRACK_BYTECODE]
+            ),
         },
         "instances": [CALC, TEXTKIT],
+    },
+    # issue 24: the half fix, and a forged checked-hash pyc of the gold fix listed in a
+    # rewritten manifest; graded in a fresh container, and in the participant's own
+    "forged_pyc": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(name="forge", command=FORGED_CHECKED_PYC),
+                    TRACK_BYTECODE,  # the forged pyc is in the diff
+                ]
+            )
+        },
+    },
+    "forged_pyc_in_place": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(name="forge", command=FORGED_CHECKED_PYC),
+                ],
+                answer_patch=HALF_FIX_PATCH,
+            )
+        },
+        "settings": {"grade_in_participant_container": True},
     },
     # a setup.py alone: the reinstall it causes plants a .pth and a plugin in site-packages
     "reinstall_plant": {
@@ -634,6 +690,23 @@ def _excluded(path: str, marker: str | None = None) -> Callable[[Run], None]:
         assert path in run.results[CALC].excluded_patch_files
         if marker:
             assert marker not in run.test_output()
+
+    return check
+
+
+def _forgery_held_off(excluded: bool) -> Callable[[Run], None]:
+    """The forged pyc runs the gold fix where it was planted, never in the graded run: the
+    half fix's own failure (floordiv) is seen there; the pyc is no part of the graded patch
+    (with ``excluded``: it was in the participant's diff, and left out of grading)."""
+
+    def check(run: Run) -> None:
+        assert "HOSTILE-FORGED floordiv -4" in run.output("forge"), run.output("forge")
+        assert "test_floordiv_negative" in run.test_output()
+        graded = run.ctx.run_dir.instance_dir(CALC) / "graded.patch"
+        assert "__pycache__" not in graded.read_text()
+        if excluded:
+            pyc = "calc/__pycache__/__init__.cpython-311.pyc"
+            assert pyc in run.results[CALC].excluded_patch_files
 
     return check
 
@@ -876,6 +949,18 @@ CASES += [
         Status.NO_OP,
         Reason.EMPTY_PATCH,
         _excluded("calc/__pycache__/__init__.cpython-311.pyc"),
+    ),
+    Case(
+        "forged checked-hash pyc listed in a rewritten manifest",
+        "forged_pyc",
+        *PARTIAL,
+        _forgery_held_off(excluded=True),
+    ),
+    Case(
+        "forged checked-hash pyc, graded in the participant's container",
+        "forged_pyc_in_place",
+        *PARTIAL,
+        _forgery_held_off(excluded=False),
     ),
     Case(
         "sourceless unittest package next to runtests.py",

@@ -94,7 +94,7 @@ _PIPED_RUN = (
     f"&& (umask 077 && : > {OUTPUT_PATH}) || exit 1\n"
     f"cat {OUTPUT_FIFO} > {OUTPUT_PATH} & reader=$!\n"
     f"bash {EVAL_SCRIPT_PATH} > {OUTPUT_FIFO} 2>&1 < /dev/null\n"
-    "for _ in $(seq 100); do kill -0 $reader 2>/dev/null || break; sleep 0.1; done\n"
+    "for _ in $(seq 500); do kill -0 $reader 2>/dev/null || break; sleep 0.02; done\n"
     f"kill $reader 2>/dev/null; wait $reader 2>/dev/null; rm -f {OUTPUT_FIFO}\n"
 )
 

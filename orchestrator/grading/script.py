@@ -17,6 +17,7 @@ import posixpath
 import shlex
 from collections.abc import Iterable, Sequence
 
+from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.markers import wrap_test_command
 from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
@@ -46,6 +47,9 @@ TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 DEFAULT_WRITABLE = (".pytest_cache/", ".hypothesis/")
 
 _NOT_GIT = f"{REPO_DIR} -path {REPO_DIR}/.git -prune -o"
+# only what is not root's yet: a chown, even to the same owner, copies the whole file up into
+# the container's layer (sympy's tree: 2.5 s, 55 MB, and as long again to remove the container)
+_NOT_ROOTS = "\\( ! -user root -o ! -group root \\)"
 
 
 def eval_script(
@@ -67,8 +71,10 @@ def eval_script(
     files. Every git command runs with hooks and fsmonitor off.
 
     Before the tests every ``__pycache__`` and stray ``*.pyc``/``*.pyo`` of the working tree
-    is removed and Python runs with ``PYTHONDONTWRITEBYTECODE``: nothing compiled before the
-    tests (a patch's bytecode, say) is loaded instead of the source.
+    is removed but the image's own bytecode, verified against its manifest and fresh for the
+    source beside it (:mod:`orchestrator.grading.bytecode_sweep`), and Python runs with
+    ``PYTHONDONTWRITEBYTECODE``: nothing compiled before the tests (a patch's bytecode, say)
+    is loaded instead of the source.
 
     With ``test_user`` the test command runs as that user (``setpriv``), with a home of its
     own, and the repository is read-only to it but for ``writable`` and
@@ -138,10 +144,8 @@ def _prelude(instance: Instance, recipe: Recipe, user: str) -> list[str]:
         "    reset_test_files",
         "    exit 3",
         "fi",
-        # nothing compiled before the tests is loaded: no bytecode in the tree, none written
-        f"find {_NOT_GIT} \\( -name __pycache__ -type d \\)"
-        " -prune -exec rm -rf {} + -o -type f \\( -name '*.pyc' -o -name '*.pyo' \\)"
-        " -exec rm -f {} +",
+        # nothing compiled before the tests is loaded but the image's own, verified and fresh
+        *sweep_lines(REPO_DIR),
     ]
 
 
@@ -149,7 +153,8 @@ def _ownership(writable: Sequence[str], record: bool) -> list[str]:
     """As root, before the tests: the repository root's, writable only where it may be."""
     if record:  # every directory writable (sticky): what the tests write is to be seen
         layout = [
-            f"    find {_NOT_GIT} -type d -exec chown root: {{}} + -exec chmod a+rwx,+t {{}} +",
+            f"    find {_NOT_GIT} -type d {_NOT_ROOTS} -exec chown root: {{}} +",
+            f"    find {_NOT_GIT} -type d ! -perm -1777 -exec chmod a+rwx,+t {{}} +",
             f"    find {_NOT_GIT} -type f -user root -perm /022 -exec chmod go-w {{}} +",
             f"    find {_NOT_GIT} -printf '%y %P\\n' > {BEFORE_LIST}",
             f"    touch {EVAL_DIR}/tree-mark",
@@ -157,7 +162,7 @@ def _ownership(writable: Sequence[str], record: bool) -> list[str]:
     else:
         paths = " ".join(shlex.quote(p) for p in _normalized([*DEFAULT_WRITABLE, *writable]))
         layout = [
-            f"    find {_NOT_GIT} -exec chown -h root: {{}} +",
+            f"    find {_NOT_GIT} {_NOT_ROOTS} -exec chown -h root: {{}} +",
             f"    find {_NOT_GIT} -type d -perm /7022 -exec chmod go-w,-t,u-s,g-s {{}} +",
             f"    find {_NOT_GIT} -type f -perm /7022 -exec chmod go-w,u-s,g-s {{}} +",
             f"    for w in {paths}; do",
@@ -192,7 +197,9 @@ def _record_after() -> list[str]:
 
 def _normalized(paths: Iterable[str]) -> list[str]:
     """``paths`` as clean relative paths (``.`` for the root, a trailing ``/`` kept: an output
-    directory); none into ``.git`` or out of the repository."""
+    directory); none into ``.git`` or out of the repository, none inside an output directory
+    of the list (all of it is writable already; a file recorded there, missing now, would be
+    made a directory: pytest's ``.pytest_cache/v/cache/nodeids``)."""
     kept: list[str] = []
     for path in paths:
         clean = posixpath.normpath(path or ".")
@@ -202,7 +209,8 @@ def _normalized(paths: Iterable[str]) -> list[str]:
         clean += "/" if path.endswith("/") and clean != "." else ""
         if clean not in kept:
             kept.append(clean)
-    return kept
+    trees = [p for p in kept if p.endswith("/")]
+    return [p for p in kept if not any(p != t and p.startswith(t) for t in trees)]
 
 
 def writable_paths(

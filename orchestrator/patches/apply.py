@@ -30,7 +30,9 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+import tempfile
 import uuid
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -123,6 +125,14 @@ def apply_patch(
     return outcome
 
 
+def _put_work(sandbox: Sandbox, work: str, patch: str, touched: list[str]) -> None:
+    """The work directory with ``patch.diff`` and ``paths`` (NUL-separated), in one copy."""
+    with tempfile.TemporaryDirectory(prefix="swe-green-apply-") as tmp:
+        Path(tmp, "patch.diff").write_bytes(patch.encode("utf-8", errors="surrogateescape"))
+        Path(tmp, "paths").write_bytes("".join(f"{p}\0" for p in touched).encode())
+        sandbox.put_dir(Path(tmp), work)
+
+
 def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutcome:
     """Apply a normalized patch without binary stubs (see :func:`apply_patch`)."""
     problems = patch_path_problems(patch)
@@ -131,8 +141,7 @@ def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutco
     work = f"/tmp/swe-green-apply-{uuid.uuid4().hex[:12]}"
     patch_file = f"{work}/patch.diff"
     touched = _touched_paths(patch)
-    sandbox.write_file(patch_file, patch.encode("utf-8", errors="surrogateescape"))
-    sandbox.write_file(f"{work}/paths", "".join(f"{p}\0" for p in touched))
+    _put_work(sandbox, work, patch, touched)
     log: list[str] = []
     try:
         problems = tree_problems(sandbox, work, repo_dir, touched, symlink_sections(patch))

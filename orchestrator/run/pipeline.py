@@ -20,6 +20,7 @@ import structlog
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import PreparedInstance, test_recipe
+from orchestrator.environments.setup.bytecode import drop_manifest_command
 from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
@@ -35,6 +36,7 @@ from orchestrator.participant.tools_host import install_tools, sandbox_tool_runn
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
+from orchestrator.run.grading_container import GradingContainer
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 from orchestrator.spec.recipes import test_files
@@ -88,11 +90,15 @@ async def run_instance(
             patch = await run.predicted_patch(participant_url)  # phase 6, no phase 5
         else:
             outcome = await run.participant_works(prepared, participant_url)  # phase 5
+            if not run.in_participant_container():  # phase 7's container starts meanwhile
+                run.grader.start_ahead(prepared.snapshot)
             patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
         _dispose(ctx, run.participant, keep=False)
+        await run.grader.drop()
+        await run.grader.removed()
         run.discard()
         raise
     except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
@@ -114,6 +120,7 @@ class _InstanceRun:
         self.started = time.monotonic()
         self.participant: Sandbox | None = None
         self.prepared: PreparedInstance | None = None
+        self.grader = GradingContainer(ctx, instance)
 
     def phase(self, name: str) -> None:
         self.log.info("phase", phase=name)
@@ -184,9 +191,14 @@ class _InstanceRun:
         assert participant is not None
         # nothing the participant left running (a fork bomb, a loop rewriting files, a disk
         # writer) runs on while its diff is taken or its container grades; past the disk
-        # budget this raises DiskLimitExceeded
-        await asyncio.to_thread(participant.kill_processes)
+        # budget this raises DiskLimitExceeded. With the patch in the answer and grading in
+        # a fresh container, the participant's container is only stopped (not started again)
         patch = extract_patch(outcome.final_text, outcome.final_data)
+        if patch and not self.in_participant_container():
+            participant.check_disk()
+            await asyncio.to_thread(participant.stop, 0)
+            return self._kept_patch(patch)
+        await asyncio.to_thread(participant.kill_processes)
         if not patch:
             try:
                 patch = await asyncio.to_thread(container_diff, participant, instance.base_commit)
@@ -214,18 +226,22 @@ class _InstanceRun:
         self.result.logs["patch"] = "patch.diff"
         return patch
 
+    def in_participant_container(self) -> bool:
+        return (
+            self.ctx.settings.grading.grade_in_participant_container
+            and self.participant is not None
+        )
+
     async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
         self.phase("grading")
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
-        if grading.grade_in_participant_container and self.participant is not None:
+        if self.in_participant_container():
+            assert self.participant is not None
             await asyncio.to_thread(_reset_to_base, self.participant, instance)
             grader, own = self.participant, False
         else:
-            grader = await asyncio.to_thread(
-                ctx.start_sandbox, prepared.snapshot, instance, "grading", network=False
-            )
-            own = True
+            grader, own = await self.grader.take(prepared.snapshot), True
         try:
             evaluation = await asyncio.to_thread(
                 evaluate, grader, instance, test_recipe(prepared), patch,
@@ -234,8 +250,8 @@ class _InstanceRun:
                 excluded_f2p=excluded.f2p, writable=excluded.writable,
             )  # fmt: skip
         finally:
-            if own:
-                await asyncio.to_thread(grader.remove)
+            if own:  # removed while the participant's container is disposed of (finish)
+                self.grader.remove_later(grader)
         self.timings["grading"] = time.monotonic() - t
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
@@ -286,11 +302,14 @@ class _InstanceRun:
     async def finish(self) -> InstanceResult:
         """The result with its timings; the participant's container kept or removed."""
         self.discard()
+        await self.grader.drop()  # started ahead, but the instance ended before grading
         result, participant = self.result, self.participant
+        keep = participant is not None and await asyncio.to_thread(_should_keep, self.ctx, result)
+        disposal = asyncio.create_task(asyncio.to_thread(_dispose, self.ctx, participant, keep))
+        await self.grader.removed()  # counted in the total, as before; the disposal is not
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}
-        keep = participant is not None and await asyncio.to_thread(_should_keep, self.ctx, result)
-        await asyncio.to_thread(_dispose, self.ctx, participant, keep)
+        await disposal
         if not keep and participant is not None and result.container == participant.name:
             result.container = None
         self.log.info("instance.done", status=result.status, reason=result.reason)
@@ -305,7 +324,7 @@ def test_user(ctx: RunContext) -> str | None:
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
     sandbox.exec(
         f"{SHELL_GIT_FUNCTION}\ncd /testbed && git reset -q --hard {instance.base_commit} "
-        "&& git clean -fdq",
+        f"&& git clean -fdq && {drop_manifest_command()}",
         timeout=120,
     )
 

@@ -40,6 +40,12 @@ class EnvironmentConfig(ComponentConfig):
         "Implies fetch_python.",
     )
     install_timeout: float = Field(2400, gt=0, description="Recipe install commands: timeout, s.")
+    compile_bytecode: bool = Field(
+        True,
+        description="Images carry checked hash-based bytecode of site-packages and the "
+        "repository, compiled as root at build; grading keeps only the image's own, verified "
+        "and fresh (off: every test run compiles from source).",
+    )
     env_failure_ttl: float = Field(
         43200,
         ge=0,

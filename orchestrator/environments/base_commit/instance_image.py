@@ -16,6 +16,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
+from orchestrator.environments.setup.bytecode import refresh_instance
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
 from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, instance_image_name
 from orchestrator.environments.setup.setup_scripts import base_commit_script
@@ -85,6 +86,8 @@ def check_out_base(
     )
     if not ok:
         raise SetupFailed(f"base commit: {why}", keep_failed(ctx, sandbox))
+    if ctx.settings.environment.compile_bytecode:
+        refresh_instance(sandbox, log_path, ctx.settings.environment.install_timeout)
 
 
 def changed_between_setup_and_base(ctx: RunContext, instance: Instance) -> list[str] | None:

@@ -23,6 +23,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
+from orchestrator.environments.setup.bytecode import compile_environment
 from orchestrator.environments.setup.env_layers import setup_start
 from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
@@ -167,6 +168,8 @@ def build_on_family(
         if not ok:
             remember_failed_build(ctx, plan.env_key, instance, why)
             raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
+        if ctx.settings.environment.compile_bytecode:  # the own pins' packages too
+            compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)
         _drop_install_caches(sandbox)
         keep = ctx.settings.storage.data_dir / "files"
         built.kept = ctx.backend.keep(sandbox, name, keep, env_labels(instance, plan, built))
@@ -304,3 +307,5 @@ def setup_environment(
         remember_failed_build(ctx, plan.env_key, instance, why)
         raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
     built.python = _venv_python(sandbox)
+    if ctx.settings.environment.compile_bytecode:
+        compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)

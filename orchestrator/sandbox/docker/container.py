@@ -324,11 +324,21 @@ class DockerSandbox:
         self._put_archive(directory, tar)
 
     def _put_archive(self, directory: str, tar_bytes: bytes | IO[bytes]) -> None:
+        """Extract ``tar_bytes`` into ``directory``, created first only when it is missing
+        (an ``exec`` of ``mkdir`` costs as much as the copy itself)."""
+        start = tar_bytes.tell() if not isinstance(tar_bytes, bytes) else 0
         try:
+            try:
+                if self.container.put_archive(directory, tar_bytes):
+                    return
+            except NotFound:
+                pass  # no such directory (or no container: mkdir says which)
             mk = self.container.exec_run(["mkdir", "-p", directory])
             if mk.exit_code != 0:
                 detail = cast(bytes, mk.output).decode(errors="replace").strip()  # not streamed
                 raise SandboxError(f"cannot create {directory}: {detail}")
+            if not isinstance(tar_bytes, bytes):
+                tar_bytes.seek(start)
             self.container.put_archive(directory, tar_bytes)
         except _ENGINE_ERRORS as exc:
             raise self._error("write files", exc) from exc

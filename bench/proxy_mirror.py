@@ -78,22 +78,11 @@ _RELEASES = {
 
 
 def release_candidates(repo: str, version: str) -> list[str]:
-    """The pip requirements to try for ``version``: its first release, its first bugfix
-    release (a fix merged into the version's branch after the release: matplotlib-14623's
-    is in 3.1.1, not in 3.1.0, and 3.2.0 changed its lines again), then the next version's
-    first release."""
+    """The pip requirements to try for ``version``: its first release, then the next one."""
     releases = _RELEASES[repo]
     key = tuple(int(p) for p in version.split("."))
     later = [r for r in releases if tuple(int(p) for p in r.split(".")[:2]) >= key]
-    return [f"{_PYPI_NAME[repo]}=={r}" for r in [*later[:1], *map(_bugfix, later[:1]), *later[1:2]]]
-
-
-def _bugfix(release: str) -> str:
-    """The bugfix release after ``release`` (3.1.0 -> 3.1.1, 0.22 -> 0.22.1)."""
-    parts = release.split(".")
-    if len(parts) == 2:
-        return f"{release}.1"
-    return ".".join([*parts[:2], str(int(parts[2]) + 1)])
+    return [f"{_PYPI_NAME[repo]}=={r}" for r in later[:2]]
 
 
 def round_robin(rows: list[dict], per_version: int | None) -> list[dict]:
@@ -345,9 +334,6 @@ def main() -> None:
     parser.add_argument("--per-version", type=int, default=None, help="first N of each version")
     parser.add_argument("--id", action="append", default=[], help="only these instances")
     parser.add_argument("--smoke", action="store_true", help="one made-up instance, no PyPI")
-    parser.add_argument(
-        "--retry-failed", action="store_true", help="prepare again those without a proxy base"
-    )
     args = parser.parse_args()
     if args.smoke:
         smoke()
@@ -363,10 +349,7 @@ def main() -> None:
     if records_path.exists():
         for line in records_path.read_text().splitlines():
             rec = ProxyRecord.model_validate_json(line)
-            if rec.proxy_base or not args.retry_failed:
-                done[rec.instance_id] = rec  # a later line (a retry) replaces an earlier one
-            else:
-                done.pop(rec.instance_id, None)
+            done[rec.instance_id] = rec
     for row in rows:
         if row["instance_id"] in done:
             continue

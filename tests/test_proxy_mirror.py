@@ -79,7 +79,6 @@ def test_a_patch_that_does_not_reverse_apply_is_recorded(tmp_path: Path) -> None
     record = proxy_mirror.prepare({**row, "patch": other, "test_patch": TEST_PATCH}, tmp_path)
     assert record.proxy_base == ""
     assert "Django==3.0: does not reverse-apply" in record.error
-    assert "Django==3.0.1: does not reverse-apply" in record.error
     assert "Django==3.1: does not reverse-apply" in record.error
 
 
@@ -100,18 +99,10 @@ def test_fuzz_is_used_and_recorded(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("repo", "version", "expected"),
     [
-        ("django/django", "3.0", ["Django==3.0", "Django==3.0.1", "Django==3.1"]),
-        ("django/django", "1.11", ["Django==1.11", "Django==1.11.1", "Django==2.0"]),
-        (
-            "scikit-learn/scikit-learn",
-            "0.21",
-            ["scikit-learn==0.21.1", "scikit-learn==0.21.2", "scikit-learn==0.22"],
-        ),
-        (
-            "matplotlib/matplotlib",
-            "3.1",
-            ["matplotlib==3.1.0", "matplotlib==3.1.1", "matplotlib==3.2.0"],
-        ),
+        ("django/django", "3.0", ["Django==3.0", "Django==3.1"]),
+        ("django/django", "1.11", ["Django==1.11", "Django==2.0"]),
+        ("scikit-learn/scikit-learn", "0.21", ["scikit-learn==0.21.1", "scikit-learn==0.22"]),
+        ("matplotlib/matplotlib", "3.7", ["matplotlib==3.7.0", "matplotlib==3.8.0"]),
     ],
 )
 def test_release_candidates(repo: str, version: str, expected: list[str]) -> None:

@@ -196,6 +196,17 @@ def _grouped(failures: list[str]) -> list[str]:
     ]
 
 
+def _owner_counts(rows: list[Row]) -> dict[str, int]:
+    """Failures of swept instances per owner (``note`` lines and unswept ones aside)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for line in row.failures:
+            owner, _, cause = line.split(": ", 2)
+            if owner != "note" and cause != "patches do not reverse-apply":
+                counts[owner] = counts.get(owner, 0) + 1
+    return counts
+
+
 def markdown(rows: list[Row], wall: str) -> str:
     """The report's Markdown table and summary."""
     tried = sum(r.tried for r in rows)
@@ -204,6 +215,11 @@ def markdown(rows: list[Row], wall: str) -> str:
     swept = sum(r.swept for r in rows)
     good = sum(r.validated for r in rows)
     share = f"{100 * good / swept:.0f} %" if swept else "–"
+    owners = _owner_counts(rows)
+    not_ours = sum(n for owner, n in owners.items() if owner != "ours")
+    judged = swept - not_ours
+    ours_share = f"{100 * good / judged:.0f} %" if judged else "–"
+    split = ", ".join(f"{owner} {n}" for owner, n in sorted(owners.items())) or "none"
     lines = [
         "# Proxy validation: django, scikit-learn and matplotlib from PyPI release sdists",
         "",
@@ -211,7 +227,9 @@ def markdown(rows: list[Row], wall: str) -> str:
         f"{built}; **{swept} were swept** by `swe-green validate` (recipes unchanged, one gold "
         f"run each) and **{good} validate** ({share} of those swept). Not reached: "
         f"{built - swept} instances whose proxy base exists but which the sweep did not get to "
-        f"(the *base* minus *swept* columns). Wall time: {wall}.",
+        f"(the *base* minus *swept* columns). Failures of the swept by owner: {split}; "
+        f"leaving out those that are not ours (the proxy's, the Python's, the host's), "
+        f"**{good} of {judged} validate ({ours_share})**. Wall time: {wall}.",
         "",
         "Columns: *proxy* proxy attempted; *base* proxy base built (in brackets: a patch "
         "needed less context or fuzz, and was re-made from the proxy); *swept* run through "

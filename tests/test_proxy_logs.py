@@ -69,3 +69,38 @@ def test_a_base_whose_test_patch_does_not_apply_is_still_rejected() -> None:
     check = _judge(inst, base, True, "", gold, "django")
     assert not check.ok
     assert check.message.startswith("tests do not run at the base commit")
+
+
+_RULE = "-" * 70
+
+
+def _closing(lines: str, ran: int, verdict: str) -> str:
+    return f"{lines}\n{_RULE}\nRan {ran} tests in 1.000s\n\n{verdict}\n"
+
+
+def test_skipped_subtests_are_not_taken_for_tampering() -> None:
+    """django-10097 (2.2): without Pillow, ``test_validators`` skips 5 subtests; unittest
+    counts the test once in ``Ran`` and 5 times in ``skipped`` (3.9 prints the further
+    skips as bare ``skipped '...'`` lines), so the tamper check's bound (ran minus skipped)
+    was 4 short and the gold run was called tampered (11,722 passing results, at most
+    11,720). The lines are the real run's; the summary is the one unittest prints for them:
+    21 tests (18 ok, 2 skipped Oracle tests, test_validators), skipped=7."""
+    lines = (LOGS / "django--django__django-10097--subtest-skips.txt").read_text()
+    section = _closing(lines, 21, "OK (skipped=7)")
+    outcomes = parse_test_log("django", section)
+    assert detect_test_crash(0, section, outcomes) is None
+    assert outcomes["test_validators (validators.tests.TestValidators)"] == TestStatus.SKIPPED
+    # one passing line more than the tests that can have passed is still caught
+    faked = section.replace(_RULE, f"test_fake (validators.tests.X) ... ok\n{_RULE}", 1)
+    message = detect_test_crash(0, faked, parse_test_log("django", faked))
+    assert message is not None and "19 passing results, at most 18 possible" in message
+
+
+def test_skipped_subtests_of_python_3_12_are_not_taken_for_tampering() -> None:
+    """From 3.12 each skipped subtest has a line of its own, named with its parameters
+    (real output of Python 3.13's unittest: 3 tests, 5 skipped subtests, 1 pass)."""
+    section = (LOGS / "python3.13--subtest-skips.txt").read_text()
+    assert detect_test_crash(0, section, parse_test_log("django", section)) is None
+    faked = section.replace("test_c (__main__.T.test_c) ... ok", "x (m.T) ... ok\n" * 4, 1)
+    message = detect_test_crash(0, faked, parse_test_log("django", faked))
+    assert message is not None and "tampered" in message

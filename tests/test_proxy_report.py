@@ -75,6 +75,7 @@ def test_rows_count_each_stage_and_name_each_failure(tmp_path: Path) -> None:
     text = proxy_report.markdown(rows, "1 h")
     assert "a proxy was attempted for 5 and its base built for 3" in text
     assert "**2 were swept**" in text and "**1 validate** (50 % of those swept)" in text
+    assert "by owner: host 1;" in text and "**1 of 1 validate (100 %)**" in text
 
 
 def test_code_that_does_not_compile_on_the_stand_in_python_is_the_pythons() -> None:

@@ -4,6 +4,7 @@ adds appdirs in setup.cfg); the network is on for that install only."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.dependencies.reinstall import (
     changes_build_inputs,
     guarded_reinstall,
+    needs_reinstall,
     reinstall_after_patch,
 )
 from orchestrator.environments.dependencies.reinstall_guard import (
@@ -19,6 +21,9 @@ from orchestrator.environments.dependencies.reinstall_guard import (
     reinstall_problems,
 )
 from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.spec.recipes import load_recipes
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # succeeds only with the network on (the package index is the one host containers reach)
 PYPI_PROBE = "python3 -m pip download -q --no-deps --timeout 5 --retries 0 six==1.16.0 -d /tmp/p"
@@ -48,6 +53,30 @@ def test_only_patches_to_build_inputs_need_a_reinstall():
     assert not changes_build_inputs(SOURCE_ONLY)
 
 
+def _dataset_row(instance_id: str) -> dict:
+    with open(DATA / "swe-bench-verified.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            if f'"{instance_id}"' in line:
+                row = json.loads(line)
+                if row["instance_id"] == instance_id:
+                    return row
+    raise KeyError(instance_id)
+
+
+def test_a_source_patch_is_installed_again_when_the_install_copied_the_sources():
+    # django 2.2 installs with ``python setup.py install`` (an egg in site-packages, where
+    # runtests.py imports django from): django__django-10097's gold patch changes only
+    # django/core/validators.py, and without a reinstall its gold run printed the base
+    # run's output, the URL validator's subtests failing as before (proxy sweep)
+    gold = _dataset_row("django__django-10097")["patch"]
+    assert not changes_build_inputs(gold)
+    django_22 = load_recipes()[("django/django", "2.2")]
+    assert django_22.install == "python setup.py install"
+    assert needs_reinstall(django_22, gold)
+    assert not needs_reinstall(load_recipes()[("django/django", "3.0")], gold)  # editable
+    assert needs_reinstall(load_recipes()[("django/django", "3.0")], ADD_DEPENDENCY)
+
+
 @pytest.mark.container
 def test_a_patch_that_adds_a_dependency_gets_it_installed(
     run_ctx, synthetic_instances, make_sandbox
@@ -70,6 +99,30 @@ def test_a_patch_that_adds_a_dependency_gets_it_installed(
     # the network is off again, and the container still runs
     assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0
     assert sandbox.is_running()
+
+
+@pytest.mark.container
+def test_a_source_patch_reaches_a_copied_install(run_ctx, synthetic_instances, make_sandbox):
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    install = "python -m pip install --no-build-isolation --no-deps ."  # copies the sources
+    recipe = recipe_of(prepared).model_copy(update={"install": install})
+    sandbox = make_sandbox(prepared.instance_image, network=False)
+    copied = sandbox.exec(f"source /opt/swe/activate.sh && cd /testbed && {install}")
+    assert copied.exit_code == 0, copied.output
+    # from /tmp, calc is the copy in site-packages, not /testbed's sources
+    source = "source /opt/swe/activate.sh && cd /tmp && python -c " \
+        "'import calc, inspect; print(calc.__file__, inspect.getsource(calc.add))'"  # fmt: skip
+    before = sandbox.exec(source)
+    assert "site-packages" in before.stdout and "a + b" in before.stdout, before.output
+    edit = "cd /testbed && sed -i 's/return a + b/return b + a/' calc/__init__.py && git diff"
+    patch = sandbox.exec(edit).stdout
+    assert "+    return b + a" in patch, patch
+    assert "a + b" in sandbox.exec(source).stdout  # the patch alone does not reach the tests
+    done = guarded_reinstall(sandbox, recipe, patch, 300)
+    assert done is not None and done.ok, done
+    assert done.refused == [], done.refused
+    assert "b + a" in sandbox.exec(source).stdout
 
 
 # ------------------------------------------------------------- what a reinstall may write
@@ -106,6 +159,24 @@ def test_the_package_s_own_build_output_and_metadata_are_allowed():
         f"{SITE}/six-1.16.0.dist-info/RECORD": "six.py,sha256=x,1\nsix-1.16.0.dist-info/RECORD,,\n",
     }
     assert _problems(changed, texts) == []
+
+
+def test_a_copying_install_may_write_the_package_itself_as_its_record_lists_it():
+    # psf/requests installs with ``pip install .``: its reinstall rewrites
+    # site-packages/requests/*, which an editable install never writes
+    changed = [f"{SITE}/calc/__init__.py", f"{SITE}/calc-0.1.dist-info/RECORD"]
+    texts = {f"{SITE}/calc-0.1.dist-info/RECORD": "calc/__init__.py,sha256=x,1\n"}
+    existed = [f"{SITE}/calc/__init__.py"]
+    copying = Written(changed, texts, existed, ["calc"], copies_sources=True)
+    assert reinstall_problems(copying, "/testbed") == []
+    unlisted = Written([*changed, f"{SITE}/calc/extra.py"], texts, existed, ["calc"], True)
+    assert reinstall_problems(unlisted, "/testbed") == [
+        f"{SITE}/calc/extra.py (shadows the repository's own package)"
+    ]
+    editable = Written(changed, texts, existed, ["calc"])
+    assert reinstall_problems(editable, "/testbed") == [
+        f"{SITE}/calc/__init__.py (shadows the repository's own package)"
+    ]
 
 
 def test_plants_beyond_the_package_s_own_files_are_refused():

@@ -145,6 +145,32 @@ def test_a_pin_without_wheels_for_the_python_falls_back_to_the_newest_of_its_ser
     assert (tmp_path / "dropped-pins.txt").read_text() == "nowhere==1.0.0\n"
 
 
+def test_a_pin_without_wheels_in_its_series_becomes_the_oldest_later_release_with_one(tmp_path):
+    """django 2.2 pins pillow==7.2.0 (Python 3.5); no 7.x has a wheel for the 3.9 stand-in
+    and its sources need image libraries, so Pillow was dropped: django-10097's
+    FAIL_TO_PASS test_validators then skipped (its image subtests need Pillow) and could
+    not pass with gold (proxy sweep). The oldest later release with a wheel is 8.0.0."""
+    recipe = _recipe(packages=["pillow==7.2.0", "six==1.16.0", "nowhere==1.0.0"])
+    script = recipe_setup_script(recipe, recipe.packages)
+    body = _section(script, 'step "pinned packages"', 'step "pre-install"')
+    body = body.replace("/opt/swe", str(tmp_path))
+    # "uv" resolves what a Python 3.9 index would have: six, and pillow only from wheels
+    stub = (
+        'fail() { echo "FAILED: $*"; exit 1; }\n'
+        "python() { return 1; }\n"
+        'uv() { case "$*" in\n'
+        '  *"--only-binary :all: --resolution lowest pillow>=7.2.0") echo " + pillow==8.0.0";;\n'
+        '  *" six==1.16.0") echo "uv: six";;\n'
+        "  *) return 1;; esac; }\n"
+    )
+    done = subprocess.run(["bash", "-c", stub + body], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert " + pillow==8.0.0" in done.stdout
+    assert "pin pillow==7.2.0 replaced by the oldest later release with a wheel" in done.stdout
+    assert "dropped pin pillow" not in done.stdout
+    assert (tmp_path / "dropped-pins.txt").read_text() == "nowhere==1.0.0\n"
+
+
 @pytest.mark.parametrize(
     ("python", "expected"),
     [

@@ -139,11 +139,11 @@ def detect_test_crash(
             f"the test command exited with code {exit_code} but no test failed: "
             "the runner crashed or was interrupted"
         )
-    return _summary_mismatch(summary.runner, counts, summary.reported)
+    return _summary_mismatch(summary.runner, counts, summary.reported, summary.subtest_skips)
 
 
 def _summary_mismatch(
-    runner: str, counts: dict[str, int], reported: dict[str, int] | None
+    runner: str, counts: dict[str, int], reported: dict[str, int] | None, subtest_skips: int
 ) -> str | None:
     if reported is None:
         return None
@@ -166,9 +166,11 @@ def _summary_mismatch(
         return None
     passing_lines = got(TestStatus.PASSED.value, 0) + got(TestStatus.XFAIL.value, 0)
     if runner == "django":
-        # tests that ran minus those skipped, and at least one failing test if any failed
+        # tests that ran minus those skipped (a test's further skipped subtests count in
+        # "skipped" but not in "Ran"), and at least one failing test if any failed
         failing = counts.get("failed", 0) + counts.get("error", 0) + counts.get("xpassed", 0)
-        most = counts.get("ran", 0) - counts.get("skipped", 0) - (1 if failing else 0)
+        skipped_tests = counts.get("skipped", 0) - subtest_skips
+        most = counts.get("ran", 0) - skipped_tests - (1 if failing else 0)
         if passing_lines > most:
             return tampered(f"{passing_lines} passing results, at most {most} possible")
         return None

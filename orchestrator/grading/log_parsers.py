@@ -155,14 +155,14 @@ _DJANGO_STATUS = {
 }
 _DJANGO_RESULT = r"(?P<word>ok|OK|FAIL|ERROR|expected failure|unexpected success)|skipped(?:\s.*)?"
 # ``<description> ... <result>``; the description is the longest prefix that leaves a result
-_DJANGO_LINE = re.compile(rf"^(?P<desc>.*) \.\.\.\s+(?:{_DJANGO_RESULT})$")
+DJANGO_LINE = re.compile(rf"^(?P<desc>.*) \.\.\.\s+(?:{_DJANGO_RESULT})$")
 # a result on a line of its own, after the test's output; ``OK`` alone is the run's verdict
 _DJANGO_BARE_RESULT = re.compile(
     r"^(?:(?P<word>ok|FAIL|ERROR|expected failure|unexpected success)|skipped(?:\s.*)?)$"
 )
 _DJANGO_TEST_ID = re.compile(r"^\w+ \([\w.]+\)$")
 _DJANGO_HEADER = re.compile(r"^(?P<kind>FAIL|ERROR): (?P<name>.+)$")
-_DJANGO_SUBTEST = re.compile(r"^(\w+ \([\w.]+\)) \(.*\)$")
+DJANGO_SUBTEST = re.compile(r"^(\w+ \([\w.]+\)) \(.*\)$")
 
 
 def _django_result(match: re.Match[str]) -> TestStatus:
@@ -198,7 +198,7 @@ def django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
             if stripped and not stripped.startswith(("---", "===", "Traceback")):
                 yield [stripped], after_header, False
             after_header = None
-        if match := _DJANGO_LINE.match(stripped):
+        if match := DJANGO_LINE.match(stripped):
             pending = []
             yield _django_names(match["desc"].strip(), previous), _django_result(match), True
         elif " ... " in stripped:
@@ -210,7 +210,7 @@ def django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
             status = TestStatus.FAILED if match["kind"] == "FAIL" else TestStatus.ERROR
             name = match["name"].strip()
             names = [name]
-            if sub := _DJANGO_SUBTEST.match(name):
+            if sub := DJANGO_SUBTEST.match(name):
                 names.append(sub.group(1))
             yield names, status, False
             after_header = status

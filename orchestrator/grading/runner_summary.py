@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.grading.log_parsers import (
+    DJANGO_LINE,
+    DJANGO_SUBTEST,
     STATUS_FIRST,
     django_results,
     output_lines,
@@ -26,7 +28,9 @@ class RunnerSummary(BaseModel):
     ``skipped``, ``xfailed``, ``xpassed``, and ``ran`` for django), ``reported`` the result
     lines of the output counted per status (pytest: only the short test summary between its
     header and the closing line, ``None`` when there is none; django and sympy: every
-    per-test result line).
+    per-test result line). ``subtest_skips`` (django) counts the skips that are a test's
+    further skipped subtests: unittest counts every skipped subtest in ``skipped`` but the
+    test once in ``Ran``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -35,6 +39,7 @@ class RunnerSummary(BaseModel):
     line: str
     counts: dict[str, int]
     reported: dict[str, int] | None
+    subtest_skips: int = 0
 
 
 _PYTEST_FINAL = re.compile(
@@ -46,6 +51,7 @@ _PYTEST_SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+$")
 _SYMPY_FINAL = re.compile(r"^\s*(?:=+ )?tests finished: (?P<body>.*?)(?: =+)?\s*$")
 _DJANGO_RAN = re.compile(r"^Ran (?P<ran>\d+) tests? in [\d.]+s$")
 _DJANGO_VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?P<body>.*)\))?$")
+_DJANGO_BARE_SKIP = re.compile(r"^skipped(?:\s.*)?$")
 _COUNT_WORDS = {
     "passed": "passed",
     "failed": "failed",
@@ -113,7 +119,39 @@ def _django_summary(lines: list[str], text: str) -> RunnerSummary | None:
     for _, status, from_line in django_results(text):
         if from_line:
             reported[status.value] = reported.get(status.value, 0) + 1
-    return RunnerSummary(runner="django", line=lines[ran], counts=counts, reported=reported)
+    return RunnerSummary(
+        runner="django",
+        line=lines[ran],
+        counts=counts,
+        reported=reported,
+        subtest_skips=_subtest_skips(lines[:ran]),
+    )
+
+
+def _subtest_skips(lines: list[str]) -> int:
+    """The skip results of unittest's verbose output that are a test's further subtests.
+
+    Up to Python 3.11 the first skipped subtest ends the test's line (``test_x (m.C) ...
+    skipped 'why'``) and each further one prints a bare ``skipped 'why'`` line after it;
+    from 3.12 every skipped subtest has a line of its own, named with its parameters
+    (``  test_x (m.C.test_x) (i=1) ... skipped 'why'``). Either way the test counts once in
+    ``Ran`` and each subtest once in ``skipped``.
+    """
+    count = 0
+    after_skip = False  # the previous non-blank line was a skip result
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        result = DJANGO_LINE.match(stripped)
+        skip = result is not None and result["word"] is None
+        if skip and result is not None and DJANGO_SUBTEST.match(result["desc"].strip()):
+            count += 1
+        elif after_skip and _DJANGO_BARE_SKIP.match(stripped):
+            count += 1
+            skip = True
+        after_skip = skip
+    return count
 
 
 def _sympy_summary(lines: list[str], text: str) -> RunnerSummary | None:

@@ -225,8 +225,13 @@ def reinstall_needed(install: str, changed: list[str]) -> bool:
     """
     if not changed:
         return False
-    editable = bool(re.search(r"(^|\s)(-e|--editable)(\s|$)|setup\.py\s+develop", install))
-    return not editable or touches_build_inputs(changed)
+    return copies_sources(install) or touches_build_inputs(changed)
+
+
+def copies_sources(install: str) -> bool:
+    """Whether the install command copies the package into site-packages (``pip install
+    .``, ``setup.py install``) rather than pointing there at the sources (editable)."""
+    return not re.search(r"(^|\s)(-e|--editable)(\s|$)|setup\.py\s+develop", install)
 
 
 def touches_build_inputs(paths: list[str]) -> bool:

@@ -3,9 +3,12 @@
 SWE-bench's harness runs the recipe's install command again after applying the model's
 patch. Doing it for every patch costs a reinstall per grading; doing it never fails a gold
 patch that adds a dependency (``pylint-dev__pylint-4661`` adds ``appdirs`` in ``setup.cfg``).
-So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), before
-the test patch is in the container, with the package index reachable for the install and no
-other host (:mod:`.reinstall_egress`). The install runs the patch's build code, as the
+So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), or
+for any change when the install is not editable (django 1.11 and 2.2's ``python setup.py
+install`` copies the sources into site-packages, where the tests import them from:
+without the reinstall the patch does not reach the tests), before the test patch is in
+the container, with the package index reachable for the install and no other host
+(:mod:`.reinstall_egress`). The install runs the patch's build code, as the
 official harness does; leftover processes of it are stopped before the tests.
 """
 
@@ -26,7 +29,12 @@ from orchestrator.environments.dependencies.reinstall_guard import (
 from orchestrator.patches.diff import split_patch
 from orchestrator.sandbox import Sandbox, SandboxError
 from orchestrator.sandbox.errors import Unsupported
-from orchestrator.spec.recipes import Recipe, touches_build_inputs
+from orchestrator.spec.recipes import (
+    Recipe,
+    copies_sources,
+    reinstall_needed,
+    touches_build_inputs,
+)
 
 ACTIVATE = "/opt/swe/activate.sh"
 
@@ -42,6 +50,12 @@ def changes_build_inputs(patch: str) -> bool:
     return touches_build_inputs(patch_paths(patch))
 
 
+def needs_reinstall(recipe: Recipe, patch: str) -> bool:
+    """Whether the install must run again after ``patch``: it changes a build input, or the
+    install copied the sources (not editable), so any change must be installed again."""
+    return reinstall_needed(recipe.install, patch_paths(patch))
+
+
 # stop what the install left running: every process that was not there before it
 _STOP_NEW = (
     "[ -f /tmp/.swe-pids-before ] && for pid in $(ps -eo pid=); do "
@@ -53,8 +67,8 @@ _STOP_NEW = (
 def reinstall_after_patch(
     sandbox: Sandbox, recipe: Recipe, patch: str, timeout: float
 ) -> tuple[bool, str] | None:
-    """Run the install again if ``patch`` changes a build input; None when not needed, else
-    (succeeded, the output's last lines). The network is off again afterwards."""
+    """Run the install again if ``patch`` needs it (:func:`needs_reinstall`); None when not
+    needed, else (succeeded, the output's last lines). The network is off again afterwards."""
     done = guarded_reinstall(sandbox, recipe, patch, timeout, guard=False)
     return None if done is None else (done.ok, done.tail)
 
@@ -92,7 +106,7 @@ def guarded_reinstall(
 ) -> Reinstalled | None:
     """:func:`reinstall_after_patch`, and with ``guard`` the files it wrote are judged:
     anything beyond the package's own build output and metadata is listed in ``refused``."""
-    if not changes_build_inputs(patch):
+    if not needs_reinstall(recipe, patch):
         return None
     before: _Before | None = None
     with _install_network(sandbox) as (env, network):
@@ -111,7 +125,7 @@ def guarded_reinstall(
     tail = "\n".join([f"(network: {network})", *result.output.strip().splitlines()[-5:]])
     refused = []
     if before is not None:
-        written = _written(sandbox, before)
+        written = _written(sandbox, before, copies_sources(recipe.install))
         _drop_bytecode(sandbox, written)
         refused = reinstall_problems(written, repo_dir, runner_files or [])
     return Reinstalled(ok=result.ok, tail=tail, refused=refused)
@@ -177,7 +191,7 @@ def _drop_bytecode(sandbox: Sandbox, written: Written) -> None:
     written.changed = [p for p in written.changed if not p.endswith((".pyc", ".pyo"))]
 
 
-def _written(sandbox: Sandbox, before: _Before) -> Written:
+def _written(sandbox: Sandbox, before: _Before, copies: bool) -> Written:
     """The files changed since :func:`_before`: the engine's new changes and every file whose
     inode changed (ctime) since the mark, and the texts the rules read."""
     found = sandbox.exec(
@@ -197,4 +211,4 @@ def _written(sandbox: Sandbox, before: _Before) -> Written:
                 texts[path] = sandbox.read_file(path)[:1_000_000].decode("utf-8", "replace")
             except SandboxError:
                 continue
-    return Written(changed, texts, before.existed, before.repo_modules)
+    return Written(changed, texts, before.existed, before.repo_modules, copies)

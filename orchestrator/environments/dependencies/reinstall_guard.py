@@ -9,6 +9,8 @@ files, content). Allowed:
 - build output in the repository (an ``.egg-info``, ``build/``, in-place extension modules,
   generated sources), except test infrastructure (:func:`is_test_infrastructure`) and
   anything under ``.git`` but its index;
+- in site-packages, the package itself when the install copies it there (not editable)
+  and a RECORD the reinstall wrote lists the file;
 - in site-packages, the package's own metadata (``*.dist-info``/``*.egg-info``/``*.egg``
   directories, ``*.egg-link``, the ``__editable__`` finder and its ``.pth``, ``easy-install.pth``,
   setuptools' ``distutils-precedence.pth``) with ``.pth`` lines that only add paths or are the
@@ -78,11 +80,15 @@ class Written:
         texts: dict[str, str] | None = None,
         existed: Iterable[str] = (),
         repo_modules: Iterable[str] = (),
+        copies_sources: bool = False,
     ) -> None:
         self.changed = sorted(set(changed))
         self.texts = texts or {}
         self.existed = set(existed)  # site-packages and bin files there before the reinstall
         self.repo_modules = set(repo_modules)  # the repository's top-level packages/modules
+        # the install copies the package into site-packages (not editable): there the
+        # repository's own package, as a RECORD the reinstall wrote lists it, is its output
+        self.copies_sources = copies_sources
         self.recorded = _recorded(
             {p: t for p, t in self.texts.items() if posixpath.basename(p) == "RECORD"}
         )
@@ -138,6 +144,8 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
             return "changes the test framework or a start-up hook"
         module = re.split(r"[./]", top, maxsplit=1)[0]
         if module in written.repo_modules:
+            if written.copies_sources and path in recorded:
+                return None
             return "shadows the repository's own package"
         if path in written.existed:
             return "changes a file of an installed package"

@@ -29,7 +29,7 @@ PYTHON_MIRROR_DIR = f"{SWE_DIR}/python-mirror"  # a host mirror directory, durin
 
 # Bump when the set-up script changes in a way that changes what it builds: it is part of the
 # environment cache key, so images built by an older script are not reused.
-SETUP_SCRIPT_VERSION = 4
+SETUP_SCRIPT_VERSION = 5
 # pip of SWE-bench's environments' era: PEP 660 editable installs (pyproject-only projects,
 # pip >= 21.3), and PIP_CONSTRAINT still reaches isolated build environments.
 PIP_VERSION = "24.2"
@@ -144,7 +144,9 @@ fi"""
 def _pins_step(pins: list[str]) -> str:
     """Bash installing the pins: together, else one by one, where a release without wheels
     for this Python (a stand-in for the spec's) becomes the newest of its series
-    (numpy==1.19.2 -> numpy==1.19.*, which has them), else is dropped."""
+    (numpy==1.19.2 -> numpy==1.19.*, which has them), else the oldest later release with a
+    wheel for this Python (pillow==7.2.0 -> 8.0.0 on 3.9: no 7.x has one, and its sources
+    need image libraries the image lacks), else is dropped."""
     return f"""{_pins_for_python(pins)}
 install_pin() {{
   if command -v uv >/dev/null \\
@@ -152,6 +154,10 @@ install_pin() {{
     return 0
   fi
   python -m pip install -q --no-deps "$@"
+}}
+install_later_wheel() {{  # the oldest release from the pin's version on with a wheel
+  command -v uv >/dev/null && UV_HTTP_TIMEOUT=60 uv pip install --python {VENV}/bin/python \\
+    --no-deps --only-binary :all: --resolution lowest "${{1/==/>=}}"
 }}
 if [ ${{#pins[@]}} -gt 0 ]; then
   if install_pin "${{pins[@]}}"; then
@@ -162,6 +168,8 @@ if [ ${{#pins[@]}} -gt 0 ]; then
       install_pin "$pin" \\
         || {{ [[ "$pin" == *==*.*.* ]] && install_pin "${{pin%.*}}.*" \\
               && echo "pin $pin replaced by ${{pin%.*}}.*"; }} \\
+        || {{ [[ "$pin" == *==* ]] && install_later_wheel "$pin" \\
+              && echo "pin $pin replaced by the oldest later release with a wheel (above)"; }} \\
         || {{ echo "dropped pin $pin"; echo "$pin" >> {SWE_DIR}/dropped-pins.txt; }}
     done
   fi

@@ -17,6 +17,11 @@ import pytest
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.environments.setup.plan import (
+    env_image_name,
+    instance_image_name,
+    plan_environment,
+)
 from orchestrator.models import Status
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.tool_protocol import ToolCall
@@ -161,8 +166,9 @@ def proxy():
 
 @pytest.mark.container
 def test_a_synthetic_instance_resolves_through_the_gateway_with_no_call_refused(
-    env_settings, synthetic_dir, synthetic_instances, registry, proxy, tmp_path
-):
+    env_settings, synthetic_dir, synthetic_instances, registry, proxy, tmp_path,
+    docker_client, base_image,
+):  # fmt: skip
     settings = env_settings.replace(
         **{
             "docker_policy": "restricted",
@@ -175,10 +181,19 @@ def test_a_synthetic_instance_resolves_through_the_gateway_with_no_call_refused(
     backend = DockerBackend(docker.DockerClient(base_url=proxy.url), restricted=True)
     ctx = RunContext(settings, backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
     dataset = str(synthetic_dir / "instances.jsonl")
-    with running(make_participant("gold", dataset=dataset)) as url:
-        [result] = asyncio.run(
-            run_evaluation(ctx, [synthetic_instances["demo__units-1"]], url, concurrency=1)
-        )
+    instance = synthetic_instances["demo__units-1"]
+    plan = plan_environment(ctx, instance)
+    # images named like this instance's on the engine (a full-policy run's, say) are not
+    # this backend's cache: it builds what it runs (the set-up runs, below)
+    planted = [env_image_name(ctx, instance, plan), instance_image_name(ctx, instance, plan)]
+    for name in planted:
+        docker_client.images.get(base_image).tag(name)
+    try:
+        with running(make_participant("gold", dataset=dataset)) as url:
+            [result] = asyncio.run(run_evaluation(ctx, [instance], url, concurrency=1))
+    finally:
+        for name in planted:
+            docker_client.images.remove(name)
     endpoints = Counter(call.endpoint() for call in proxy.calls)
     (tmp_path / "calls.json").write_text(json.dumps(endpoints, indent=1))
     print("Docker API calls through the gateway proxy:", json.dumps(endpoints, indent=1))

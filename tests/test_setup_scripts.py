@@ -9,11 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.environments.setup.setup_scripts import (
-    base_commit_script,
-    raise_pins,
-    recipe_setup_script,
-)
+from orchestrator.environments.setup.pins import raise_pins
+from orchestrator.environments.setup.setup_scripts import base_commit_script, recipe_setup_script
 from orchestrator.models import Instance
 from orchestrator.spec.recipes import Recipe, load_recipes
 
@@ -67,7 +64,7 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
     ],
 )
 def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(pins, constraint):
-    from orchestrator.environments.setup.setup_scripts import build_constraints
+    from orchestrator.environments.setup.pins import build_constraints
 
     assert build_constraints(pins).strip() == constraint
     script = recipe_setup_script(_recipe(), pins)

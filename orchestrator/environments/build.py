@@ -22,6 +22,7 @@ from orchestrator.environments.base_commit.instance_image import (
 )
 from orchestrator.environments.checkout.repo_cache import check_complete
 from orchestrator.environments.prepared import PreparedInstance
+from orchestrator.environments.setup.build_steps import cached
 from orchestrator.environments.setup.env_image import ensure_env_image
 from orchestrator.environments.setup.plan import (
     SetupFailed,
@@ -47,7 +48,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     timings: dict[str, float] = {}
     started = time.monotonic()
     plan = plan_environment(ctx, instance)
-    if not ctx.backend.images.exists(instance_image_name(ctx, instance, plan)):
+    if not cached(ctx, instance_image_name(ctx, instance, plan)):
         try:
             check_complete(ctx.settings, instance)
         except UserError as exc:

@@ -12,6 +12,7 @@ from orchestrator.environments.checkout.git_commands import GitError
 from orchestrator.environments.checkout.repo_cache import changed_paths, ensure_mirror
 from orchestrator.environments.setup.build_steps import (
     building,
+    cached,
     image_lock,
     keep_failed,
     run_logged,
@@ -39,7 +40,7 @@ def ensure_instance_image(
     registry = settings.env_image_registry if settings.registry_instance_images else None
     what = "instance image"
     with image_lock(ctx, f"instance-{plan.instance_key(instance)}"):
-        if ctx.backend.images.exists(name):
+        if cached(ctx, name):
             return Snapshot.of_image(name), True
         pulled = pull_shared(ctx.backend, registry, name, log_path, what) if registry else None
         if pulled:

@@ -29,6 +29,13 @@ def image_lock(ctx: RunContext, key: str) -> contextlib.AbstractContextManager[o
     return FileLock(str(locks / f"{key}.lock"))
 
 
+def cached(ctx: RunContext, name: str) -> bool:
+    """An environment or instance image of this host's cache: only a backend that keeps
+    images has one (under the restricted policy nothing it built is reused, so an image of
+    that name on the engine, which it could not have made, is not taken for it)."""
+    return ctx.backend.commits and ctx.backend.images.exists(name)
+
+
 def run_logged(
     sandbox: Sandbox, script: str, log_path: Path, title: str, timeout: float
 ) -> tuple[bool, str]:

@@ -19,6 +19,7 @@ from orchestrator.environments.checkout.clean_history import (
 from orchestrator.environments.checkout.repo_cache import ensure_mirror, prepare_checkout
 from orchestrator.environments.setup.build_steps import (
     building,
+    cached,
     image_lock,
     keep_failed,
     run_logged,
@@ -80,7 +81,7 @@ def ensure_env_image(
     name = env_image_name(ctx, instance, plan)
     registry = ctx.settings.environment.env_image_registry
     with image_lock(ctx, f"env-{plan.env_key}"):
-        if ctx.backend.images.exists(name):
+        if cached(ctx, name):
             with open(log_path, "a") as fh:
                 fh.write(f"environment image {name} reused from the cache\n")
             return env_from_labels(ctx, name)

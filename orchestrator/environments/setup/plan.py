@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.setup.images import base_pythons, ensure_image
-from orchestrator.environments.setup.setup_scripts import SETUP_SCRIPT_VERSION, build_constraints
+from orchestrator.environments.setup.pins import build_constraints
+from orchestrator.environments.setup.setup_scripts import SETUP_SCRIPT_VERSION
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.settings import Settings

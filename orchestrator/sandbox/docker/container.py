@@ -331,8 +331,11 @@ class DockerSandbox:
             try:
                 if self.container.put_archive(directory, tar_bytes):
                     return
-            except NotFound:
-                pass  # no such directory (or no container: mkdir says which)
+            except (NotFound, requests.exceptions.ConnectionError):
+                # no such directory (or no container: mkdir says which); a proxy in front of
+                # the engine (Amber's gateway) may drop the connection instead of relaying
+                # the 404 that came before the whole archive was sent
+                pass
             mk = self.container.exec_run(["mkdir", "-p", directory])
             if mk.exit_code != 0:
                 detail = cast(bytes, mk.output).decode(errors="replace").strip()  # not streamed

@@ -169,6 +169,14 @@ def test_a_copying_install_may_write_the_package_itself_as_its_record_lists_it()
     existed = [f"{SITE}/calc/__init__.py"]
     copying = Written(changed, texts, existed, ["calc"], copies_sources=True)
     assert reinstall_problems(copying, "/testbed") == []
+    # the uninstall and the install re-create the package's directories (requests-1921:
+    # site-packages/requests/packages/urllib3/util): a directory the RECORD's files are in
+    texts_sub = {f"{SITE}/calc-0.1.dist-info/RECORD": "calc/util/__init__.py,sha256=x,1\n"}
+    sub = [f"{SITE}/calc/util", f"{SITE}/calc/util/__init__.py"]
+    assert reinstall_problems(Written(sub, texts_sub, (), ["calc"], True), "/testbed") == []
+    assert reinstall_problems(Written([f"{SITE}/calc/other"], texts_sub, (), ["calc"], True)) == [
+        f"{SITE}/calc/other (shadows the repository's own package)"
+    ]
     unlisted = Written([*changed, f"{SITE}/calc/extra.py"], texts, existed, ["calc"], True)
     assert reinstall_problems(unlisted, "/testbed") == [
         f"{SITE}/calc/extra.py (shadows the repository's own package)"

@@ -92,6 +92,9 @@ class Written:
         self.recorded = _recorded(
             {p: t for p, t in self.texts.items() if posixpath.basename(p) == "RECORD"}
         )
+        # the directories those files are in (a reinstall re-creates them: a directory is
+        # no module, what it holds is checked file by file)
+        self.recorded_dirs = {d for f in self.recorded for d in _parents(f)}
 
 
 def reinstall_problems(
@@ -144,7 +147,7 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
             return "changes the test framework or a start-up hook"
         module = re.split(r"[./]", top, maxsplit=1)[0]
         if module in written.repo_modules:
-            if written.copies_sources and path in recorded:
+            if written.copies_sources and (path in recorded or path in written.recorded_dirs):
                 return None
             return "shadows the repository's own package"
         if path in written.existed:
@@ -163,6 +166,14 @@ def _entry_point_problem(path: str, entry_points: dict[str, str]) -> str | None:
     if path in entry_points and "[pytest11]" in entry_points[path]:
         return "registers a pytest plugin (pytest11 entry point)"
     return None
+
+
+def _parents(path: str) -> list[str]:
+    """The directories above ``path``, nearest first, up to (not including) the root."""
+    found = []
+    while (path := posixpath.dirname(path)) not in ("/", ""):
+        found.append(path)
+    return found
 
 
 def _recorded(records: dict[str, str]) -> set[str]:

@@ -177,6 +177,10 @@ def test_a_copying_install_may_write_the_package_itself_as_its_record_lists_it()
     assert reinstall_problems(Written([f"{SITE}/calc/other"], texts_sub, (), ["calc"], True)) == [
         f"{SITE}/calc/other (shadows the repository's own package)"
     ]
+    # a directory of the package the new release no longer has, emptied by the uninstall
+    # (requests' urllib3/util/ where the base has urllib3/util.py): no module, not refused
+    gone = Written([f"{SITE}/calc/old"], texts, [f"{SITE}/calc/old/__init__.py"], ["calc"], True)
+    assert reinstall_problems(gone, "/testbed") == []
     unlisted = Written([*changed, f"{SITE}/calc/extra.py"], texts, existed, ["calc"], True)
     assert reinstall_problems(unlisted, "/testbed") == [
         f"{SITE}/calc/extra.py (shadows the repository's own package)"

@@ -93,8 +93,11 @@ class Written:
             {p: t for p, t in self.texts.items() if posixpath.basename(p) == "RECORD"}
         )
         # the directories those files are in (a reinstall re-creates them: a directory is
-        # no module, what it holds is checked file by file)
+        # no module, what it holds is checked file by file), and
         self.recorded_dirs = {d for f in self.recorded for d in _parents(f)}
+        # directories that held files before it (an uninstall empties them; what is written
+        # into them is checked file by file)
+        self.existed_dirs = {d for f in self.existed for d in _parents(f)}
 
 
 def reinstall_problems(
@@ -147,7 +150,9 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
             return "changes the test framework or a start-up hook"
         module = re.split(r"[./]", top, maxsplit=1)[0]
         if module in written.repo_modules:
-            if written.copies_sources and (path in recorded or path in written.recorded_dirs):
+            if written.copies_sources and (
+                path in recorded or path in written.recorded_dirs or path in written.existed_dirs
+            ):
                 return None
             return "shadows the repository's own package"
         if path in written.existed:

@@ -287,7 +287,7 @@ def test_environments_share_the_tools_the_history_and_their_recipes_environment(
         assert container_diff(sandbox, instances["demo__calc-1"].base_commit)
         changed = [c["Path"] for c in docker_client.api.diff(sandbox.name) or []]
     finally:
-        sandbox.stop()
+        sandbox.remove()  # not left for later tests of the run that count its containers
     assert changed and not [p for p in changed if p.startswith("/testbed/.git/objects")]
 
 

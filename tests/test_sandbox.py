@@ -260,3 +260,23 @@ def test_a_container_that_cannot_start_is_removed_not_left_created(docker_client
         _start_or_remove(container)
     left = docker_client.containers.list(all=True, filters={"id": container.id})
     assert left == []
+
+
+def test_a_failing_image_build_leaves_no_container(
+    docker_backend, base_image, docker_client, tmp_path
+):
+    """A Dockerfile step that fails: its intermediate container is removed with the build, not
+    left on the host (the engine keeps it unless asked; one stayed per failed build)."""
+    import uuid
+
+    marker = uuid.uuid4().hex
+    (tmp_path / "Dockerfile").write_text(f"FROM {base_image}\nRUN exit 3 # {marker}\n")
+    tag = f"swe-green-test-{TEST_RUN_ID}/failing:{marker[:8]}"
+    with pytest.raises(SandboxError):
+        list(docker_backend.images.build(tmp_path, tag, {}, {}))
+    left = [
+        c.name
+        for c in docker_client.containers.list(all=True)
+        if marker in " ".join(c.attrs["Config"].get("Cmd") or [])
+    ]
+    assert left == []

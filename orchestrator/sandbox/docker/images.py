@@ -113,8 +113,8 @@ class DockerImages:
         self._refused("builds")
         try:
             for chunk in self.client.api.build(
-                path=str(context), tag=tag, buildargs=dict(buildargs), rm=True, decode=True,
-                labels=dict(labels),
+                path=str(context), tag=tag, buildargs=dict(buildargs), rm=True, forcerm=True,
+                decode=True, labels=dict(labels),
             ):  # fmt: skip
                 if "error" in chunk:
                     raise SandboxError(chunk["error"].strip())

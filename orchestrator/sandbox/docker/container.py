@@ -91,7 +91,7 @@ class DockerSandbox:
             ) from None
         except _ENGINE_ERRORS as exc:
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
-        container = _run_container(client, image, spec, restricted)
+        container = _run_container(client, image, spec)
         sandbox = cls(client, container, spec.limits, spec=spec, image=image, restricted=restricted)
         try:
             if files is not None:
@@ -101,8 +101,6 @@ class DockerSandbox:
                 if files is not None and files.archive is not None:
                     watcher.baseline = watcher.layer_size() or 0
                 sandbox.disk_watcher = watcher.start()
-            if not spec.network:
-                sandbox.set_network(False)
         except SandboxError:
             sandbox.remove()
             raise
@@ -139,15 +137,25 @@ class DockerSandbox:
                 self._move(enabled)
             return
         try:
-            self.container.reload()
-            networks = self.container.attrs["NetworkSettings"]["Networks"] or {}
-            bridge = self.client.networks.get("bridge")
+            networks = self._networks()
             if enabled and "bridge" not in networks:
-                bridge.connect(self.container)
+                self.leave_none(networks)
+                self.client.api.connect_container_to_network(self.id, "bridge")
             elif not enabled and "bridge" in networks:
-                bridge.disconnect(self.container, force=True)
+                self.client.api.disconnect_container_from_network(self.id, "bridge", force=True)
         except _ENGINE_ERRORS as exc:
             raise self._error("switch the network", exc) from exc
+
+    def _networks(self) -> dict[str, Any]:
+        self.container.reload()
+        return dict(self.container.attrs["NetworkSettings"]["Networks"] or {})
+
+    def leave_none(self, networks: dict[str, Any] | None = None) -> None:
+        """Leave the private ``none`` network a container without the network starts on (the
+        engine connects no other network beside it); with no network left it has loopback only,
+        as with ``none``."""
+        if "none" in (networks if networks is not None else self._networks()):
+            self.client.api.disconnect_container_from_network(self.id, "none", force=True)
 
     def _move(self, network: bool) -> None:
         """Replace the container by one with ``network`` holding the same files (changes over

@@ -49,6 +49,7 @@ def proxied_network(sandbox: DockerSandbox, script: str, args: Sequence[str]) ->
         )  # fmt: skip
         try:
             network.connect(proxy)
+            sandbox.leave_none()
             network.connect(container)
             address = _address(proxy, name)
             _wait_ready(proxy)

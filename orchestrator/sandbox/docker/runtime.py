@@ -30,9 +30,7 @@ _ENGINE_ERRORS = (DockerException, requests.exceptions.RequestException)
 _BACKSTOP_GRACE = 10.0
 
 
-def _run_container(
-    client: docker.DockerClient, image: str, spec: SandboxSpec, restricted: bool
-) -> Container:
+def _run_container(client: docker.DockerClient, image: str, spec: SandboxSpec) -> Container:
     """The container of ``spec``: idle, labelled, limited, least privilege."""
     limits = spec.limits
     options = dict(
@@ -46,7 +44,9 @@ def _run_container(
         mem_limit=limits.memory,
         memswap_limit=limits.memory,
         pids_limit=limits.pids_limit,
-        network_mode="none" if restricted and not spec.network else "bridge",
+        # without the network from the start (no bridge endpoint to set up and take down);
+        # set_network and the egress network leave "none" before they connect
+        network_mode="bridge" if spec.network else "none",
         cap_drop=["ALL"],
         cap_add=list(CAPABILITIES),
         security_opt=["no-new-privileges"],

@@ -382,6 +382,31 @@ def test_without_the_patch_the_fail_to_pass_tests_fail(grading):
 
 
 @pytest.mark.container
+def test_a_test_run_printing_past_the_limit_is_a_crash_and_only_its_tail_is_read(
+    grading, monkeypatch
+):
+    """The output's size comes with the read (the archive API states it first): over the
+    limit nothing of it is read in, its tail is taken inside the container instead."""
+    import orchestrator.grading.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "MAX_OUTPUT_BYTES", 2_000_000)
+    monkeypatch.setattr(evaluation, "OUTPUT_KEEP", 10_000)
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    flood = recipe.model_copy(
+        update={"test_cmd": "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo the-end"}
+    )
+    run = run_tests(sandbox, instance, flood, timeout=TIMEOUT)
+    assert run.crash == "the test output is larger than 2000000 bytes"
+    assert len(run.output) <= 10_000 and "the-end" in run.output
+    # within the limit, the same run is read whole
+    monkeypatch.setattr(evaluation, "MAX_OUTPUT_BYTES", 4_000_000)
+    monkeypatch.setattr(evaluation, "OUTPUT_KEEP", 4_000_000)
+    run = run_tests(sandbox, instance, flood, timeout=TIMEOUT)
+    assert run.crash != "the test output is larger than 4000000 bytes"
+    assert run.output.count("x") >= 3_000_000
+
+
+@pytest.mark.container
 @pytest.mark.parametrize("patch", [None, "", " \n"])
 def test_an_empty_patch_is_a_no_op_without_a_test_run(grading, patch):
     sandbox, instance, recipe = grading(CALC.instance_id)

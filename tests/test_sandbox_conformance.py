@@ -65,7 +65,7 @@ def test_a_failing_backend_fails_the_suite() -> None:
     class Forgetful(LocalBackend):
         def start(self, image, spec):  # type: ignore[no-untyped-def]
             sandbox = super().start(image, spec)
-            sandbox.read_file = lambda path: b"forgotten"  # type: ignore[method-assign]
+            sandbox.read_file = lambda path, max_bytes=None: b"forgotten"  # type: ignore[method-assign]
             return sandbox
 
     results = {r.name: r for r in run_checks(Target(Forgetful(), LOCAL_IMAGE, TEST_RUN_ID))}

@@ -40,6 +40,7 @@ excluded files, not applied) record the tests by name as the base measured them
 
 from __future__ import annotations
 
+import posixpath
 import secrets
 import time
 from collections.abc import Iterable, Sequence
@@ -72,7 +73,8 @@ from orchestrator.grading.script import (
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
-from orchestrator.sandbox import Sandbox, SandboxError
+from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
+from orchestrator.sandbox.archives import files_archive
 from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
 
@@ -160,8 +162,7 @@ def run_tests(
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user, writable, record, directives)
-    sandbox.write_file(TEST_PATCH_PATH, instance.test_patch.encode("utf-8", "surrogateescape"))
-    sandbox.write_file(EVAL_SCRIPT_PATH, script, mode=0o700)
+    _put_eval_files(sandbox, instance.test_patch, script)
     nonce = secrets.token_hex(16)
     started = time.monotonic()
     result = sandbox.exec(["bash", "-c", _PIPED_RUN], timeout=timeout, env={NONCE_VARIABLE: nonce})
@@ -190,6 +191,18 @@ def run_tests(
         duration=duration,
         writable=_recorded_writes(sandbox) if record and test_user else [],
     )
+
+
+def _put_eval_files(sandbox: Sandbox, test_patch: str, script: str) -> None:
+    """The test patch and the eval script, with their directory (root's alone), in one copy."""
+    parent = posixpath.dirname(EVAL_DIR)
+    files: dict[str, tuple[bytes | str, int]] = {
+        posixpath.relpath(TEST_PATCH_PATH, parent): (
+            test_patch.encode("utf-8", "surrogateescape"), 0o644,
+        ),
+        posixpath.relpath(EVAL_SCRIPT_PATH, parent): (script, 0o700),
+    }  # fmt: skip
+    sandbox.put_archive(parent, files_archive(files, dir_mode=0o700))
 
 
 def _crash(
@@ -376,13 +389,14 @@ class _Logs:
 
 def _read_output(sandbox: Sandbox) -> tuple[str, bool]:
     """The eval script's output file, and whether it was too large to read."""
-    size = sandbox.exec(["stat", "-c", "%s", OUTPUT_PATH], timeout=30)
-    if size.ok and size.stdout.strip().isdigit() and int(size.stdout) > MAX_OUTPUT_BYTES:
+    try:
+        data = sandbox.read_file(OUTPUT_PATH, max_bytes=MAX_OUTPUT_BYTES)
+    except FileTooLarge:
         tail = sandbox.exec(["tail", "-c", str(OUTPUT_KEEP), OUTPUT_PATH], timeout=60)
         return tail.stdout, True
-    if not size.ok:
+    except FileMissing:  # the wrapper ended before it made the file
         return "", False
-    return sandbox.read_file(OUTPUT_PATH).decode("utf-8", errors="replace"), False
+    return data.decode("utf-8", errors="replace"), False
 
 
 def _cap(text: str, limit: int) -> str:

@@ -48,6 +48,7 @@ from orchestrator.patches.safety import (
     PATH_REFUSED,
     dry_run_names,
     patch_path_problems,
+    path_listing,
     path_problems,
     symlink_sections,
     tree_problems,
@@ -129,7 +130,7 @@ def _put_work(sandbox: Sandbox, work: str, patch: str, touched: list[str]) -> No
     """The work directory with ``patch.diff`` and ``paths`` (NUL-separated), in one copy."""
     with tempfile.TemporaryDirectory(prefix="swe-green-apply-") as tmp:
         Path(tmp, "patch.diff").write_bytes(patch.encode("utf-8", errors="surrogateescape"))
-        Path(tmp, "paths").write_bytes("".join(f"{p}\0" for p in touched).encode())
+        Path(tmp, "paths").write_bytes(path_listing(touched).encode())
         sandbox.put_dir(Path(tmp), work)
 
 
@@ -144,7 +145,9 @@ def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutco
     _put_work(sandbox, work, patch, touched)
     log: list[str] = []
     try:
-        problems = tree_problems(sandbox, work, repo_dir, touched, symlink_sections(patch))
+        problems = tree_problems(
+            sandbox, work, repo_dir, touched, symlink_sections(patch), listing=f"{work}/paths"
+        )
         if problems:
             return _refused(problems)
         _run_script(sandbox, _BACKUP, "back up", work, repo_dir)

@@ -129,19 +129,37 @@ def symlink_sections(patch: str) -> set[str]:
     }
 
 
+def checked_paths(paths: Iterable[str]) -> list[str]:
+    """The paths :func:`tree_problems` checks: each once, none empty or ``/dev/null``."""
+    return [p for p in dict.fromkeys(paths) if p and p != "/dev/null"]
+
+
+def path_listing(paths: Iterable[str]) -> str:
+    """The listing file :func:`tree_problems` reads: the checked paths, NUL-separated."""
+    return "".join(f"{p}\0" for p in checked_paths(paths))
+
+
 def tree_problems(
-    sandbox: Sandbox, work: str, repo_dir: str, paths: Iterable[str], links_ok: set[str]
+    sandbox: Sandbox,
+    work: str,
+    repo_dir: str,
+    paths: Iterable[str],
+    links_ok: set[str],
+    *,
+    listing: str | None = None,
 ) -> list[str]:
     """Symbolic links of the tree that ``paths`` would go through or write through.
 
     A path that is itself a symbolic link may only be changed by a section that treats it as
-    one (``links_ok``); a path may never lie below one.
+    one (``links_ok``); a path may never lie below one. ``listing``: a file in the sandbox
+    that holds :func:`path_listing` of ``paths`` already (else one is written in ``work``).
     """
-    paths = [p for p in dict.fromkeys(paths) if p and p != "/dev/null"]
+    paths = checked_paths(paths)
     if not paths:
         return []
-    listing = f"{work}/check-{uuid.uuid4().hex[:8]}"
-    sandbox.write_file(listing, "".join(f"{p}\0" for p in paths))
+    if listing is None:
+        listing = f"{work}/check-{uuid.uuid4().hex[:8]}"
+        sandbox.write_file(listing, path_listing(paths))
     result = sandbox.exec(
         ["bash", "-c", _SYMLINKS, "symlinks", listing, repo_dir], timeout=APPLY_TIMEOUT
     )

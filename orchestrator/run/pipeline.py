@@ -32,7 +32,7 @@ from orchestrator.participant.client import (
     run_participant,
 )
 from orchestrator.participant.predictions import Predictions
-from orchestrator.participant.tools_host import install_tools, sandbox_tool_runner
+from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
@@ -169,7 +169,8 @@ class _InstanceRun:
             network=False,
         )  # fmt: skip
         self.result.container = participant.name
-        await asyncio.to_thread(install_tools, participant)
+        # the tools program is copied in at the first tool call (a participant that answers
+        # with its patch, or a predictions file, makes none)
         outcome = await run_participant(
             participant_url,
             self.instance,

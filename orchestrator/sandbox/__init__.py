@@ -9,6 +9,8 @@ one through :func:`.factory.backend_from` (settings → backend; the only caller
 from orchestrator.sandbox.errors import (
     BackendUnavailable,
     DiskLimitExceeded,
+    FileMissing,
+    FileTooLarge,
     ImageMissing,
     NameTaken,
     SandboxError,
@@ -28,6 +30,8 @@ __all__ = [
     "BackendUnavailable",
     "ContainerInfo",
     "DiskLimitExceeded",
+    "FileMissing",
+    "FileTooLarge",
     "ExecResult",
     "ImageInfo",
     "ImageStore",

@@ -7,6 +7,7 @@ import os
 import posixpath
 import tarfile
 import time
+from collections.abc import Mapping
 from typing import IO
 
 from orchestrator.sandbox.errors import SandboxError
@@ -23,6 +24,30 @@ def file_archive(path: str, data: bytes | str, mode: int = 0o644) -> bytes:
         info.mtime = int(time.time())
         tar.addfile(info, io.BytesIO(payload))
     return buf.getvalue()
+
+
+def files_archive(files: Mapping[str, tuple[bytes | str, int]], dir_mode: int = 0o755) -> bytes:
+    """A tar of ``files`` (relative name -> data and mode) with an entry of ``dir_mode`` for
+    each directory above them: several files in one copy, their directories made with them."""
+    buf = io.BytesIO()
+    now = int(time.time())
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        dirs = sorted({d for name in files for d in _parents(name)}, key=lambda d: d.count("/"))
+        for directory in dirs:
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, dir_mode, now
+            tar.addfile(info)
+        for name, (data, mode) in files.items():
+            payload = data.encode() if isinstance(data, str) else data
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(payload), mode, now
+            tar.addfile(info, io.BytesIO(payload))
+    return buf.getvalue()
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def only_file(archive: bytes, what: str) -> bytes:

@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING
 
 from orchestrator.sandbox import ContainerInfo, ExecResult, ImageInfo, Limits, SandboxSpec
 from orchestrator.sandbox.archives import pack, unpack
-from orchestrator.sandbox.errors import SandboxError, Unsupported
+from orchestrator.sandbox.errors import FileMissing, FileTooLarge, SandboxError, Unsupported
 from orchestrator.sandbox.models import OutputCap, Snapshot
 
 if TYPE_CHECKING:
@@ -101,8 +101,13 @@ class LocalSandbox:
             target.write_bytes(data.encode() if isinstance(data, str) else data)
             target.chmod(mode)
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
         with _host_files("read", path, self.name):
+            if not Path(path).is_file():
+                raise FileMissing(f"no file {path} in sandbox {self.name}")
+            size = Path(path).stat().st_size
+            if max_bytes is not None and size > max_bytes:
+                raise FileTooLarge(f"{path} holds {size} bytes, over {max_bytes}", size)
             return Path(path).read_bytes()
 
     def put_dir(self, host_dir: Path, container_dir: str) -> None:

@@ -22,7 +22,13 @@ from orchestrator.sandbox.conformance.harness import (
     started,
     tar_of,
 )
-from orchestrator.sandbox.errors import DiskLimitExceeded, SandboxError, Unsupported
+from orchestrator.sandbox.errors import (
+    DiskLimitExceeded,
+    FileMissing,
+    FileTooLarge,
+    SandboxError,
+    Unsupported,
+)
 from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_RUN, Limits, SandboxSpec, Snapshot
 from orchestrator.sandbox.protocol import Sandbox
 
@@ -103,6 +109,23 @@ def check_files(target: Target) -> None:
         (tree / "sub" / "a.txt").write_text("a\n")
         sandbox.put_dir(tree, f"{where}/copied")
         expect(sandbox.read_file(f"{where}/copied/sub/a.txt") == b"a\n", "put_dir lost a file")
+
+
+@check
+def check_read_limits(target: Target) -> None:
+    """read_file: a missing file is FileMissing; one over ``max_bytes`` is FileTooLarge with
+    its size (read whole at the limit)."""
+    with started(target) as sandbox:
+        where = scratch(sandbox)
+        sandbox.write_file(f"{where}/ten", b"0123456789")
+        expect(sandbox.read_file(f"{where}/ten", max_bytes=10) == b"0123456789", "at the limit")
+        try:
+            sandbox.read_file(f"{where}/ten", max_bytes=9)
+        except FileTooLarge as exc:
+            expect(exc.size == 10, f"FileTooLarge says {exc.size} bytes, not 10")
+        else:
+            raise ConformanceFailure("a file over max_bytes was read")
+        expect_raises(FileMissing, lambda: sandbox.read_file(f"{where}/none"), "a missing file")
 
 
 @check

@@ -20,6 +20,8 @@ from orchestrator.sandbox.docker.exec import exec_result, stream_exec
 from orchestrator.sandbox.docker.runtime import _ENGINE_ERRORS, _disk_watcher, _run_container
 from orchestrator.sandbox.errors import (
     DiskLimitExceeded,
+    FileMissing,
+    FileTooLarge,
     ImageMissing,
     SandboxError,
     Unsupported,
@@ -298,13 +300,18 @@ class DockerSandbox:
         """Write ``data`` to ``path`` in the container (parents created), byte for byte."""
         self._put_archive(posixpath.dirname(path) or "/", file_archive(path, data, mode))
 
-    def read_file(self, path: str) -> bytes:
-        """The bytes of the file at ``path`` in the container."""
+    def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """The bytes of the file at ``path`` in the container; over ``max_bytes`` (the size
+        the archive API states before the data) none is read."""
         try:
-            stream, _ = self.container.get_archive(path)
+            stream, stat = self.container.get_archive(path)
+            size = int((stat or {}).get("size") or 0)
+            if max_bytes is not None and size > max_bytes:
+                stream.close()  # type: ignore[attr-defined]
+                raise FileTooLarge(f"{path} holds {size} bytes, over {max_bytes}", size)
             raw = b"".join(stream)
         except NotFound:
-            raise SandboxError(f"no file {path} in container {self.name}") from None
+            raise FileMissing(f"no file {path} in container {self.name}") from None
         except _ENGINE_ERRORS as exc:
             raise self._error("read a file", exc) from exc
         return only_file(raw, f"{path} in container {self.name}")

@@ -1,6 +1,7 @@
-"""One instance's grading container, off the instance's critical path (#24): started while the
-patch is taken (a fresh container from the instance image owes nothing to what the participant
-did), and removed while the participant's container is disposed of."""
+"""One instance's grading container, off the instance's critical path (#24): started beside the
+participant's container (a fresh container from the instance image owes nothing to what the
+participant does; it idles until the patch is taken), and removed while the participant's
+container is disposed of."""
 
 from __future__ import annotations
 

@@ -90,8 +90,6 @@ async def run_instance(
             patch = await run.predicted_patch(participant_url)  # phase 6, no phase 5
         else:
             outcome = await run.participant_works(prepared, participant_url)  # phase 5
-            if not run.in_participant_container():  # phase 7's container starts meanwhile
-                run.grader.start_ahead(prepared.snapshot)
             patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
@@ -164,6 +162,10 @@ class _InstanceRun:
     ) -> ParticipantOutcome:
         self.phase("participant")
         t = time.monotonic()
+        if not self.ctx.settings.grading.grade_in_participant_container:
+            # phase 7's fresh container starts beside the participant's: it idles until the
+            # patch is taken and owes nothing to what the participant does
+            self.grader.start_ahead(prepared.snapshot)
         self.participant = participant = await asyncio.to_thread(
             self.ctx.start_sandbox, prepared.snapshot, self.instance, "participant",
             network=False,

@@ -172,6 +172,36 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(
     assert not (run_dir / "instances" / "demo__units-1" / "result.json").exists()
 
 
+@pytest.mark.container
+def test_sigterm_stops_a_validation_sweep_and_removes_its_containers(
+    env_settings, tmp_path, docker_backend
+):
+    """A job's time limit (SIGTERM) mid-sweep: the sweep ends as on Ctrl-C, its containers
+    removed (before: the process ended at once and left them running)."""
+    import signal
+
+    from orchestrator.housekeeping.inventory import list_containers
+
+    from .conftest import cli_env, run_cli
+
+    env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250",
+           "SWE_GREEN_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+    proc = run_cli(["validate", "--id", "demo__calc-1", "--runs", "3"], env)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    run_id = first.rstrip().rsplit("/", 1)[-1]
+    assert run_id.startswith("validate-"), first
+    for _ in range(1200):
+        if list_containers(docker_backend, run_id=run_id) or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the sweep ended before a container of it started"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 130, first + out
+    assert list_containers(docker_backend, run_id=run_id) == []
+
+
 def test_config_prints_one_setting_per_line_in_80_columns(tmp_path):
     config = tmp_path / "swe-green.toml"
     config.write_text("concurrency = 3\n")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -209,7 +208,7 @@ def _predicted(settings: Settings, plan: RunPlan):  # noqa: ANN202
 
 def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
     """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
-    from orchestrator.run.scheduler import run_evaluation
+    from orchestrator.run.scheduler import interruptible, run_evaluation
     from orchestrator.run.select_runner import runner_for
 
     progress = LiveProgress(len(instances))
@@ -220,7 +219,7 @@ def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: boo
     )  # fmt: skip
     try:
         with progress.live_display():
-            return asyncio.run(_run_interruptible(evaluation, ctx))
+            return asyncio.run(interruptible(evaluation))
     except KeyboardInterrupt:
         runner.clean_unfinished(ctx, ctx.run_dir.finished_ids())
         run_dir = ctx.run_dir.path
@@ -231,18 +230,6 @@ def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: boo
         raise typer.Exit(130) from None
     finally:
         runner.close()
-
-
-async def _run_interruptible(coro, ctx):  # noqa: ANN001, ANN202
-    """Run ``coro``; on SIGTERM behave as on Ctrl-C."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(coro)
-    with contextlib.suppress(NotImplementedError):
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        raise KeyboardInterrupt from None
 
 
 # --------------------------------------------------------------------------- demo

@@ -13,10 +13,11 @@ import asyncio
 import contextlib
 import inspect
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -178,6 +179,26 @@ async def _evaluate(
     await progress.emit("run_finished")
     order = {i.instance_id: n for n, i in enumerate(instances)}
     return sorted(results.values(), key=lambda r: order.get(r.instance_id, len(order)))
+
+
+_T = TypeVar("_T")
+
+
+async def interruptible(work: Awaitable[_T]) -> _T:
+    """Await ``work``; SIGTERM (a job's time limit, a service stopping) cancels it as Ctrl-C
+    does, so the driver removes the containers in flight and the caller sees
+    ``KeyboardInterrupt``. Without it, SIGTERM ended the process with its containers running."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 async def drive(

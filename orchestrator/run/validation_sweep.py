@@ -12,7 +12,7 @@ from collections.abc import Callable
 from orchestrator.context.run_context import RunContext
 from orchestrator.models import Instance
 from orchestrator.run.runner import LocalRunner
-from orchestrator.run.scheduler import drive
+from orchestrator.run.scheduler import drive, interruptible
 from orchestrator.validation.sweep import SweepRecord, pending, sweep_and_record
 
 
@@ -36,5 +36,6 @@ def run_sweep(
         if on_done is not None:
             on_done(record)
 
-    asyncio.run(drive(ctx, LocalRunner(), instances, todo, one, concurrency, finished))
+    work = drive(ctx, LocalRunner(), instances, todo, one, concurrency, finished)
+    asyncio.run(interruptible(work))
     return records

@@ -33,6 +33,7 @@ import shlex
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -46,10 +47,12 @@ from orchestrator.patches.diff import (
 from orchestrator.patches.safety import (
     APPLY_TIMEOUT,
     PATH_REFUSED,
+    SYMLINKS_SCRIPT,
     dry_run_names,
     patch_path_problems,
     path_listing,
     path_problems,
+    symlink_problems,
     symlink_sections,
     tree_problems,
 )
@@ -79,6 +82,29 @@ _RESTORE_INDEX = f"""set -e
 index=$(git rev-parse --git-path index)
 if [ -f "$1/index" ]; then cp -p "$1/index" "$index"; fi
 """
+# the first attempt in one exec (the common case: the check, the backup and `git apply` pass):
+# the symbolic-link check of the listed paths, the backup, then the command given; the work
+# directory goes with success. Exit 200: the check failed, 201: links found (printed, to be
+# judged), 202: the backup failed; else the command's own status.
+_FIRST_ATTEMPT = f"""work=$1 repo=$2; shift 2
+bash -c {shlex.quote(SYMLINKS_SCRIPT)} symlinks "$work/paths" "$repo" > "$work/links" || exit 200
+if [ -s "$work/links" ]; then cat "$work/links"; exit 201; fi
+bash -c {shlex.quote(_BACKUP)} "back up" "$work" || exit 202
+"$@" || exit $?
+rm -rf -- "$work" || true
+"""
+
+
+class _First(BaseModel):
+    """How the first attempt in one exec went: ``applied``; ``refused`` (``problems``);
+    ``failed`` (checked and backed up, the command failed: ``error``); ``links`` (links to
+    judge, all allowed: not backed up yet); ``unknown`` (timed out: nothing is known)."""
+
+    kind: Literal["applied", "refused", "failed", "links", "unknown"]
+    problems: list[str] = []
+    error: str = ""
+
+
 # what git apply says when it refuses a path as unsafe: no other strategy may write it
 _GIT_REFUSED_PATH = re.compile(
     r"invalid path|beyond a symbolic link|outside (?:the )?repository", re.IGNORECASE
@@ -143,17 +169,29 @@ def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutco
     patch_file = f"{work}/patch.diff"
     touched = _touched_paths(patch)
     _put_work(sandbox, work, patch, touched)
+    links_ok = symlink_sections(patch)
+    strategies = _strategies(patch_file, fuzz)
     log: list[str] = []
+    first = _first_attempt(sandbox, strategies[0], work, repo_dir, links_ok, log)
+    if first.kind == "applied":  # the work directory went with it
+        return ApplyOutcome(applied=True, strategy=strategies[0][0], log="\n".join(log))
     try:
-        problems = tree_problems(
-            sandbox, work, repo_dir, touched, symlink_sections(patch), listing=f"{work}/paths"
-        )
-        if problems:
-            return _refused(problems)
-        _run_script(sandbox, _BACKUP, "back up", work, repo_dir)
+        if first.kind == "refused":
+            return _refused(first.problems)
+        if first.kind == "unknown":
+            problems = tree_problems(
+                sandbox, work, repo_dir, touched, links_ok, listing=f"{work}/paths"
+            )
+            if problems:
+                return _refused(problems)
+        if first.kind != "failed":
+            _run_script(sandbox, _BACKUP, "back up", work, repo_dir)
         error = ""
-        for strategy, commands, may_write in _strategies(patch_file, fuzz):
-            ok, error = _attempt(sandbox, strategy, commands, repo_dir, log)
+        for index, (strategy, commands, may_write) in enumerate(strategies):
+            if index == 0 and first.kind == "failed":
+                ok, error = False, first.error
+            else:
+                ok, error = _attempt(sandbox, strategy, commands, repo_dir, log)
             if not ok and strategy.startswith("git") and _GIT_REFUSED_PATH.search(error):
                 if may_write:
                     _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
@@ -169,6 +207,36 @@ def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutco
         return ApplyOutcome(applied=False, error=error, log="\n".join(log))
     finally:
         sandbox.exec(["rm", "-rf", work], timeout=60)
+
+
+def _first_attempt(
+    sandbox: Sandbox,
+    first: tuple[str, list[list[str]], bool],
+    work: str,
+    repo_dir: str,
+    links_ok: set[str],
+    log: list[str],
+) -> _First:
+    """The check, the backup and the first strategy (a single command) in one exec."""
+    strategy, (argv,), _ = first
+    result = sandbox.exec(
+        ["bash", "-c", _FIRST_ATTEMPT, "first-attempt", work, repo_dir, *argv],
+        workdir=repo_dir, timeout=APPLY_TIMEOUT,
+    )  # fmt: skip
+    output = result.output.strip()
+    if result.timed_out:
+        return _First(kind="unknown")
+    if result.exit_code == 200:
+        raise SandboxError(f"could not check the patch's paths in {repo_dir}: {output}")
+    if result.exit_code == 202:
+        raise SandboxError(f"could not back up the files a patch touches in {repo_dir}: {output}")
+    if result.exit_code == 201:
+        problems = symlink_problems(result.stdout, links_ok)
+        return _First(kind="refused", problems=problems) if problems else _First(kind="links")
+    log.append(f"[{strategy}] $ {shlex.join(argv)}\n{output}\n[exit {result.exit_code}]")
+    if result.ok:
+        return _First(kind="applied")
+    return _First(kind="failed", error=f"{strategy}: {output or f'exit code {result.exit_code}'}")
 
 
 def _touched_paths(patch: str) -> list[str]:

@@ -23,7 +23,7 @@ APPLY_TIMEOUT = 120.0
 PATH_REFUSED = "the patch may only change the repository's files"
 # for each NUL-separated path: "through" lines for a symbolic link on the way, "is" when the
 # path itself is one (printed NUL-separated: kind, link, path)
-_SYMLINKS = r"""cd -- "$2"
+SYMLINKS_SCRIPT = r"""cd -- "$2"
 while IFS= read -r -d '' p; do
   rest=$p cur=
   while [[ $rest == */* ]]; do
@@ -161,11 +161,16 @@ def tree_problems(
         listing = f"{work}/check-{uuid.uuid4().hex[:8]}"
         sandbox.write_file(listing, path_listing(paths))
     result = sandbox.exec(
-        ["bash", "-c", _SYMLINKS, "symlinks", listing, repo_dir], timeout=APPLY_TIMEOUT
+        ["bash", "-c", SYMLINKS_SCRIPT, "symlinks", listing, repo_dir], timeout=APPLY_TIMEOUT
     )
     if not result.ok:
         raise SandboxError(f"could not check the patch's paths in {repo_dir}: {result.output}")
-    fields = result.stdout.split("\0")
+    return symlink_problems(result.stdout, links_ok)
+
+
+def symlink_problems(found: str, links_ok: set[str]) -> list[str]:
+    """The problems in what :data:`SYMLINKS_SCRIPT` printed (see :func:`tree_problems`)."""
+    fields = found.split("\0")
     problems = []
     for kind, link, path in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
         if kind == "through":

@@ -438,6 +438,22 @@ def test_a_patch_through_a_symbolic_link_of_the_tree_is_refused(repo):
 
 
 @pytest.mark.container
+def test_a_patch_that_retargets_a_symbolic_link_of_its_own_is_applied(repo):
+    """A listed path that is a link, changed by a section that treats it as one: the check
+    prints it, it is judged allowed, and the strategies run after the backup."""
+    git = "git -c user.email=t@t -c user.name=t"
+    done = repo.exec(
+        f"ln -s mod.py pkg/alias.py && {git} add pkg/alias.py && {git} commit -qm link "
+        "&& ln -sfn other.py pkg/alias.py && git diff && git checkout -q -- pkg/alias.py",
+        workdir="/testbed",
+    )
+    assert done.ok and "120000" in done.stdout, done.output
+    outcome = apply_patch(repo, done.stdout)
+    assert outcome.applied and outcome.strategy == "git apply", outcome
+    assert repo.exec(["readlink", "/testbed/pkg/alias.py"]).stdout.strip() == "other.py"
+
+
+@pytest.mark.container
 def test_git_hooks_never_run_in_our_git_commands(repo, tmp_path):
     hook = "#!/bin/sh\ntouch /tmp/hook-ran\n"
     repo.write_file("/testbed/.git/hooks/post-checkout", hook, mode=0o755)

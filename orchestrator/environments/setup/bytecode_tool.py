@@ -37,8 +37,17 @@ BYTECODE_SUFFIXES = (".pyc", ".pyo")
 SKIPPED_IN_PACKAGES = ("tests", "test")
 
 
-def _sources(root, skip_tests):
-    """The ``.py`` regular files under ``root`` (not ``.git``, not through symbolic links)."""
+def rewritten_by_pytest(name):
+    """Whether pytest compiles this module itself (assertion rewriting of the test modules it
+    collects and of conftest files, cached in its own pyc): its ordinary pyc is never read."""
+    return name == "conftest.py" or (
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    )
+
+
+def _sources(root, skip_tests, skip_rewritten=False):
+    """The ``.py`` regular files under ``root`` (not ``.git``, not through symbolic links);
+    with ``skip_rewritten``, not the modules pytest rewrites either."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d
@@ -47,6 +56,8 @@ def _sources(root, skip_tests):
         )
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
+            if skip_rewritten and rewritten_by_pytest(name):
+                continue
             if name.endswith(".py") and stat.S_ISREG(os.lstat(path).st_mode):
                 yield path
 
@@ -90,12 +101,13 @@ def _compile(source):
         return False  # left to the import, as without bytecode
 
 
-def compile_missing(roots, skip_tests_in, workers=1):
-    """Compile every source under ``roots`` without a fresh pyc; (compiled, failed)."""
+def compile_missing(roots, skip_tests_in, workers=1, skip_rewritten_in=()):
+    """Compile every source under ``roots`` without a fresh pyc; (compiled, failed). Under
+    ``skip_rewritten_in``, not the modules pytest rewrites (:func:`rewritten_by_pytest`)."""
     todo = [
         source
         for root in roots
-        for source in _sources(root, root in skip_tests_in)
+        for source in _sources(root, root in skip_tests_in, root in skip_rewritten_in)
         if not is_fresh(source, importlib.util.cache_from_source(source))
     ]
     if workers > 1 and len(todo) > 100:
@@ -257,10 +269,13 @@ def _site_packages():
 
 def main(argv):
     command, tree, manifest_path = argv[1], argv[2], argv[3]
-    if command == "compile":
+    if command == "compile":  # [pytest]: the tests run under pytest
         site = _site_packages()
         workers = os.cpu_count() or 1
-        compiled, failed = compile_missing(site + [tree], skip_tests_in=site, workers=workers)
+        rewritten = [tree] if argv[4:5] == ["pytest"] else []
+        compiled, failed = compile_missing(
+            site + [tree], skip_tests_in=site, workers=workers, skip_rewritten_in=rewritten
+        )
         print(f"bytecode: {compiled} compiled, {failed} not compilable")
     elif command == "manifest":
         files = manifest(tree)

@@ -313,6 +313,21 @@ def test_writable_paths_are_what_the_recorded_tests_wrote():
     assert writable_paths(before, before, []) == []
 
 
+def test_a_directory_where_the_tests_made_and_removed_something_is_writable():
+    """pylint's test_parseable_file_path makes tests/testbed/test_target.py and removes it:
+    the listings are the same before and after, only the directory's time says so."""
+    before = ["d ", "d pylint", "f pylint/a.py", "d tests", "f tests/test_self.py"]
+    # the directory's time changed, the listings did not: that directory, itself only
+    assert writable_paths(before, before, ["tests"]) == ["tests"]
+    # the root's time changed because the runner made its cache there: the root stays closed
+    after = [*before, "d .pytest_cache", "f .pytest_cache/v"]
+    assert writable_paths(before, after, ["", ".pytest_cache", ".pytest_cache/v"]) == [
+        ".pytest_cache/"
+    ]
+    # the root itself, when nothing listed explains its change
+    assert writable_paths(before, before, [""]) == ["."]
+
+
 def test_the_eval_script_opens_only_the_writable_paths(instances, recipes):
     instance = instances[CALC.instance_id]
     script = eval_script(

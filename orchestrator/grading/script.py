@@ -190,7 +190,10 @@ def _record_after() -> list[str]:
     return [
         'if [ -n "$test_user" ]; then',
         f"    find {_NOT_GIT} -printf '%y %P\\n' > {AFTER_LIST}",
-        f"    find {_NOT_GIT} -type f -newer {EVAL_DIR}/tree-mark -printf '%P\\n' > {CHANGED_LIST}",
+        # files the tests rewrote, and directories whose entries changed (a file or directory
+        # made and removed again leaves the directory's time: the listings cannot show it)
+        f"    find {_NOT_GIT} \\( -type f -o -type d \\) -newer {EVAL_DIR}/tree-mark "
+        f"-printf '%P\\n' > {CHANGED_LIST}",
         "fi",
     ]
 
@@ -219,23 +222,33 @@ def writable_paths(
     """The paths a recorded run shows the tests writing, relative to the repository.
 
     ``before``/``after`` are the tree listings (``<type> <path>``, ``find -printf '%y %P'``),
-    ``changed`` the files newer than the start of the tests. Writable become: an existing
-    directory that gained or lost an entry other than a new directory (itself only); a new
-    directory whose parent existed, an output directory (``path/``: created beforehand, so
-    its parent stays closed, and all of it writable); an existing file the tests rewrote.
+    ``changed`` the files and directories newer than the start of the tests. Writable
+    become: an existing directory that gained or lost an entry other than a new directory
+    (itself only); a new directory whose parent existed, an output directory (``path/``:
+    created beforehand, so its parent stays closed, and all of it writable); an existing
+    file the tests rewrote; an existing directory whose entries changed while the listings
+    show none (the tests made something there and removed it again: pylint's
+    ``test_parseable_file_path`` makes ``tests/testbed`` and removes it), itself only.
     """
     old = _listing(before)
     new = _listing(after)
     found: set[str] = set()
+    listed_change: set[str] = set()  # directories that gained or lost an entry, per listings
     for path in new.keys() - old.keys():
         parent = posixpath.dirname(path) or "."
+        listed_change.add(parent)
         if parent in old:
             found.add(f"{path}/" if new[path] == "d" else parent)
     for path in old.keys() - new.keys():
         parent = posixpath.dirname(path) or "."
+        listed_change.add(parent)
         if parent in new:
             found.add(parent)
-    found |= {path for path in changed if path and old.get(path) == "f"}
+    for path in (p or "." for p in changed):
+        if old.get(path) == "f":
+            found.add(path)
+        elif old.get(path) == "d" and new.get(path) == "d" and path not in listed_change:
+            found.add(path)
     return sorted(found)
 
 

@@ -84,11 +84,13 @@ class Validation(BaseModel):
 
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
-    # one outcome per way of running the tests: how many gold runs, and as which user
+    # one outcome per way of running the tests: how many gold runs, and as which user (uw2:
+    # the writable paths include the directories where the tests made and removed something;
+    # outcomes recorded before that are not reused)
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
-        "-uw" if ctx.settings.grading.unprivileged_tests else ""
+        "-uw2" if ctx.settings.grading.unprivileged_tests else ""
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 

@@ -51,6 +51,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.environments.dependencies.reinstall import Reinstalled, guarded_reinstall
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
+from orchestrator.grading.grading_logs import GradingLogs
 from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
 from orchestrator.grading.markers import extract_between_markers
 from orchestrator.grading.runner_summary import forged_output
@@ -256,7 +257,7 @@ def evaluate(
     if patch is None or not patch.strip():
         return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
     sandbox.set_network(False)
-    logs = _Logs(log_dir)
+    logs = GradingLogs(log_dir)
     gradeable, excluded = drop_test_infrastructure(patch, instance, recipe)
     logs.write("graded_patch", "graded.patch", gradeable)
     if not gradeable.strip():
@@ -292,7 +293,7 @@ def _no_op(reason: Reason, message: str, groups: TestGroups, **extra: Any) -> Ev
 
 
 def _reinstall(
-    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: _Logs
+    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs
 ) -> str:
     """Install again when the patch changes what the build reads (a new dependency); what
     its build step wrote beyond the package's own output and metadata, shown ("" if
@@ -365,26 +366,6 @@ def _judge(
         message="suspicious: " + "; ".join(suspicious) if suspicious else "",
         **common,
     )
-
-
-class _Logs:
-    """The grading's log files under ``log_dir`` (none when it is None), by name."""
-
-    def __init__(self, log_dir: Path | None) -> None:
-        self.log_dir = log_dir
-        self.files: dict[str, str] = {}
-        if log_dir is not None:
-            log_dir.mkdir(parents=True, exist_ok=True)
-
-    def write(self, name: str, file: str, text: str) -> None:
-        if self.log_dir is not None:
-            (self.log_dir / file).write_text(text, errors="replace")
-            self.files[name] = str(self.log_dir / file)
-
-    def note(self, name: str, file: str) -> None:
-        """A file something else wrote."""
-        if self.log_dir is not None:
-            self.files[name] = str(self.log_dir / file)
 
 
 def _read_output(sandbox: Sandbox) -> tuple[str, bool]:

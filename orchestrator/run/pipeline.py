@@ -95,7 +95,7 @@ async def run_instance(
     except asyncio.CancelledError:
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
         _dispose(ctx, run.participant, keep=False)
-        await run.grader.drop()
+        run.grader.drop_now()
         await run.grader.removed()
         run.discard()
         raise
@@ -171,6 +171,7 @@ class _InstanceRun:
             network=False,
         )  # fmt: skip
         self.result.container = participant.name
+        await self.grader.started()  # both containers are up before the participant is asked
         # the tools program is copied in at the first tool call (a participant that answers
         # with its patch, or a predictions file, makes none)
         outcome = await run_participant(

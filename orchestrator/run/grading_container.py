@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.models import Instance
@@ -76,14 +77,7 @@ class GradingContainer:
         if task is None:
             return
         self._dropped.set()
-        cancelled = False
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                cancelled = True
-            except Exception:  # noqa: BLE001 - it did not start, or removed itself
-                break
+        cancelled = await _through_cancels(task)  # a failed start removed its own, or none
         if not task.cancelled() and task.exception() is None:
             self.remove_later(task.result())
         cancelled = await self._removal_done() or cancelled
@@ -98,15 +92,10 @@ class GradingContainer:
     async def _removal_done(self) -> bool:
         """Wait for the removal begun, through cancels; whether one came meanwhile."""
         task, self._removal = self._removal, None
-        cancelled = False
-        while task is not None and not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                cancelled = True
-            except Exception:  # noqa: BLE001 - looked at below
-                break
-        if task is not None and not task.cancelled() and task.exception() is not None:
+        if task is None:
+            return False
+        cancelled = await _through_cancels(task)
+        if not task.cancelled() and task.exception() is not None:
             self.ctx.log.warning(
                 "container.cleanup_failed", role="grading", error=str(task.exception())
             )
@@ -115,3 +104,16 @@ class GradingContainer:
 
 class _Dropped(Exception):
     """The grading container started after its instance ended; it was removed."""
+
+
+async def _through_cancels(task: asyncio.Task[Any]) -> bool:
+    """Wait until ``task`` has ended, whatever it raised; whether a cancel came meanwhile."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+        except Exception:  # noqa: BLE001 - the caller looks at the task
+            break
+    return cancelled

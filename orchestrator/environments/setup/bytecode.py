@@ -48,15 +48,16 @@ def tool_source() -> str:
     return TOOL_SOURCE.read_text()
 
 
-def _run(sandbox: Sandbox, commands: list[str], log_path: Path, title: str, timeout: float) -> bool:
+def _run(
+    sandbox: Sandbox, commands: list[list[str]], log_path: Path, title: str, timeout: float
+) -> bool:
     """Run the tool's ``commands`` with the environment's Python (isolated from PYTHON*
     variables; with ``site``, which alone makes a venv's Python see its site-packages
     before 3.11); the output goes to the set-up log. False when a command failed (the
     image is still correct: bytecode is only an optimisation)."""
     sandbox.write_file(_TOOL_PATH, tool_source(), mode=0o644)
     steps = " && ".join(
-        f"python -I -W ignore {_TOOL_PATH} {c.split()[0]} {TESTBED} {MANIFEST} "
-        + " ".join(c.split()[1:])
+        " ".join(["python -I -W ignore", _TOOL_PATH, c[0], TESTBED, MANIFEST, *c[1:]])
         for c in commands
     )
     script = (
@@ -80,8 +81,8 @@ def compile_environment(
     """Environment image: compile site-packages and the repository, write the manifest. With
     ``pytest`` (the tests run under it), not the test modules pytest rewrites: their pycs
     would never be read."""
-    compile_step = "compile pytest" if pytest else "compile"
-    return _run(sandbox, [compile_step, "manifest"], log_path, "bytecode", timeout)
+    compile_step = ["compile", "pytest"] if pytest else ["compile"]
+    return _run(sandbox, [compile_step, ["manifest"]], log_path, "bytecode", timeout)
 
 
 def refresh_instance(sandbox: Sandbox, log_path: Path, timeout: float) -> bool:
@@ -93,7 +94,7 @@ def refresh_instance(sandbox: Sandbox, log_path: Path, timeout: float) -> bool:
     found = sandbox.exec(["test", "-f", MANIFEST], timeout=30)
     if not found.ok:
         return False
-    return _run(sandbox, ["manifest"], log_path, "bytecode", timeout)
+    return _run(sandbox, [["manifest"]], log_path, "bytecode", timeout)
 
 
 def drop_manifest_command() -> str:

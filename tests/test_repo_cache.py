@@ -296,3 +296,21 @@ def test_the_shared_commit_is_the_common_ancestor_of_the_bases(upstream):
     assert is_ancestor(mirror, upstream.setup, upstream.fix)
     assert not is_ancestor(mirror, upstream.fix, upstream.setup)
     assert not is_ancestor(mirror, side, upstream.fix)
+
+
+def test_the_exported_history_computes_its_deltas_afresh(upstream, tmp_path):
+    """A mirror whose pack holds poor deltas (chains of one, as a fetched pack can) does not
+    pass them on: the fresh ``.git`` is packed with deltas computed for it (#24)."""
+    from orchestrator.environments.checkout.clean_history import export_clean_git
+
+    lines = [f"line {i} {'x' * (20 + i % 60)}" for i in range(2000)]
+    for i in range(1, 31):
+        lines[i * 10] = f"changed {i}"
+        tip = commit(upstream.work, "big.txt", "\n".join(lines) + "\n")
+    git("push", "-q", str(upstream.bare), "main", cwd=upstream.work)
+    git("repack", "-a", "-d", "-q", "--depth=1", "--window=10", cwd=upstream.bare)
+    mirror_pack = sum(p.stat().st_size for p in upstream.bare.glob("objects/pack/*.pack"))
+    exported = export_clean_git(upstream.bare, tip, tmp_path / "fresh")
+    pack = sum(p.stat().st_size for p in (tmp_path / "fresh").glob("objects/pack/*.pack"))
+    assert exported.pack_bytes > pack  # the index counts too
+    assert pack < 0.75 * mirror_pack  # reused, the mirror's deltas kept it at about 1.0

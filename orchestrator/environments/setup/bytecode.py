@@ -10,7 +10,9 @@ So the images carry checked hash-based pycs (PEP 552) compiled as root while the
 before any participant exists (:mod:`.bytecode_tool` does the work in the container):
 
 - **environment image** (:func:`compile_environment`): site-packages (not its ``tests``
-  directories) and the repository at the set-up commit, then the manifest;
+  directories) and the repository at the set-up commit (not its test modules: the tests a
+  grading runs are in the files its test patch changes, and pytest compiles what it
+  collects itself), then the manifest;
 - **instance image** (:func:`refresh_instance`): only what the base commit's checkout or
   reinstall changed is compiled again, stale and orphaned pycs are removed, and the manifest
   lists the repository's bytecode with its SHA-256 (root's, outside the repository);
@@ -32,7 +34,6 @@ there could have written it.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from orchestrator.environments.setup.setup_scripts import ACTIVATE, SWE_DIR, TESTBED
@@ -70,19 +71,10 @@ def _run(
     return result.ok
 
 
-def runs_under_pytest(test_cmd: str) -> bool:
-    """Whether a recipe's test command runs pytest (directly, or through tox)."""
-    return bool(re.search(r"(^|[\s/])(pytest|py\.test|tox)(\s|$)", test_cmd))
-
-
-def compile_environment(
-    sandbox: Sandbox, log_path: Path, timeout: float, *, pytest: bool = False
-) -> bool:
-    """Environment image: compile site-packages and the repository, write the manifest. With
-    ``pytest`` (the tests run under it), not the test modules pytest rewrites: their pycs
-    would never be read."""
-    compile_step = ["compile", "pytest"] if pytest else ["compile"]
-    return _run(sandbox, [compile_step, ["manifest"]], log_path, "bytecode", timeout)
+def compile_environment(sandbox: Sandbox, log_path: Path, timeout: float) -> bool:
+    """Environment image: compile site-packages and the repository (not its test modules,
+    whose pycs would never be read), write the manifest."""
+    return _run(sandbox, [["compile"], ["manifest"]], log_path, "bytecode", timeout)
 
 
 def refresh_instance(sandbox: Sandbox, log_path: Path, timeout: float) -> bool:

@@ -4,7 +4,8 @@ hash-based pycs). :mod:`.bytecode` sends it there; the tests import it on the ho
 
 ``compile``  (image build, as root): a checked hash-based ``.pyc`` for every ``.py`` under
              the roots that lacks a fresh one (site-packages without its test directories,
-             and the repository): nothing is compiled twice, a stale one is replaced.
+             and the repository without its test modules): nothing is compiled twice, a
+             stale one is replaced.
 ``manifest`` (image build, after the last change to the repository): the repository's
              bytecode that is fresh, by path with its SHA-256 and its source's, in a
              root-owned file; stale
@@ -37,17 +38,19 @@ BYTECODE_SUFFIXES = (".pyc", ".pyo")
 SKIPPED_IN_PACKAGES = ("tests", "test")
 
 
-def rewritten_by_pytest(name):
-    """Whether pytest compiles this module itself (assertion rewriting of the test modules it
-    collects and of conftest files, cached in its own pyc): its ordinary pyc is never read."""
+def is_test_module(name):
+    """A test module or conftest file of the repository: its image pyc is never read. The
+    tests a grading runs are in the files its test patch changes, so their pycs are stale
+    there (the sweep removes them); pytest compiles the test modules it collects and conftest
+    files itself (assertion rewriting, its own cache) anyway."""
     return name == "conftest.py" or (
         name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
     )
 
 
-def _sources(root, skip_tests, skip_rewritten=False):
+def _sources(root, skip_tests, skip_test_modules=False):
     """The ``.py`` regular files under ``root`` (not ``.git``, not through symbolic links);
-    with ``skip_rewritten``, not the modules pytest rewrites either."""
+    with ``skip_test_modules``, not the test modules either (:func:`is_test_module`)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(
             d
@@ -56,7 +59,7 @@ def _sources(root, skip_tests, skip_rewritten=False):
         )
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
-            if skip_rewritten and rewritten_by_pytest(name):
+            if skip_test_modules and is_test_module(name):
                 continue
             if name.endswith(".py") and stat.S_ISREG(os.lstat(path).st_mode):
                 yield path
@@ -101,13 +104,13 @@ def _compile(source):
         return False  # left to the import, as without bytecode
 
 
-def compile_missing(roots, skip_tests_in, workers=1, skip_rewritten_in=()):
+def compile_missing(roots, skip_tests_in, workers=1, skip_test_modules_in=()):
     """Compile every source under ``roots`` without a fresh pyc; (compiled, failed). Under
-    ``skip_rewritten_in``, not the modules pytest rewrites (:func:`rewritten_by_pytest`)."""
+    ``skip_test_modules_in``, not the test modules (:func:`is_test_module`)."""
     todo = [
         source
         for root in roots
-        for source in _sources(root, root in skip_tests_in, root in skip_rewritten_in)
+        for source in _sources(root, root in skip_tests_in, root in skip_test_modules_in)
         if not is_fresh(source, importlib.util.cache_from_source(source))
     ]
     if workers > 1 and len(todo) > 100:
@@ -269,12 +272,11 @@ def _site_packages():
 
 def main(argv):
     command, tree, manifest_path = argv[1], argv[2], argv[3]
-    if command == "compile":  # [pytest]: the tests run under pytest
+    if command == "compile":
         site = _site_packages()
         workers = os.cpu_count() or 1
-        rewritten = [tree] if argv[4:5] == ["pytest"] else []
         compiled, failed = compile_missing(
-            site + [tree], skip_tests_in=site, workers=workers, skip_rewritten_in=rewritten
+            site + [tree], skip_tests_in=site, workers=workers, skip_test_modules_in=[tree]
         )
         print(f"bytecode: {compiled} compiled, {failed} not compilable")
     elif command == "manifest":

@@ -24,7 +24,7 @@ from orchestrator.environments.setup.build_steps import (
     keep_failed,
     run_logged,
 )
-from orchestrator.environments.setup.bytecode import compile_environment, runs_under_pytest
+from orchestrator.environments.setup.bytecode import compile_environment
 from orchestrator.environments.setup.env_layers import setup_start
 from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.setup.image_registry import pull_shared, push_shared
@@ -170,10 +170,7 @@ def build_on_family(
             remember_failed_build(ctx, plan.env_key, instance, why)
             raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
         if ctx.settings.environment.compile_bytecode:  # the own pins' packages too
-            compile_environment(
-                sandbox, log_path, ctx.settings.environment.install_timeout,
-                pytest=plan.recipe is not None and runs_under_pytest(plan.recipe.test_cmd),
-            )  # fmt: skip
+            compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)
         _drop_install_caches(sandbox)
         keep = ctx.settings.storage.data_dir / "files"
         built.kept = ctx.backend.keep(sandbox, name, keep, env_labels(instance, plan, built))
@@ -312,7 +309,4 @@ def setup_environment(
         raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
     built.python = _venv_python(sandbox)
     if ctx.settings.environment.compile_bytecode:
-        compile_environment(
-            sandbox, log_path, ctx.settings.environment.install_timeout,
-            pytest=plan.recipe is not None and runs_under_pytest(plan.recipe.test_cmd),
-        )  # fmt: skip
+        compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)

@@ -77,7 +77,7 @@ class GradingContainer:
         if task is None:
             return
         self._dropped.set()
-        cancelled = await _through_cancels(task)  # a failed start removed its own, or none
+        cancelled = await wait_through_cancels(task)  # a failed start removed its own, or none
         if not task.cancelled() and task.exception() is None:
             self.remove_later(task.result())
         cancelled = await self._removal_done() or cancelled
@@ -94,7 +94,7 @@ class GradingContainer:
         task, self._removal = self._removal, None
         if task is None:
             return False
-        cancelled = await _through_cancels(task)
+        cancelled = await wait_through_cancels(task)
         if not task.cancelled() and task.exception() is not None:
             self.ctx.log.warning(
                 "container.cleanup_failed", role="grading", error=str(task.exception())
@@ -106,7 +106,7 @@ class _Dropped(Exception):
     """The grading container started after its instance ended; it was removed."""
 
 
-async def _through_cancels(task: asyncio.Task[Any]) -> bool:
+async def wait_through_cancels(task: asyncio.Task[Any]) -> bool:
     """Wait until ``task`` has ended, whatever it raised; whether a cancel came meanwhile."""
     cancelled = False
     while not task.done():

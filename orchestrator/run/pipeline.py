@@ -36,7 +36,7 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
-from orchestrator.run.grading_container import GradingContainer
+from orchestrator.run.grading_container import GradingContainer, wait_through_cancels
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 from orchestrator.spec.recipes import test_files
@@ -117,6 +117,7 @@ class _InstanceRun:
         )
         self.started = time.monotonic()
         self.participant: Sandbox | None = None
+        self.stopping: asyncio.Task[None] | None = None  # the participant's, after its answer
         self.prepared: PreparedInstance | None = None
         self.grader = GradingContainer(ctx, instance)
 
@@ -200,7 +201,9 @@ class _InstanceRun:
         patch = extract_patch(outcome.final_text, outcome.final_data)
         if patch and not self.in_participant_container():
             participant.check_disk()
-            await asyncio.to_thread(participant.stop, 0)
+            # stopped while grading goes on in its own container (the kill is sent at once;
+            # the engine's wait for the exit is off the instance's path); finish waits for it
+            self.stopping = asyncio.create_task(asyncio.to_thread(self._stop_participant))
             return self._kept_patch(patch)
         await asyncio.to_thread(participant.kill_processes)
         if not patch:
@@ -229,6 +232,15 @@ class _InstanceRun:
         self.ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
         self.result.logs["patch"] = "patch.diff"
         return patch
+
+    def _stop_participant(self) -> None:
+        """Stop the participant's container; a failure is logged (its disposal removes it)."""
+        assert self.participant is not None
+        try:
+            self.participant.stop(0)
+        except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result
+            self.log.warning("container.stop_failed", container=self.participant.name,
+                             error=str(exc))  # fmt: skip
 
     def in_participant_container(self) -> bool:
         return (
@@ -307,6 +319,8 @@ class _InstanceRun:
         """The result with its timings; the participant's container kept or removed."""
         self.discard()
         await self.grader.drop()  # started ahead, but the instance ended before grading
+        # kept or removed once it has stopped; a cancel meanwhile is passed on after that
+        cancelled = await wait_through_cancels(self.stopping) if self.stopping else False
         result, participant = self.result, self.participant
         keep = participant is not None and await asyncio.to_thread(_should_keep, self.ctx, result)
         disposal = asyncio.create_task(asyncio.to_thread(_dispose, self.ctx, participant, keep))
@@ -317,6 +331,8 @@ class _InstanceRun:
         if not keep and participant is not None and result.container == participant.name:
             result.container = None
         self.log.info("instance.done", status=result.status, reason=result.reason)
+        if cancelled:
+            raise asyncio.CancelledError
         return result
 
 

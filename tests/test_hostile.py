@@ -746,6 +746,11 @@ def _kill_init(run: Run) -> None:
 def _fork_bomb(run: Run) -> None:
     assert "started" in run.output("fork_bomb")
     assert "mul" in (run.ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
+    # the container is stopped in the background after the answer; by the time the result
+    # is there it has stopped, the fork bomb with it, and it is kept (not resolved)
+    result = run.results[CALC]
+    assert result.container
+    assert run.ctx.backend.client.containers.get(result.container).status == "exited"
 
 
 def _refused_git_path(run: Run) -> None:

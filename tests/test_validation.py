@@ -115,3 +115,21 @@ def test_a_selected_rerun_that_does_not_answer_runs_the_whole_files(run_ctx, syn
     assert check.flaky == [] and check.excluded_p2p == []
     rerun = (out / "validation_gold_output_2.txt").read_text()
     assert "test_to_celsius ok" in rerun and "test_to_fahrenheit ok" in rerun
+
+
+def test_a_fail_to_pass_test_passing_in_the_selection_is_confirmed_by_the_whole_files(
+    run_ctx, synthetic_instances
+):
+    """A FAIL_TO_PASS test that passes when run alone at the base is only taken to pass there
+    when it also does with the whole test files, as the official harness runs them (a test
+    can depend on the ones before it in its file: sphinx-8721). test_add passes at the base
+    either way: the whole files run, and the instance is refused only then."""
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    passing = instance.model_copy(update={"FAIL_TO_PASS": ["tests/test_calc.py::test_add"]})
+    check, out = _validate(run_ctx, passing, prepared, runs=1)
+    assert not check.ok
+    assert check.message == "FAIL_TO_PASS tests pass without any fix: tests/test_calc.py::test_add"
+    assert sorted(check.timings) == ["base", "base_all", "gold"]
+    base = (out / "validation_base_output.txt").read_text()
+    assert "test_mul_negative" in base  # the whole file ran, not only the selection

@@ -746,8 +746,8 @@ def _kill_init(run: Run) -> None:
 def _fork_bomb(run: Run) -> None:
     assert "started" in run.output("fork_bomb")
     assert "mul" in (run.ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
-    # the container is stopped in the background after the answer; by the time the result
-    # is there it has stopped, the fork bomb with it, and it is kept (not resolved)
+    # the participant's container is kept (not resolved) stopped: the fork bomb it left
+    # running ended with it
     result = run.results[CALC]
     assert result.container
     assert run.ctx.backend.client.containers.get(result.container).status == "exited"

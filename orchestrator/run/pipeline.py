@@ -203,7 +203,9 @@ class _InstanceRun:
             participant.check_disk()
             # stopped while grading goes on in its own container (the kill is sent at once;
             # the engine's wait for the exit is off the instance's path); finish waits for it
-            self.stopping = asyncio.create_task(asyncio.to_thread(self._stop_participant))
+            self.stopping = asyncio.create_task(
+                asyncio.to_thread(_stop_quietly, self.ctx, participant)
+            )
             return self._kept_patch(patch)
         await asyncio.to_thread(participant.kill_processes)
         if not patch:
@@ -232,15 +234,6 @@ class _InstanceRun:
         self.ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
         self.result.logs["patch"] = "patch.diff"
         return patch
-
-    def _stop_participant(self) -> None:
-        """Stop the participant's container; a failure is logged (its disposal removes it)."""
-        assert self.participant is not None
-        try:
-            self.participant.stop(0)
-        except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result
-            self.log.warning("container.stop_failed", container=self.participant.name,
-                             error=str(exc))  # fmt: skip
 
     def in_participant_container(self) -> bool:
         return (
@@ -362,6 +355,14 @@ def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
         ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
         per_run=kept.max_kept_per_run, per_host=kept.max_kept_per_host,
     )  # fmt: skip
+
+
+def _stop_quietly(ctx: RunContext, sandbox: Sandbox) -> None:
+    """Stop ``sandbox`` at once; a failure is logged (its disposal removes it anyway)."""
+    try:
+        sandbox.stop(0)
+    except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result
+        ctx.log.warning("container.stop_failed", container=sandbox.name, error=str(exc))
 
 
 def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:

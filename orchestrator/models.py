@@ -79,6 +79,7 @@ class Reason(StrEnum):
     TEST_CRASH = "test_crash"
     DISK_LIMIT = "disk_limit"
     TEST_OUTPUT_FORGED = "test_output_forged"
+    TAMPER_DETECTED = "tamper_detected"
     INFRASTRUCTURE = "infrastructure"
     CANCELLED = "cancelled"
 
@@ -117,6 +118,9 @@ class InstanceResult(BaseModel):
     excluded_patch_files: list[str] = Field(default_factory=list)
     # why a person should look at this result (the patch touches the runner's machinery)
     suspicious: list[str] = Field(default_factory=list)
+    # what the patch's code did at test time that forges or reads the grading (every test
+    # then counts as failing, reason tamper_detected): "path:line what" each
+    tamper_evidence: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     python_spec: str = ""  # the Python the SWE-bench spec asks for

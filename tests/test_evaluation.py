@@ -656,17 +656,17 @@ def test_a_forged_marker_and_log_then_os_exit_is_caught(grading, synthetic_dir, 
 
 @pytest.mark.container
 def test_a_forged_log_without_markers_is_flagged(grading, synthetic_dir, tmp_path):
-    # the output alone cannot expose a forger that leaves before the runner prints anything
-    # (a limit the README states): the static check flags the resolved result
+    # the output alone cannot expose a forger that leaves before the runner prints anything;
+    # the audit hook sees the test process leave without the interpreter's exit
     sandbox, instance, recipe = grading(UNITS.instance_id)
     forged = FORGED_SYMPY_LOG.format(start="").replace("print('')\n", "")
     patch = patch_for(
         synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
     )
     result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
-    assert result.status == Status.RESOLVED, result.message
-    assert any(r.startswith("exits the process with os._exit") for r in result.suspicious)
-    assert result.message.startswith("suspicious: ")
+    print(result.tamper_evidence)
+    assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
+    assert "never reached the interpreter's exit" in result.message
 
 
 @pytest.mark.container

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import posixpath
 import secrets
+import shlex
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -50,6 +51,16 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from orchestrator.environments.dependencies.reinstall import Reinstalled, guarded_reinstall
+from orchestrator.grading.audit import (
+    AUDIT_DIR,
+    AUDIT_LOG,
+    AuditConfig,
+    AuditReport,
+    audit_files,
+    patch_lines,
+    read_audit,
+    runner_words,
+)
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.grading_logs import GradingLogs
 from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
@@ -74,9 +85,10 @@ from orchestrator.grading.script import (
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
+from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.recipes import Recipe
+from orchestrator.spec.recipes import Recipe, test_files
 from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
 
 __all__ = [
@@ -117,6 +129,7 @@ class TestRun(BaseModel):
     duration: float = 0.0
     # where the tests wrote in the repository (a recording run as the test user only)
     writable: list[str] = Field(default_factory=list)
+    audit: AuditReport | None = None  # what the patch's code did (a run set up to audit)
 
 
 class Evaluation(BaseModel):
@@ -130,6 +143,7 @@ class Evaluation(BaseModel):
     groups: TestGroups | None = None  # set when the tests ran and could be graded
     excluded_files: list[str] = Field(default_factory=list)
     suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
+    tamper_evidence: list[str] = Field(default_factory=list)  # see audit; tests then fail
     # expected tests whose conflicting reports count as failing here (officially: the last)
     stricter_than_official: list[str] = Field(default_factory=list)
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
@@ -146,6 +160,7 @@ def run_tests(
     writable: Sequence[str] = (),
     record: bool = False,
     directives: Sequence[str] | None = None,
+    audit: AuditConfig | None = None,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
@@ -159,11 +174,14 @@ def run_tests(
 
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
     is writable instead, and ``TestRun.writable`` says where the tests wrote
-    (:mod:`.script`). ``directives``: run these instead of the instance's test files.
+    (:mod:`.script`). ``directives``: run these instead of the instance's test files. With
+    ``audit`` the patch's code is watched while the tests run (:mod:`.audit`).
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user, writable, record, directives)
     _put_eval_files(sandbox, instance.test_patch, script)
+    if audit is not None:
+        sandbox.put_archive(posixpath.dirname(AUDIT_DIR), files_archive(audit_files(audit)))
     nonce = secrets.token_hex(16)
     started = time.monotonic()
     result = sandbox.exec(["bash", "-c", _PIPED_RUN], timeout=timeout, env={NONCE_VARIABLE: nonce})
@@ -191,6 +209,33 @@ def run_tests(
         crash=crash,
         duration=duration,
         writable=_recorded_writes(sandbox) if record and test_user else [],
+        audit=_audit_report(sandbox, exit_code) if audit is not None else None,
+    )
+
+
+def _audit_report(sandbox: Sandbox, exit_code: int | None) -> AuditReport:
+    """What the hook reported (:func:`.audit.read_audit`); nothing when it wrote nothing."""
+    try:
+        log = sandbox.read_file(AUDIT_LOG, max_bytes=16 * 1024 * 1024)
+    except SandboxError:
+        return AuditReport()
+    return read_audit(log.decode("utf-8", "replace"), exit_code)
+
+
+def audit_config(sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str) -> AuditConfig:
+    """What the audit hook watches for ``patch``, applied in ``sandbox``'s repository."""
+    diff = sandbox.exec(
+        ["bash", "-c", f"{SHELL_GIT_FUNCTION}\ncd {REPO_DIR} && git diff -U0 --no-color "
+         f"--no-ext-diff --no-renames {shlex.quote(instance.base_commit)} --"],
+        timeout=120,
+    )  # fmt: skip
+    tests = test_files(instance.test_patch)
+    return AuditConfig(
+        repo=REPO_DIR,
+        lines=patch_lines(diff.stdout, patch),
+        tests=tests,
+        runner_words=runner_words(recipe.test_cmd, tests),
+        eval_dir=EVAL_DIR,
     )
 
 
@@ -277,9 +322,10 @@ def evaluate(
         message = "the reinstall the patch's build changes caused wrote beyond the package's "
         message += f"own files, so the tests did not run: {refused}"
         return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
+    watched = audit_config(sandbox, instance, recipe, gradeable)
     run = run_tests(
         sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-        writable=writable,
+        writable=writable, audit=watched,
     )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
@@ -328,16 +374,26 @@ def _judge(
             test_run=run,
             **common,
         )
-    if run.forged:  # nothing of the section can be trusted: every test counts as failing
+    evidence = run.audit.evidence if run.audit is not None else []
+    if run.forged or evidence:  # nothing of the section can be trusted: every test fails
         groups = grade_tests(
             instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p, excluded_f2p
         )
+        if run.forged:
+            reason = Reason.TEST_OUTPUT_FORGED
+            message = f"the test output is forged, every test counts as failing: {run.forged}"
+        else:
+            reason = Reason.TAMPER_DETECTED
+            message = "the patch's code tampered with the test run, every test counts as "
+            message += "failing: " + "; ".join(evidence[:5])
+            message += f" (and {len(evidence) - 5} more)" if len(evidence) > 5 else ""
         return Evaluation(
             status=classify(groups),
-            reason=Reason.TEST_OUTPUT_FORGED,
-            message=f"the test output is forged, every test counts as failing: {run.forged}",
+            reason=reason,
+            message=message,
             groups=groups,
             test_run=run,
+            tamper_evidence=evidence,
             **common,
         )
     if run.crash:

@@ -17,6 +17,7 @@ import posixpath
 import shlex
 from collections.abc import Iterable, Sequence
 
+from orchestrator.grading import audit
 from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.markers import wrap_test_command
 from orchestrator.models import Instance
@@ -89,11 +90,13 @@ def eval_script(
         [
             *_prelude(instance, recipe, user),
             *_ownership(writable, record),
+            *audit.start_lines(),
             wrap_test_command(
                 test_command(recipe, instance, directives),
                 prefix="as_test_user",
                 after='[ -z "$test_user" ] || as_test_user "kill -KILL -1" >/dev/null 2>&1',
             ),
+            *audit.stop_lines(),
             *(_record_after() if record else []),
             *service_stop_lines(recipe),
             "reset_test_files",
@@ -117,9 +120,10 @@ def _prelude(instance: Instance, recipe: Recipe, user: str) -> list[str]:
         SHELL_GIT_FUNCTION,
         f"test_user={user}",
         "as_test_user() {",
-        '    if [ -z "$test_user" ]; then bash -c "$1"; return; fi',
+        # never with the audit FIFO's descriptor (7): the tests could read the records
+        '    if [ -z "$test_user" ]; then bash -c "$1" 7>&-; return; fi',
         '    setpriv --reuid="$test_user" --regid="$(id -g "$test_user")" --clear-groups \\',
-        '        env HOME="$test_home" USER="$test_user" LOGNAME="$test_user" bash -c "$1"',
+        '        env HOME="$test_home" USER="$test_user" LOGNAME="$test_user" bash -c "$1" 7>&-',
         "}",
         f"source {ACTIVATE_SCRIPT}",
         *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),

@@ -277,6 +277,7 @@ class _InstanceRun:
         if evaluation.apply is not None:  # binary files changed without their content
             result.excluded_patch_files += evaluation.apply.dropped_binary_stubs
         result.suspicious = evaluation.suspicious
+        result.tamper_evidence = evaluation.tamper_evidence
         result.stricter_than_official = evaluation.stricter_than_official
         result.logs.update(evaluation.logs)
         result.message = evaluation.message

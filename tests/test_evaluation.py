@@ -647,7 +647,9 @@ def test_a_forged_marker_and_log_then_os_exit_is_caught(grading, synthetic_dir, 
         synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
     )
     result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
-    assert (result.status, result.reason) == (Status.REGRESSION, Reason.TEST_OUTPUT_FORGED)
+    # the audit hook saw the test process leave with os._exit; the output shows the forgery
+    assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
+    assert "never reached the interpreter's exit" in result.message
     assert "imitates the eval script's markers" in result.message
     assert result.groups is not None
     assert result.groups.fail_to_pass_failed == instance.FAIL_TO_PASS

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
 from orchestrator.grading.runner_summary import runner_summary
-from orchestrator.models import Instance, InstanceResult, Status, TestGroups, TestStatus
+from orchestrator.models import Instance, InstanceResult, Reason, Status, TestGroups, TestStatus
 
 
 def _passes(status: TestStatus | None) -> bool:
@@ -202,6 +202,9 @@ class LeaderboardRow(BaseModel):
     error_count: int = 0
     # graded instances (not errors) whose verdict rests on a reduced test set
     reduced_tests_count: int = 0
+    # instances whose patch's code was seen forging or reading the grading at test time
+    # (reason tamper_detected: every test counted as failing)
+    tamper_detected_count: int = 0
 
 
 def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
@@ -222,4 +225,5 @@ def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
     fields["reduced_tests_count"] = sum(
         1 for r in results if r.status != Status.ERROR and r.reduced_tests
     )
+    fields["tamper_detected_count"] = sum(r.reason == Reason.TAMPER_DETECTED for r in results)
     return LeaderboardRow.model_validate(fields)

@@ -379,14 +379,14 @@ def _judge(
         groups = grade_tests(
             instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p, excluded_f2p
         )
-        if run.forged:
-            reason = Reason.TEST_OUTPUT_FORGED
-            message = f"the test output is forged, every test counts as failing: {run.forged}"
-        else:
+        forged = f"the test output is forged, every test counts as failing: {run.forged}"
+        reason, message = Reason.TEST_OUTPUT_FORGED, forged
+        if evidence:  # what the code did, by file and line, comes first
             reason = Reason.TAMPER_DETECTED
             message = "the patch's code tampered with the test run, every test counts as "
             message += "failing: " + "; ".join(evidence[:5])
             message += f" (and {len(evidence) - 5} more)" if len(evidence) > 5 else ""
+            message += f"; and {forged.removeprefix('the ')}" if run.forged else ""
         return Evaluation(
             status=classify(groups),
             reason=reason,

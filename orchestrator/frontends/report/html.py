@@ -31,9 +31,9 @@ from orchestrator.frontends.report.html_parts import (
     status_badge,
     triage_html,
 )
-from orchestrator.frontends.report.text import caveats
+from orchestrator.frontends.report.text import caveats, tamper_rows
 from orchestrator.grading.classify import LeaderboardRow, aggregate
-from orchestrator.models import InstanceResult, Status
+from orchestrator.models import InstanceResult, Reason, Status
 
 # --------------------------------------------------------------------------- HTML
 
@@ -95,7 +95,8 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
     timings = ", ".join(f"{k} {format_seconds(v)}" for k, v in result.timings.items())
     measured = tests_measured(result)
     # an error's own message; otherwise why it is not resolved (its first failing tests)
-    text = result.message if result.status == Status.ERROR else why(result) or result.message
+    said = result.status == Status.ERROR or result.reason == Reason.TAMPER_DETECTED
+    text = result.message if said else why(result) or result.message
     message = text if len(text) <= 300 else text[:297] + "..."
     cells = [
         f'<td class="id">{esc(result.instance_id)}</td>',
@@ -188,6 +189,7 @@ def render_html(
             _status_chart(row),
             *(["<h2>Errors by cause</h2>", triage_html("triage", causes, local)] if causes else []),
             *_caveats_html(results),
+            *_tamper_html(results),
             "<h2>Repositories</h2>",
             _repositories_html(results),
             "<h2>Instances</h2>",
@@ -271,6 +273,20 @@ def _caveats_html(results: list[InstanceResult]) -> list[str]:
         *(
             f'<li><a href="#{esc(anchor(iid))}">{esc(iid)}</a>: {esc(why)}</li>'
             for iid, why in notes
+        ),
+        "</ul>",
+    ]
+
+
+def _tamper_html(results: list[InstanceResult]) -> list[str]:
+    rows = tamper_rows(results)
+    if not rows:
+        return []
+    return [
+        "<h2>Tamper detected (every test counted as failing)</h2><ul id=tampered>",
+        *(
+            f'<li><a href="#{esc(anchor(iid))}">{esc(iid)}</a>: {esc(what)}</li>'
+            for iid, what in rows
         ),
         "</ul>",
     ]

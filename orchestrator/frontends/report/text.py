@@ -23,7 +23,7 @@ from orchestrator.frontends.report.data import (
 )
 from orchestrator.frontends.report.explain import NotResolved, not_resolved, run_header
 from orchestrator.grading.classify import LeaderboardRow, aggregate
-from orchestrator.models import InstanceResult, Status
+from orchestrator.models import InstanceResult, Reason, Status
 
 # --------------------------------------------------------------------------- text
 
@@ -103,6 +103,10 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     notes = caveats(results)
     if notes:
         parts.append(_rows("Caveats (look before trusting these)", ("instance", "why"), notes))
+    tampered = tamper_rows(results)
+    if tampered:
+        title = "Tamper detected: every test counted as failing"
+        parts.append(_rows(title, ("instance", "what the patch's code did"), tampered, fold=True))
     flagged = [(r.instance_id, "; ".join(r.suspicious)) for r in results if r.suspicious]
     if flagged:
         title = "Suspicious: resolved, but the patch touches the test runner"
@@ -110,6 +114,15 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     if not results:
         parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
     return Group(*parts)
+
+
+def tamper_rows(results: list[InstanceResult]) -> list[tuple[str, str]]:
+    """(instance, its evidence) of each result graded ``tamper_detected``."""
+    return [
+        (r.instance_id, "; ".join(r.tamper_evidence) or r.message)
+        for r in results
+        if r.reason == Reason.TAMPER_DETECTED
+    ]
 
 
 def _not_resolved_table(rows: list[NotResolved]) -> Table:

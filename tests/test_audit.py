@@ -1,0 +1,195 @@
+"""The test-time audit: its pure parts, and the hook itself in real Python processes on the host
+(a real FIFO, a real child interpreter; the container runs are test_hostile's)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from orchestrator.grading.audit import (
+    HOOK_SOURCE,
+    AuditConfig,
+    patch_lines,
+    read_audit,
+    runner_words,
+)
+
+DIFF_U0 = """\
+diff --git a/pkg/core.py b/pkg/core.py
+index 1111111..2222222 100644
+--- a/pkg/core.py
++++ b/pkg/core.py
+@@ -3 +3,2 @@ def f():
+-    return 1
++    x = 2
++    return x
+@@ -10,2 +11,0 @@ def g():
+-    pass
+-    pass
+diff --git a/README b/README
+deleted file mode 100644
+--- a/README
++++ /dev/null
+@@ -1 +0,0 @@
+-hello
+"""
+NEW_FILE_PATCH = """\
+diff --git a/pkg/_table.dat b/pkg/_table.dat
+new file mode 100644
+--- /dev/null
++++ b/pkg/_table.dat
+@@ -0,0 +1 @@
++print(1)
+"""
+
+
+def test_patch_lines_are_the_added_lines_where_they_landed_and_all_of_new_files():
+    lines = patch_lines(DIFF_U0, NEW_FILE_PATCH)
+    assert lines == {"pkg/core.py": [3, 4], "pkg/_table.dat": None}
+
+
+@pytest.mark.parametrize(
+    ("command", "word"),
+    [
+        ("pytest -rA", "pytest"),
+        ("python bin/test -C --verbose", "python"),
+        ("./tests/runtests.py --verbosity 2", "tests/runtests.py"),
+        ("PYTHONWARNINGS=ignore tox --current-env -epy39 -v --", "tox"),
+    ],
+)
+def test_runner_words_name_the_program_the_runners_and_the_test_files(command, word):
+    words = runner_words(command, ["tests/test_x.py"])
+    assert word in words and "test_x.py" in words and "--collect-only" in words
+
+
+def test_the_first_process_leaving_without_the_interpreters_exit_is_evidence_on_exit_0():
+    started = "S\t10\t1\tsecret\nS\t11\t0\tother\n"
+    assert read_audit(started + "X\t10\tsecret\n", 0).evidence == []
+    assert read_audit(started, 1).evidence == []  # a failing run: nothing to forge
+    left = read_audit(started, 0)
+    assert left.active and "never reached the interpreter's exit" in left.evidence[0]
+    # an end record without the process's secret is no end
+    assert read_audit(started + "X\t10\tguess\n", 0).evidence != []
+
+
+def test_events_are_evidence_once_each_and_malformed_lines_are_ignored():
+    log = (
+        "S\t5\t0\tk\nE\t5\tos.exec\tpkg/core.py:3\treplaces the test process (exec)\n"
+        "E\t6\tos.exec\tpkg/core.py:3\treplaces the test process (exec)\n"
+        "PASSED tests/test_x.py::test_a\nE\tbroken\n"
+    )
+    report = read_audit(log, 0)
+    assert report.evidence == ["pkg/core.py:3 replaces the test process (exec)"]
+    assert read_audit("", 0).active is False
+
+
+# --------------------------------------------------------------------------- the real hook
+PACKAGE = """\
+import logging
+import sys
+
+
+def unchanged():
+    return sys._getframe(1).f_lineno
+
+
+def changed():
+    logging.getLogger("pkg").warning("a patch line that logs")
+    return sys._getframe(1).f_lineno
+
+
+def reads(path):
+    with open(path) as handle:
+        return handle.read()
+"""
+DRIVER = """\
+import os, sys
+sys.path.insert(0, {repo!r})
+import pkg
+pkg.unchanged()
+{body}
+"""
+
+
+def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -> str:
+    """Run a child Python with the hook installed (as the .pth would), the package under
+    ``tmp_path/repo``; the FIFO's records."""
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text(PACKAGE)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert True\n")
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo, 0o622)
+    config = AuditConfig(
+        repo=str(repo),
+        lines=lines,
+        tests=["tests/test_x.py"],
+        runner_words=runner_words("pytest -rA", ["tests/test_x.py"]),
+        eval_dir=str(tmp_path / "eval"),
+        fifo=str(fifo),
+    )
+    (tmp_path / "config.json").write_text(config.model_dump_json())
+    hook = tmp_path / "hook.py"
+    hook.write_text(
+        HOOK_SOURCE.read_text().replace(
+            'CONFIG = "/opt/swe/audit/config.json"', f"CONFIG = {str(tmp_path / 'config.json')!r}"
+        )
+    )
+    records: list[bytes] = []
+    keep = os.open(fifo, os.O_RDWR)  # the eval script's own hold on the FIFO
+    reader_fd = os.open(fifo, os.O_RDONLY)
+
+    def read() -> None:
+        while chunk := os.read(reader_fd, 65536):
+            records.append(chunk)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    starter = f"exec(compile(open({str(hook)!r}).read(), {str(hook)!r}, 'exec'), {{}})\n"
+    code = starter + DRIVER.format(repo=str(repo), body=body)
+    env = dict(os.environ, SWE_GREEN_AUDIT_TOP="1")
+    subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
+    os.close(keep)
+    thread.join(timeout=30)
+    os.close(reader_fd)
+    return b"".join(records).decode()
+
+
+def test_the_hook_reports_the_patch_lines_frame_reads_and_not_the_repositorys(tmp_path):
+    log = _run_hooked(tmp_path, "pkg.changed()", {"pkg/__init__.py": [10, 11]})
+    report = read_audit(log, 0)
+    assert report.active and not any("never reached" in e for e in report.evidence)
+    # line 11 gets a frame; line 6 (not the patch's) does too, and logging's (for line 10)
+    # is logging's own
+    assert report.evidence == ["pkg/__init__.py:11 gets a frame (sys._getframe)"], log
+
+
+def test_the_hook_reports_a_hidden_test_file_read_through_the_standard_library(tmp_path):
+    body = (
+        "import linecache\n"
+        "pkg.reads(os.path.join({repo!r}, 'tests', 'test_x.py'))\n".format(
+            repo=str(tmp_path / "repo")
+        )
+    )
+    log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15, 16]})
+    evidence = read_audit(log, 0).evidence
+    assert any(e.startswith("pkg/__init__.py:15 opens a hidden test file") for e in evidence), log
+
+
+def test_the_hook_sees_exec_and_a_process_that_leaves_with_os_exit(tmp_path):
+    body = "import os\nos._exit(0)\n"
+    log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [10]})
+    assert any("never reached" in e for e in read_audit(log, 0).evidence), log
+
+
+def test_closing_the_hooks_descriptor_does_not_blind_it(tmp_path):
+    # the package's code closes every descriptor above 2, then gets a frame from a patch line
+    body = "os.closerange(3, 1024)\npkg.changed()\n"
+    log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [11]})
+    assert "pkg/__init__.py:11 gets a frame (sys._getframe)" in read_audit(log, 0).evidence, log

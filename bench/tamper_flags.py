@@ -80,7 +80,8 @@ FIXED: list[tuple[str, str, str, str, str]] = [
         "frames, runs encoded code, looks up names by computed strings",
         "pip's `build/lib` copy of a vendored six.py: a copy nothing imports",
         "pip's build output and egg-info metadata are not read; code that points at "
-        "`build/lib` is flagged: test_pips_build_output_is_not_read_but_code_that_loads_it_is_named",
+        "`build/lib` is flagged: "
+        "test_pips_build_output_is_not_read_but_code_that_loads_it_is_named",
     ),
 ]  # fmt: skip
 
@@ -239,7 +240,8 @@ def smoke() -> None:
     instance = Instance(
         instance_id="django__django-1", repo="django/django", base_commit="0" * 40,
         environment_setup_commit="0" * 40,
-        version="3.0", patch="diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
+        version="3.0",
+        patch="diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
         test_patch="", FAIL_TO_PASS=["f"], PASS_TO_PASS=[],
     )  # fmt: skip
     peek = "import runpy\nrunpy.run_path('answers.dat')\n"

@@ -347,3 +347,13 @@ def test_a_frameworks_own_modules_may_import_its_internals():
     assert tamper_reasons(_patch("calc/__init__.py", line)) == [
         "imports pytest's internals: calc/__init__.py"
     ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["sys.meta_path.insert(0, DatFinder())", "sys.path_hooks.append(hook)", "sys.meta_path = []"],
+)
+def test_a_new_finder_of_modules_is_named(line):
+    assert tamper_reasons(_patch("calc/__init__.py", "import sys", line)) == [
+        "changes how Python finds modules (sys.meta_path, sys.path_hooks): calc/__init__.py"
+    ]

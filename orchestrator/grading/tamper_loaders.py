@@ -7,8 +7,9 @@ passed to ``exec``/``compile``, a module loaded with ``importlib``'s file loader
 on ``sys.path``) is out of sight of a check that reads ``.py`` files only, so the loading
 itself is named: :data:`RUNS_FILE` for any file run by path, :data:`RUNS_NON_PYTHON` when the
 path is not a ``.py`` file (or cannot be told), :data:`SYS_PATH` for a change of ``sys.path``,
-:data:`BUILD_OUTPUT` for code that names pip's build output (``build/lib``), which the check
-does not read. All pure: each function takes the call's resolved name and its node.
+:data:`FINDERS` for one of the import system's finders (a finder that loads ``.dat`` files as
+modules), :data:`BUILD_OUTPUT` for code that names pip's build output (``build/lib``), which the
+check does not read. All pure: each function takes the call's resolved name and its node.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 RUNS_FILE = "runs code from a file by path"
 RUNS_NON_PYTHON = "runs code from a non-Python file"
 SYS_PATH = "changes sys.path"
+FINDERS = "changes how Python finds modules (sys.meta_path, sys.path_hooks)"
 BUILD_OUTPUT = "loads code from pip's build output"
 
 # calls that run or import the file their path argument names
@@ -36,6 +38,7 @@ _PATH_RUNNERS = frozenset(
 _CODE_RUNNERS = frozenset({"exec", "eval", "compile", "builtins.exec", "builtins.compile"})
 _READS = frozenset({"open", "io.open", "read", "read_text", "read_bytes", "Path", "get_data"})
 _SYS_PATH_CALLS = frozenset({"sys.path.insert", "sys.path.append", "sys.path.extend"})
+_FINDER_LISTS = frozenset({"sys.meta_path", "sys.path_hooks"})
 _PY_SOURCE = re.compile(r"\.pyw?$")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,5}$")
 # pip's build output as a path or a dotted module name
@@ -59,17 +62,20 @@ def call_reasons(
             found.add(RUNS_NON_PYTHON)
     if func in _SYS_PATH_CALLS or func == "site.addsitedir":
         found.add(SYS_PATH)
+    if func.rsplit(".", 1)[0] in _FINDER_LISTS and short in ("insert", "append", "extend"):
+        found.add(FINDERS)
     if any(_BUILD.search(text) for text in strings) or _build_parts(strings):
         found.add(BUILD_OUTPUT)
     return found
 
 
 def assign_reasons(target: ast.AST, resolve: Callable[[ast.AST], str | None]) -> set[str]:
-    """The loader reasons of an added assignment target: ``sys.path`` itself, or an item or
-    slice of it."""
+    """The loader reasons of an added assignment target: ``sys.path``, ``sys.meta_path`` or
+    ``sys.path_hooks`` itself, or an item or slice of it."""
     if isinstance(target, ast.Subscript):
         target = target.value
-    return {SYS_PATH} if resolve(target) == "sys.path" else set()
+    name = resolve(target)
+    return {SYS_PATH} if name == "sys.path" else {FINDERS} if name in _FINDER_LISTS else set()
 
 
 def import_reasons(module: str) -> set[str]:

@@ -7,10 +7,14 @@ log. No check of the output can always expose that; this check reads the patch i
 names what it found. It is a flag for a person to look at (``suspicious`` in result.json and
 the reports), not a verdict: legitimate patches to a test framework trip it too.
 
-:func:`tamper_reasons` is pure. It looks at the lines the patch adds (``+`` lines of hunks)
-and at the paths it changes. Reasons the instance's gold patch also trips are dropped: in a
-repository whose own code is a test framework (pytest, a package shipping a pytest plugin)
-they are the normal business of a fix.
+:func:`tamper_reasons` is pure. It looks at the paths the patch changes and at every file it
+adds or changes, whatever its name, read by kind (:mod:`.tamper_files`: text as Python where
+it parses, binary data and archives decoded, pip's build output left unread): the lines the
+patch adds (``+`` lines of hunks), but for lines the same file's part removes (code the file
+had, re-indented or moved, is not new). Reasons the instance's gold patch also trips are
+dropped: in a repository whose own code is a test framework (pytest, a package shipping a
+pytest plugin) they are the normal business of a fix; and a framework's own modules may import
+its internals (they are flagged as changing the framework).
 """
 
 from __future__ import annotations

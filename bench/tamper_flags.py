@@ -48,6 +48,12 @@ CONSTRUCTS: dict[str, str] = {
     "sys.setprofile": r"\bsys\.setprofile\b",
     "os.listdir('/proc": r"""\bos\.listdir\(\s*['"]/proc""",
 }
+# what the real patches' uses of a construct are (read from the patches)
+CONSTRUCT_NOTES = {
+    "gc.get_": "matplotlib's graphics context `gc.get_antialiased()`, not the `gc` module",
+    "subprocess": "django's PostgreSQL `dbshell` runs `psql` with `subprocess.run`",
+    "compile( (any, re.compile too)": "all `re.compile(`",
+}
 # flags kept on real patches: (instance, reason) -> why
 WHY: dict[tuple[str, str], str] = {}
 # why a gold patch trips a reason (the reason before its colon); grading drops each reason
@@ -205,16 +211,17 @@ def _construct_table(counts: dict[str, dict[str, list[str]]]) -> list[str]:
         "How many patches' added lines (every file, test files too) use each construct a "
         "runtime monitor watches, per instance: the predictions (an instance once, whichever "
         "run) and the gold patches. `exec(`/`compile(` count the builtins (not a method such as "
-        "`re.compile(`); the row below them counts every `compile(`.",
+        "`re.compile(`); the row below them counts every `compile(`. Names match as words "
+        "(`subprocess_env` is not `subprocess`).",
         "",
-        "| construct | predictions | their instances | gold | their instances |",
-        "|---|---|---|---|---|",
+        "| construct | predictions | their instances | gold | their instances | what they are |",
+        "|---|---|---|---|---|---|",
     ]
     for name, kinds in counts.items():
         preds, gold = kinds["predictions"], kinds["gold"]
         lines.append(
             f"| `{name}` | {len(preds)} | {', '.join(preds) or '–'} | {len(gold)} | "
-            f"{', '.join(gold) or '–'} |"
+            f"{', '.join(gold) or '–'} | {CONSTRUCT_NOTES.get(name, '')} |"
         )
     return lines
 

@@ -52,7 +52,8 @@ CONSTRUCTS: dict[str, str] = {
 CONSTRUCT_NOTES = {
     "gc.get_": "matplotlib's graphics context `gc.get_antialiased()`, not the `gc` module",
     "subprocess": "django's PostgreSQL `dbshell` runs `psql` with `subprocess.run`",
-    "compile( (any, re.compile too)": "all `re.compile(`",
+    "compile( (any, re.compile too)": "methods: `re.compile(`, django's `_lazy_re_compile(` and "
+    "SQL `compiler.compile(` (13121, 15930)",
 }
 # flags kept on real patches: (instance, reason) -> why
 WHY: dict[tuple[str, str], str] = {}

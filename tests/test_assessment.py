@@ -6,15 +6,18 @@ import json
 
 import pytest
 
+from orchestrator.errors import UserError
 from orchestrator.frontends.assessment import (
     AssessmentRequest,
     InvalidAssessment,
     parse_request,
     validate_request,
 )
-from orchestrator.frontends.assessment_config import CONFIG_KEYS, LIMITS
+from orchestrator.frontends.assessment_config import CONFIG_KEYS, LIMITS, SETTINGS_KEYS
 from orchestrator.frontends.request_json import max_depth
-from orchestrator.settings import Settings
+from orchestrator.frontends.request_policy import refusal_text, refused_overrides, request_key
+from orchestrator.settings import Settings, load_settings
+from orchestrator.settings.serve import REQUESTER_OVERRIDES
 
 URL = "http://127.0.0.1:9019/"
 
@@ -356,3 +359,52 @@ def test_an_overlong_request_is_rejected() -> None:
 def test_max_depth_counts_brackets_outside_strings() -> None:
     assert max_depth('{"a": [1, {"b": "]]]{{{\\"}]}') == 3
     assert max_depth('"[[["') == 0
+
+
+# ------------------------------------------------- what a requester may spend
+def test_the_keys_a_requester_may_spend_with_are_config_keys_that_become_settings() -> None:
+    assert set(REQUESTER_OVERRIDES) <= set(CONFIG_KEYS)
+    spelt = {request_key(name) for name in SETTINGS_KEYS.values()}
+    assert set(REQUESTER_OVERRIDES) == spelt - {"concurrency"}  # capped at the host's slots
+
+
+@pytest.mark.parametrize(
+    ("asked", "operator", "refused"),
+    [
+        ("llm", "auto", True),
+        ("auto", "recipe", True),
+        ("llm", "recipe", True),
+        ("recipe", "auto", False),
+        ("auto", "auto", False),
+        ("auto", "llm", False),
+    ],
+)
+def test_a_set_up_strategy_that_may_call_the_llm_more_is_refused(asked, operator, refused) -> None:
+    found = refused_overrides({"setup_strategy": asked}, {"setup_strategy": operator}, set())
+    assert bool(found) is refused
+    assert not refused_overrides(
+        {"setup_strategy": asked}, {"setup_strategy": operator}, {"setup_strategy"}
+    )
+
+
+def test_more_time_tool_calls_or_validation_is_refused_and_the_message_names_the_fix() -> None:
+    operator = Settings().flat()
+    asked = {
+        "instance_timeout": operator["instance_timeout"] + 1,
+        "tool_timeout": operator["tool_timeout"],  # the same: allowed
+        "max_tool_calls": 1,  # less: allowed
+        "validate_env": True,
+    }
+    operator["validate_env"] = False
+    refused = refused_overrides(asked, operator, set())
+    assert [r.key for r in refused] == ["instance_timeout", "validate"]
+    text = refusal_text(refused)
+    assert "serve_allowed_overrides=instance_timeout,validate" in text
+    assert "--allow-requester instance_timeout" in text
+    assert refused_overrides(asked, operator, {"instance_timeout", "validate"}) == []
+
+
+def test_the_operators_allow_list_is_range_checked() -> None:
+    assert load_settings(serve_allowed_overrides="setup_strategy, validate").serve
+    with pytest.raises(UserError, match="unknown key.*concurrency"):
+        load_settings(serve_allowed_overrides="concurrency")

@@ -255,6 +255,65 @@ def test_host_allowed_globs() -> None:
     assert split_hosts(" a, b  c,,") == ["a", "b", "c"]
 
 
+# ------------------------------------------------- what a requester may spend
+# the synthetic dataset has 3 instances: shard 4 of 4 is empty, so an accepted request completes
+# without Docker
+EMPTY_SHARD = {"shard_index": 3, "num_shards": 4}
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"setup_strategy": "llm"}, "setup_strategy 'llm' (this green agent's: 'auto'; it may "
+         "call the paid LLM API at the operator's expense)"),
+        ({"instance_timeout": 7200}, "instance_timeout 7200 (this green agent's: 3600"),
+        ({"test_timeout": 3600.5}, "test_timeout 3600.5 (this green agent's: 1800"),
+        ({"max_tool_calls": 251}, "max_tool_calls 251 (this green agent's: 250"),
+    ],
+)  # fmt: skip
+def test_a_request_asking_for_more_than_the_operators_settings_is_rejected(
+    fast_settings: Settings, config: dict, named: str
+) -> None:
+    operator = {"setup_strategy": "auto", "instance_timeout": 3600, "test_timeout": 1800}
+    settings = fast_settings.replace(**operator, max_tool_calls=250)
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(**config, **EMPTY_SHARD)))
+    assert state == "TASK_STATE_REJECTED", message
+    assert named in message, message
+    assert "serve_allowed_overrides" in message and "--allow-requester" in message
+    assert not list(fast_settings.storage.runs_dir.glob("*"))
+
+
+def test_validation_the_operator_turned_off_is_refused_to_a_requester(
+    fast_settings: Settings,
+) -> None:
+    settings = fast_settings.replace(validate_env=False)
+    with green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(validate=True, **EMPTY_SHARD)))
+    assert state == "TASK_STATE_REJECTED", message
+    assert "validate on (this green agent's: off; it adds a gold-patch run" in message
+
+
+def test_asking_for_less_or_for_what_the_operator_allows_runs(fast_settings: Settings) -> None:
+    less = {
+        "setup_strategy": "recipe", "instance_timeout": 60, "tool_timeout": 10,
+        "test_timeout": 1800, "participant_timeout": 30, "max_tool_calls": 5, "validate": False,
+        "concurrency": 64,
+    }  # fmt: skip
+    more = {"setup_strategy": "llm", "instance_timeout": 7200, "validate": True}
+    allowed = fast_settings.replace(
+        validate_env=False, serve_allowed_overrides="setup_strategy, instance_timeout validate"
+    )
+    with green_agent(fast_settings) as url:
+        state, message = final_status(assess(url, _request(**less, **EMPTY_SHARD)))
+        assert state == "TASK_STATE_COMPLETED", message
+    with green_agent(allowed) as url:
+        state, message = final_status(assess(url, _request(**more, **EMPTY_SHARD)))
+        assert state == "TASK_STATE_COMPLETED", message
+        state, message = final_status(assess(url, _request(max_tool_calls=251, **EMPTY_SHARD)))
+        assert state == "TASK_STATE_REJECTED" and "max_tool_calls 251" in message
+
+
 # ---------------------------------------------------------------------- card, token
 def test_card_is_served_at_the_legacy_path_too(fast_settings: Settings) -> None:
     with green_agent(fast_settings) as url:
@@ -291,6 +350,7 @@ def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> No
     server.serve_command(
         host="0.0.0.0", port=9009, card_url="http://g:9009/", token="t",
         allow_host=["127.0.0.1", "*.internal"], keep_containers="on_failure", max_kept=3,
+        allow_requester=["setup_strategy", "validate"],
     )  # fmt: skip
     (host, port, card_url), kwargs = calls[0]
     assert (host, port, card_url) == ("127.0.0.1", 9009, None)
@@ -305,6 +365,7 @@ def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> No
     )
     assert settings.serve.serve_keep_containers == "on_failure"
     assert settings.serve.serve_max_kept_containers == 3
+    assert settings.serve.serve_allowed_overrides == "setup_strategy,validate"
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ from orchestrator.frontends.assessment_text import (
     prose,
     summary_text,
 )
+from orchestrator.frontends.request_policy import refusal_text, refused_overrides
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
@@ -40,6 +41,7 @@ from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_e
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
 from orchestrator.sandbox.factory import backend_from
 from orchestrator.settings import Settings
+from orchestrator.settings.serve import split_keys
 
 DEFAULT_HEARTBEAT = 20.0
 ARTIFACT_NAME = "swe-bench-verified-result"
@@ -65,6 +67,7 @@ class AssessmentExecutor(AgentExecutor):
         self._dataset_lock = asyncio.Lock()
         self.slots = HostSlots(settings.run.concurrency or default_concurrency())
         self.allowed_hosts = split_hosts(settings.serve.serve_allowed_hosts)
+        self.allowed_overrides = set(split_keys(settings.serve.serve_allowed_overrides))
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
@@ -147,6 +150,11 @@ class AssessmentExecutor(AgentExecutor):
                 f"({', '.join(self.allowed_hosts)}). Fix: use an allowed participant URL, or "
                 "ask the operator to add the host (serve_allowed_hosts)."
             )
+        refused = refused_overrides(
+            request.to_settings_overrides(), self.settings.flat(), self.allowed_overrides
+        )
+        if refused:
+            raise _Rejected(refusal_text(refused))
         return request
 
     def _start_parts(

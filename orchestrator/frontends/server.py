@@ -168,12 +168,30 @@ def serve(
         card_url=url,
         bearer_token=bool(settings.serve.serve_token),
         allowed_hosts=settings.serve.serve_allowed_hosts or "any",
+        allowed_overrides=settings.serve.serve_allowed_overrides or "none",
         keep_containers=settings.serve.serve_keep_containers,
     )
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.run(build_app(settings, url, heartbeat=heartbeat), host=host, port=port)
 
 
+_Insecure = Annotated[
+    bool,
+    typer.Option(
+        "--insecure",
+        help="Listen on a non-loopback address without --token or an allow-list "
+        "(setting serve_insecure).",
+    ),
+]
+_AllowRequester = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-requester",
+        help="Let a request's config ask for more than this server's settings for this key "
+        "(repeat; e.g. setup_strategy, which may call the paid LLM API; setting "
+        "serve_allowed_overrides).",
+    ),
+]
 _KEEP = f"Which participant containers stay: {setting_choices('serve_keep_containers')}"
 
 
@@ -207,14 +225,8 @@ def serve_command(
             "serve_allowed_hosts).",
         ),
     ] = None,
-    insecure: Annotated[
-        bool,
-        typer.Option(
-            "--insecure",
-            help="Listen on a non-loopback address without --token or an allow-list "
-            "(setting serve_insecure).",
-        ),
-    ] = False,
+    insecure: _Insecure = False,
+    allow_requester: _AllowRequester = None,
     keep_containers: Annotated[
         str | None,
         typer.Option(help=option_help("serve_keep_containers", _KEEP)),
@@ -233,6 +245,7 @@ def serve_command(
         serve_token=token,
         serve_allowed_hosts=",".join(allow_host) if allow_host else None,
         serve_insecure=True if insecure else None,
+        serve_allowed_overrides=",".join(allow_requester) if allow_requester else None,
         serve_keep_containers=keep_containers,
         serve_max_kept_containers=max_kept,
     )

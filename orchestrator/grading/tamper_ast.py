@@ -27,6 +27,8 @@ import textwrap
 import zlib
 from collections.abc import Iterable
 
+from orchestrator.grading.tamper_loaders import assign_reasons, call_reasons, import_reasons
+
 READS_TESTS = "reads test files or their source"
 DESCRIPTORS = "touches the runner's output descriptors"
 FINALIZER = "registers a finalizer"
@@ -134,17 +136,16 @@ def fragment_reasons(fragments: list[str]) -> set[str]:
 def binary_reasons(part_text: str) -> set[str]:
     """What the decoded data of a ``GIT binary patch`` section mentions (names kept as strings
     in bytecode, say)."""
-    data = b""
-    for literal in _git_literals(part_text):
-        data += literal
-    found = set()
-    for pattern, reason in _NAMES_IN_BYTES.items():
-        if re.search(pattern, data):
-            found.add(reason)
-    return found
+    return bytes_reasons(b"".join(git_literals(part_text)))
 
 
-def _git_literals(text: str) -> Iterable[bytes]:
+def bytes_reasons(data: bytes) -> set[str]:
+    """The names :func:`binary_reasons` looks for, in raw bytes."""
+    return {reason for pattern, reason in _NAMES_IN_BYTES.items() if re.search(pattern, data)}
+
+
+def git_literals(text: str) -> Iterable[bytes]:
+    """The decompressed data of each ``literal`` or ``delta`` of a ``GIT binary patch``."""
     lines = text.splitlines()
     i = 0
     while i < len(lines):
@@ -203,6 +204,8 @@ class _Visitor(ast.NodeVisitor):
             )
             if self._added(node) and alias.name.split(".")[0] in _MODULES:
                 self.reasons.add(_MODULES[alias.name.split(".")[0]])
+            if self._added(node):
+                self.reasons |= import_reasons(alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -211,6 +214,7 @@ class _Visitor(ast.NodeVisitor):
             self.aliases[alias.asname or alias.name] = dotted
             if self._added(node):
                 self._name_reason(dotted)
+                self.reasons |= import_reasons(dotted)
                 if module.split(".")[0] in _MODULES:
                     self.reasons.add(_MODULES[module.split(".")[0]])
 
@@ -256,6 +260,7 @@ class _Visitor(ast.NodeVisitor):
             func = self._resolve(node.func)
             if func:
                 self._name_reason(func)
+                self.reasons |= call_reasons(func, node, self._resolve, _strings(node))
             self._computed_names(node, func)
             if func in ("exec", "eval", "compile", "builtins.exec", "builtins.eval") and not all(
                 isinstance(arg, ast.Constant) for arg in node.args[:1]
@@ -268,6 +273,17 @@ class _Visitor(ast.NodeVisitor):
                     func.rsplit(".", 1)[-1] in _WALKERS and _climbs(node)
                 ):
                     self.reasons.add(READS_TESTS)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if self._added(node):
+            for target in node.targets:
+                self.reasons |= assign_reasons(target, self._resolve)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if self._added(node):
+            self.reasons |= assign_reasons(node.target, self._resolve)
         self.generic_visit(node)
 
     def _computed_names(self, node: ast.Call, func: str | None) -> None:

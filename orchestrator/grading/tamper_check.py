@@ -7,10 +7,14 @@ log. No check of the output can always expose that; this check reads the patch i
 names what it found. It is a flag for a person to look at (``suspicious`` in result.json and
 the reports), not a verdict: legitimate patches to a test framework trip it too.
 
-:func:`tamper_reasons` is pure. It looks at the lines the patch adds (``+`` lines of hunks)
-and at the paths it changes. Reasons the instance's gold patch also trips are dropped: in a
-repository whose own code is a test framework (pytest, a package shipping a pytest plugin)
-they are the normal business of a fix.
+:func:`tamper_reasons` is pure. It looks at the paths the patch changes and at every file it
+adds or changes, whatever its name, read by kind (:mod:`.tamper_files`: text as Python where
+it parses, binary data and archives decoded, pip's build output left unread): the lines the
+patch adds (``+`` lines of hunks), but for lines the same file's part removes (code the file
+had, re-indented or moved, is not new). Reasons the instance's gold patch also trips are
+dropped: in a repository whose own code is a test framework (pytest, a package shipping a
+pytest plugin) they are the normal business of a fix; and a framework's own modules may import
+its internals (they are flagged as changing the framework).
 """
 
 from __future__ import annotations
@@ -20,18 +24,21 @@ import re
 import textwrap
 from collections.abc import Iterable
 
-from orchestrator.grading.tamper_ast import binary_reasons, code_reasons, fragment_reasons
+from orchestrator.grading.tamper_ast import code_reasons, fragment_reasons
+from orchestrator.grading.tamper_files import ARCHIVE, binary_data_reasons, file_reasons, read_as
 from orchestrator.patches.diff import split_patch
-from orchestrator.spec.test_infrastructure import compiled_kind
 
 # never dropped for the gold patch's sake: compiled files are not source whoever adds them
 COMPILED = "changes compiled or binary files"
 
+_INTERNALS = "imports pytest's internals"
+_FRAMEWORK = re.compile(r"(?:^|/)(?:_pytest|pytest|pluggy|unittest)(?:/|\.py$)")
 # (name, pattern over an added line); the name is what the reason says
 _LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern))
     for name, pattern in (
-        ("imports pytest's internals", r"\b_pytest\b|\bpluggy\b"),
+        (_INTERNALS, r"\b_pytest\b|\bpluggy\b"),
+        ("registers a pytest plugin entry point", r"\bpytest11\b"),
         ("uses unittest.TestCase", r"\bTestCase\b|\bTestResult\b|\bTextTestRunner\b"),
         ("uses sys.modules", r"\bsys\.modules\b"),
         ("touches builtins", r"\b__builtins__\b|\bbuiltins\b"),
@@ -82,36 +89,43 @@ def _reasons(patch: str, runners: set[str]) -> list[str]:
 
     for part in split_patch(patch)[1]:
         path = part.paths[-1] if part.paths else "?"
+        framework = False
         for changed in part.paths:
             if changed in runners:
                 add("changes the test runner script", changed)
-            if re.search(r"(?:^|/)(?:_pytest|pytest|pluggy|unittest)(?:/|\.py$)", changed):
+            if _FRAMEWORK.search(changed):
                 add("changes a test framework's module", changed)
+                framework = True
         is_test_file = bool(_TEST_PATH.search(path))
-        kind = compiled_kind(part)
-        if kind is not None:
+        kind = read_as(path, part)
+        for reason in sorted(file_reasons(path)) if part.new else ():
+            add(reason, path)
+        if kind == "binary":
             add(COMPILED, path)
-            for reason in sorted(binary_reasons(part.text)):
-                add(f"{reason} (in binary data)", path)
-        elif _is_python(path, part.text) and not is_test_file:
-            for reason in sorted(_ast_reasons(part.text)):
+            for reason in sorted(binary_data_reasons(part.text)):
+                add(reason if reason == ARCHIVE else f"{reason} (in binary data)", path)
+        elif kind == "text":
+            found = _ast_reasons(part.text) if not is_test_file else set()
+            found |= _line_reasons(part.text, is_test_file)
+            if framework:  # the framework's own modules import its internals
+                found.discard(_INTERNALS)
+            for reason in sorted(found):
                 add(reason, path)
-        for line in _added_lines(part.text):
-            code = line.split("#", 1)[0]
-            hook = _PYTEST_HOOK.match(code)
-            if hook and not is_test_file:
-                add(f"defines the pytest hook {hook.group(1)} outside the tests", path)
-            for name, pattern in _LINE_RULES:
-                if pattern.search(code if name != "mentions the grading markers" else line):
-                    add(name, path)
     return [f"{reason}: {', '.join(paths)}" for reason, paths in reasons.items()]
 
 
-def _is_python(path: str, text: str) -> bool:
-    if path.endswith((".py", ".pyw", ".pyi")):
-        return True
-    added = _added_lines(text)
-    return bool(added) and added[0].startswith("#!") and "python" in added[0]
+def _line_reasons(text: str, is_test_file: bool) -> set[str]:
+    """The line rules' reasons in the lines one file's part adds."""
+    found = set()
+    for line in _added_lines(text):
+        code = line.split("#", 1)[0]
+        hook = _PYTEST_HOOK.match(code)
+        if hook and not is_test_file:
+            found.add(f"defines the pytest hook {hook.group(1)} outside the tests")
+        for name, pattern in _LINE_RULES:
+            if pattern.search(code if name != "mentions the grading markers" else line):
+                found.add(name)
+    return found
 
 
 def _ast_reasons(text: str) -> set[str]:
@@ -151,14 +165,16 @@ def _parses(source: str) -> bool:
 
 
 def _hunks(text: str) -> list[tuple[list[str], list[bool]]]:
-    """Per hunk: the lines of its new side and, for each, whether the patch adds it."""
+    """Per hunk: the lines of its new side and, for each, whether the patch adds it (a line
+    the file had already, :func:`_moved`, is not added)."""
     hunks: list[tuple[list[str], list[bool]]] = []
+    moved = _moved(text)
     for line in text.splitlines(keepends=True):
         if line.startswith("@@"):
             hunks.append(([], []))
         elif hunks and line[:1] in ("+", " "):
             hunks[-1][0].append(line[1:] if line[1:].endswith("\n") else line[1:] + "\n")
-            hunks[-1][1].append(line[0] == "+")
+            hunks[-1][1].append(line[0] == "+" and line[1:].strip() not in moved)
         elif hunks and line.strip() == "":
             hunks[-1][0].append("\n")
             hunks[-1][1].append(False)
@@ -166,11 +182,24 @@ def _hunks(text: str) -> list[tuple[list[str], list[bool]]]:
 
 
 def _added_lines(text: str) -> list[str]:
-    """The ``+`` lines of the hunks of one file's part (not its ``+++`` header)."""
+    """The ``+`` lines of the hunks of one file's part (not its ``+++`` header), but for the
+    lines the file had already (:func:`_moved`)."""
+    moved = _moved(text)
+    return [line for line in _signed_lines(text, "+") if line.strip() not in moved]
+
+
+def _moved(text: str) -> set[str]:
+    """The text (stripped) of the lines one file's part removes: the same line added back
+    (re-indented, or moved within the file) is code the file had, not code the patch adds."""
+    return {line.strip() for line in _signed_lines(text, "-")} - {""}
+
+
+def _signed_lines(text: str, sign: str) -> list[str]:
+    """The hunk lines of one file's part that start with ``sign``, without it."""
     lines, in_hunk = [], False
     for line in text.splitlines():
         if line.startswith("@@"):
             in_hunk = True
-        elif in_hunk and line.startswith("+"):
+        elif in_hunk and line.startswith(sign):
             lines.append(line[1:])
     return lines

@@ -3,10 +3,25 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, field_validator
 
 from orchestrator.settings.base import ComponentConfig
 from orchestrator.settings.housekeeping import KeepPolicy
+
+# the request's config keys that can spend more of the operator's resources than its own
+# settings (longer timeouts, more tool calls, a set-up that calls the paid LLM API, validation
+# the operator turned off); see orchestrator.frontends.request_policy
+REQUESTER_OVERRIDES = (
+    "setup_strategy", "instance_timeout", "tool_timeout", "test_timeout", "participant_timeout",
+    "max_tool_calls", "validate",
+)  # fmt: skip
+
+
+def split_keys(value: str | None) -> list[str]:
+    """The names of a comma- or space-separated list."""
+    return [part for part in re.split(r"[,\s]+", value or "") if part]
 
 
 class ServeConfig(ComponentConfig):
@@ -33,3 +48,21 @@ class ServeConfig(ComponentConfig):
     serve_max_kept_containers: int = Field(
         10, ge=0, description="serve: kept containers of assessments, at most; oldest go first."
     )
+    serve_allowed_overrides: str = Field(
+        "",
+        description="serve: request config keys allowed to ask for more than this server's "
+        "own settings (comma-separated, among " + ", ".join(REQUESTER_OVERRIDES) + "; "
+        "setup_strategy llm/auto calls a paid LLM API); empty = none: such a request is "
+        "rejected.",
+    )
+
+    @field_validator("serve_allowed_overrides")
+    @classmethod
+    def _known_keys(cls, value: str) -> str:
+        unknown = [key for key in split_keys(value) if key not in REQUESTER_OVERRIDES]
+        if unknown:
+            raise ValueError(
+                f"unknown key(s) {', '.join(unknown)}; choose among "
+                + ", ".join(REQUESTER_OVERRIDES)
+            )
+        return value

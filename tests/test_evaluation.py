@@ -737,7 +737,10 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
         "PROBE-CREATED /testbed/.pytest_cache/x",
         "PROBE-CREATED /testbed/units/out/a/x",
     ]
-    assert result.status == Status.NO_OP, result.message  # the code is the base's otherwise
+    # every attempt failed, and the attempts on grading's own files are evidence all the same
+    assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
+    assert any("opens grading's own files /opt/swe/eval" in e for e in result.tamper_evidence)
+    assert any("opens a descriptor of a process" in e for e in result.tamper_evidence)
 
 
 @pytest.mark.container

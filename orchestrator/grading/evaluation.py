@@ -209,17 +209,20 @@ def run_tests(
         crash=crash,
         duration=duration,
         writable=_recorded_writes(sandbox) if record and test_user else [],
-        audit=_audit_report(sandbox, exit_code) if audit is not None else None,
+        audit=_audit_report(sandbox, exit_code, log_dir) if audit is not None else None,
     )
 
 
-def _audit_report(sandbox: Sandbox, exit_code: int | None) -> AuditReport:
-    """What the hook reported (:func:`.audit.read_audit`); nothing when it wrote nothing."""
+def _audit_report(sandbox: Sandbox, exit_code: int | None, log_dir: Path | None) -> AuditReport:
+    """What the hook reported (:func:`.audit.read_audit`; its records are ``audit.log`` in
+    ``log_dir``); nothing when it wrote nothing."""
     try:
-        log = sandbox.read_file(AUDIT_LOG, max_bytes=16 * 1024 * 1024)
+        text = sandbox.read_file(AUDIT_LOG, max_bytes=16 * 1024 * 1024).decode("utf-8", "replace")
     except SandboxError:
         return AuditReport()
-    return read_audit(log.decode("utf-8", "replace"), exit_code)
+    if log_dir is not None:
+        (log_dir / "audit.log").write_text(text)
+    return read_audit(text, exit_code)
 
 
 def audit_config(sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str) -> AuditConfig:
@@ -329,6 +332,8 @@ def evaluate(
     )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
+    if log_dir is not None and (log_dir / "audit.log").is_file():
+        logs.note("audit", "audit.log")
     excluded_tests = (list(excluded_p2p), list(excluded_f2p))
     return _judge(run, instance, recipe, gradeable, excluded_tests, timeout, common)
 

@@ -1042,15 +1042,6 @@ CASES = [
 
 
 # ------------------------------------------------------------------ round two (issue 20)
-def _flagged(reason: str, instance: str = CALC) -> Callable[[Run], None]:
-    def check(run: Run) -> None:
-        result = run.results[instance]
-        assert any(r.startswith(reason) for r in result.suspicious), result.suspicious
-        assert result.message.startswith("suspicious: ")
-
-    return check
-
-
 TAMPERED = (Status.REGRESSION, Reason.TAMPER_DETECTED)  # every test counts as failing
 
 

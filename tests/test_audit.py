@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.grading.audit import (
+    HOOK_PATH,
     HOOK_SOURCE,
+    PTH_LINE,
     AuditConfig,
     patch_lines,
     read_audit,
@@ -151,7 +153,7 @@ def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -
 
     thread = threading.Thread(target=read)
     thread.start()
-    starter = f"exec(compile(open({str(hook)!r}).read(), {str(hook)!r}, 'exec'), {{}})\n"
+    starter = PTH_LINE.replace(HOOK_PATH, str(hook))
     code = starter + DRIVER.format(repo=str(repo), body=body)
     env = dict(os.environ, SWE_GREEN_AUDIT_TOP="1")
     subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
@@ -171,11 +173,8 @@ def test_the_hook_reports_the_patch_lines_frame_reads_and_not_the_repositorys(tm
 
 
 def test_the_hook_reports_a_hidden_test_file_read_through_the_standard_library(tmp_path):
-    body = (
-        "import linecache\n"
-        "pkg.reads(os.path.join({repo!r}, 'tests', 'test_x.py'))\n".format(
-            repo=str(tmp_path / "repo")
-        )
+    body = "import linecache\npkg.reads(os.path.join({repo!r}, 'tests', 'test_x.py'))\n".format(
+        repo=str(tmp_path / "repo")
     )
     log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15, 16]})
     evidence = read_audit(log, 0).evidence
@@ -193,3 +192,15 @@ def test_closing_the_hooks_descriptor_does_not_blind_it(tmp_path):
     body = "os.closerange(3, 1024)\npkg.changed()\n"
     log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [11]})
     assert "pkg/__init__.py:11 gets a frame (sys._getframe)" in read_audit(log, 0).evidence, log
+
+
+def test_replacing_the_builtins_does_not_blind_the_hook(tmp_path):
+    body = (
+        "import builtins\nbuiltins.str = type('S', (str,), {{}})\n"
+        "pkg.reads(os.path.join({repo!r}, 'tests', 'test_x.py'))\n".format(
+            repo=str(tmp_path / "repo")
+        )
+    )
+    log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15]})
+    evidence = read_audit(log, 0).evidence
+    assert any(e.startswith("pkg/__init__.py:15 opens a hidden test file") for e in evidence), log

@@ -11,8 +11,8 @@ a file the patch adds), the hidden test files and the words that name the test r
 :func:`read_audit` turns the records into evidence: each event the hook attributed to a
 patch line, and a test command that exited 0 while its first Python process never reached
 the interpreter's exit (it was replaced, or left with ``os._exit`` after printing). Evidence
-is not a flag: grading counts every test as failing (``tamper_detected``). All pure but
-:func:`audit_files` (which reads the hook's source).
+is not a flag: grading counts every test as failing (``tamper_detected``). The functions
+that take a sandbox put the files in and read the records out; the rest are pure.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from orchestrator.models import Instance
 from orchestrator.patches.diff import split_patch
+from orchestrator.safe_git import SHELL_GIT_FUNCTION
+from orchestrator.sandbox import Sandbox, SandboxError
+from orchestrator.sandbox.archives import files_archive
+from orchestrator.spec.recipes import Recipe, test_files
 
 AUDIT_DIR = "/opt/swe/audit"
 HOOK_PATH = f"{AUDIT_DIR}/hook.py"
@@ -37,9 +42,10 @@ AUDIT_LOG = f"{AUDIT_DIR}/events.log"
 PTH_NAME = "00-swe-green-audit.pth"
 TOP_VARIABLE = "SWE_GREEN_AUDIT_TOP"
 HOOK_SOURCE = Path(__file__).with_name("audit_hook.py")
-_PTH_LINE = (
-    f"import os; os.path.isfile({HOOK_PATH!r}) and exec(compile(open({HOOK_PATH!r}).read(), "
-    f"{HOOK_PATH!r}, 'exec'), {{'__name__': '__swe_green_audit__'}})\n"
+PTH_LINE = (
+    f"import builtins, os; os.path.isfile({HOOK_PATH!r}) and exec(compile(open({HOOK_PATH!r})"
+    f".read(), {HOOK_PATH!r}, 'exec'), {{'__name__': '__swe_green_audit__', "
+    "'__builtins__': dict(vars(builtins))})\n"
 )
 
 
@@ -68,7 +74,7 @@ def audit_files(config: AuditConfig) -> dict[str, tuple[bytes | str, int]]:
     return {
         f"{name}/{posixpath.basename(HOOK_PATH)}": (HOOK_SOURCE.read_text(), 0o644),
         f"{name}/{posixpath.basename(CONFIG_PATH)}": (config.model_dump_json(), 0o644),
-        f"{name}/{posixpath.basename(PTH_PATH)}": (_PTH_LINE, 0o644),
+        f"{name}/{posixpath.basename(PTH_PATH)}": (PTH_LINE, 0o644),
     }
 
 
@@ -173,3 +179,42 @@ def read_audit(log: str, exit_code: int | None) -> AuditReport:
                 )
                 break
     return AuditReport(active=active, evidence=evidence)
+
+
+# --------------------------------------------------------------------------- in the sandbox
+def audit_config(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str, repo_dir: str,
+    eval_dir: str,
+) -> AuditConfig:  # fmt: skip
+    """What the hook watches for ``patch``, applied in ``sandbox``'s repository at
+    ``repo_dir``: where its lines landed (``git diff -U0`` against the base commit)."""
+    diff = sandbox.exec(
+        ["bash", "-c", f"{SHELL_GIT_FUNCTION}\ncd {shlex.quote(repo_dir)} && git diff -U0 "
+         f"--no-color --no-ext-diff --no-renames {shlex.quote(instance.base_commit)} --"],
+        timeout=120,
+    )  # fmt: skip
+    tests = test_files(instance.test_patch)
+    return AuditConfig(
+        repo=repo_dir,
+        lines=patch_lines(diff.stdout, patch),
+        tests=tests,
+        runner_words=runner_words(recipe.test_cmd, tests),
+        eval_dir=eval_dir,
+    )
+
+
+def put_audit_files(sandbox: Sandbox, config: AuditConfig) -> None:
+    """The hook, its configuration and its ``.pth`` line into :data:`AUDIT_DIR`, root's."""
+    sandbox.put_archive(posixpath.dirname(AUDIT_DIR), files_archive(audit_files(config)))
+
+
+def audit_report(sandbox: Sandbox, exit_code: int | None, log_dir: Path | None) -> AuditReport:
+    """What the hook reported (:func:`read_audit`; its records are written to ``audit.log``
+    in ``log_dir``); nothing when it wrote nothing."""
+    try:
+        text = sandbox.read_file(AUDIT_LOG, max_bytes=16 * 1024 * 1024).decode("utf-8", "replace")
+    except SandboxError:
+        return AuditReport()
+    if log_dir is not None:
+        (log_dir / "audit.log").write_text(text)
+    return read_audit(text, exit_code)

@@ -8,41 +8,28 @@ infrastructure, apply the rest (:func:`orchestrator.patches.apply.apply_patch`),
 restore the files. The output between the markers is parsed with the repository's log
 format and graded.
 
-Empty patch: graded ``no_op``/``empty_patch`` without running the tests. Running them would
-only re-measure the base, which environment validation already did; it is not worth a test
-run per empty answer.
+Empty patch: ``no_op``/``empty_patch`` without a test run (it would re-measure the base).
 
-**Test infrastructure is not the participant's to change.** A patch could add a
-``conftest.py`` whose ``pytest_runtest_makereport`` hook reports every test as passed; the
-runner's own summary then agrees with the forged lines, so no check of the output can
-expose it. So before applying, :func:`.test_infrastructure.drop_test_infrastructure` removes every
-file that configures, drives or supplies the tests (:func:`is_test_infrastructure`): files
-in ``test``/``tests``/``testing`` directories, test modules, ``conftest.py``, the config
-files pytest and tox read (``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``),
-start-up hooks (``sitecustomize.py``, ``*.pth``), ``.gitattributes`` and the files the
-test command names (``bin/test``, ``tests/runtests.py``). The grading environment is not
-reinstalled, so the packaging metadata in those config files has no effect on the test run
-anyway. Files the gold patch itself changes are exempt (one Verified gold patch changes
-``setup.cfg``), so the gold patch always survives whole. The dropped files are reported
-(``Evaluation.excluded_files``), as are new top-level modules that shadow a standard-library
-or runner module on the runner's ``sys.path[0]``.
+**Test infrastructure is not the participant's to change**: before applying,
+:func:`.test_infrastructure.drop_test_infrastructure` removes every file that configures,
+drives or supplies the tests (a ``conftest.py`` whose hook reports every test passed would
+make the runner's own summary agree with the forged lines); what the gold patch changes too
+is exempt, and what was dropped is reported (``Evaluation.excluded_files``).
 
-**Test output the code under test cannot rewrite cheaply**: the markers carry a nonce the
-test process never sees (:func:`run_tests`), the tests can run as an unprivileged user
-(:func:`eval_script`), a section with imitated markers or several runner summaries counts
-every test as failing (``test_output_forged``), and :func:`grading.detect_test_crash`
-catches result lines the runner did not count. What remains possible, tampering with the
-runner in memory from inside the test process, is flagged ``suspicious`` on a resolved
-result (:mod:`orchestrator.grading.tamper_check`). The no-op outcomes (empty patch, only
-excluded files, not applied) record the tests by name as the base measured them
-(:func:`.classify.no_op_groups`).
+**Test output the code under test cannot rewrite cheaply**: nonce markers the test process
+never sees, an unprivileged test user (:func:`run_tests`, :func:`eval_script`); imitated
+markers or several runner summaries count every test as failing (``test_output_forged``);
+:func:`grading.detect_test_crash` catches result lines the runner did not count. What the
+patch's code does at test time is watched (:mod:`.audit`): evidence of forging or of reading
+the grading counts every test as failing (``tamper_detected``); a resolved result whose patch
+touches the runner's machinery is flagged ``suspicious`` (:mod:`.tamper_check`). The no-op
+outcomes record the tests as the base measured them (:func:`.classify.no_op_groups`).
 """
 
 from __future__ import annotations
 
 import posixpath
 import secrets
-import shlex
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -52,14 +39,11 @@ from pydantic import BaseModel, Field
 
 from orchestrator.environments.dependencies.reinstall import Reinstalled, guarded_reinstall
 from orchestrator.grading.audit import (
-    AUDIT_DIR,
-    AUDIT_LOG,
     AuditConfig,
     AuditReport,
-    audit_files,
-    patch_lines,
-    read_audit,
-    runner_words,
+    audit_config,
+    audit_report,
+    put_audit_files,
 )
 from orchestrator.grading.classify import classify, detect_test_crash, grade_tests, no_op_groups
 from orchestrator.grading.grading_logs import GradingLogs
@@ -85,10 +69,9 @@ from orchestrator.grading.script import (
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
-from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.recipes import Recipe, test_files
+from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
 
 __all__ = [
@@ -167,21 +150,20 @@ def run_tests(
     The markers carry a nonce made here for this run and given only to the eval script
     (:func:`eval_script`); the output file and the eval directory are root's alone, so a
     test process of ``test_user`` can neither read the nonce back nor the script. The eval
-    script writes into a pipe (a FIFO that a root ``cat`` copies into the output file): no
-    descriptor the tests inherit can seek, truncate or reopen the output file to rewind
-    what was printed. The network stays off afterwards. With ``log_dir``, ``eval.sh`` and
-    the whole output (``test_output.txt``) are written there.
+    script writes into a pipe (a FIFO a root ``cat`` copies into the output file) that no
+    descriptor of the tests can rewind. The network stays off. With ``log_dir``, ``eval.sh``
+    and the whole output (``test_output.txt``) are written there.
 
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
     is writable instead, and ``TestRun.writable`` says where the tests wrote
-    (:mod:`.script`). ``directives``: run these instead of the instance's test files. With
-    ``audit`` the patch's code is watched while the tests run (:mod:`.audit`).
+    (:mod:`.script`). ``directives``: run these instead of the test files. ``audit``: the
+    patch's code is watched (:mod:`.audit`).
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user, writable, record, directives)
     _put_eval_files(sandbox, instance.test_patch, script)
     if audit is not None:
-        sandbox.put_archive(posixpath.dirname(AUDIT_DIR), files_archive(audit_files(audit)))
+        put_audit_files(sandbox, audit)
     nonce = secrets.token_hex(16)
     started = time.monotonic()
     result = sandbox.exec(["bash", "-c", _PIPED_RUN], timeout=timeout, env={NONCE_VARIABLE: nonce})
@@ -200,46 +182,11 @@ def run_tests(
     if not result.timed_out and forged is None:
         crash = _crash(output, too_large, exit_code, section, outcomes)
     return TestRun(
-        outcomes=outcomes,
-        section=section,
-        exit_code=exit_code,
-        forged=forged,
-        output=_cap(output, OUTPUT_KEEP),
-        timed_out=result.timed_out,
-        crash=crash,
-        duration=duration,
-        writable=_recorded_writes(sandbox) if record and test_user else [],
-        audit=_audit_report(sandbox, exit_code, log_dir) if audit is not None else None,
-    )
-
-
-def _audit_report(sandbox: Sandbox, exit_code: int | None, log_dir: Path | None) -> AuditReport:
-    """What the hook reported (:func:`.audit.read_audit`; its records are ``audit.log`` in
-    ``log_dir``); nothing when it wrote nothing."""
-    try:
-        text = sandbox.read_file(AUDIT_LOG, max_bytes=16 * 1024 * 1024).decode("utf-8", "replace")
-    except SandboxError:
-        return AuditReport()
-    if log_dir is not None:
-        (log_dir / "audit.log").write_text(text)
-    return read_audit(text, exit_code)
-
-
-def audit_config(sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str) -> AuditConfig:
-    """What the audit hook watches for ``patch``, applied in ``sandbox``'s repository."""
-    diff = sandbox.exec(
-        ["bash", "-c", f"{SHELL_GIT_FUNCTION}\ncd {REPO_DIR} && git diff -U0 --no-color "
-         f"--no-ext-diff --no-renames {shlex.quote(instance.base_commit)} --"],
-        timeout=120,
+        outcomes=outcomes, section=section, exit_code=exit_code, forged=forged,
+        output=_cap(output, OUTPUT_KEEP), timed_out=result.timed_out, crash=crash,
+        duration=duration, writable=_recorded_writes(sandbox) if record and test_user else [],
+        audit=audit_report(sandbox, exit_code, log_dir) if audit is not None else None,
     )  # fmt: skip
-    tests = test_files(instance.test_patch)
-    return AuditConfig(
-        repo=REPO_DIR,
-        lines=patch_lines(diff.stdout, patch),
-        tests=tests,
-        runner_words=runner_words(recipe.test_cmd, tests),
-        eval_dir=EVAL_DIR,
-    )
 
 
 def _put_eval_files(sandbox: Sandbox, test_patch: str, script: str) -> None:
@@ -325,7 +272,7 @@ def evaluate(
         message = "the reinstall the patch's build changes caused wrote beyond the package's "
         message += f"own files, so the tests did not run: {refused}"
         return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
-    watched = audit_config(sandbox, instance, recipe, gradeable)
+    watched = audit_config(sandbox, instance, recipe, gradeable, REPO_DIR, EVAL_DIR)
     run = run_tests(
         sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
         writable=writable, audit=watched,
@@ -381,26 +328,7 @@ def _judge(
         )
     evidence = run.audit.evidence if run.audit is not None else []
     if run.forged or evidence:  # nothing of the section can be trusted: every test fails
-        groups = grade_tests(
-            instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, excluded_p2p, excluded_f2p
-        )
-        forged = f"the test output is forged, every test counts as failing: {run.forged}"
-        reason, message = Reason.TEST_OUTPUT_FORGED, forged
-        if evidence:  # what the code did, by file and line, comes first
-            reason = Reason.TAMPER_DETECTED
-            message = "the patch's code tampered with the test run, every test counts as "
-            message += "failing: " + "; ".join(evidence[:5])
-            message += f" (and {len(evidence) - 5} more)" if len(evidence) > 5 else ""
-            message += f"; and {forged.removeprefix('the ')}" if run.forged else ""
-        return Evaluation(
-            status=classify(groups),
-            reason=reason,
-            message=message,
-            groups=groups,
-            test_run=run,
-            tamper_evidence=evidence,
-            **common,
-        )
+        return _untrusted(run, instance, excluded, evidence, common)
     if run.crash:
         return Evaluation(
             status=Status.ERROR, reason=Reason.TEST_CRASH, message=run.crash, test_run=run, **common
@@ -427,6 +355,26 @@ def _judge(
         message="suspicious: " + "; ".join(suspicious) if suspicious else "",
         **common,
     )
+
+
+def _untrusted(
+    run: TestRun, instance: Instance, excluded: tuple[list[str], list[str]],
+    evidence: list[str], common: dict[str, Any],
+) -> Evaluation:  # fmt: skip
+    """Forged output or evidence of tampering: every expected test counts as failing."""
+    groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, *excluded)
+    forged = f"the test output is forged, every test counts as failing: {run.forged}"
+    reason, message = Reason.TEST_OUTPUT_FORGED, forged
+    if evidence:  # what the code did, by file and line, comes first
+        reason = Reason.TAMPER_DETECTED
+        message = "the patch's code tampered with the test run, every test counts as "
+        message += "failing: " + "; ".join(evidence[:5])
+        message += f" (and {len(evidence) - 5} more)" if len(evidence) > 5 else ""
+        message += f"; and {forged.removeprefix('the ')}" if run.forged else ""
+    return Evaluation(
+        status=classify(groups), reason=reason, message=message, groups=groups, test_run=run,
+        tamper_evidence=evidence, **common,
+    )  # fmt: skip
 
 
 def _read_output(sandbox: Sandbox) -> tuple[str, bool]:

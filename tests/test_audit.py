@@ -153,7 +153,7 @@ def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -
 
     thread = threading.Thread(target=read)
     thread.start()
-    starter = PTH_LINE.replace(HOOK_PATH, str(hook))
+    starter = PTH_LINE.replace(HOOK_PATH, str(hook)) * 2  # site-packages twice on sys.path
     code = starter + DRIVER.format(repo=str(repo), body=body)
     env = dict(os.environ, SWE_GREEN_AUDIT_TOP="1")
     subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
@@ -165,6 +165,7 @@ def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -
 
 def test_the_hook_reports_the_patch_lines_frame_reads_and_not_the_repositorys(tmp_path):
     log = _run_hooked(tmp_path, "pkg.changed()", {"pkg/__init__.py": [10, 11]})
+    assert log.count("S\t") == 1, log  # one hook a process
     report = read_audit(log, 0)
     assert report.active and not any("never reached" in e for e in report.evidence)
     # line 11 gets a frame; line 6 (not the patch's) does too, and logging's (for line 10)

@@ -252,9 +252,11 @@ class _Audit:
 
 
 def _install(config_path):
-    """Install the hook when grading set it up (its configuration is there)."""
-    if not hasattr(sys, "addaudithook"):
+    """Install the hook when grading set it up (its configuration is there), once a process
+    (site-packages can be on ``sys.path`` twice: a venv's ``lib64`` is a link to ``lib``)."""
+    if not hasattr(sys, "addaudithook") or getattr(sys, "_swe_green_audit", False):
         return
+    sys._swe_green_audit = True
     try:
         with open(config_path) as handle:
             text = handle.read()

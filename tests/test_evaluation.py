@@ -377,12 +377,17 @@ def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
     assert result.excluded_files == []
     assert sorted(Path(p).name for p in result.logs.values()) == [
         "apply.log",
+        "audit.log",
         "eval.sh",
         "graded.patch",
         "test_output.txt",
     ]
     output = (tmp_path / "test_output.txt").read_text()
     assert re.search(r"^>>>>> SWE_GREEN_END [0-9a-f]{32} exit=0$", output, re.MULTILINE)
+    # the audit hook ran in the test process, ended with it, and saw nothing of the gold patch
+    audit = (tmp_path / "audit.log").read_text()
+    assert audit.startswith("S\t") and "\nX\t" in audit and "\nE\t" not in audit, audit
+    assert result.tamper_evidence == []
 
 
 @pytest.mark.container

@@ -2,8 +2,9 @@
 
 For each instance (phases 1-4 first: built, or cache hits when the images are there), one
 grading container from its environment with the gold patch applied runs the instance's tests
-``--runs`` times with the audit hook and as often without, alternating which goes first. The
-figure is the test run's own time (``TestRun.duration``). Printed per instance: the median of
+``--runs`` times with the audit hook and as often without, alternating which goes first (as
+root: the test user's writable paths are validation's, which this does not run). The figure
+is the test run's own time (``TestRun.duration``). Printed per instance: the median of
 each, their ratio, and whether the hook reported anything on the gold patch (it must not);
 then the ratio of the sums over the sample. Goal: ≤ 1.05.
 
@@ -30,8 +31,9 @@ from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
 from orchestrator.environments.prepared import test_recipe  # noqa: E402
-from orchestrator.grading.audit import AUDIT_DIR  # noqa: E402
-from orchestrator.grading.evaluation import TEST_USER, audit_config, run_tests  # noqa: E402
+from orchestrator.grading.audit import AUDIT_DIR, audit_config  # noqa: E402
+from orchestrator.grading.evaluation import run_tests  # noqa: E402
+from orchestrator.grading.script import EVAL_DIR, REPO_DIR  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance  # noqa: E402
@@ -49,10 +51,10 @@ def measure(
     sandbox = ctx.start_sandbox(prepared.snapshot, instance, "grading", network=False)
     timeout = ctx.settings.grading.test_timeout
     try:
-        applied = apply_patch(sandbox, instance.patch, repo_dir="/testbed")
+        applied = apply_patch(sandbox, instance.patch, repo_dir=REPO_DIR)
         if not applied.applied:
             raise SystemExit(f"{instance.instance_id}: the gold patch does not apply")
-        watched = audit_config(sandbox, instance, recipe, instance.patch)
+        watched = audit_config(sandbox, instance, recipe, instance.patch, REPO_DIR, EVAL_DIR)
         with_hook: list[float] = []
         without: list[float] = []
         reported: list[str] = []
@@ -60,9 +62,8 @@ def measure(
             audited = (i % 2 == 0) == (i // 2 % 2 == 0)  # ABBA: neither always goes first
             sandbox.exec(["rm", "-rf", AUDIT_DIR], timeout=30)  # an earlier run's set-up
             run = run_tests(
-                sandbox, instance, recipe, timeout=timeout, test_user=TEST_USER,
-                audit=watched if audited else None,
-            )  # fmt: skip
+                sandbox, instance, recipe, timeout=timeout, audit=watched if audited else None
+            )
             (with_hook if audited else without).append(run.duration)
             if run.audit is not None:
                 reported += [e for e in run.audit.evidence if e not in reported]

@@ -52,6 +52,7 @@ from orchestrator.environments.dependencies.reinstall_observe import (
     in_tree,
     observe_before,
     observe_stopped,
+    outside_changed,
     repo_changes,
 )
 from orchestrator.patches.diff import split_patch
@@ -193,9 +194,13 @@ def contained_reinstall(
         else:
             inside = {p for p in paths if in_tree(p, repo_dir)}
             inside |= {f"{repo_dir}/{rel}" for rel in repo.changed}
-            written = _written(before, stopped, copies, inside, repo)
+            later = outside_changed(fresh, before)
+            stopped.texts |= later.texts
+            stopped.unreadable |= later.unreadable
+            later_paths = {p for p in later.paths if not p.endswith((".pyc", ".pyo"))}
+            written = _written(before, stopped, copies, inside | later_paths, repo)
             done.refused = reinstall_problems(written, repo_dir, runners)
-            drop_bytecode(fresh, stopped.paths)
+            drop_bytecode(fresh, stopped.paths | later.paths)
         yield fresh, done
 
 

@@ -10,19 +10,23 @@ container from its files.
   each file's object id, kept here on the host: the build can rewrite ``.git`` in its
   container, never this list.
 - **Stopped** (:func:`observe_stopped`, no process of the build exists): the engine's new
-  changes (read from the host: nothing inside the container can hide one), those files
-  outside the working tree that changed before and whose bytes differ now, and the texts
+  changes (read from the host: nothing inside the container can hide one) and the texts
   of the files the rules read (``RECORD``, ``entry_points.txt``, ``.pth``), read through
   the archive API.
 - **Fresh** (:func:`repo_changes`): in a container started from the stopped one's files,
   with the system's ``git`` by its absolute path (the stopped observation refuses a build
   that replaced it), hooks and fsmonitor off: the working tree against that list (an index
-  made from it; comparing needs no object of the repository).
+  made from it; comparing needs no object of the repository); and the files outside the
+  working tree that were changed before the build, whose later changes the engine's list
+  cannot show, by their SHA-256 before and now (:func:`outside_changed`). Their hashing
+  trusts the fresh container's ``sha256sum``: where the engine shows every change since the
+  image (a grading container from an image), a replaced one is refused before; under the
+  restricted Docker policy the set-up's own files were put in before the build, and a
+  build that rewrites one of the system's tools among them could hide that file's change.
 """
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import shlex
 
@@ -40,6 +44,11 @@ _TOUCHED = "/tmp/.swe-reinstall-touched"
 _LISTING = "/tmp/.swe-reinstall-listing"
 _FOUND = "/tmp/.swe-reinstall-found"
 _MAX_LIST = 500_000_000
+_DIGEST_LIST, _DIGEST_OUT = "/tmp/.swe-reinstall-digest-list", "/tmp/.swe-reinstall-digests"
+_DIGEST = (
+    f"/usr/bin/xargs -0 -r -a {_DIGEST_LIST} /usr/bin/sha256sum -z -- > {_DIGEST_OUT} 2>/dev/null; "
+    f"[ -e {_DIGEST_OUT} ]"
+)
 # the working tree after the patch: its files and their object ids (``ls-tree -r -z``)
 _RECORD_TREE = (
     f'set -e; cd "$1"; export GIT_INDEX_FILE=/tmp/.swe-reinstall-tree\n'
@@ -78,7 +87,7 @@ class Before(BaseModel):
     repo_modules: set[str]
     # the working tree after the patch (``ls-tree -r -z``); None: git could not record it
     listing: str | None
-    digests: dict[str, str | None] = Field(default_factory=dict)  # changed files outside it
+    digests: dict[str, str] = Field(default_factory=dict)  # changed files outside it
 
 
 class Stopped(BaseModel):
@@ -115,7 +124,7 @@ def observe_before(sandbox: Sandbox, repo_dir: str, touched: list[str]) -> Befor
             if name.isidentifier() or (name.endswith(".py") and name[:-3].isidentifier())
         },
         listing=tree,
-        digests={path: _digest(sandbox, path) for path in _outside_tree(changes, repo_dir)},
+        digests=_digests(sandbox, _outside_tree(changes, repo_dir)),
     )
 
 
@@ -133,7 +142,6 @@ def observe_stopped(sandbox: Sandbox, before: Before) -> Stopped:
     engine = engine_changes(sandbox) - before.changes
     parents = {posixpath.dirname(path) for path in engine}
     paths = {path for path in engine if path not in parents}  # files, not their directories
-    paths |= {p for p, digest in before.digests.items() if _digest(sandbox, p) != digest}
     stopped = Stopped(paths=paths)
     for path in sorted(paths):
         name = posixpath.basename(path)
@@ -209,8 +217,41 @@ def _read_text(sandbox: Sandbox, path: str) -> str | None:
         return None
 
 
-def _digest(sandbox: Sandbox, path: str) -> str | None:
-    try:
-        return hashlib.sha256(sandbox.read_file(path, max_bytes=100_000_000)).hexdigest()
-    except SandboxError:  # gone, a directory or link, too large: compared as such
-        return None
+def outside_changed(fresh: Sandbox, before: Before) -> Stopped:
+    """The files outside the working tree that were changed before the build (the engine's
+    list cannot show a later change) and whose bytes differ in ``fresh``, with the texts of
+    those the rules read."""
+    now = _digests(fresh, sorted(before.digests), _PATH)
+    paths = {p for p in set(before.digests) | set(now) if before.digests.get(p) != now.get(p)}
+    found = Stopped(paths=paths)
+    for path in sorted(paths):
+        name = posixpath.basename(path)
+        if name in ("RECORD", "entry_points.txt") or name.endswith(".pth"):
+            try:
+                data = fresh.read_file(path, max_bytes=10_000_000)
+            except FileMissing:
+                continue
+            except SandboxError:
+                found.unreadable.add(path)
+                continue
+            found.texts[path] = data.decode("utf-8", "replace")
+    return found
+
+
+def _digests(sandbox: Sandbox, paths: list[str], search: str | None = None) -> dict[str, str]:
+    """The SHA-256 of each of ``paths`` that is a file (one ``sha256sum`` in the sandbox)."""
+    if not paths:
+        return {}
+    sandbox.write_file(_DIGEST_LIST, "".join(f"{path}\0" for path in paths).encode(
+        "utf-8", "surrogateescape"
+    ))  # fmt: skip
+    sandbox.exec(
+        ["/bin/bash", "-c", _DIGEST], timeout=600, env={"PATH": search} if search else None
+    )
+    text = _read_text(sandbox, _DIGEST_OUT) or ""
+    found = {}
+    for line in text.split("\0"):
+        digest, _, path = line.partition("  ")
+        if path:
+            found[path] = digest
+    return found

@@ -25,6 +25,7 @@ from orchestrator.environments.dependencies.reinstall_guard import (
     repo_file_problem,
 )
 from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.sandbox import FileMissing
 from orchestrator.spec.recipes import load_recipes
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -423,22 +424,27 @@ TAMPERING_SETUP_PY = _new_file(
     "        f.write(bytes.fromhex(CODE[i:i + 16]).decode())\n"
     "setup()\n",
 )
-# a setup.py that leaves a root daemon re-forking to a new PID every millisecond; it beats
-# into /tmp/.hostile-beat and, once /opt/swe/eval appears, copies the test patch out
+# a setup.py that leaves a root daemon re-forking to a new PID every millisecond; it logs
+# each PID to /tmp/.hostile-pids and, once /opt/swe/eval appears, copies the test patch out
 DAEMON_SETUP_PY = _new_file(
     "setup.py",
-    "import os, shutil, time\nfrom setuptools import setup\n\n\n"
+    "import os, shutil, time, traceback\nfrom setuptools import setup\n\n\n"
     "def daemon():\n"
     "    os.setsid()\n"
     "    null = os.open(os.devnull, os.O_RDWR)\n"
     "    for fd in (0, 1, 2):\n        os.dup2(null, fd)\n"
     "    os.closerange(3, 65536)\n"
-    "    while True:\n"
-    "        if os.fork():\n            os._exit(0)\n"
-    "        with open('/tmp/.hostile-beat', 'w') as f:\n            f.write(str(os.getpid()))\n"
-    "        if os.path.exists('/opt/swe/eval/test.patch'):\n"
-    "            shutil.copy('/opt/swe/eval/test.patch', '/testbed/leaked.patch')\n"
-    "        time.sleep(0.001)\n\n\n"
+    "    try:\n"
+    "        while True:\n"
+    "            if os.fork():\n                os._exit(0)\n"
+    "            with open('/tmp/.hostile-pids', 'a') as f:\n"
+    "                f.write('%d\\n' % os.getpid())\n"
+    "            if os.path.exists('/opt/swe/eval/test.patch'):\n"
+    "                shutil.copy('/opt/swe/eval/test.patch', '/testbed/leaked.patch')\n"
+    "            time.sleep(0.001)\n"
+    "    except BaseException:\n"
+    "        open('/tmp/.hostile-error', 'w').write(traceback.format_exc())\n"
+    "        raise\n\n\n"
     "if not os.path.exists('/tmp/.hostile-daemon'):\n"
     "    open('/tmp/.hostile-daemon', 'w').close()\n"
     "    if os.fork() == 0:\n        daemon()\n"
@@ -490,25 +496,29 @@ def test_no_process_of_the_build_reaches_the_fresh_container(
     sandbox, recipe, fresh_from = _applied(
         run_ctx, synthetic_instances, make_sandbox, DAEMON_SETUP_PY
     )
-    # the install waits until the daemon has re-forked a few times (new PIDs)
-    wait = "; for i in $(seq 100); do [ -s /tmp/.hostile-beat ] && break; sleep 0.05; done"
-    beats = "; for i in 1 2 3; do cat /tmp/.hostile-beat; echo; sleep 0.05; done > /tmp/beats"
-    recipe = recipe.model_copy(update={"install": recipe.install + wait + beats})
+    # the install ends once the daemon has re-forked a few times (new PIDs)
+    wait = (
+        "; for i in $(seq 200); do [ $(wc -l < /tmp/.hostile-pids) -ge 5 ] && break; "
+        "sleep 0.05; done"
+    )
+    recipe = recipe.model_copy(update={"install": recipe.install + wait})
     with contained_reinstall(sandbox, recipe, DAEMON_SETUP_PY, 300, fresh_from) as (
         fresh,
         done,
     ):
         assert done is not None and done.ok, done
         assert done.refused == [], done.refused  # it wrote nothing beyond scratch space
-        pids = set(sandbox.read_file("/tmp/beats").decode().split())
-        assert len(pids) >= 2, pids  # it was alive, re-forking, when the build ended
+        pids = sandbox.read_file("/tmp/.hostile-pids").decode().split()
+        assert len(set(pids)) >= 5, pids  # it was alive, re-forking, when the build ended
+        with pytest.raises(FileMissing):  # and had not died of itself
+            sandbox.read_file("/tmp/.hostile-error")
         # the eval files arrive in the fresh container: nothing is there to copy them
         fresh.exec("mkdir -p /opt/swe/eval && echo hidden > /opt/swe/eval/test.patch")
         time.sleep(1)
         assert fresh.exec("test -e /testbed/leaked.patch").exit_code != 0
-        beat = fresh.exec("cat /tmp/.hostile-beat").stdout
+        logged = fresh.exec("wc -l < /tmp/.hostile-pids").stdout
         time.sleep(0.3)
-        assert fresh.exec("cat /tmp/.hostile-beat").stdout == beat  # no one beats any more
+        assert fresh.exec("wc -l < /tmp/.hostile-pids").stdout == logged  # no one logs any more
         assert "python" not in fresh.exec("ps -eo comm=").stdout
 
 

@@ -398,8 +398,16 @@ def test_the_repository_rules_apply_to_the_written_files_beside_the_others():
     assert reinstall_problems(Written([pth], unreadable=[pth])) == [
         f"{pth} (cannot be read as a regular file)"
     ]
-    assert _problems(["/opt/swe/venv/bin/git"]) == [
-        "/opt/swe/venv/bin/git (replaces a runner's or a tool's script)"
+    # the system's programs, and a console script named like one (first on a PATH)
+    tools = Written(
+        ["/opt/swe/venv/bin/git", "/usr/local/bin/sleep", "/usr/bin/sleep", "/sbin/x"],
+        tools=["sleep", "ls"],
+    )
+    assert reinstall_problems(tools) == [
+        "/opt/swe/venv/bin/git (replaces a runner's or a tool's script)",
+        "/sbin/x (a system program)",
+        "/usr/bin/sleep (a system program)",
+        "/usr/local/bin/sleep (replaces a runner's or a tool's script)",
     ]
 
 

@@ -210,5 +210,5 @@ def _written(
 ) -> Written:  # fmt: skip
     return Written(
         paths, stopped.texts, before.existed, before.repo_modules, copies,
-        repo=repo, unreadable=stopped.unreadable,
+        repo=repo, unreadable=stopped.unreadable, tools=before.tools,
     )  # fmt: skip

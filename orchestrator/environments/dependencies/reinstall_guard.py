@@ -25,7 +25,9 @@ working tree as it stood after the patch was applied) and judged here, by path (
   packages and modules named like the repository's own; files that were there before (an
   installed package's) may not change;
 - console scripts in a ``bin`` directory (the package's own, written again by the install),
-  except the runners' names (``pytest``, ``python``, ...);
+  except the runners' names (``pytest``, ``python``, ...) and the system's programs' (a
+  ``sleep`` or ``git`` found first on a PATH would run as root in the grading container),
+  and nothing in the system's own program directories (``/usr/bin``, ``/bin``, ...);
 - scratch space (``/tmp``, caches, logs) and the files the engine rewrites when the
   container changes networks (``/etc/hosts``, ``/etc/resolv.conf``, ``/etc/hostname``).
 
@@ -50,7 +52,7 @@ from orchestrator.spec.test_infrastructure import is_test_infrastructure
 
 SCRATCH = (
     "/tmp/", "/var/tmp/", "/root/.cache/", "/var/cache/", "/var/log/", "/run/", "/dev/",
-    "/proc/", "/sys/", "/var/lib/apt/", "/var/lib/dpkg/", "/etc/ld.so.cache",
+    "/proc/", "/sys/", "/var/lib/apt/", "/var/lib/dpkg/",
     # the engine's own, rewritten when the container joins or leaves a network
     "/etc/hosts", "/etc/resolv.conf", "/etc/hostname",
 )  # fmt: skip
@@ -62,6 +64,8 @@ _RUNNERS = re.compile(
     r"|find|chmod|chown|patch|setpriv|runuser|su|rm|mkdir|kill|cat|tar|timeout|xargs|sort"
     r"|seq|mkfifo|tail|head|grep|sed|cp|mv|ls|tr|sleep|sha256sum|diff|id)$"
 )
+# the system's programs: no install of a Python package writes there
+_SYSTEM_BIN = ("/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/sbin/")
 _FRAMEWORK = re.compile(r"^(?:_pytest|pytest|pluggy|py|unittest|sitecustomize|usercustomize)\b")
 # the .pth lines setuptools and pip write that run code
 _PTH_CODE_OK = (
@@ -106,12 +110,14 @@ class Written:
         copies_sources: bool = False,
         repo: RepoChanges | None = None,
         unreadable: Iterable[str] = (),
+        tools: Iterable[str] = (),
     ) -> None:
         self.changed = sorted(set(changed))
         # how the repository's files compare with the working tree after the patch (None:
         # not compared, only test infrastructure and .git are refused there)
         self.repo = repo
         self.unreadable = set(unreadable)  # files the rules read that are no regular file
+        self.tools = set(tools)  # the names of the system's programs (``/usr/bin``, ...)
         self.texts = texts or {}
         self.existed = set(existed)  # site-packages and bin files there before the reinstall
         self.repo_modules = set(repo_modules)  # the repository's top-level packages/modules
@@ -191,10 +197,14 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
         if path in recorded:
             return None
         return "no installed package's RECORD lists it"
+    if path.startswith(_SYSTEM_BIN):
+        return "a system program"
     if posixpath.basename(posixpath.dirname(path)) == "bin":
         # a console script runs the package's code, which the patch changes anyway; only
-        # the runners' and the tools the grading's scripts run are the grading's
-        return "replaces a runner's or a tool's script" if _RUNNERS.match(name) else None
+        # the runners' and the system's programs (found first on a PATH) are the grading's
+        if _RUNNERS.match(name) or name in written.tools:
+            return "replaces a runner's or a tool's script"
+        return None
     return "outside the repository and site-packages"
 
 

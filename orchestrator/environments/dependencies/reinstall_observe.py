@@ -44,6 +44,7 @@ _TOUCHED = "/tmp/.swe-reinstall-touched"
 _LISTING = "/tmp/.swe-reinstall-listing"
 _FOUND = "/tmp/.swe-reinstall-found"
 _MAX_LIST = 500_000_000
+_SYSTEM_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
 _DIGEST_LIST, _DIGEST_OUT = "/tmp/.swe-reinstall-digest-list", "/tmp/.swe-reinstall-digests"
 _DIGEST = (
     f"/usr/bin/xargs -0 -r -a {_DIGEST_LIST} /usr/bin/sha256sum -z -- > {_DIGEST_OUT} 2>/dev/null; "
@@ -84,6 +85,7 @@ class Before(BaseModel):
     repo_dir: str
     changes: set[str]  # the engine's changed paths over the image (empty: not supported)
     existed: set[str]  # files in site-packages and bin directories
+    tools: set[str] = Field(default_factory=set)  # the names of the system's programs
     repo_modules: set[str]
     # the working tree after the patch (``ls-tree -r -z``); None: git could not record it
     listing: str | None
@@ -110,6 +112,7 @@ def observe_before(sandbox: Sandbox, repo_dir: str, touched: list[str]) -> Befor
         ["bash", "-c", f"cd {repo_dir} && for d in . src lib; do ls -1 $d 2>/dev/null; done"],
         timeout=30,
     )
+    tools = sandbox.exec(["bash", "-c", f"ls -1 {' '.join(_SYSTEM_DIRS)} 2>/dev/null; true"])
     sandbox.write_file(_TOUCHED, "".join(f"{path}\0" for path in touched))
     recorded = sandbox.exec(["bash", "-c", _RECORD_TREE, "tree", repo_dir], timeout=600)
     tree = _read_text(sandbox, _LISTING) if recorded.ok else None
@@ -118,6 +121,7 @@ def observe_before(sandbox: Sandbox, repo_dir: str, touched: list[str]) -> Befor
         repo_dir=repo_dir,
         changes=changes,
         existed=set(site_files.stdout.splitlines()),
+        tools={name for name in tools.stdout.splitlines() if name and not name.endswith(":")},
         repo_modules={
             name.removesuffix(".py")
             for name in modules.stdout.split()

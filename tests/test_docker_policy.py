@@ -324,3 +324,44 @@ def test_an_assessment_served_under_the_restricted_policy_makes_no_refused_call(
     result = json.loads((run_dir / "instances" / "demo__calc-1" / "result.json").read_text())
     assert result["status"] == "resolved", result
     assert [(c.method, c.path) for c in proxy.refused()] == []
+
+
+@pytest.mark.container
+def test_a_contained_reinstall_under_the_restricted_policy_makes_no_refused_call(
+    env_settings, synthetic_instances, proxy, tmp_path
+):
+    from orchestrator.context.successor import successor
+    from orchestrator.environments.build import prepare_instance
+    from orchestrator.environments.dependencies.reinstall import contained_reinstall
+    from orchestrator.environments.prepared import test_recipe as recipe_of
+
+    from .test_reinstall import HONEST_SETUP_PY, TAMPERING_SETUP_PY
+
+    settings = env_settings.replace(
+        **{"docker_policy": "restricted", "data_dir": tmp_path / "data"}
+    )
+    backend = DockerBackend(docker.DockerClient(base_url=proxy.url), restricted=True)
+    ctx = RunContext(settings, backend, TEST_RUN_ID, RunDir(tmp_path / "run"))
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(ctx, instance)
+    recipe = recipe_of(prepared)
+    try:
+        for patch, refused in ((HONEST_SETUP_PY, []), (TAMPERING_SETUP_PY, ["calc/__init__.py"])):
+            sandbox = ctx.start_sandbox(prepared.snapshot, instance, "grading", network=False)
+            try:
+                sandbox.write_file("/tmp/p.patch", patch)
+                assert sandbox.exec("cd /testbed && git apply /tmp/p.patch").exit_code == 0
+                fresh_from = successor(ctx, instance, "grading")
+                with contained_reinstall(sandbox, recipe, patch, 300, fresh_from) as (fresh, done):
+                    assert done is not None and done.ok, done
+                    names = [p.split(" (")[0].removeprefix("/testbed/") for p in done.refused]
+                    assert names == refused, done.refused
+                    assert fresh.name != sandbox.name and fresh.is_running()
+                    if not refused:  # the build's files, carried over without a commit
+                        assert fresh.exec("test -s /testbed/calc/_version.py").exit_code == 0
+            finally:
+                sandbox.remove()
+    finally:
+        prepared.discard()
+    assert proxy.refused() == []
+    assert not list((tmp_path / "data" / "files").glob("*.tar"))  # the packs are gone

@@ -1245,6 +1245,100 @@ CASES += [
 ]
 
 
+# ------------------------------------------------------------------ round three: the build
+# a setup.py that, when the reinstall runs it, appends code to the package: hex-encoded, in
+# chunks, so that no line of the patch shows it (the patch is setup.py alone)
+_TAMPER_HEX = b"\n\ndef mul(a, b):\n    return a * b\n\n\ndef floordiv(a, b):\n    return a // b\n"
+REWRITING_SETUP_PY = (
+    "cat > /testbed/setup.py <<'EOF'\n"
+    "import os\nfrom setuptools import setup\n\n"
+    f"CODE = {_TAMPER_HEX.hex()!r}\n"
+    "with open(os.path.join(os.getcwd(), 'calc', '__init__.py'), 'a') as f:\n"
+    "    for i in range(0, len(CODE), 16):\n"
+    "        f.write(bytes.fromhex(CODE[i:i + 16]).decode())\n"
+    "setup()\nEOF\necho planted"
+)
+# a setup.py that leaves a root daemon, re-forking to a new PID every millisecond (no list
+# of PIDs catches it), which waits for the eval files, then plants a .pth in site-packages
+# that prints the hidden test patch at every Python start-up
+DAEMON_SETUP_PY = (
+    "cat > /testbed/setup.py <<'EOF'\n"
+    "import os, sysconfig, time\nfrom setuptools import setup\n\n"
+    "SITE = sysconfig.get_paths()['purelib']\n\n\n"
+    "def daemon():\n"
+    "    os.setsid()\n"
+    "    null = os.open(os.devnull, os.O_RDWR)\n"
+    "    for fd in (0, 1, 2):\n        os.dup2(null, fd)\n"
+    "    os.closerange(3, 65536)\n"
+    "    while True:\n"
+    "        if os.fork():\n            os._exit(0)\n"
+    "        if os.path.exists('/opt/swe/eval/test.patch'):\n"
+    "            text = open('/opt/swe/eval/test.patch').read()\n"
+    "            with open(os.path.join(SITE, 'zz_hostile_daemon.pth'), 'w') as f:\n"
+    "                f.write('import sys; print(\"HOSTILE-DAEMON\", %r, flush=True)\\n' % text)\n"
+    "        time.sleep(0.001)\n\n\n"
+    "if not os.path.exists('/tmp/.hostile-daemon'):\n"
+    "    open('/tmp/.hostile-daemon', 'w').close()\n"
+    "    if os.fork() == 0:\n        daemon()\n"
+    "setup()\nEOF\necho planted"
+)
+GROUPS |= {
+    # setup.py alone: the reinstall rewrites the package's sources
+    "build_rewrites_source": {
+        "plans": {CALC: Plan(steps=[Step(name="setup_py", command=REWRITING_SETUP_PY)])}
+    },
+    # the half fix and a setup.py whose build leaves a daemon for grading
+    "build_daemon": {
+        "plans": {
+            CALC: Plan(
+                steps=[
+                    Step(name="half_fix", command=HALF_FIX),
+                    Step(name="setup_py", command=DAEMON_SETUP_PY),
+                ]
+            )
+        }
+    },
+}
+
+
+def _source_rewrite_refused(run: Run) -> None:
+    result = run.results[CALC]
+    assert "/testbed/calc/__init__.py (changes a file that existed" in result.message, (
+        result.message
+    )
+    assert run.test_output() == ""  # the tests never ran with the rewritten package
+    assert result.tests.fail_to_pass_failed  # graded as the base
+
+
+def _daemon_gone(run: Run) -> None:
+    """The build ran (its reinstall log), its daemon was alive then (the unit test of the
+    contained reinstall shows it re-forking), and nothing of it reached the graded run: no
+    .pth printed the hidden test patch, the half fix's own failure is what was graded."""
+    log = run.ctx.run_dir.instance_dir(CALC) / "reinstall.log"
+    assert log.read_text().startswith("reinstall ok"), log.read_text()
+    out = run.test_output()
+    assert "HOSTILE-DAEMON" not in out
+    assert "FAILED tests/test_calc.py::test_floordiv_negative" in out, out[-3000:]
+    assert "PASSED tests/test_calc.py::test_mul_negative" in out
+
+
+CASES += [
+    Case(
+        "setup.py whose build appends hex-encoded code to the package",
+        "build_rewrites_source",
+        Status.NO_OP,
+        Reason.REINSTALL_REFUSED,
+        _source_rewrite_refused,
+    ),
+    Case(
+        "setup.py whose build leaves a re-forking root daemon for grading",
+        "build_daemon",
+        *PARTIAL,
+        _daemon_gone,
+    ),
+]
+
+
 class _RssSampler:
     """This process's resident memory, sampled every 20 ms: how much it grew at most."""
 

@@ -4,23 +4,28 @@ adds appdirs in setup.cfg); the network is on for that install only."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from orchestrator.context.successor import successor
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.dependencies.reinstall import (
     changes_build_inputs,
-    guarded_reinstall,
+    contained_reinstall,
     needs_reinstall,
     reinstall_after_patch,
 )
 from orchestrator.environments.dependencies.reinstall_guard import (
+    RepoChanges,
     Written,
     pth_problem,
     reinstall_problems,
+    repo_file_problem,
 )
 from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.sandbox import FileMissing
 from orchestrator.spec.recipes import load_recipes
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -92,13 +97,17 @@ def test_a_patch_that_adds_a_dependency_gets_it_installed(
     has_six = "source /opt/swe/activate.sh && python -c 'import six'"
     assert sandbox.exec(has_six).exit_code != 0
     assert reinstall_after_patch(sandbox, recipe, SOURCE_ONLY, timeout=300) is None
-    done = guarded_reinstall(sandbox, recipe, ADD_DEPENDENCY, 300)
-    assert done is not None and done.ok, done
-    assert done.refused == []  # a dependency from the index and the package's own metadata
-    assert sandbox.exec(has_six).exit_code == 0
-    # the network is off again, and the container still runs
-    assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0
-    assert sandbox.is_running()
+    fresh_from = successor(run_ctx, instance, "grading")
+    with contained_reinstall(sandbox, recipe, ADD_DEPENDENCY, 300, fresh_from) as (fresh, done):
+        assert done is not None and done.ok, done
+        assert done.refused == []  # a dependency from the index and the package's own metadata
+        assert fresh.name != sandbox.name and not sandbox.is_running()  # the build's: stopped
+        assert fresh.exec(has_six).exit_code == 0
+        # the network is off, and the fresh container runs
+        assert fresh.exec(PYPI_PROBE, timeout=60).exit_code != 0
+        assert fresh.is_running()
+    assert not fresh.exists()  # removed with the context, and the image it came from
+    assert not run_ctx.backend.images.exists(fresh.image)
 
 
 @pytest.mark.container
@@ -119,10 +128,11 @@ def test_a_source_patch_reaches_a_copied_install(run_ctx, synthetic_instances, m
     patch = sandbox.exec(edit).stdout
     assert "+    return b + a" in patch, patch
     assert "a + b" in sandbox.exec(source).stdout  # the patch alone does not reach the tests
-    done = guarded_reinstall(sandbox, recipe, patch, 300)
-    assert done is not None and done.ok, done
-    assert done.refused == [], done.refused
-    assert "b + a" in sandbox.exec(source).stdout
+    fresh_from = successor(run_ctx, instance, "grading")
+    with contained_reinstall(sandbox, recipe, patch, 300, fresh_from) as (fresh, done):
+        assert done is not None and done.ok, done
+        assert done.refused == [], done.refused
+        assert "b + a" in fresh.exec(source).stdout
 
 
 # ------------------------------------------------------------- what a reinstall may write
@@ -315,9 +325,9 @@ def test_a_reinstall_reaches_the_index_and_no_other_host(
         recipe = recipe_of(prepared).model_copy(
             update={"install": f"python -m pip install -e . && python3 /tmp/probe.py {address}"}
         )
-        done = guarded_reinstall(sandbox, recipe, ADD_DEPENDENCY, 300, guard=False)
-        assert done is not None and done.ok, done
-        assert "(network: the package index only)" in done.tail
+        done = reinstall_after_patch(sandbox, recipe, ADD_DEPENDENCY, 300)
+        assert done is not None and done[0], done
+        assert "(network: the package index only)" in done[1]
         seen = json.loads(sandbox.read_file("/tmp/egress.json"))
         assert seen["direct"].startswith("failed"), seen  # no route
         assert seen["http_get"].startswith("failed"), seen  # through the proxy: 403
@@ -334,3 +344,202 @@ def test_a_reinstall_reaches_the_index_and_no_other_host(
         assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0  # and no network at all
     finally:
         target.remove(force=True)
+
+
+# --------------------------------------------- what a build may leave in the repository
+def test_in_the_repository_a_build_may_leave_only_build_products():
+    repo = RepoChanges(
+        changed={"calc/__init__.py", "README.md"},
+        untracked={"calc/extra.py", "calc/_ext.cpython-311-x86_64-linux-gnu.so", "notes.txt"},
+        known={"calc/__init__.py", "README.md", "pyproject.toml", "setup.py", "src/x.py"},
+    )
+    allowed = [
+        "calc/_ext.cpython-311-x86_64-linux-gnu.so",  # an extension, untracked and not ignored
+        "calc/_speedups.cpython-311-x86_64-linux-gnu.so",  # ignored
+        "calc/version.py",  # generated and ignored (astropy's version.py, setuptools_scm's)
+        "calc/_cython.c",
+        "setup.py",  # written again as it was
+    ]
+    assert [rel for rel in allowed if repo_file_problem(rel, repo)] == []
+    refused = {
+        "calc/__init__.py": "changes a file that existed after the patch was applied",
+        "README.md": "changes a file that existed after the patch was applied",
+        "calc/extra.py": "a new file git does not ignore",
+        "notes.txt": "a new file git does not ignore",
+        "pytest.py": "a new top-level module (first on the test runner's path)",
+        "_pytest/__init__.py": "a new top-level module (first on the test runner's path)",
+        "evil.cpython-311-x86_64-linux-gnu.so": "a new top-level module (first on the test "
+        "runner's path)",
+        "calc/__init__.cpython-311-x86_64-linux-gnu.so": "a compiled module that shadows a "
+        "Python module",
+        "src/x.cpython-311-x86_64-linux-gnu.so": "a compiled module that shadows a Python module",
+        "calc/.gitignore": "a .gitignore (decides which files git ignores)",
+        "calc/sub/.git/config": "a git repository inside the repository",
+    }
+    assert {rel: repo_file_problem(rel, repo) for rel in refused} == refused
+
+
+def test_the_repository_rules_apply_to_the_written_files_beside_the_others():
+    repo = RepoChanges(changed={"calc/__init__.py"}, known={"calc/__init__.py"})
+    changed = [
+        "/testbed/calc/__init__.py",
+        "/testbed/calc.egg-info/PKG-INFO",
+        "/testbed/build/lib/calc/__init__.py",
+        "/testbed/calc/__pycache__/__init__.cpython-311.pyc",
+        "/testbed/conftest.py",  # ignored or not: test infrastructure
+    ]
+    written = Written(changed, {}, (), ["calc"], repo=repo)
+    assert reinstall_problems(written, "/testbed", ["runtests.py"]) == [
+        "/testbed/calc/__init__.py (changes a file that existed after the patch was applied)",
+        "/testbed/conftest.py (test infrastructure)",
+    ]
+    # a .pth the rules cannot read (a link, a directory) is refused, whatever its name
+    pth = f"{SITE}/__editable__.calc-0.1.pth"
+    assert reinstall_problems(Written([pth], unreadable=[pth])) == [
+        f"{pth} (cannot be read as a regular file)"
+    ]
+    # the system's programs, and a console script named like one (first on a PATH)
+    tools = Written(
+        ["/opt/swe/venv/bin/git", "/usr/local/bin/sleep", "/usr/bin/sleep", "/sbin/x"],
+        tools=["sleep", "ls"],
+    )
+    assert reinstall_problems(tools) == [
+        "/opt/swe/venv/bin/git (replaces a runner's or a tool's script)",
+        "/sbin/x (a system program)",
+        "/usr/bin/sleep (a system program)",
+        "/usr/local/bin/sleep (replaces a runner's or a tool's script)",
+    ]
+
+
+# ------------------------------------------------ the build in a container of its own
+def _new_file(path: str, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    added = "".join("+" + line for line in lines)
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{added}"
+    )
+
+
+# a setup.py that appends code to the package at build time, hex-encoded, in chunks
+_TAMPER_CODE = b"\n\ndef mul(a, b):\n    return a * b\n".hex()
+TAMPERING_SETUP_PY = _new_file(
+    "setup.py",
+    "import os\nfrom setuptools import setup\n\n"
+    f"CODE = {_TAMPER_CODE!r}\n"
+    "with open(os.path.join(os.getcwd(), 'calc', '__init__.py'), 'a') as f:\n"
+    "    for i in range(0, len(CODE), 16):\n"
+    "        f.write(bytes.fromhex(CODE[i:i + 16]).decode())\n"
+    "setup()\n",
+)
+# a setup.py that leaves a root daemon re-forking to a new PID every millisecond; it logs
+# each PID to /tmp/.hostile-pids and, once /opt/swe/eval appears, copies the test patch out
+DAEMON_SETUP_PY = _new_file(
+    "setup.py",
+    "import os, shutil, time, traceback\nfrom setuptools import setup\n\n\n"
+    "def daemon():\n"
+    "    os.setsid()\n"
+    "    null = os.open(os.devnull, os.O_RDWR)\n"
+    "    for fd in (0, 1, 2):\n        os.dup2(null, fd)\n"
+    "    os.closerange(3, 65536)\n"
+    "    try:\n"
+    "        while True:\n"
+    "            if os.fork():\n                os._exit(0)\n"
+    "            with open('/tmp/.hostile-pids', 'a') as f:\n"
+    "                f.write('%d\\n' % os.getpid())\n"
+    "            if os.path.exists('/opt/swe/eval/test.patch'):\n"
+    "                shutil.copy('/opt/swe/eval/test.patch', '/testbed/leaked.patch')\n"
+    "            time.sleep(0.001)\n"
+    "    except BaseException:\n"
+    "        open('/tmp/.hostile-error', 'w').write(traceback.format_exc())\n"
+    "        raise\n\n\n"
+    "if not os.path.exists('/tmp/.hostile-daemon'):\n"
+    "    open('/tmp/.hostile-daemon', 'w').close()\n"
+    "    if os.fork() == 0:\n        daemon()\n"
+    "setup()\n",
+)
+# an honest build's products: an ignored generated module, an extension, a build directory
+HONEST_SETUP_PY = _new_file(".gitignore", "calc/_version.py\n") + _new_file(
+    "setup.py",
+    "import os\nfrom setuptools import setup\n\n"
+    "with open('calc/_version.py', 'w') as f:\n    f.write('version = \"0.1\"\\n')\n"
+    "with open('calc/_speedups.cpython-311-x86_64-linux-gnu.so', 'wb') as f:\n"
+    "    f.write(b'\\x7fELF')\n"
+    "os.makedirs('build/temp', exist_ok=True)\n"
+    "open('build/temp/x.o', 'wb').close()\n"
+    "setup()\n",
+)
+
+
+def _applied(run_ctx, synthetic_instances, make_sandbox, patch: str):
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    sandbox = make_sandbox(prepared.instance_image, network=False)
+    sandbox.write_file("/tmp/p.patch", patch)
+    applied = sandbox.exec("cd /testbed && git apply /tmp/p.patch")
+    assert applied.exit_code == 0, applied.output
+    return sandbox, recipe_of(prepared), successor(run_ctx, instance, "grading")
+
+
+@pytest.mark.container
+def test_a_build_that_rewrites_a_source_is_refused(run_ctx, synthetic_instances, make_sandbox):
+    sandbox, recipe, fresh_from = _applied(
+        run_ctx, synthetic_instances, make_sandbox, TAMPERING_SETUP_PY
+    )
+    with contained_reinstall(sandbox, recipe, TAMPERING_SETUP_PY, 300, fresh_from) as (
+        fresh,
+        done,
+    ):
+        assert done is not None and done.ok, done
+        assert done.refused == [
+            "/testbed/calc/__init__.py (changes a file that existed after the patch was applied)"
+        ]
+        assert "return a * b" in fresh.exec("cat /testbed/calc/__init__.py").stdout
+
+
+@pytest.mark.container
+def test_no_process_of_the_build_reaches_the_fresh_container(
+    run_ctx, synthetic_instances, make_sandbox
+):
+    sandbox, recipe, fresh_from = _applied(
+        run_ctx, synthetic_instances, make_sandbox, DAEMON_SETUP_PY
+    )
+    # the install ends once the daemon has re-forked a few times (new PIDs)
+    wait = (
+        "; for i in $(seq 200); do [ $(wc -l < /tmp/.hostile-pids) -ge 5 ] && break; "
+        "sleep 0.05; done"
+    )
+    recipe = recipe.model_copy(update={"install": recipe.install + wait})
+    with contained_reinstall(sandbox, recipe, DAEMON_SETUP_PY, 300, fresh_from) as (
+        fresh,
+        done,
+    ):
+        assert done is not None and done.ok, done
+        assert done.refused == [], done.refused  # it wrote nothing beyond scratch space
+        pids = sandbox.read_file("/tmp/.hostile-pids").decode().split()
+        assert len(set(pids)) >= 5, pids  # it was alive, re-forking, when the build ended
+        with pytest.raises(FileMissing):  # and had not died of itself
+            sandbox.read_file("/tmp/.hostile-error")
+        # the eval files arrive in the fresh container: nothing is there to copy them
+        fresh.exec("mkdir -p /opt/swe/eval && echo hidden > /opt/swe/eval/test.patch")
+        time.sleep(1)
+        assert fresh.exec("test -e /testbed/leaked.patch").exit_code != 0
+        logged = fresh.exec("wc -l < /tmp/.hostile-pids").stdout
+        time.sleep(0.3)
+        assert fresh.exec("wc -l < /tmp/.hostile-pids").stdout == logged  # no one logs any more
+        assert "python" not in fresh.exec("ps -eo comm=").stdout
+
+
+@pytest.mark.container
+def test_an_honest_build_s_products_are_allowed(run_ctx, synthetic_instances, make_sandbox):
+    sandbox, recipe, fresh_from = _applied(
+        run_ctx, synthetic_instances, make_sandbox, HONEST_SETUP_PY
+    )
+    with contained_reinstall(sandbox, recipe, HONEST_SETUP_PY, 300, fresh_from) as (
+        fresh,
+        done,
+    ):
+        assert done is not None and done.ok, done
+        assert done.refused == [], done.refused
+        version = "source /opt/swe/activate.sh && cd /tmp && python -c 'import calc._version'"
+        assert fresh.exec(version).exit_code == 0

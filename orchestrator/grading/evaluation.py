@@ -28,16 +28,18 @@ outcomes record the tests as the base measured them (:func:`.classify.no_op_grou
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.dependencies.reinstall import Reinstalled, guarded_reinstall
+from orchestrator.context.successor import Successor
+from orchestrator.environments.dependencies.reinstall import contained_reinstall, needs_reinstall
 from orchestrator.grading.audit import (
     AuditConfig,
     AuditReport,
@@ -240,13 +242,15 @@ def evaluate(
     test_user: str | None = None,
     excluded_f2p: Iterable[str] = (),
     writable: Sequence[str] = (),
+    successor: Successor | None = None,
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
 
     The tests run as ``test_user`` when given, the repository read-only to that user but
     for ``writable`` (what validation saw the gold run write; see :mod:`.script`). A
     resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
-    ``suspicious``.
+    ``suspicious``. A patch that must be installed again is built in ``sandbox``, and the
+    tests run in a fresh sandbox from its files (``successor``; :mod:`.reinstall`).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
     if patch is None or not patch.strip():
@@ -267,16 +271,16 @@ def evaluate(
     if not applied.applied:
         reason = Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED
         return _no_op(reason, applied.error, unchanged, **common)
-    refused = _reinstall(sandbox, recipe, gradeable, timeout, logs)
-    if refused:
-        message = "the reinstall the patch's build changes caused wrote beyond the package's "
-        message += f"own files, so the tests did not run: {refused}"
-        return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
-    watched = audit_config(sandbox, instance, recipe, gradeable, REPO_DIR, EVAL_DIR)
-    run = run_tests(
-        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-        writable=writable, audit=watched,
-    )  # fmt: skip
+    with _reinstall(sandbox, recipe, gradeable, timeout, logs, successor) as (sandbox, refused):
+        if refused:
+            message = "the reinstall the patch's build changes caused wrote beyond the "
+            message += f"package's own files, so the tests did not run: {refused}"
+            return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
+        watched = audit_config(sandbox, instance, recipe, gradeable, REPO_DIR, EVAL_DIR)
+        run = run_tests(
+            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
+            writable=writable, audit=watched,
+        )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
     if log_dir is not None and (log_dir / "audit.log").is_file():
@@ -290,25 +294,28 @@ def _no_op(reason: Reason, message: str, groups: TestGroups, **extra: Any) -> Ev
     return Evaluation(status=Status.NO_OP, reason=reason, message=message, groups=groups, **extra)
 
 
+@contextlib.contextmanager
 def _reinstall(
-    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs
-) -> str:
-    """Install again when the patch changes what the build reads (a new dependency); what
-    its build step wrote beyond the package's own output and metadata, shown ("" if
-    nothing)."""
-    reinstalled: Reinstalled | None = guarded_reinstall(
-        sandbox, recipe, gradeable, timeout, repo_dir=REPO_DIR, runner_files=runner_files(recipe)
-    )
-    if reinstalled is None:
-        return ""
-    refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
-    logs.write(
-        "reinstall",
-        "reinstall.log",
-        f"reinstall {'ok' if reinstalled.ok else 'FAILED'}\n{reinstalled.tail}\n{refused}",
-    )
-    more = len(reinstalled.refused) - 5
-    return "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" if more > 0 else "")
+    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
+    successor: Successor | None,
+) -> Iterator[tuple[Sandbox, str]]:  # fmt: skip
+    """Install again when the patch changes what the build reads (a new dependency): the
+    sandbox the tests run in, and what the build wrote beyond the package's own output and
+    metadata, shown ("" if nothing)."""
+    if successor is None and needs_reinstall(recipe, gradeable):
+        raise SandboxError("the patch must be installed again, and no fresh sandbox can be had")
+    with contained_reinstall(
+        sandbox, recipe, gradeable, timeout, successor or contextlib.nullcontext,
+        repo_dir=REPO_DIR, runner_files=runner_files(recipe),
+    ) as (graded_in, reinstalled):  # fmt: skip
+        if reinstalled is None:
+            yield graded_in, ""
+            return
+        refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
+        ok = "ok" if reinstalled.ok else "FAILED"
+        logs.write("reinstall", "reinstall.log", f"reinstall {ok}\n{reinstalled.tail}\n{refused}")
+        more = len(reinstalled.refused) - 5
+        yield graded_in, "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" * (more > 0))
 
 
 def _judge(

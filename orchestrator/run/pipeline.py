@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from orchestrator.context.run_context import RunContext
+from orchestrator.context.successor import successor
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.environments.setup.bytecode import drop_manifest_command
@@ -257,6 +258,7 @@ class _InstanceRun:
                 timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
                 excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
                 excluded_f2p=excluded.f2p, writable=excluded.writable,
+                successor=successor(ctx, instance, "grading"),
             )  # fmt: skip
         finally:
             if own:  # removed while the participant's container is disposed of (finish)

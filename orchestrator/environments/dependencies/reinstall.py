@@ -6,29 +6,57 @@ patch that adds a dependency (``pylint-dev__pylint-4661`` adds ``appdirs`` in ``
 So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), or
 for any change when the install is not editable (django 1.11 and 2.2's ``python setup.py
 install`` copies the sources into site-packages, where the tests import them from:
-without the reinstall the patch does not reach the tests), before the test patch is in
-the container, with the package index reachable for the install and no other host
-(:mod:`.reinstall_egress`). The install runs the patch's build code, as the
-official harness does; leftover processes of it are stopped before the tests.
+without the reinstall the patch does not reach the tests), with the package index
+reachable for the install and no other host (:mod:`.reinstall_egress`). The install runs
+the patch's build code, as the official harness does.
+
+**The patch's build code never runs where the tests do** (:func:`contained_reinstall`).
+It runs in a container of its own: the grading container with the patch applied, before
+the hidden tests or the eval files are in it. That container is then stopped, which ends
+every process of its PID namespace (a daemon that re-forks faster than a list of process
+ids can follow too); what the build changed is judged file by file
+(:mod:`.reinstall_observe`, :mod:`.reinstall_guard`); the tests run in a new container
+started from its files (:data:`orchestrator.context.successor.Successor`), where no process
+of the build exists. Without a reinstall nothing of this happens: no extra container.
+
+**The build runs as root.** The install writes site-packages and the bin directory, which
+are root's (the images install the environment as root), and pip must be able to replace
+the package's metadata there; as another user the honest reinstall of a new dependency
+would fail, or site-packages would have to be handed to that user in every image. Root in
+a throwaway container is contained: it holds neither the hidden tests nor the eval files,
+reaches the package index only, none of its processes outlive it, and nothing it wrote
+reaches the tests but what the rules allow. The gold patch's reinstall in validation
+(:func:`reinstall_after_patch`) runs in place: the gold patch is the benchmark's, not a
+participant's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import posixpath
 from collections.abc import Iterator
 
 from pydantic import BaseModel, Field
 
+from orchestrator.context.successor import Successor
 from orchestrator.environments.dependencies.reinstall_egress import NoEgress, index_only_network
 from orchestrator.environments.dependencies.reinstall_guard import (
-    SCRATCH,
+    RepoChanges,
     Written,
     reinstall_problems,
 )
+from orchestrator.environments.dependencies.reinstall_observe import (
+    ACTIVATE,
+    Before,
+    Stopped,
+    drop_bytecode,
+    in_tree,
+    observe_before,
+    observe_stopped,
+    outside_changed,
+    repo_changes,
+)
 from orchestrator.patches.diff import split_patch
-from orchestrator.sandbox import Sandbox, SandboxError
-from orchestrator.sandbox.errors import Unsupported
+from orchestrator.sandbox import ExecResult, Sandbox
 from orchestrator.spec.recipes import (
     Recipe,
     copies_sources,
@@ -36,7 +64,10 @@ from orchestrator.spec.recipes import (
     touches_build_inputs,
 )
 
-ACTIVATE = "/opt/swe/activate.sh"
+__all__ = [
+    "ACTIVATE", "Reinstalled", "changes_build_inputs", "contained_reinstall", "needs_reinstall",
+    "patch_paths", "reinstall_after_patch",
+]  # fmt: skip
 
 
 def patch_paths(patch: str) -> list[str]:
@@ -67,10 +98,18 @@ _STOP_NEW = (
 def reinstall_after_patch(
     sandbox: Sandbox, recipe: Recipe, patch: str, timeout: float
 ) -> tuple[bool, str] | None:
-    """Run the install again if ``patch`` needs it (:func:`needs_reinstall`); None when not
-    needed, else (succeeded, the output's last lines). The network is off again afterwards."""
-    done = guarded_reinstall(sandbox, recipe, patch, timeout, guard=False)
-    return None if done is None else (done.ok, done.tail)
+    """Run the install again in ``sandbox`` if ``patch`` needs it (:func:`needs_reinstall`);
+    None when not needed, else (succeeded, the output's last lines). What the install left
+    running is stopped; the network is off again afterwards. Unguarded and in place: for the
+    benchmark's own gold patch only."""
+    if not needs_reinstall(recipe, patch):
+        return None
+    sandbox.exec(["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30)
+    try:
+        result, network = _install(sandbox, recipe, timeout)
+    finally:
+        sandbox.exec(["bash", "-c", _STOP_NEW], timeout=30)
+    return result.ok, _tail(result, network)
 
 
 class Reinstalled(BaseModel):
@@ -94,121 +133,82 @@ def _install_network(sandbox: Sandbox) -> Iterator[tuple[dict[str, str], str]]:
         yield {}, f"none, {exc}"
 
 
-def guarded_reinstall(
-    sandbox: Sandbox,
-    recipe: Recipe,
-    patch: str,
-    timeout: float,
-    *,
-    guard: bool = True,
-    repo_dir: str = "/testbed",
-    runner_files: list[str] | None = None,
-) -> Reinstalled | None:
-    """:func:`reinstall_after_patch`, and with ``guard`` the files it wrote are judged:
-    anything beyond the package's own build output and metadata is listed in ``refused``."""
-    if not needs_reinstall(recipe, patch):
-        return None
-    before: _Before | None = None
+def _install(sandbox: Sandbox, recipe: Recipe, timeout: float) -> tuple[ExecResult, str]:
+    """The recipe's install command with the package index reachable; the network is off
+    again afterwards. The result, and which network it had."""
     with _install_network(sandbox) as (env, network):
         try:
-            sandbox.exec(
-                ["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30
-            )
-            if guard:
-                before = _before(sandbox, repo_dir)
             result = sandbox.exec(
                 ["bash", "-c", f"source {ACTIVATE} && {recipe.install}"], timeout=timeout, env=env
             )
         finally:
-            sandbox.exec(["bash", "-c", _STOP_NEW], timeout=30)
             sandbox.set_network(False)
-    tail = "\n".join([f"(network: {network})", *result.output.strip().splitlines()[-5:]])
-    refused = []
-    if before is not None:
-        written = _written(sandbox, before, copies_sources(recipe.install))
-        _drop_bytecode(sandbox, written)
-        refused = reinstall_problems(written, repo_dir, runner_files or [])
-    return Reinstalled(ok=result.ok, tail=tail, refused=refused)
+    return result, network
 
 
-_MARK = "/tmp/.swe-reinstall-mark"
-# the site-packages and bin directories of the environment's Python and the system's
-_DIRS_CODE = (
-    "import site, sysconfig; p = sysconfig.get_paths(); "
-    "print(*{p['purelib'], p['platlib'], p['scripts'], *site.getsitepackages()}, sep='\\n')"
-)
-_DIRS = (
-    f"source {ACTIVATE} >/dev/null 2>&1; "
-    'for py in python /usr/bin/python3; do "$py" -c "$1" 2>/dev/null; done | sort -u'
-)
-_PRUNE = " -o ".join(f"-path {p.rstrip('/')}" for p in SCRATCH if p.endswith("/"))
+def _tail(result: ExecResult, network: str) -> str:
+    return "\n".join([f"(network: {network})", *result.output.strip().splitlines()[-5:]])
 
 
-class _Before(BaseModel):
-    changes: set[str]  # the engine's changed paths over the image (empty: not supported)
-    existed: set[str]  # files in site-packages and bin directories
-    repo_modules: set[str]
+@contextlib.contextmanager
+def contained_reinstall(
+    sandbox: Sandbox,
+    recipe: Recipe,
+    patch: str,
+    timeout: float,
+    successor: Successor,
+    *,
+    repo_dir: str = "/testbed",
+    runner_files: list[str] | None = None,
+) -> Iterator[tuple[Sandbox, Reinstalled | None]]:
+    """Where the tests may run after ``patch`` (applied in ``sandbox``), and the reinstall.
 
-
-def _before(sandbox: Sandbox, repo_dir: str) -> _Before:
-    dirs = sandbox.exec(["bash", "-c", _DIRS, "dirs", _DIRS_CODE], timeout=60).stdout.split()
-    listing = sandbox.exec(
-        ["bash", "-c", f"touch {_MARK} && find {' '.join(dirs) or '/nonexistent'} ! -type d "
-         "-print 2>/dev/null; true"],
-        timeout=120,
-    )  # fmt: skip
-    modules = sandbox.exec(
-        ["bash", "-c", f"cd {repo_dir} && for d in . src lib; do ls -1 $d 2>/dev/null; done"],
-        timeout=30,
-    )
-    return _Before(
-        changes=_engine_changes(sandbox),
-        existed=set(listing.stdout.splitlines()),
-        repo_modules={
-            name.removesuffix(".py")
-            for name in modules.stdout.split()
-            if name.isidentifier() or (name.endswith(".py") and name[:-3].isidentifier())
-        },
-    )
-
-
-def _engine_changes(sandbox: Sandbox) -> set[str]:
-    """Paths the engine lists as changed over the image (read from the host: nothing inside
-    the container can hide one); empty where the backend cannot tell."""
+    Without a reinstall to do (:func:`needs_reinstall`): ``sandbox`` itself, and None.
+    Otherwise the install runs in ``sandbox`` (no hidden tests or eval files may be in it
+    yet), which is then stopped and judged; a fresh sandbox from its files (``successor``,
+    removed when the context ends) is where the tests may run, unless ``refused`` lists
+    what the build wrote that it may not (then the sandbox given back is not for tests).
+    ``sandbox`` stays stopped: the caller's to remove."""
+    if not needs_reinstall(recipe, patch):
+        yield sandbox, None
+        return
+    before = observe_before(sandbox, repo_dir, patch_paths(patch))
     try:
-        return {str(change["Path"]) for change in sandbox.changes()}
-    except (SandboxError, NotImplementedError, Unsupported):
-        return set()
+        result, network = _install(sandbox, recipe, timeout)
+    finally:
+        sandbox.stop(0)  # every process of the build ends with the container's PID namespace
+    done = Reinstalled(ok=result.ok, tail=_tail(result, network))
+    stopped = observe_stopped(sandbox, before)
+    copies, runners = copies_sources(recipe.install), runner_files or []
+    # bytecode is removed, not judged (see drop_bytecode)
+    paths = {p for p in stopped.paths if not p.endswith((".pyc", ".pyo"))}
+    outside = _written(before, stopped, copies, {p for p in paths if not in_tree(p, repo_dir)})
+    done.refused = reinstall_problems(outside, repo_dir, runners)
+    if done.refused:  # judged from the host: no container starts from these files
+        yield sandbox, done
+        return
+    with successor(sandbox) as fresh:
+        repo = repo_changes(fresh, before)
+        if repo is None:
+            done.refused = [f"{repo_dir} (its files cannot be compared with the patch's)"]
+        else:
+            inside = {p for p in paths if in_tree(p, repo_dir)}
+            inside |= {f"{repo_dir}/{rel}" for rel in repo.changed}
+            later = outside_changed(fresh, before)
+            stopped.texts |= later.texts
+            stopped.unreadable |= later.unreadable
+            later_paths = {p for p in later.paths if not p.endswith((".pyc", ".pyo"))}
+            written = _written(before, stopped, copies, inside | later_paths, repo)
+            done.refused = reinstall_problems(written, repo_dir, runners)
+            drop_bytecode(fresh, stopped.paths | later.paths)
+        yield fresh, done
 
 
-def _drop_bytecode(sandbox: Sandbox, written: Written) -> None:
-    """Remove the bytecode the reinstall wrote (Python compiles the source again, in memory
-    under ``PYTHONDONTWRITEBYTECODE``): a cache, but one that a build step could fill with
-    unchecked-hash ``.pyc`` files loaded instead of unchanged sources."""
-    pycs = [p for p in written.changed if p.endswith((".pyc", ".pyo"))]
-    for start in range(0, len(pycs), 500):
-        sandbox.exec(["rm", "-f", "--", *pycs[start : start + 500]], timeout=120)
-    written.changed = [p for p in written.changed if not p.endswith((".pyc", ".pyo"))]
-
-
-def _written(sandbox: Sandbox, before: _Before, copies: bool) -> Written:
-    """The files changed since :func:`_before`: the engine's new changes and every file whose
-    inode changed (ctime) since the mark, and the texts the rules read."""
-    found = sandbox.exec(
-        ["bash", "-c", f"find / -xdev \\( {_PRUNE} \\) -prune -o ! -type d -cnewer {_MARK} "
-         "-print 2>/dev/null; true"],
-        timeout=300,
+def _written(
+    before: Before, stopped: Stopped, copies: bool, paths: set[str],
+    repo: RepoChanges | None = None,
+) -> Written:  # fmt: skip
+    return Written(
+        paths, stopped.texts, before.existed, before.repo_modules, copies,
+        repo=repo, unreadable=stopped.unreadable, tools=before.tools,
     )  # fmt: skip
-    changed = set(found.stdout.splitlines())
-    engine = _engine_changes(sandbox) - before.changes
-    parents = {posixpath.dirname(path) for path in engine}
-    changed |= {path for path in engine if path not in parents}  # files, not their directories
-    texts: dict[str, str] = {}
-    for path in sorted(changed):
-        name = posixpath.basename(path)
-        if name in ("RECORD", "entry_points.txt") or name.endswith(".pth"):
-            try:
-                texts[path] = sandbox.read_file(path)[:1_000_000].decode("utf-8", "replace")
-            except SandboxError:
-                continue
-    return Written(changed, texts, before.existed, before.repo_modules, copies)

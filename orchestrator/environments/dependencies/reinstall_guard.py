@@ -1,14 +1,20 @@
 """What a reinstall may leave behind: the rules that keep a patch's build step from planting.
 
-A patch that changes a build input makes grading run the install command again, as root and
-before the tests (:mod:`.reinstall`); the patch's ``setup.py`` runs in it. Whatever it writes
-is listed afterwards (every file whose inode changed since the install started, found by
-ctime, which no user-space call can set back) and judged here, by path (and, for ``.pth``
-files, content). Allowed:
+A patch that changes a build input makes grading run the install command again, as root,
+in a container of its own (:mod:`.reinstall`); the patch's ``setup.py`` runs in it. Once
+every process of it has ended, what it changed is listed (the engine's list of the
+container's changes, read from the host, and git's comparison of the repository with the
+working tree as it stood after the patch was applied) and judged here, by path (and, for
+``.pth`` files, content). Allowed:
 
-- build output in the repository (an ``.egg-info``, ``build/``, in-place extension modules,
-  generated sources), except test infrastructure (:func:`is_test_infrastructure`) and
-  anything under ``.git`` but its index;
+- in the repository, build products only: an ``.egg-info``, ``build/``, ``.eggs/``,
+  bytecode, compiled extension modules (``.so``/``.pyd``) that shadow no Python module, and
+  new or rewritten files git ignores (generated sources, version files), except test
+  infrastructure (:func:`is_test_infrastructure`), new top-level modules (first on the test
+  runner's path), ``.gitignore`` files, nested repositories and anything under ``.git``
+  but its index. A change to a file that existed after the patch was applied (tracked, or
+  untracked and not ignored) and a new file git neither tracks nor ignores are refused
+  (:class:`RepoChanges`);
 - in site-packages, the package itself when the install copies it there (not editable)
   and a RECORD the reinstall wrote lists the file;
 - in site-packages, the package's own metadata (``*.dist-info``/``*.egg-info``/``*.egg``
@@ -19,17 +25,19 @@ files, content). Allowed:
   packages and modules named like the repository's own; files that were there before (an
   installed package's) may not change;
 - console scripts in a ``bin`` directory (the package's own, written again by the install),
-  except the runners' names (``pytest``, ``python``, ...);
+  except the runners' names (``pytest``, ``python``, ...) and the system's programs' (a
+  ``sleep`` or ``git`` found first on a PATH would run as root in the grading container),
+  and nothing in the system's own program directories (``/usr/bin``, ``/bin``, ...);
 - scratch space (``/tmp``, caches, logs) and the files the engine rewrites when the
   container changes networks (``/etc/hosts``, ``/etc/resolv.conf``, ``/etc/hostname``).
 
-Bytecode the reinstall wrote is removed before the rules run (:mod:`.reinstall`): it is a
+Bytecode the reinstall wrote is removed before the tests (:mod:`.reinstall`): it is a
 cache, and could hold unchecked-hash ``.pyc`` files that Python loads instead of a source.
 
-Anything else (a ``.pth`` that runs code, a module no ``RECORD`` lists, a ``pytest11`` entry
-point, ``/opt/swe/activate.sh``, ``/etc``, ``/root``, ``/usr`` outside site-packages) is a
-problem: grading refuses the patch (``no_op``/``reinstall_refused``) instead of running the
-tests with it. All pure.
+Anything else (a ``.pth`` that runs code or cannot be read, a module no ``RECORD`` lists, a
+``pytest11`` entry point, ``/opt/swe/activate.sh``, ``/etc``, ``/root``, ``/usr`` outside
+site-packages, the package's ``__init__.py`` rewritten) is a problem: grading refuses the
+patch (``no_op``/``reinstall_refused``) instead of running the tests with it. All pure.
 """
 
 from __future__ import annotations
@@ -38,17 +46,26 @@ import posixpath
 import re
 from collections.abc import Iterable
 
+from pydantic import BaseModel, Field
+
 from orchestrator.spec.test_infrastructure import is_test_infrastructure
 
 SCRATCH = (
     "/tmp/", "/var/tmp/", "/root/.cache/", "/var/cache/", "/var/log/", "/run/", "/dev/",
-    "/proc/", "/sys/", "/var/lib/apt/", "/var/lib/dpkg/", "/etc/ld.so.cache",
+    "/proc/", "/sys/", "/var/lib/apt/", "/var/lib/dpkg/",
     # the engine's own, rewritten when the container joins or leaves a network
     "/etc/hosts", "/etc/resolv.conf", "/etc/hostname",
 )  # fmt: skip
 _SITE = re.compile(r"^(?P<site>.*/(?:site|dist)-packages)/(?P<rel>.+)$")
 _META_DIR = re.compile(r"\.(?:dist-info|egg-info|egg)$")
-_RUNNERS = re.compile(r"^(?:pytest|py\.test|python[\d.]*|pip[\d.]*|tox|nosetests|activate.*)$")
+# the runners, and the system's tools the grading's own scripts run (on the activated PATH)
+_RUNNERS = re.compile(
+    r"^(?:pytest|py\.test|python[\d.]*|pip[\d.]*|tox|nosetests|activate.*|git|bash|sh|env"
+    r"|find|chmod|chown|patch|setpriv|runuser|su|rm|mkdir|kill|cat|tar|timeout|xargs|sort"
+    r"|seq|mkfifo|tail|head|grep|sed|cp|mv|ls|tr|sleep|sha256sum|diff|id)$"
+)
+# the system's programs: no install of a Python package writes there
+_SYSTEM_BIN = ("/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/sbin/")
 _FRAMEWORK = re.compile(r"^(?:_pytest|pytest|pluggy|py|unittest|sitecustomize|usercustomize)\b")
 # the .pth lines setuptools and pip write that run code
 _PTH_CODE_OK = (
@@ -57,6 +74,16 @@ _PTH_CODE_OK = (
     re.compile(r"^import __editable___[\w.-]+_finder; __editable___[\w.-]+_finder\.install\("),
     re.compile(r"^import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var,"),
 )
+
+
+class RepoChanges(BaseModel):
+    """The repository after the build against its working tree after the patch was applied
+    (paths relative to it): which of those files changed or are gone, which files are new
+    and neither tracked nor ignored by git, and which files there were."""
+
+    changed: set[str] = Field(default_factory=set)
+    untracked: set[str] = Field(default_factory=set)
+    known: set[str] = Field(default_factory=set)
 
 
 def pth_problem(text: str) -> str | None:
@@ -81,8 +108,16 @@ class Written:
         existed: Iterable[str] = (),
         repo_modules: Iterable[str] = (),
         copies_sources: bool = False,
+        repo: RepoChanges | None = None,
+        unreadable: Iterable[str] = (),
+        tools: Iterable[str] = (),
     ) -> None:
         self.changed = sorted(set(changed))
+        # how the repository's files compare with the working tree after the patch (None:
+        # not compared, only test infrastructure and .git are refused there)
+        self.repo = repo
+        self.unreadable = set(unreadable)  # files the rules read that are no regular file
+        self.tools = set(tools)  # the names of the system's programs (``/usr/bin``, ...)
         self.texts = texts or {}
         self.existed = set(existed)  # site-packages and bin files there before the reinstall
         self.repo_modules = set(repo_modules)  # the repository's top-level packages/modules
@@ -119,6 +154,8 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
     recorded = written.recorded
     if path.startswith(SCRATCH):
         return None
+    if path in written.unreadable:
+        return "cannot be read as a regular file"
     if path == repo_dir or path.startswith(repo_dir + "/"):
         rel = path[len(repo_dir) + 1 :]
         if rel.startswith(".git/"):
@@ -129,7 +166,7 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
             return _entry_point_problem(path, entry_points)
         if is_test_infrastructure(rel, runners):
             return "test infrastructure"
-        return None
+        return None if written.repo is None else repo_file_problem(rel, written.repo)
     name = posixpath.basename(path)
     if path in entry_points and "[pytest11]" in entry_points[path]:
         return "registers a pytest plugin (pytest11 entry point)"
@@ -160,11 +197,51 @@ def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> 
         if path in recorded:
             return None
         return "no installed package's RECORD lists it"
+    if path.startswith(_SYSTEM_BIN):
+        return "a system program"
     if posixpath.basename(posixpath.dirname(path)) == "bin":
         # a console script runs the package's code, which the patch changes anyway; only
-        # the runners' own are the grading's
-        return "replaces a runner's script" if _RUNNERS.match(name) else None
+        # the runners' and the system's programs (found first on a PATH) are the grading's
+        if _RUNNERS.match(name) or name in written.tools:
+            return "replaces a runner's or a tool's script"
+        return None
     return "outside the repository and site-packages"
+
+
+_EXTENSION = re.compile(r"\.(?:so|pyd)$")
+_MODULE = re.compile(r"\.(?:py|so|pyd)$")
+
+
+def repo_file_problem(rel: str, repo: RepoChanges) -> str | None:
+    """Why the build may not have written ``rel`` in the repository (None: a build product
+    or a file it left as it was), beyond bytecode, build directories and test
+    infrastructure (see the module doc)."""
+    name = posixpath.basename(rel)
+    if name == ".gitignore":
+        return "a .gitignore (decides which files git ignores)"
+    if name == ".git" or "/.git/" in rel:
+        return "a git repository inside the repository"
+    known_tops = {path.split("/", 1)[0] for path in repo.known}
+    new_top = rel.split("/", 1)[0] not in known_tops
+    if _EXTENSION.search(name):
+        module = name.split(".", 1)[0]
+        folder = posixpath.dirname(rel)
+        sources = {posixpath.join(folder, module + ".py"), posixpath.join(folder, module)}
+        if module == "__init__" or any(
+            path in sources or path.startswith(posixpath.join(folder, module) + "/")
+            for path in repo.known
+        ):
+            return "a compiled module that shadows a Python module"
+        return "a new top-level module (first on the test runner's path)" if new_top else None
+    if rel in repo.changed:
+        return "changes a file that existed after the patch was applied"
+    if rel in repo.known:
+        return None  # written again as it was
+    if new_top and _MODULE.search(name):
+        return "a new top-level module (first on the test runner's path)"
+    if rel in repo.untracked:
+        return "a new file git does not ignore"
+    return None  # generated, and ignored by git
 
 
 def _entry_point_problem(path: str, entry_points: dict[str, str]) -> str | None:

@@ -80,15 +80,12 @@ __all__ = [
     "REPO_DIR", "TEST_USER", "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",
     "run_tests",
 ]  # fmt: skip
-# a test run printing more than this is treated as a crash instead of being read in
-MAX_OUTPUT_BYTES = 128 * 1024 * 1024
-# characters of output kept in TestRun.output (the head and, mostly, the tail)
-OUTPUT_KEEP = 1_000_000
+MAX_OUTPUT_BYTES = 128 * 1024 * 1024  # a test run printing more is a crash, not read in
+OUTPUT_KEEP = 1_000_000  # characters of output kept in TestRun.output (head and, mostly, tail)
 
 
-# the eval script writes into a FIFO; a root `cat` copies it into the output file, so no
-# descriptor of the tests refers to that file. A process the tests left holding the FIFO
-# cannot keep the run going: the reader gets 10 s after the script ends.
+# the eval script writes into a FIFO a root `cat` copies into the output file (no descriptor of
+# the tests refers to that file); the reader gets 10 s after the script ends, then is killed
 _PIPED_RUN = (
     f"chmod 700 {EVAL_DIR} && rm -f {OUTPUT_FIFO} && mkfifo -m 600 {OUTPUT_FIFO} "
     f"&& (umask 077 && : > {OUTPUT_PATH}) || exit 1\n"
@@ -299,9 +296,8 @@ def _reinstall(
     sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
     successor: Successor | None,
 ) -> Iterator[tuple[Sandbox, str]]:  # fmt: skip
-    """Install again when the patch changes what the build reads (a new dependency): the
-    sandbox the tests run in, and what the build wrote beyond the package's own output and
-    metadata, shown ("" if nothing)."""
+    """Install again if the patch changes what the build reads (:mod:`.reinstall`): the sandbox
+    the tests run in, and what the build wrote that it may not, shown ("" if nothing)."""
     if successor is None and needs_reinstall(recipe, gradeable):
         raise SandboxError("the patch must be installed again, and no fresh sandbox can be had")
     with contained_reinstall(

@@ -910,6 +910,7 @@ def _refused_git_path(run: Run) -> None:
 def _forged(run: Run) -> None:
     result = run.results[CALC]
     assert result.tests.fail_to_pass_passed == []  # every expected test counts as failing
+    assert any("never reached the interpreter's exit" in e for e in result.tamper_evidence)
 
 
 def _disk_bomb(run: Run) -> None:
@@ -1028,14 +1029,13 @@ CASES = [
         Reason.PATCH_PATH_REFUSED,
         _refused_git_path,
     ),
-    # under pytest's output capture the forgery is lost with os._exit: the run prints no
-    # summary (an error, never resolved); the forgery that reaches the output (sympy's runner,
-    # no capture) is test_evaluation's test_a_forged_marker_and_log_then_os_exit_is_caught
+    # under pytest's output capture the forgery is lost with os._exit; the audit hook sees the
+    # test process leave without the interpreter's exit while the command exits 0
     Case(
         "forged log with markers, then os._exit",
         "forged_log",
-        Status.ERROR,
-        Reason.TEST_CRASH,
+        Status.REGRESSION,
+        Reason.TAMPER_DETECTED,
         _forged,
     ),
 ]

@@ -460,6 +460,22 @@ RUN_DATA_FILE = (
 )
 
 
+_PACKAGES = {CALC: "calc", TEXTKIT: "textkit", UNITS: "units"}
+
+
+def _each_appends(step: str, code: str, *instances: str) -> dict[str, Any]:
+    """A group in which each instance's package gets ``code`` appended, and no fix."""
+    return {
+        "plans": {
+            i: Plan(
+                steps=[Step(name=step, command=_append_code(f"{_PACKAGES[i]}/__init__.py", code))]
+            )
+            for i in instances
+        },
+        "instances": list(instances),
+    }
+
+
 GROUPS: dict[str, dict[str, Any]] = {
     # look for the future: history, the gold patch and the test patch, on disk and in env
     "probes": {
@@ -692,16 +708,7 @@ GROUPS: dict[str, dict[str, Any]] = {
         }
     },
     # no fix at all: the package reads the hidden tests and answers them, on three runners
-    "peeked_tests": {
-        "plans": {
-            CALC: Plan(steps=[Step(name="peek", command=_append_code("calc/__init__.py", PEEK))]),
-            TEXTKIT: Plan(
-                steps=[Step(name="peek", command=_append_code("textkit/__init__.py", PEEK))]
-            ),
-            UNITS: Plan(steps=[Step(name="peek", command=_append_code("units/__init__.py", PEEK))]),
-        },
-        "instances": [CALC, TEXTKIT, UNITS],
-    },
+    "peeked_tests": _each_appends("peek", PEEK, CALC, TEXTKIT, UNITS),
     # the half fix plus code that, as the test user, renames, replaces, deletes and creates
     "ownership": {
         "plans": {
@@ -720,37 +727,8 @@ GROUPS: dict[str, dict[str, Any]] = {
         "between_runs": "empty_validation_cache",
     },
     # round three: what the code under test does at test time (the audit hook sees it)
-    "replay_and_exec": {
-        "plans": {
-            CALC: Plan(
-                steps=[
-                    Step(name="forge", command=_append_code("calc/__init__.py", REPLAY_AND_EXEC))
-                ]
-            ),
-            TEXTKIT: Plan(
-                steps=[
-                    Step(name="forge", command=_append_code("textkit/__init__.py", REPLAY_AND_EXEC))
-                ]
-            ),
-        },
-        "instances": [CALC, TEXTKIT],
-    },
-    "caller_answers": {
-        "plans": {
-            CALC: Plan(
-                steps=[Step(name="read", command=_append_code("calc/__init__.py", CALLER_ANSWERS))]
-            ),
-            TEXTKIT: Plan(
-                steps=[
-                    Step(name="read", command=_append_code("textkit/__init__.py", CALLER_ANSWERS))
-                ]
-            ),
-            UNITS: Plan(
-                steps=[Step(name="read", command=_append_code("units/__init__.py", CALLER_ANSWERS))]
-            ),
-        },
-        "instances": [CALC, TEXTKIT, UNITS],
-    },
+    "replay_and_exec": _each_appends("forge", REPLAY_AND_EXEC, CALC, TEXTKIT),
+    "caller_answers": _each_appends("read", CALLER_ANSWERS, CALC, TEXTKIT, UNITS),
     "frame_walk_plugin": {
         "plans": {
             CALC: Plan(

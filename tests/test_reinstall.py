@@ -434,8 +434,7 @@ TAMPERING_SETUP_PY = _new_file(
 )
 # a setup.py that leaves a root daemon re-forking to a new PID every millisecond; it logs
 # each PID to /tmp/.hostile-pids and, once /opt/swe/eval appears, copies the test patch out
-DAEMON_SETUP_PY = _new_file(
-    "setup.py",
+DAEMON_SOURCE = (
     "import os, shutil, time, traceback\nfrom setuptools import setup\n\n\n"
     "def daemon():\n"
     "    os.setsid()\n"
@@ -456,8 +455,9 @@ DAEMON_SETUP_PY = _new_file(
     "if not os.path.exists('/tmp/.hostile-daemon'):\n"
     "    open('/tmp/.hostile-daemon', 'w').close()\n"
     "    if os.fork() == 0:\n        daemon()\n"
-    "setup()\n",
+    "setup()\n"
 )
+DAEMON_SETUP_PY = _new_file("setup.py", DAEMON_SOURCE)
 # an honest build's products: an ignored generated module, an extension, a build directory
 HONEST_SETUP_PY = _new_file(".gitignore", "calc/_version.py\n") + _new_file(
     "setup.py",
@@ -497,24 +497,34 @@ def test_a_build_that_rewrites_a_source_is_refused(run_ctx, synthetic_instances,
         assert "return a * b" in fresh.exec("cat /testbed/calc/__init__.py").stdout
 
 
+# the same daemon, holding the install's own output open (it never redirects its descriptors)
+DAEMON_KEEPING_OUTPUT = _new_file(
+    "setup.py",
+    DAEMON_SOURCE.replace("    null = os.open(os.devnull, os.O_RDWR)\n", "")
+    .replace("    for fd in (0, 1, 2):\n        os.dup2(null, fd)\n", "")
+    .replace("    os.closerange(3, 65536)\n", ""),
+)
+
+
 @pytest.mark.container
+@pytest.mark.parametrize("patch", [DAEMON_SETUP_PY, DAEMON_KEEPING_OUTPUT], ids=["quiet", "output"])
 def test_no_process_of_the_build_reaches_the_fresh_container(
-    run_ctx, synthetic_instances, make_sandbox
+    run_ctx, synthetic_instances, make_sandbox, patch
 ):
-    sandbox, recipe, fresh_from = _applied(
-        run_ctx, synthetic_instances, make_sandbox, DAEMON_SETUP_PY
-    )
+    sandbox, recipe, fresh_from = _applied(run_ctx, synthetic_instances, make_sandbox, patch)
     # the install ends once the daemon has re-forked a few times (new PIDs)
     wait = (
         "; for i in $(seq 200); do [ $(wc -l < /tmp/.hostile-pids) -ge 5 ] && break; "
         "sleep 0.05; done"
     )
     recipe = recipe.model_copy(update={"install": recipe.install + wait})
-    with contained_reinstall(sandbox, recipe, DAEMON_SETUP_PY, 300, fresh_from) as (
+    with contained_reinstall(sandbox, recipe, patch, 30, fresh_from) as (
         fresh,
         done,
     ):
-        assert done is not None and done.ok, done
+        # pip waits for its build's output to close, which the daemon holding it never does:
+        # the install runs into its timeout (as a hung test would), and the build is stopped
+        assert done is not None and (done.ok or patch is DAEMON_KEEPING_OUTPUT), done
         assert done.refused == [], done.refused  # it wrote nothing beyond scratch space
         pids = sandbox.read_file("/tmp/.hostile-pids").decode().split()
         assert len(set(pids)) >= 5, pids  # it was alive, re-forking, when the build ended

@@ -87,6 +87,7 @@ def needs_reinstall(recipe: Recipe, patch: str) -> bool:
     return reinstall_needed(recipe.install, patch_paths(patch))
 
 
+_INSTALL_LOG = "/tmp/.swe-reinstall.log"
 # stop what the install left running: every process that was not there before it
 _STOP_NEW = (
     "[ -f /tmp/.swe-pids-before ] && for pid in $(ps -eo pid=); do "
@@ -136,14 +137,16 @@ def _install_network(sandbox: Sandbox) -> Iterator[tuple[dict[str, str], str]]:
 def _install(sandbox: Sandbox, recipe: Recipe, timeout: float) -> tuple[ExecResult, str]:
     """The recipe's install command with the package index reachable; the network is off
     again afterwards. The result, and which network it had."""
+    # the output goes to a file, not to the exec's pipe: a process the build leaves holding
+    # its output (a daemon) cannot keep the exec, and so grading, waiting
+    install = f"source {ACTIVATE} && ({recipe.install}) > {_INSTALL_LOG} 2>&1 < /dev/null"
     with _install_network(sandbox) as (env, network):
         try:
-            result = sandbox.exec(
-                ["bash", "-c", f"source {ACTIVATE} && {recipe.install}"], timeout=timeout, env=env
-            )
+            result = sandbox.exec(["bash", "-c", install], timeout=timeout, env=env)
+            output = sandbox.exec(["tail", "-n", "5", _INSTALL_LOG], timeout=30).stdout
         finally:
             sandbox.set_network(False)
-    return result, network
+    return result.model_copy(update={"stdout": output + result.stdout}), network
 
 
 def _tail(result: ExecResult, network: str) -> str:

@@ -1,5 +1,5 @@
 """Cold validation sweep: what a measured sweep of a sample cost, and what the same sweep of a
-larger selection would cost on this host, extrapolated from it (#24).
+larger selection would cost on this host, extrapolated from it.
 
 Reads the ``validation.json`` of every instance of a ``swe-green validate`` run directory
 (each holds ``timings``: ``setup`` = phases 1-3, ``base_commit`` = phase 4, ``validation``;

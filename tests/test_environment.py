@@ -56,7 +56,7 @@ def test_recipe_setup_gives_a_working_environment_at_base(
     package = instance.repo.split("/")[1]
     imported = sb.exec(f"source /opt/swe/activate.sh && python -c 'import {package}'")
     assert imported.exit_code == 0, imported.output
-    # no installer cache is committed into the environment (dead weight, #24)
+    # no installer cache is committed into the environment (dead weight)
     caches = sb.exec("ls -d /root/.cache/uv /root/.cache/pip 2>/dev/null")
     assert caches.stdout.strip() == "", caches.stdout
     setup_log = (run_ctx.instance_dir(instance) / "setup.log").read_text()

@@ -215,7 +215,7 @@ FORGED_CHECKED_PYC = _python(
     'cd /testbed && python -c \'import calc; print("HOSTILE-FORGED floordiv", '
     "calc.floordiv(-7, 2))'\n"
 )
-# git no longer ignores bytecode (the images' .git/info/exclude does, #24): it is in the diff
+# git no longer ignores bytecode (the images' .git/info/exclude does): it is in the diff
 TRACK_BYTECODE = Step(name="track", command=": > /testbed/.git/info/exclude")
 # a sourceless package next to runtests.py that shadows the standard library's unittest
 SOURCELESS_UNITTEST = _python(
@@ -657,7 +657,7 @@ GROUPS: dict[str, dict[str, Any]] = {
         "settings": {"grade_in_participant_container": True},
     },
     # round two: bytecode instead of source (pytest), a sourceless unittest (Django-style)
-    # (git is told to track bytecode again: the images' .git/info/exclude ignores it, #24)
+    # (git is told to track bytecode again: the images' .git/info/exclude ignores it)
     "bytecode": {
         "plans": {
             CALC: Plan(steps=[Step(name="pyc", command=PYC_FIX), TRACK_BYTECODE]),

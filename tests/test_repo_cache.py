@@ -300,7 +300,7 @@ def test_the_shared_commit_is_the_common_ancestor_of_the_bases(upstream):
 
 def test_the_exported_history_computes_its_deltas_afresh(upstream, tmp_path):
     """A mirror whose pack holds poor deltas (chains of one, as a fetched pack can) does not
-    pass them on: the fresh ``.git`` is packed with deltas computed for it (#24)."""
+    pass them on: the fresh ``.git`` is packed with deltas computed for it."""
     from orchestrator.environments.checkout.clean_history import export_clean_git
 
     lines = [f"line {i} {'x' * (20 + i % 60)}" for i in range(2000)]

@@ -1,4 +1,4 @@
-"""Validation costs what it must (#24): the base run selects the FAIL_TO_PASS tests where the
+"""Validation costs what it must: the base run selects the FAIL_TO_PASS tests where the
 runner can, the gold runs every listed test, reruns happen only when they can change the
 verdict; the verdicts stay those of running everything."""
 

@@ -1,4 +1,4 @@
-"""The eval script's bytecode step (#24): before the tests, only the image's own bytecode of
+"""The eval script's bytecode step: before the tests, only the image's own bytecode of
 the repository stays, verified against the image's manifest and fresh for the source beside
 it; when the check cannot run, all of it goes (see :mod:`orchestrator.environments.setup.bytecode`).
 """

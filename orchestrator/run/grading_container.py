@@ -1,4 +1,4 @@
-"""One instance's grading container, off the instance's critical path (#24): started beside the
+"""One instance's grading container, off the instance's critical path: started beside the
 participant's container (a fresh container from the instance image owes nothing to what the
 participant does; it idles until the patch is taken), and removed while the participant's
 container is disposed of."""

@@ -4,7 +4,7 @@ they must pass. PASS_TO_PASS tests that fail even with the gold patch (network t
 like) are recorded and left out of the instance's grading. Each check runs in a throwaway
 container from the instance image, never in the participant's.
 
-What each run costs, and why it is needed (#24):
+What each run costs, and why it is needed:
 
 - **Base**: only the FAIL_TO_PASS tests' outcome counts there, so where the runner selects
   tests by name only they run (pytest node ids, sympy's ``-k``; :mod:`.test_selection`

@@ -107,7 +107,7 @@ def _export_clean_git(mirror: Path, commit: str, dest: Path, since: str | None) 
         raise GitError(["rev-list", "--objects", commit], listed.stderr)
     # deltas computed afresh, not the mirror's reused as fetched: with the same objects
     # (and as many deltas) sympy's shared history took 77 MB, afresh 46 MB for 12 s more,
-    # once per repository (#24's footprint)
+    # once per repository (the footprint)
     packed = subprocess.run(
         ["git", "pack-objects", "--quiet", "--missing=allow-any", "--delta-base-offset",
          "--no-reuse-delta", str(dest / "objects" / "pack" / "pack")],

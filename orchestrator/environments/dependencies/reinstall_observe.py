@@ -146,19 +146,7 @@ def observe_stopped(sandbox: Sandbox, before: Before) -> Stopped:
     engine = engine_changes(sandbox) - before.changes
     parents = {posixpath.dirname(path) for path in engine}
     paths = {path for path in engine if path not in parents}  # files, not their directories
-    stopped = Stopped(paths=paths)
-    for path in sorted(paths):
-        name = posixpath.basename(path)
-        if name in ("RECORD", "entry_points.txt") or name.endswith(".pth"):
-            try:
-                data = sandbox.read_file(path, max_bytes=10_000_000)
-            except FileMissing:
-                continue  # deleted (an uninstall)
-            except SandboxError:
-                stopped.unreadable.add(path)  # a directory, a link, too large
-                continue
-            stopped.texts[path] = data.decode("utf-8", "replace")
-    return stopped
+    return _with_texts(sandbox, paths)
 
 
 def repo_changes(fresh: Sandbox, before: Before) -> RepoChanges | None:
@@ -227,16 +215,21 @@ def outside_changed(fresh: Sandbox, before: Before) -> Stopped:
     those the rules read."""
     now = _digests(fresh, sorted(before.digests), _PATH)
     paths = {p for p in set(before.digests) | set(now) if before.digests.get(p) != now.get(p)}
+    return _with_texts(fresh, paths)
+
+
+def _with_texts(sandbox: Sandbox, paths: set[str]) -> Stopped:
+    """``paths`` with the texts the rules read (``RECORD``, ``entry_points.txt``, ``.pth``)."""
     found = Stopped(paths=paths)
     for path in sorted(paths):
         name = posixpath.basename(path)
         if name in ("RECORD", "entry_points.txt") or name.endswith(".pth"):
             try:
-                data = fresh.read_file(path, max_bytes=10_000_000)
+                data = sandbox.read_file(path, max_bytes=10_000_000)
             except FileMissing:
-                continue
+                continue  # deleted (an uninstall)
             except SandboxError:
-                found.unreadable.add(path)
+                found.unreadable.add(path)  # a directory, a link, too large
                 continue
             found.texts[path] = data.decode("utf-8", "replace")
     return found

@@ -1,4 +1,4 @@
-"""Bytecode compiled with the images, that no participant can poison (#24).
+"""Bytecode compiled with the images, that no participant can poison.
 
 Python compiles what it imports; with no bytecode to read, every test run compiled the
 project and its packages from source again (``import sympy``: 6.0 s instead of 3.3 s; uv
@@ -81,7 +81,7 @@ def refresh_instance(sandbox: Sandbox, log_path: Path, timeout: float) -> bool:
     """Instance image (after the base commit): list the environment's bytecode that is still
     fresh, removing what the base commit made stale; nothing is compiled again (the modules
     the base changed compile when imported, unwritten, as without bytecode: an instance
-    layer of recompiled pycs cost 5.8 MB an instance, sympy's 11 MB, #24). Nothing when
+    layer of recompiled pycs cost 5.8 MB an instance, sympy's 11 MB). Nothing when
     the environment image has no manifest (built before this)."""
     found = sandbox.exec(["test", "-f", MANIFEST], timeout=30)
     if not found.ok:

@@ -265,28 +265,23 @@ def _config_html(config: list[tuple[str, str]]) -> str:
 
 
 def _caveats_html(results: list[InstanceResult]) -> list[str]:
-    notes = caveats(results)
-    if not notes:
-        return []
-    return [
-        "<h2>Caveats</h2><ul id=caveats>",
-        *(
-            f'<li><a href="#{esc(anchor(iid))}">{esc(iid)}</a>: {esc(why)}</li>'
-            for iid, why in notes
-        ),
-        "</ul>",
-    ]
+    return _linked_list("Caveats", "caveats", caveats(results))
 
 
 def _tamper_html(results: list[InstanceResult]) -> list[str]:
-    rows = tamper_rows(results)
+    title = "Tamper detected (every test counted as failing)"
+    return _linked_list(title, "tampered", tamper_rows(results))
+
+
+def _linked_list(title: str, list_id: str, rows: list[tuple[str, str]]) -> list[str]:
+    """A heading and a list of (instance, text), each linked to its row; nothing when empty."""
     if not rows:
         return []
     return [
-        "<h2>Tamper detected (every test counted as failing)</h2><ul id=tampered>",
+        f"<h2>{esc(title)}</h2><ul id={list_id}>",
         *(
-            f'<li><a href="#{esc(anchor(iid))}">{esc(iid)}</a>: {esc(what)}</li>'
-            for iid, what in rows
+            f'<li><a href="#{esc(anchor(iid))}">{esc(iid)}</a>: {esc(text)}</li>'
+            for iid, text in rows
         ),
         "</ul>",
     ]

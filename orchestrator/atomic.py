@@ -2,9 +2,13 @@
 
 :func:`atomic_write_text` / :func:`atomic_write_bytes` write through a temporary file in the
 same directory, then ``os.replace``: a ``kill -9`` mid-write leaves the old file (or none),
-never a truncated one. :func:`read_cached` is the reading side of a cache: an entry that is
-missing is a miss, and so is one that cannot be read or parsed (a half file from an older
-version, a disk error), with a warning; the caller then rebuilds and writes it again.
+never a truncated one. The file's mode follows the process's umask, as ``open`` would give it
+(a report on a shared host is readable by the team); ``private=True`` keeps it to the owner
+(for secrets such as a token file).
+
+:func:`read_cached` is the reading side of a cache: an entry that is missing is a miss,
+and so is one that cannot be read or parsed (a half file from an older version, a disk
+error), with a warning; the caller then rebuilds and writes it again.
 """
 
 from __future__ import annotations
@@ -20,17 +24,34 @@ from orchestrator.log import get_logger
 T = TypeVar("T")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux's ``/proc``); elsewhere set and
+    restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: Path, text: str, *, private: bool = False) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), private=private)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory."""
+def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory: mode 0666
+    less the umask, or 0600 when ``private``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
+            if not private:  # mkstemp makes 0600 whatever the umask
+                os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

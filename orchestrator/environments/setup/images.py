@@ -8,12 +8,15 @@ and the suite's Python, add the host's CA bundle, ``docker import`` it, then ins
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -107,21 +110,52 @@ def build_base_images(
         )
     chosen = pick_method(method)
     outcome: dict[str, str] = {}
-    for py in pythons:
-        name = image_name(prefix, py)
-        if backend.images.exists(name) and not force:
-            progress(f"{name}: exists, skipped (use --force to rebuild)")
-            outcome[py] = "exists"
-            continue
-        started = time.monotonic()
-        progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
-        if chosen == "debootstrap":
-            _build_debootstrap(backend, name, SUITES[py], mirror, progress)
-        else:
-            _build_dockerfile(backend, name, SUITES[py], progress)
-        progress(f"{name}: built in {time.monotonic() - started:.0f}s")
-        outcome[py] = "built"
+    with _sigterm_interrupts():
+        for py in pythons:
+            outcome[py] = _build_one(backend, prefix, py, chosen, force, mirror, progress)
     return outcome
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops the build as Ctrl-C does (the temporary root is removed on the way
+    out); in the main thread only, where a handler can be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _build_one(
+    backend: SandboxBackend,
+    prefix: str,
+    py: str,
+    chosen: Literal["debootstrap", "dockerfile"],
+    force: bool,
+    mirror: str,
+    progress: Progress,
+) -> str:
+    """Build one base image; ``built``, or ``exists`` when it is there and not ``force``."""
+    name = image_name(prefix, py)
+    if not force and backend.images.exists(name):
+        progress(f"{name}: exists, skipped (use --force to rebuild)")
+        return "exists"
+    started = time.monotonic()
+    progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
+    if chosen == "debootstrap":
+        _build_debootstrap(backend, name, SUITES[py], mirror, progress)
+    else:
+        _build_dockerfile(backend, name, SUITES[py], progress)
+    progress(f"{name}: built in {time.monotonic() - started:.0f}s")
+    return "built"
 
 
 def _build_debootstrap(
@@ -132,15 +166,15 @@ def _build_debootstrap(
             "The offline image bootstrap needs root and debootstrap.",
             "run as root after `apt-get install -y debootstrap`, or use --method dockerfile.",
         )
-    with tempfile.TemporaryDirectory(prefix="swe-green-rootfs-") as tmp:
-        rootfs = Path(tmp) / "rootfs"
+    with _temporary_root() as tmp:
+        rootfs = tmp / "rootfs"
         progress(f"{name}: debootstrap {suite} (about a minute)")
         _debootstrap(suite, rootfs, mirror, progress)
         shutil.copyfile(HOST_CA_BUNDLE, rootfs / CA_IN_IMAGE.lstrip("/"))
         for cache in (rootfs / "var/cache/apt/archives").glob("*.deb"):
             cache.unlink()
         shutil.rmtree(rootfs / "var/lib/apt/lists", ignore_errors=True)
-        tar_path = Path(tmp) / "rootfs.tar"
+        tar_path = tmp / "rootfs.tar"
         progress(f"{name}: docker import")
         subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True)
         stage = f"{name}-stage"
@@ -154,6 +188,51 @@ def _build_debootstrap(
                 f"docker import of {name} failed: {exc}", "check the daemon's disk."
             ) from exc
     _finish_with_uv(backend, stage, name, progress)
+
+
+@contextlib.contextmanager
+def _temporary_root() -> Iterator[Path]:
+    """A temporary directory for the root file system, removed however the block ends
+    (Ctrl-C, SIGTERM, an error); what debootstrap mounted in it (``/proc``, ``/sys``, a bound
+    ``/dev``) is unmounted first, so removing it never reaches into the host."""
+    tmp = Path(tempfile.mkdtemp(prefix="swe-green-rootfs-"))
+    try:
+        yield tmp
+    finally:
+        _unmount_under(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _unmount_under(root: Path) -> None:
+    """Unmount (lazily, deepest first) every mount point under ``root``."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return
+    prefix = str(root.resolve()) + "/"
+    points = [
+        line.split()[1].encode().decode("unicode_escape")  # \040 for a space
+        for line in mounts
+        if len(line.split()) > 1
+    ]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def _run_group(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``cmd`` in a process group of its own, killed whole on timeout or interrupt
+    (debootstrap's children outlive it otherwise, and hold Ctrl-C off)."""
+    process = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, process.returncode, stdout, stderr)
 
 
 class _DebootstrapFailed(Exception):
@@ -180,7 +259,7 @@ def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> N
     def attempt() -> None:
         shutil.rmtree(rootfs, ignore_errors=True)
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT)
+            done = _run_group(cmd, DEBOOTSTRAP_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise _DebootstrapFailed(f"no result after {DEBOOTSTRAP_TIMEOUT}s") from None
         if done.returncode != 0:

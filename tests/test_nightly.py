@@ -141,3 +141,25 @@ def test_two_nights_of_the_same_shard_with_the_real_cli(env_settings, tmp_path):
     assert len(runs) == 2 and all((run / "report.html").is_file() for run in runs)
     results = json.loads((runs[1] / "results.json").read_text())
     assert "demo__" in json.dumps(results), results
+
+
+def test_an_empty_shard_is_no_failure(synthetic_dir, tmp_path):
+    """Five shards over the three synthetic instances: the real CLI finds shard 4 empty
+    (before it needs Docker), and the night says so and exits 0."""
+    env = {
+        **os.environ,
+        "SWE_GREEN": str(Path(sys.executable).parent / "swe-green"),
+        "SWE_GREEN_NIGHTLY_DIR": str(tmp_path / "nightly"),
+        "SWE_GREEN_DATA_DIR": str(tmp_path / "data"),
+        "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs"),
+        "SWE_GREEN_DATASET": str(synthetic_dir / "instances.jsonl"),
+    }
+    done = subprocess.run(
+        [DASH, str(NIGHTLY), "--participant", "gold", "--date", "2026-01-08"],  # shard 4/5
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("EMPTY SHARD: 2026-01-08, shard 4/5 holds no instance"), (
+        done.stdout
+    )
+    assert not list((tmp_path / "nightly" / "shard-4-of-5").glob("*T*[0-9]")), "a run directory"

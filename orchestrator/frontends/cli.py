@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.errors import UserError
+from orchestrator.frontends.tables import Overflow, plain_table
 from orchestrator.log import configure_logging
 from orchestrator.settings import Settings, config_file, load_settings
 
@@ -147,13 +148,17 @@ def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] =
     from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.factory import backend_from
 
-    table = Table("container", "status", "run", "instance", "role", "created")
-    for column in table.columns:
-        column.overflow = "fold"
+    # the name is swe-green-<run>-<instance>-<role>: the run, instance and role columns
+    # only where the terminal has room for them
+    wide = console.width >= 140
+    columns: list[tuple[str, Overflow]] = [("container", "fold"), ("status", "keep")]
+    if wide:
+        columns += [("run", "fold"), ("instance", "fold"), ("role", "keep")]
+    table = plain_table(*columns, ("created", "keep"))
     for info in list_containers(backend_from(settings()), run_id=run):
-        table.add_row(
-            info.name, info.status, info.run_id, info.instance_id, info.role, info.created[:19]
-        )
+        extra = [info.run_id, info.instance_id, info.role] if wide else []
+        created = info.created[:19].replace("T", " ")
+        table.add_row(info.name, info.status, *extra, created if wide else created[5:16])
     console.print(table)
 
 

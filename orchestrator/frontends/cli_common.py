@@ -4,7 +4,7 @@ run."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,6 +12,9 @@ from rich.console import Console
 from orchestrator.context.run_context import RunContext
 from orchestrator.errors import UserError
 from orchestrator.settings import Settings, option_help
+
+if TYPE_CHECKING:
+    from orchestrator.sandbox import SandboxBackend
 
 console = Console()
 err_console = Console(stderr=True)
@@ -94,10 +97,27 @@ def start_cli_run(
 
     run_id = run_id or (resume.name if resume else None)
     backend = backend_from(settings)
+    check_base_images(settings, backend)
     return start_run(
         settings, backend, kind=kind, run_id=run_id, run_dir=resume or output,
         config={"source": "cli", **config},
     )  # fmt: skip
+
+
+def check_base_images(settings: Settings, backend: SandboxBackend) -> None:
+    """A Docker run on this host needs a base image (built, or published in a registry);
+    without one, a UserError before the run starts (every instance would fail the same way).
+    A Ray cluster's nodes have their own images, and the local backend needs none."""
+    from orchestrator.environments.setup.images import base_pythons
+
+    if settings.sandbox.backend != "docker" or settings.run.ray_address:
+        return
+    if not base_pythons(backend, settings.environment):
+        raise UserError(
+            f"No base image {settings.environment.image_prefix}/base:* is built on this host.",
+            "run `swe-green images build --python 3.11`, or set SWE_GREEN_BASE_IMAGE_REGISTRY "
+            "to where the base images are published.",
+        )
 
 
 def check_writable(settings: Settings, output: Path | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -24,7 +24,11 @@ from orchestrator.frontends.cli_common import (
 from orchestrator.frontends.commands_report import report_cmd
 from orchestrator.frontends.commands_run import demo_cmd, run_cmd
 from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
+from orchestrator.frontends.tables import plain_table, short_difficulty
 from orchestrator.settings import load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.housekeeping.prune import PrunePlan
 
 instances_app = typer.Typer(help="Benchmark instances.", no_args_is_help=True)
 envs_app = typer.Typer(help="The environment image cache.", no_args_is_help=True)
@@ -39,11 +43,14 @@ def instances_ls(
     """Print what a selection resolves to."""
     settings = load_settings(dataset=dataset)
     chosen = select_instances(settings, ids, pattern, repo, count, shard)
-    table = Table("instance", "repo", "version", "F2P", "P2P", "difficulty")
+    table = plain_table(
+        ("instance", "keep"), ("repo", "fold"), ("version", "keep"), ("F2P", "keep"),
+        ("P2P", "keep"), ("difficulty", "keep"),
+    )  # fmt: skip
     for inst in chosen:
         table.add_row(
             inst.instance_id, inst.repo, inst.version, str(len(inst.FAIL_TO_PASS)),
-            str(len(inst.PASS_TO_PASS)), inst.difficulty or "",
+            str(len(inst.PASS_TO_PASS)), short_difficulty(inst.difficulty),
         )  # fmt: skip
     console.print(table)
     console.print(f"{len(chosen)} instance(s)")
@@ -111,18 +118,32 @@ def envs_prune(
     removed = [image.tag for image in plan.remove]
     if not dry_run:
         removed = execute_prune(backend, settings.storage.data_dir, plan)
+    for line in prune_lines(plan, removed, dry_run=dry_run):
+        console.print(line, highlight=False)
+
+
+def prune_lines(plan: PrunePlan, removed: list[str], *, dry_run: bool) -> list[str]:
+    """What ``envs prune`` says: the count and size of the images removed (or, with
+    ``dry_run``, to be removed), then each of them; an image the engine refused to remove
+    (a container or another image depends on it) is counted and listed as kept."""
+    gone = [image for image in plan.remove if image.tag in set(removed)]
+    stayed = [image for image in plan.remove if image.tag not in set(removed)]
+    kept_size = plan.kept_size + sum(image.size for image in stayed)
     verb = "would remove" if dry_run else "removed"
-    console.print(
-        f"{verb} {len(removed)} image(s), {_size(plan.freed)}; "
-        f"{len(plan.keep)} kept, {_size(plan.kept_size)}"
-    )
-    for image in plan.remove:
-        console.print(f"  - {image.tag}  {_size(image.size)}  last used {_ago(image.last_used)}")
-    for name in plan.containers:
-        console.print(f"  - container {name} (used a removed image)")
-    for image in plan.keep:
-        if image.protected:
-            console.print(f"  kept {image.tag}: {image.protected}")
+    lines = [
+        f"{verb} {len(gone)} image(s), {_size(sum(image.size for image in gone))}; "
+        f"{len(plan.keep) + len(stayed)} kept, {_size(kept_size)}"
+    ]
+    lines += [
+        f"  - {image.tag}  {_size(image.size)}  last used {_ago(image.last_used)}" for image in gone
+    ]
+    lines += [f"  - container {name} (used a removed image)" for name in plan.containers]
+    lines += [f"  kept {image.tag}: {image.protected}" for image in plan.keep if image.protected]
+    lines += [
+        f"  kept {image.tag}: the engine refused (in use by a container or another image)"
+        for image in stayed
+    ]
+    return lines
 
 
 def _size(size: int) -> str:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli_common import (
@@ -19,15 +18,20 @@ from orchestrator.frontends.cli_common import (
     check_concurrency,
     check_writable,
     console,
+    err_console,
     read_json,
     select_instances,
     start_cli_run,
 )
 from orchestrator.frontends.live_progress import LiveProgress
+from orchestrator.frontends.tables import plain_table
 from orchestrator.log import run_log
+from orchestrator.run.outcome import EXIT_NOTHING_GRADED
 from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from orchestrator.validation.sweep import SweepRecord
 
 Strategy = Annotated[str | None, typer.Option(help="auto, recipe or llm.")]
@@ -83,19 +87,25 @@ def validate_cmd(
     # the run is marked in progress by its driver (run.scheduler.drive), as an evaluation is
     with run_log(ctx.run_dir.path) as log_path, progress.live_display():
         records = run_sweep(ctx, chosen, concurrency, on_done=done)
-    _print_summary(records, run_dir)
-    console.print(f"log: {log_path}")
-
-
-def _print_summary(records: list[SweepRecord], run_dir: Path) -> None:
-    """A sweep's outcome per instance, then the count of valid environments."""
-    table = Table("instance", "outcome", "detail", "seconds")
-    for r in sorted(records, key=lambda r: r.instance_id):
-        outcome = "ok" if r.ok else f"environment error ({r.cause})"
-        table.add_row(r.instance_id, outcome, r.message[:160], f"{sum(r.timings.values()):.0f}")
-    console.print(table)
+    console.print(summary_table(records))
     good = sum(r.ok for r in records)
     console.print(f"{good}/{len(records)} environment(s) valid; logs under {run_dir}")
+    console.print(f"log: {log_path}")
+    if records and not good:
+        err_console.print("no environment valid (exit status 3); see the detail above.")
+        raise typer.Exit(EXIT_NOTHING_GRADED)
+
+
+def summary_table(records: list[SweepRecord]) -> Table:
+    """A sweep's outcome per instance; long ids and details fold onto more lines (whole,
+    at 80 columns too), the seconds never wrap."""
+    table = plain_table(
+        ("instance", "keep"), ("outcome", "fold"), ("detail", "fold"), ("seconds", "keep")
+    )
+    for r in sorted(records, key=lambda r: r.instance_id):
+        outcome = "ok" if r.ok else f"environment error ({r.cause})"
+        table.add_row(r.instance_id, outcome, r.message[:600], f"{sum(r.timings.values()):.0f}")
+    return table
 
 
 def sweep_instances(run_dir: Path) -> list[str] | None:

@@ -488,12 +488,16 @@ def test_no_base_image_fails_the_task_with_the_fix(fast_settings: Settings) -> N
 def test_every_instance_failing_before_the_participant_fails_the_task(
     fast_settings: Settings, env_settings: Settings
 ) -> None:
-    """No recipes and no API key: every environment fails before any participant call."""
+    """No recipes and no API key: every environment fails before any participant call (the
+    participant answers: its card is read before the run starts)."""
+    from orchestrator.participant.reference import make_participant, running
+
     settings = fast_settings.replace(
         **{"image_prefix": env_settings.environment.image_prefix, "setup_strategy": "recipe"}
     )
-    with green_agent(settings) as url:
-        state, message = final_status(assess(url, _request(pattern="demo__*")))
+    empty = make_participant("empty", dataset=settings.dataset.dataset)
+    with running(empty) as empty_url, green_agent(settings) as url:
+        state, message = final_status(assess(url, _request(empty_url, pattern="demo__*")))
     assert state == "TASK_STATE_FAILED"
     assert "could not evaluate: all 3 instance(s) failed before the participant" in message
     assert "Fix the green agent's host" in message

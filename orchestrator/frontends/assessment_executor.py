@@ -9,9 +9,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from urllib.parse import urlparse
 
-import httpx
 import structlog
-from a2a.client import A2ACardResolver
 from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -31,6 +29,7 @@ from orchestrator.frontends.assessment_text import (
     prose,
     summary_text,
 )
+from orchestrator.frontends.participant_card import CARD_PATH, CardUnusable, read_card
 from orchestrator.frontends.request_policy import refusal_text, refused_overrides
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
@@ -45,7 +44,6 @@ from orchestrator.settings.serve import split_keys
 
 DEFAULT_HEARTBEAT = 20.0
 ARTIFACT_NAME = "swe-bench-verified-result"
-_CARD_TIMEOUT = 10.0
 
 
 class _Rejected(Exception):
@@ -80,6 +78,11 @@ class AssessmentExecutor(AgentExecutor):
             await updater.reject(updater.new_agent_message([new_text_part(str(exc))]))
         except _Failed as exc:
             self.log.error("assessment.failed", task_id=context.task_id, reason=str(exc))
+            # the reason as an artifact too: a client that reads only artifacts sees it
+            data = {"type": "assessment_failed", "reason": str(exc)}
+            await updater.add_artifact(
+                [new_text_part(prose(str(exc))), new_data_part(data)], name=ARTIFACT_NAME
+            )
             await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
         except Exception as exc:  # noqa: BLE001 - one assessment must never take the server down
             self.log.error(
@@ -102,7 +105,15 @@ class AssessmentExecutor(AgentExecutor):
             return
         settings, concurrency, capped = self._run_settings(request)
         backend = await ready_backend(self.settings)
-        name = await participant_card_name(request.participant_url)
+        try:
+            card = await read_card(request.participant_url)
+        except CardUnusable as exc:
+            raise _Failed(
+                f"The green agent cannot evaluate this participant: {exc} Fix: start the "
+                "participant, or send its A2A URL (the agent card is read at "
+                f"<URL>{CARD_PATH})."
+            ) from None
+        name = card.get("name") if isinstance(card.get("name"), str) else None
         participant_id = name or request.participant_url
         ctx = start_run(
             settings, backend, kind="a2a",
@@ -116,7 +127,7 @@ class AssessmentExecutor(AgentExecutor):
         run_id, run_dir = ctx.run_id, ctx.run_dir
         await updater.start_work(
             updater.new_agent_message(
-                self._start_parts(request, instances, run_id, concurrency, capped, bool(name))
+                self._start_parts(request, instances, run_id, concurrency, capped)
             )
         )
         self.log.info("assessment.start", run_id=run_id, instances=len(instances))
@@ -159,11 +170,10 @@ class AssessmentExecutor(AgentExecutor):
 
     def _start_parts(
         self, request: AssessmentRequest, instances: list[Instance], run_id: str,
-        concurrency: int, capped: bool, card_read: bool,
+        concurrency: int, capped: bool,
     ) -> list[Part]:  # fmt: skip
         """The first ``working`` update: what is evaluated, how, and whether it queues."""
         note = f", concurrency capped at {concurrency}" if capped else ""
-        card_note = "" if card_read else " (its agent card could not be read)"
         queued = self.slots.busy
         queue_note = (
             f" Queued: all {self.slots.capacity} of the host's instance slots are busy with "
@@ -174,7 +184,7 @@ class AssessmentExecutor(AgentExecutor):
         ignored = request.ignored_text()
         text = (
             f"Evaluating {len(instances)} instance(s) against {request.role} at "
-            f"{request.participant_url}{card_note}: run {run_id}, "
+            f"{request.participant_url}: run {run_id}, "
             f"{concurrency} at a time{note}.{queue_note}" + (f" {ignored}" if ignored else "")
         )
         data = {
@@ -318,13 +328,3 @@ def prune_kept(
             log.info("kept-container.removed", container=info.name, cap=cap)
     except SandboxError as exc:
         log.warning("kept-container.prune_failed", error=str(exc))
-
-
-async def participant_card_name(url: str, timeout: float = _CARD_TIMEOUT) -> str | None:
-    """The name on the participant's agent card; ``None`` when it cannot be read."""
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as http:
-            card = await asyncio.wait_for(A2ACardResolver(http, url).get_agent_card(), timeout)
-    except Exception:  # noqa: BLE001 - any failure just means "no name"
-        return None
-    return card.name or None

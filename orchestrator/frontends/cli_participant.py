@@ -66,26 +66,12 @@ def reference_host(settings: Settings) -> str:
 def check_card(url: str) -> None:
     """Fail before any instance when the participant's agent card does not answer 2xx with a
     JSON object."""
-    import httpx
+    from orchestrator.frontends.participant_card import CardUnusable, check_card_sync
 
-    card = url.rstrip("/") + "/.well-known/agent-card.json"
-    fix = "start the participant, or check --participant."
     try:
-        response = httpx.get(card, timeout=15)
-    except httpx.HTTPError as exc:
-        raise UserError(
-            f"The participant at {url} does not answer ({exc.__class__.__name__}: {exc}).", fix
-        ) from None
-    if not response.is_success:
-        raise UserError(
-            f"The participant's agent card {card} answers HTTP {response.status_code}.", fix
-        )
-    try:
-        parsed = response.json()
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        raise UserError(f"The participant's agent card {card} is not a JSON object.", fix)
+        check_card_sync(url)
+    except CardUnusable as exc:
+        raise UserError(str(exc), "start the participant, or check --participant.") from None
 
 
 def participant_name(spec: str) -> str:

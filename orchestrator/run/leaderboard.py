@@ -11,8 +11,7 @@ from orchestrator.atomic import atomic_write_text
 from orchestrator.context.run_dir import RunDir
 from orchestrator.grading.classify import aggregate
 from orchestrator.models import InstanceResult
-
-BENCHMARK = "swe-bench-verified"
+from orchestrator.run.results_file import InstanceRow, ResultsFile
 
 
 def write_leaderboard(
@@ -28,26 +27,10 @@ def write_leaderboard(
     extra keys with a fixed shape, so files of several runs read together.
     """
     chosen = run_dir.load_results() if results is None else list(results)
-    row = aggregate(chosen)
-    payload = {
-        "participants": {participant_role: participant_id},
-        "results": [row.model_dump()],
-        "benchmark": BENCHMARK,
-        "instances": [
-            {
-                "instance_id": result.instance_id,
-                "repo": result.repo,
-                "status": result.status.value,
-                "reason": result.reason.value,
-                "fail_to_pass_passed": len(result.tests.fail_to_pass_passed),
-                "fail_to_pass_total": len(result.tests.fail_to_pass_passed)
-                + len(result.tests.fail_to_pass_failed),
-                "pass_to_pass_passed": len(result.tests.pass_to_pass_passed),
-                "pass_to_pass_total": len(result.tests.pass_to_pass_passed)
-                + len(result.tests.pass_to_pass_failed),
-            }
-            for result in sorted(chosen, key=lambda result: result.instance_id)
-        ],
-    }
+    payload = ResultsFile(
+        participants={participant_role: participant_id},
+        results=[aggregate(chosen)],
+        instances=[InstanceRow.of(r) for r in sorted(chosen, key=lambda r: r.instance_id)],
+    ).model_dump(mode="json")
     atomic_write_text(run_dir.leaderboard_path, json.dumps(payload, indent=2) + "\n")
     return run_dir.leaderboard_path

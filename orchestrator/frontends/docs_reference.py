@@ -144,7 +144,8 @@ def _schema(model: type[Any]) -> str:
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
-    "settings": settings_table,
+    # brackets escaped: "host[:port][/path]" must not read as a reference link
+    "settings": lambda: settings_table().replace("[", "\\["),
     "statuses": statuses_table,
     "reasons": reasons_table,
     "exit-codes": exit_codes_table,

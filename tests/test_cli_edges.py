@@ -114,7 +114,8 @@ def test_validate_exits_3_when_no_environment_is_valid(env_settings, tmp_path: P
         recipe["install"] = "echo broken on purpose >&2; exit 1"
     broken = tmp_path / "recipes.json"
     broken.write_text(json.dumps(recipes))
-    env = {**cli_env(env_settings, tmp_path / "runs"), "SWE_GREEN_RECIPES_FILE": str(broken)}
+    env = {**cli_env(env_settings, tmp_path / "runs"), "SWE_GREEN_RECIPES_FILE": str(broken),
+           "SWE_GREEN_KEEP_CONTAINERS": "never"}  # fmt: skip
     done = _swe_green(["validate", "--id", "demo__calc-1"], env)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "0/1 environment(s) valid" in done.stdout

@@ -56,7 +56,7 @@ from orchestrator.validation import validation as current  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "orchestrator/environments/validation.py"
-# main before validation selected its tests: the figures in the README were measured
+# main before validation selected its tests: the published figures were measured
 # against 6d48e3f, the same validation before the package moves this one follows
 BASELINE_REF = "30037a2"
 PHASES = ("setup", "base_commit", "base", "gold", "gold_rerun")

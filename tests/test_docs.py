@@ -78,3 +78,25 @@ def test_the_user_guide_runs(env_settings, tmp_path: Path) -> None:
     assert (work / "runs" / "agent" / "results.json").is_file()
     assert '"resolved_count": 1' in (work / "assessment.json").read_text()
     assert len(list((work / "runs" / "nightly" / "shard-1-of-1").glob("2026-01-0*T*/"))) == 2
+
+
+def _commands(block: str) -> list[str]:
+    """A block's commands: continuation lines joined, comments and blank lines dropped,
+    spaces normalised."""
+    joined = re.sub(r"\\\n", " ", re.sub(r"[ \t]+#[^'\"\n]*$", "", block, flags=re.M))
+    return [" ".join(line.split()) for line in joined.splitlines() if line.strip()]
+
+
+def test_the_readmes_recipes_are_the_guides_commands() -> None:
+    """The README's short recipes are lines of the user guide's pages that run in CI (so
+    they run too), apart from activating the virtual environment."""
+    readme = (ROOT / "README.md").read_text()
+    journeys = readme[readme.index("## Four journeys") :]
+    journeys = journeys[: journeys.index("\n## ", 5)]
+    recipes = re.findall(r"^```bash\n(.*?)^```$", journeys, re.S | re.M)
+    assert len(recipes) == 5  # the settings, then one per journey
+    guide = {cmd for name in PAGES for b in ci_blocks(GUIDE / name) for cmd in _commands(b)}
+    for recipe in recipes:
+        for command in _commands(recipe):
+            if command != "source .venv/bin/activate":
+                assert command in guide, command

@@ -1,8 +1,8 @@
 """Layers that environment images of recipes share (setting ``share_layers``).
 
 What an environment image holds above its base image, measured on a real sample (63
-instances of the nine mirrored repositories, 21 environment images, see the README's
-performance section): its virtual environment (the interpreter copied three times, pip,
+instances of the nine mirrored repositories, 21 environment images, see the documentation's
+Performance page): its virtual environment (the interpreter copied three times, pip,
 the pinned packages), ``/testbed`` (the checkout at the set-up commit, what the install
 built there, and the shared history in ``.git``). Two kinds of it were the same in many
 images and are now one layer each:

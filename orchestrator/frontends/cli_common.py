@@ -108,7 +108,7 @@ def check_base_images(settings: Settings, backend: SandboxBackend) -> None:
     """A Docker run on this host needs a base image (built, or published in a registry);
     without one, a UserError before the run starts (every instance would fail the same way).
     A Ray cluster's nodes have their own images, and the local backend needs none."""
-    from orchestrator.environments.setup.images import base_pythons
+    from orchestrator.setup.images import base_pythons
 
     if settings.sandbox.backend != "docker" or settings.run.ray_address:
         return

@@ -1,4 +1,4 @@
-"""What a finished run's exit status says (documented in the README, tested).
+"""What a finished run's exit status says (docs/reference/statuses.md; tested).
 
 ====  ==================================================================================
 code  meaning

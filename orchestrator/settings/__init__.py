@@ -11,7 +11,7 @@ needs no other passes only its own around (``backend_from`` a :class:`SandboxCon
 setup agent a :class:`SetupAgentConfig`, images an :class:`EnvironmentConfig`). Every
 setting keeps one flat name: the environment variable ``SWE_GREEN_<NAME>``, the TOML key
 ``name`` (a ``[group]`` table works too) and the keyword of :func:`load_settings`.
-``swe-green config`` prints them all; :mod:`.describe` makes the CLI's help and the README's
+``swe-green config`` prints them all; :mod:`.describe` makes the CLI's help and the site's
 table from the models.
 
 Where the models live: here, one module per component (:mod:`.sandbox`, :mod:`.grading`,

@@ -1,4 +1,5 @@
-"""Settings as people read them: a default as text, a CLI option's help, the README's table.
+"""Settings as people read them: a default as text, a CLI option's help, the settings table
+of the documentation.
 
 Each is made from the components' config models, so a default or a meaning is written once:
 a CLI help saying "default 1800" reads it from :class:`~orchestrator.settings.GradingConfig`.
@@ -43,7 +44,8 @@ def setting_choices(name: str) -> str:
 
 
 def settings_table() -> str:
-    """Every setting as the README's Markdown table: name, default, meaning."""
+    """Every setting as a Markdown table (the site's settings page, ``config --markdown``):
+    name, default, meaning."""
     rows = ["| setting | default | meaning |", "|---|---|---|"]
     for name, group in GROUP_OF.items():
         field = GROUPS[group].model_fields[name]

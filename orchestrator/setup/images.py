@@ -80,8 +80,8 @@ def ensure_image(backend: SandboxBackend, name: str) -> None:
     except SandboxError as exc:
         raise UserError(
             f"Cannot pull the base image {name}: {str(exc).splitlines()[0][:300]}",
-            "publish it there (images/base/Dockerfile, see the README), or check "
-            "SWE_GREEN_BASE_IMAGE_REGISTRY and the engine's access to that registry.",
+            "publish it there (images/base/Dockerfile; docs/deployment/agentbeats.md), or "
+            "check SWE_GREEN_BASE_IMAGE_REGISTRY and the engine's access to that registry.",
         ) from None
 
 

@@ -5,6 +5,7 @@
 - ``settings``: every setting with its default and meaning (``swe-green config --markdown``);
 - ``statuses`` / ``reasons``: each status and reason of an instance, and what it means;
 - ``exit-codes``: what each exit status of ``swe-green run`` says;
+- ``assessment-config``: the keys of an assessment request's ``config``, with their bounds;
 - ``result-schema`` / ``results-schema``: the JSON schemas of ``result.json`` and
   ``results.json``, from their pydantic models.
 """
@@ -138,6 +139,19 @@ def exit_codes_table() -> str:
     return _table(("status", "meaning"), [(str(c), text) for c, text in EXIT_MEANING.items()])
 
 
+def assessment_config_table() -> str:
+    """The request's config keys: the key as a requester writes it, its meaning (synonyms
+    included), its upper bound."""
+    from orchestrator.frontends.assessment_config import LIMITS, AssessmentConfig
+
+    lines = ["| key | meaning | at most |", "|---|---|---|"]
+    for name, field in AssessmentConfig.model_fields.items():
+        bound = LIMITS.get(name)
+        shown = "" if bound is None else f"{bound:,.0f}"
+        lines.append(f"| `{field.alias or name}` | {field.description} | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
 def _schema(model: type[Any]) -> str:
     return "```json\n" + json.dumps(model.model_json_schema(), indent=2) + "\n```\n"
 
@@ -149,6 +163,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "statuses": statuses_table,
     "reasons": reasons_table,
     "exit-codes": exit_codes_table,
+    "assessment-config": assessment_config_table,
     "result-schema": lambda: _schema(InstanceResult),
     "results-schema": lambda: _schema(ResultsFile),
 }

@@ -393,12 +393,12 @@ def test_command_that_never_ends_is_cut_by_the_tool_timeout(instance, host_bash,
     participant = scripted(
         turns=[{"calls": [{"name": "bash", "arguments": {"command": "sleep 600"}}]}]
     )
-    limits = FAST.model_copy(update={"tool_timeout": 1.0})
+    limits = FAST.model_copy(update={"tool_timeout": 0.5})
     with running(participant) as url:
         outcome, _ = drive(url, instance, host_bash, tmp_path, limits=limits)
     assert outcome.ok
     [(_, timeout)] = host_bash.calls
-    assert timeout == 1.0
+    assert timeout == 0.5
     [result] = participant.received()[1].results
     assert result.timed_out and result.error
 
@@ -434,7 +434,7 @@ def test_reply_after_the_instance_time_ran_out(instance, host_bash, tmp_path):
 
 
 def test_participant_that_does_not_answer_in_time(instance, host_bash, tmp_path):
-    participant = scripted(final={"text": "done", "delay": 2})
+    participant = scripted(final={"text": "done", "delay": 1.2})
     limits = FAST.model_copy(update={"reply_timeout": 0.5})
     with running(participant) as url:
         outcome, _ = drive(url, instance, host_bash, tmp_path, limits=limits)

@@ -8,8 +8,11 @@ Layout::
         result.json                        its InstanceResult
         patch.diff, transcript.jsonl, test_output.txt, setup.log, ...
 
-Every file is written atomically (a temporary file in the same directory, then
-``os.replace``), so a reader or a resumed run never sees half a file.
+Every file goes through :mod:`orchestrator.atomic`: a whole file atomically (a temporary file
+in the same directory, then ``os.replace``), so a reader or a resumed run never sees half a
+file; a log that grows while the run goes (``setup.log``) by appends, and the logs held open
+for the whole run (``run.log``, ``transcript.jsonl``, the setup agent's log) line by line.
+``tests/test_run_dir_writes.py`` holds the reviewed list of writers that do not go through it.
 """
 
 from __future__ import annotations

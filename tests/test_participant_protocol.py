@@ -521,6 +521,8 @@ def _cli(script: Path) -> list[str]:
 
 @pytest.mark.parametrize("while_", ["between turns", "during a turn"])
 def test_participant_killed_mid_run(while_, instance, host_bash, tmp_path, serve_process):
+    """The participant is a process of its own (its command line), killed: the process
+    boundary is the point."""
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(
@@ -551,6 +553,8 @@ def test_participant_killed_mid_run(while_, instance, host_bash, tmp_path, serve
 
 
 def test_command_line_participant_with_text_calls(instance, host_bash, tmp_path, serve_process):
+    """The reference participants' command line as a user starts it, in a process of its own
+    (it serves until killed): its options reach the participant."""
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(

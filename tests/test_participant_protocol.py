@@ -33,6 +33,7 @@ from orchestrator.participant.client import (
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.participant.transport import tls_context
 from orchestrator.participant.wire import PROTOCOL, parse_tool_results, parse_turn
 from orchestrator.patches.extract import extract_patch
 
@@ -495,7 +496,9 @@ def serve_process(tmp_path: Path) -> Iterator[Any]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(url + ".well-known/agent-card.json", timeout=2).raise_for_status()
+                httpx.get(
+                    url + ".well-known/agent-card.json", timeout=2, verify=tls_context()
+                ).raise_for_status()
                 return url, proc
             except httpx.HTTPError:
                 if proc.poll() is not None or time.monotonic() > deadline:

@@ -13,7 +13,7 @@ import structlog
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
-from orchestrator.environments.setup.failed_builds import (
+from orchestrator.environments.failed_builds import (
     _failure_path,
     failed_build,
     remember_failed_build,

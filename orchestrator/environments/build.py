@@ -15,23 +15,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orchestrator.base_commit import reinstall_at_base
+from orchestrator.checkout.repo_cache import check_complete
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.base_commit.instance_image import (
-    ensure_instance_image,
-    reinstall_at_base,
-)
-from orchestrator.environments.checkout.repo_cache import check_complete
+from orchestrator.environments.build_steps import cached
+from orchestrator.environments.env_image import ensure_env_image
+from orchestrator.environments.instance_image import ensure_instance_image
 from orchestrator.environments.prepared import PreparedInstance
-from orchestrator.environments.setup.build_steps import cached
-from orchestrator.environments.setup.env_image import ensure_env_image
-from orchestrator.environments.setup.plan import (
+from orchestrator.errors import UserError
+from orchestrator.models import Instance
+from orchestrator.sandbox import Snapshot
+from orchestrator.setup.plan import (
     SetupFailed,
     instance_image_name,
     plan_environment,
 )
-from orchestrator.errors import UserError
-from orchestrator.models import Instance
-from orchestrator.sandbox import Snapshot
 
 
 def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
@@ -56,7 +54,7 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
     env = ensure_env_image(ctx, instance, plan, log_path)
     timings["setup"] = time.monotonic() - started
     started = time.monotonic()
-    reinstall = reinstall_at_base(ctx, instance, plan, env.reinstall, log_path)
+    reinstall = reinstall_at_base(ctx.settings, instance, plan, env.reinstall, log_path)
     try:
         kept, inst_hit = ensure_instance_image(
             ctx, instance, plan, env.start_from(), log_path, reinstall, env.shared_history

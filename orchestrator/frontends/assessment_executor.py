@@ -20,7 +20,6 @@ from a2a.types import Message, Part, TaskState
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
-from orchestrator.environments.setup.images import base_pythons
 from orchestrator.errors import UserError
 from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
@@ -42,6 +41,7 @@ from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxErro
 from orchestrator.sandbox.factory import backend_from
 from orchestrator.settings import Settings
 from orchestrator.settings.serve import split_keys
+from orchestrator.setup.images import base_pythons
 
 DEFAULT_HEARTBEAT = 20.0
 ARTIFACT_NAME = "swe-bench-verified-result"

@@ -21,6 +21,7 @@ from orchestrator.frontends.server import serve_command
 from orchestrator.log import configure_logging
 from orchestrator.participant.reference.cli import app as participant_app
 from orchestrator.settings import Settings, config_file, load_settings
+from sandbox_tools.contract import TESTBED
 
 app = typer.Typer(
     help="Self-hosted SWE-bench Verified evaluator (AgentBeats green agent).",
@@ -115,8 +116,8 @@ def images_build(
     force: Annotated[bool, typer.Option(help="Rebuild images that exist.")] = False,
 ) -> None:
     """Build the base images (skips those that exist)."""
-    from orchestrator.environments.setup.images import SUITES, build_base_images
     from orchestrator.sandbox.factory import backend_from
+    from orchestrator.setup.images import SUITES, build_base_images
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
@@ -234,7 +235,7 @@ def inspect_cmd(
         if not running:
             backend.start_container(info.id)
         try:
-            code = backend.open_shell(info.id, shell, workdir="/testbed")
+            code = backend.open_shell(info.id, shell, workdir=TESTBED)
         finally:
             if not running:
                 backend.stop_container(info.id, timeout=2)

@@ -125,7 +125,7 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
     if not instances:
         raise UserError("The selection holds no instance.", "check --id/--pattern/--repo/--shard.")
     if settings.environment.setup_strategy == "llm":
-        from orchestrator.environments.setup.agent.setup_llm import check_llm_settings
+        from orchestrator.setup.agent.setup_llm import check_llm_settings
 
         check_llm_settings(settings)
     with contextlib.ExitStack() as stack:

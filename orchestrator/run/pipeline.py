@@ -19,12 +19,11 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
+from orchestrator.dependencies.bytecode import drop_manifest_command
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import PreparedInstance, test_recipe
-from orchestrator.environments.setup.bytecode import drop_manifest_command
-from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
+from orchestrator.grading.evaluation import Evaluation, evaluate
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
@@ -40,8 +39,10 @@ from orchestrator.patches.extract import extract_patch
 from orchestrator.run.grading_container import GradingContainer, wait_through_cancels
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
+from orchestrator.setup.plan import SetupFailed
 from orchestrator.spec.recipes import test_files
 from orchestrator.validation.validation import validate_instance
+from sandbox_tools.contract import TEST_USER, TESTBED
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
 
@@ -339,7 +340,7 @@ def test_user(ctx: RunContext) -> str | None:
 
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
     sandbox.exec(
-        f"{SHELL_GIT_FUNCTION}\ncd /testbed && git reset -q --hard {instance.base_commit} "
+        f"{SHELL_GIT_FUNCTION}\ncd {TESTBED} && git reset -q --hard {instance.base_commit} "
         f"&& git clean -fdq && {drop_manifest_command()}",
         timeout=120,
     )

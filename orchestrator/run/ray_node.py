@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir, relative_logs
-from orchestrator.environments.setup.setup_scripts import LABEL_REPO_VERSION
+from orchestrator.environments.env_image import LABEL_REPO_VERSION
 from orchestrator.housekeeping.inventory import list_images
 from orchestrator.housekeeping.reaper import remove_dead_node_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult

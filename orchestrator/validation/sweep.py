@@ -141,7 +141,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
     from orchestrator.environments.build import prepare_instance
     from orchestrator.environments.prepared import test_recipe
-    from orchestrator.environments.setup.plan import SetupFailed, find_recipe, plan_environment
+    from orchestrator.setup.plan import SetupFailed, find_recipe, plan_environment
     from orchestrator.validation.validation import validate_instance
 
     recipe = find_recipe(ctx, instance)

@@ -1,179 +1,14 @@
-"""The bash scripts that build an environment (phases 1-3, from a recipe) and prepare the
-base commit (phase 4, history hygiene), and the paths they share with the build."""
+"""Phase 4's bash: the base commit checked out, reinstalled if it needs it, and ``.git`` cut
+to what the base reaches; and the end of phases 1-3, where the environment's ``.git``
+becomes the history its instances share."""
 
 from __future__ import annotations
 
 import shlex
 
-from orchestrator.environments.checkout.clean_history import CLEAN_GIT
-from orchestrator.environments.setup.pins import build_constraints, pins_for_python
 from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
-from orchestrator.spec.recipes import Recipe
-
-TESTBED = "/testbed"
-SWE_DIR = "/opt/swe"
-VENV = f"{SWE_DIR}/venv"
-ACTIVATE = f"{SWE_DIR}/activate.sh"
-LABEL_ENV_KEY = "swe-green.env-key"
-# "<owner/name>@<version>" of the instance whose set-up built it: where a cluster run places
-# that (repo, version)'s instances
-LABEL_REPO_VERSION = "swe-green.repo-version"
-# what an LLM-built environment found: kept on its image so that a cache hit knows it too
-LABEL_TEST_CMD = "swe-green.test-cmd"
-LABEL_REINSTALL = "swe-green.reinstall"
-LABEL_PYTHON = "swe-green.python"  # the Python the environment's venv runs (e.g. "3.9.2")
-# the commit whose history the environment's /testbed/.git holds (shared by its instances)
-LABEL_SHARED_HISTORY = "swe-green.shared-history"
-PYTHON_MIRROR_DIR = f"{SWE_DIR}/python-mirror"  # a host mirror directory, during set-up only
-
-# Bump when the set-up script changes in a way that changes what it builds: it is part of the
-# environment cache key, so images built by an older script are not reused.
-SETUP_SCRIPT_VERSION = 5
-# pip of SWE-bench's environments' era: PEP 660 editable installs (pyproject-only projects,
-# pip >= 21.3), and PIP_CONSTRAINT still reaches isolated build environments.
-PIP_VERSION = "24.2"
-BUILD_CONSTRAINTS = f"{SWE_DIR}/build-constraints.txt"
-
-
-def _venv_step(fetch_python: str | None, python_env: dict[str, str] | None) -> str:
-    """Bash making the virtual environment: with ``fetch_python``, uv first tries to install
-    that exact Python; when it cannot (no internet), the base image's Python is used."""
-    plain_venv = f'python3 -m venv --copies {VENV} || fail "creating the virtual environment"'
-    if not fetch_python:
-        return plain_venv
-    uv_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (python_env or {}).items())
-    return (
-        f"if command -v uv >/dev/null && {uv_env} UV_HTTP_TIMEOUT=20 uv python install "
-        f"{shlex.quote(fetch_python)}; then\n"
-        f"  uv venv --seed --python {shlex.quote(fetch_python)} {VENV} "
-        f'|| fail "creating the virtual environment with uv"\n'
-        f"else\n"
-        f'  echo "could not fetch Python {fetch_python}; using $(python3 --version)"\n'
-        f"  {plain_venv}\n"
-        f"fi\n"
-        f"rm -rf {PYTHON_MIRROR_DIR}"
-    )
-
-
-# what `python3 -m venv` seeded besides pip (setuptools on Python < 3.12), as pins: the tools
-# image has none of it (an environment's own pins replace it, in its own layer)
-VENV_SEED = f"{SWE_DIR}/venv-seed.txt"
-# the tools image's virtual environment made as `python3 -m venv` makes it: its seed put back
-_READY_VENV = f"""test -x {VENV}/bin/python || fail "the virtual environment is missing"
-if [ -s {VENV_SEED} ]; then
-  {VENV}/bin/python -m pip install -q --no-deps $(cat {VENV_SEED}) || fail "the venv's seed"
-fi"""
-
-
-def _pins_step(pins: list[str]) -> str:
-    """Bash installing the pins: together, else one by one, where a release without wheels
-    for this Python (a stand-in for the spec's) becomes the newest of its series
-    (numpy==1.19.2 -> numpy==1.19.*, which has them), else the oldest later release with a
-    wheel for this Python (pillow==7.2.0 -> 8.0.0 on 3.9: no 7.x has one, and its sources
-    need image libraries the image lacks), else is dropped."""
-    return f"""{pins_for_python(pins)}
-install_pin() {{
-  if command -v uv >/dev/null \\
-      && UV_HTTP_TIMEOUT=60 uv pip install -q --python {VENV}/bin/python --no-deps "$@"; then
-    return 0
-  fi
-  python -m pip install -q --no-deps "$@"
-}}
-install_later_wheel() {{  # the oldest release from the pin's version on with a wheel
-  command -v uv >/dev/null && UV_HTTP_TIMEOUT=60 uv pip install --python {VENV}/bin/python \\
-    --no-deps --only-binary :all: --resolution lowest "${{1/==/>=}}"
-}}
-if [ ${{#pins[@]}} -gt 0 ]; then
-  if install_pin "${{pins[@]}}"; then
-    echo "installed ${{#pins[@]}} pins"
-  else
-    echo "installing the pins together failed; installing them one by one"
-    for pin in "${{pins[@]}}"; do
-      install_pin "$pin" \\
-        || {{ [[ "$pin" == *==*.*.* ]] && install_pin "${{pin%.*}}.*" \\
-              && echo "pin $pin replaced by ${{pin%.*}}.*"; }} \\
-        || {{ [[ "$pin" == *==* ]] && install_later_wheel "$pin" \\
-              && echo "pin $pin replaced by the oldest later release with a wheel (above)"; }} \\
-        || {{ echo "dropped pin $pin"; echo "$pin" >> {SWE_DIR}/dropped-pins.txt; }}
-    done
-  fi
-fi"""
-
-
-def _shell_step(lines: list[str], failure: str) -> str:
-    """One bash for all of a recipe's lines, as SWE-bench runs them: later lines use earlier
-    lines' variables (matplotlib's QHULL_URL ...). A separate bash: ``set -e`` is void in a
-    subshell on the left of ``||``."""
-    return f"bash -exc {shlex.quote(chr(10).join(lines))} || fail {shlex.quote(failure)}"
-
-
-def recipe_setup_script(
-    recipe: Recipe,
-    pins: list[str],
-    fetch_python: str | None = None,
-    python_env: dict[str, str] | None = None,
-    venv_ready: bool = False,
-) -> str:
-    """The bash script that builds a recipe's environment in /testbed (network on);
-    ``venv_ready``: the image has the virtual environment already (a shared layer).
-
-    The virtual environment (:func:`_venv_step`) is made with copies of the interpreter, not
-    symlinks: tools that link to it again (tox-current-env's ``.tox/py39/bin/python``) still
-    start inside it.
-    """
-    exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
-    pre = _shell_step(recipe.pre_install, "pre-install") if recipe.pre_install else ""
-    services = (
-        f'step "services for the tests"\n{_shell_step(recipe.service_setup, "service set-up")}'
-        if recipe.service_setup
-        else ""
-    )
-    return f"""#!/bin/bash
-set -uo pipefail
-step() {{ echo; echo ">>>>> $*"; }}
-fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
-run_step() {{ echo "+ $1"; bash -c "$1"; }}
-cd {TESTBED}
-step "python: base image $(python3 --version)"
-{_READY_VENV if venv_ready else _venv_step(fetch_python, python_env)}
-cat > {BUILD_CONSTRAINTS} <<'CONSTRAINTS'
-{build_constraints(pins).strip()}
-CONSTRAINTS
-cat > {ACTIVATE} <<'ACTIVATE'
-source {VENV}/bin/activate
-export PIP_CONSTRAINT={BUILD_CONSTRAINTS}
-{exports}
-cd {TESTBED}
-ACTIVATE
-source {ACTIVATE}
-step "build tools"
-python -m pip install -q "pip=={PIP_VERSION}" setuptools wheel \\
-  || fail "installing pip, setuptools and wheel"
-step "pinned packages"
-{_pins_step(pins)}
-step "pre-install"
-{pre}
-step "install"
-run_step {shlex.quote(recipe.install)} || fail "install command"
-{services}
-step "done"
-"""
-
-
-def own_pins_script(pins: list[str]) -> str:
-    """The bash script that adds an instance's own pins to its recipe's environment (a
-    layer on that environment's image), installed as the set-up script installs pins."""
-    return f"""#!/bin/bash
-set -uo pipefail
-step() {{ echo; echo ">>>>> $*"; }}
-fail() {{ echo ">>>>> FAILED: $*"; exit 1; }}
-source {ACTIVATE} || fail "activating the environment"
-step "the instance's own pins"
-{_pins_step(pins)}
-step "done"
-"""
-
+from sandbox_tools.contract import ACTIVATE, CLEAN_GIT, SHARED_PACKS, TESTBED, VENV
 
 # pip >= 21.3 builds `pip install .` in the source tree: the untracked (usually ignored)
 # `build/` it leaves is debris the official environments do not have, and a patch adding
@@ -208,7 +43,6 @@ _DROP_SUBMODULE_CONFIG = """git config --name-only --get-regexp '^submodule\\.' 
 done"""
 
 
-SHARED_PACKS = f"{SWE_DIR}/shared-packs.txt"
 # the swap when the image below holds the repository's history in .git/objects/pack (its
 # packs listed in SHARED_PACKS): everything else of the set-up's .git goes (it is of this
 # layer: nothing hidden), the clean history beyond it moves in, an empty pack is dropped

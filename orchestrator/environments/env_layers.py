@@ -27,27 +27,16 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.base_commit.clean_history import put_clean_history, shared_commit
+from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.checkout.clean_history import put_clean_history, shared_commit
-from orchestrator.environments.checkout.repo_cache import ensure_mirror
-from orchestrator.environments.setup.build_steps import (
-    building,
-    image_lock,
-    keep_failed,
-    run_logged,
-)
-from orchestrator.environments.setup.plan import EnvPlan, SetupFailed
-from orchestrator.environments.setup.setup_scripts import (
-    CLEAN_GIT,
-    PIP_VERSION,
-    SHARED_PACKS,
-    TESTBED,
-    VENV,
-    VENV_SEED,
-)
+from orchestrator.dependencies.install import PIP_VERSION, run_script
+from orchestrator.environments.build_steps import building, image_lock
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
+from orchestrator.setup.plan import EnvPlan, SetupFailed
+from sandbox_tools.contract import CLEAN_GIT, SHARED_PACKS, TESTBED, VENV, VENV_SEED
 
 # Bump when the tools script changes what it builds (part of the tools image's key).
 TOOLS_VERSION = 2
@@ -108,12 +97,8 @@ def ensure_tools_image(ctx: RunContext, instance: Instance, plan: EnvPlan, log_p
             return name
         sandbox = ctx.start_sandbox(plan.base_image, instance, "setup", network=True)
         with building(ctx, sandbox, "tools image"):
-            ok, why = run_logged(
-                sandbox, tools_script(), log_path, "tools",
-                ctx.settings.environment.install_timeout,
-            )  # fmt: skip
-            if not ok:
-                raise SetupFailed(f"tools image: {why}", keep_failed(ctx, sandbox))
+            timeout = ctx.settings.environment.install_timeout
+            run_script(sandbox, tools_script(), log_path, timeout, name="tools")
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: f"tools-{key}", LABEL_LAYER: "tools"}
             ctx.backend.keep(sandbox, name, ctx.settings.storage.data_dir / "files", labels)
     return name
@@ -159,15 +144,8 @@ def ensure_history_image(
                     f"repository history at {commit[:12]}: {history.commits} commits, "
                     f"{history.pack_bytes / 1e6:.1f} MB pack\n"
                 )
-            ok, why = run_logged(
-                sandbox,
-                _HISTORY_SCRIPT,
-                log_path,
-                "history",
-                ctx.settings.environment.install_timeout,
-            )
-            if not ok:
-                raise SetupFailed(f"history image: {why}", keep_failed(ctx, sandbox))
+            timeout = ctx.settings.environment.install_timeout
+            run_script(sandbox, _HISTORY_SCRIPT, log_path, timeout, name="history")
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: f"history-{key}", LABEL_LAYER: "history"}
             labels[LABEL_HISTORY_BELOW] = commit
             ctx.backend.keep(sandbox, name, ctx.settings.storage.data_dir / "files", labels)

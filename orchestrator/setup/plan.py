@@ -12,12 +12,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.setup.images import base_pythons, ensure_image
-from orchestrator.environments.setup.pins import build_constraints
-from orchestrator.environments.setup.setup_scripts import SETUP_SCRIPT_VERSION
+from orchestrator.dependencies.install import SETUP_SCRIPT_VERSION
+from orchestrator.dependencies.pins import build_constraints
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.settings import Settings
+from orchestrator.setup.images import base_pythons, ensure_image
 from orchestrator.spec.recipes import Recipe, load_recipes, pins_for, recipe_key
 
 
@@ -162,7 +162,7 @@ def _strategy(
     if strategy == "auto":
         strategy = "recipe" if recipe else "llm"
     if strategy == "llm":
-        from orchestrator.environments.setup.agent.setup_llm import (
+        from orchestrator.setup.agent.setup_llm import (
             check_llm_settings,
             llm_available,
         )

@@ -1,58 +1,42 @@
-"""Phases 1-3: the environment image (checkout, environment set-up by recipe or the LLM
-agent, dependencies, the shared history), keyed by (repo, environment_setup_commit, recipe
-or agent): from this host's cache, the shared registry, or built."""
+"""The environment image: phases 1-3 (:func:`~orchestrator.checkout.check_out`,
+:func:`~orchestrator.setup.set_up`, :func:`~orchestrator.dependencies.install_dependencies`)
+and the shared history, committed and keyed by (repo, environment_setup_commit, recipe or
+agent): from this host's cache, the shared registry, or built."""
 
 from __future__ import annotations
 
-import re
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history, shared_commit
+from orchestrator.base_commit.scripts import share_history_script
+from orchestrator.checkout import check_out
+from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.checkout.clean_history import (
-    is_ancestor,
-    put_clean_history,
-    shared_commit,
-)
-from orchestrator.environments.checkout.repo_cache import ensure_mirror, prepare_checkout
-from orchestrator.environments.setup.build_steps import (
-    building,
-    cached,
-    image_lock,
-    keep_failed,
-    run_logged,
-)
-from orchestrator.environments.setup.bytecode import compile_environment
-from orchestrator.environments.setup.env_layers import setup_start
-from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
-from orchestrator.environments.setup.image_registry import pull_shared, push_shared
-from orchestrator.environments.setup.plan import EnvPlan, SetupFailed, env_image_name
-from orchestrator.environments.setup.setup_scripts import (
-    ACTIVATE,
-    LABEL_PYTHON,
-    LABEL_REINSTALL,
-    LABEL_REPO_VERSION,
-    LABEL_SHARED_HISTORY,
-    LABEL_TEST_CMD,
-    PYTHON_MIRROR_DIR,
-    TESTBED,
-    own_pins_script,
-    recipe_setup_script,
-    share_history_script,
-)
+from orchestrator.dependencies import install_dependencies
+from orchestrator.dependencies.bytecode import compile_environment
+from orchestrator.dependencies.install import ScriptFailed, own_pins_script, run_script
+from orchestrator.environments.build_steps import building, cached, image_lock, keep_failed
+from orchestrator.environments.env_layers import setup_start
+from orchestrator.environments.failed_builds import failed_build, remember_failed_build
+from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
+from orchestrator.setup import set_up, venv_python
+from orchestrator.setup.plan import EnvPlan, SetupFailed, env_image_name
 
-
-def _copy_checkout(ctx: RunContext, instance: Instance, sandbox: Sandbox) -> None:
-    with tempfile.TemporaryDirectory(prefix="swe-green-checkout-") as tmp:
-        dest = Path(tmp) / "testbed"
-        prepare_checkout(ctx.settings, instance, dest)
-        sandbox.put_dir(dest, TESTBED)
+# "<owner/name>@<version>" of the instance whose set-up built it: where a cluster run places
+# that (repo, version)'s instances
+LABEL_REPO_VERSION = "swe-green.repo-version"
+# what an LLM-built environment found: kept on its image so that a cache hit knows it too
+LABEL_TEST_CMD = "swe-green.test-cmd"
+LABEL_REINSTALL = "swe-green.reinstall"
+LABEL_PYTHON = "swe-green.python"  # the Python the environment's venv runs (e.g. "3.9.2")
+# the commit whose history the environment's /testbed/.git holds (shared by its instances)
+LABEL_SHARED_HISTORY = "swe-green.shared-history"
 
 
 class EnvImage(BaseModel):
@@ -127,9 +111,21 @@ def build_env_image(
         return build_on_family(ctx, instance, plan, name, log_path)
     start = setup_start(ctx, instance, plan, log_path)
     sandbox = ctx.start_sandbox(start.image, instance, "setup", network=True)
-    built = EnvImage(name=name, cache_hit=False)
+    built, settings = EnvImage(name=name, cache_hit=False), ctx.settings.environment
     with building(ctx, sandbox, "environment setup"):
-        setup_environment(ctx, instance, plan, sandbox, log_path, built, start.venv_ready)
+        try:
+            check_out(ctx.settings, instance, sandbox)  # phase 1
+            found = set_up(ctx, instance, plan, sandbox, log_path, start.venv_ready)  # phase 2
+            install_dependencies(sandbox, found.install, log_path, settings)  # phase 3
+        except ScriptFailed as exc:
+            remember_failed_build(ctx, plan.env_key, instance, str(exc))
+            raise SetupFailed(f"environment setup: {exc}", keep_failed(ctx, sandbox)) from exc
+        built.tokens, built.test_cmd, built.reinstall = (
+            found.tokens,
+            found.test_cmd,
+            found.reinstall,
+        )
+        built.python = venv_python(sandbox)
         _drop_install_caches(sandbox)
         built.shared_history = share_history(ctx, instance, sandbox, log_path, start.history)
         keep = ctx.settings.storage.data_dir / "files"
@@ -162,13 +158,14 @@ def build_on_family(
     sandbox = ctx.start_sandbox(family.name, instance, "setup", network=True)
     built = family.model_copy(update={"name": name, "cache_hit": False, "tokens": {}})
     with building(ctx, sandbox, "environment setup"):
-        ok, why = run_logged(
-            sandbox, own_pins_script(plan.own_pins), log_path, "own-pins",
-            ctx.settings.environment.install_timeout,
-        )  # fmt: skip
-        if not ok:
-            remember_failed_build(ctx, plan.env_key, instance, why)
-            raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
+        try:
+            run_script(
+                sandbox, own_pins_script(plan.own_pins), log_path,
+                ctx.settings.environment.install_timeout,
+            )  # fmt: skip
+        except ScriptFailed as exc:
+            remember_failed_build(ctx, plan.env_key, instance, str(exc))
+            raise SetupFailed(f"environment setup: {exc}", keep_failed(ctx, sandbox)) from exc
         if ctx.settings.environment.compile_bytecode:  # the own pins' packages too
             compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)
         _drop_install_caches(sandbox)
@@ -214,15 +211,13 @@ def share_history(
             f"shared history at {shared[:12]}: {history.commits} commits, "
             f"{history.objects} objects{beyond}, {history.pack_bytes / 1e6:.1f} MB pack\n"
         )
-    ok, why = run_logged(
-        sandbox,
-        share_history_script(onto_shared=since is not None),
-        log_path,
-        "shared-history",
-        ctx.settings.environment.install_timeout,
-    )
-    if not ok:
-        raise SetupFailed(f"shared history: {why}", keep_failed(ctx, sandbox))
+    try:
+        run_script(
+            sandbox, share_history_script(onto_shared=since is not None), log_path,
+            ctx.settings.environment.install_timeout, name="shared-history",
+        )  # fmt: skip
+    except ScriptFailed as exc:
+        raise SetupFailed(f"shared history: {exc}", keep_failed(ctx, sandbox)) from exc
     return shared
 
 
@@ -239,74 +234,3 @@ def _peer_bases(ctx: RunContext, instance: Instance) -> list[str]:
         return bases
     key = (instance.repo, instance.environment_setup_commit)
     return bases + [r.base_commit for r in rows if (r.repo, r.environment_setup_commit) == key]
-
-
-def _venv_python(sandbox: Sandbox) -> str:
-    """The version of the Python the environment activates (empty if it cannot tell)."""
-    found = sandbox.exec(
-        f"source {ACTIVATE} >/dev/null 2>&1; python -c "
-        "'import platform; print(platform.python_version())'",
-        timeout=60,
-    )
-    return found.stdout.strip().splitlines()[-1] if found.ok and found.stdout.strip() else ""
-
-
-def _put_python_mirror(ctx: RunContext, sandbox: Sandbox) -> dict[str, str]:
-    """The environment for ``uv python install`` from the configured mirror: a URL is passed
-    on; a host directory is copied into the set-up container (removed by the script, so it
-    is in no image)."""
-    mirror = ctx.settings.environment.python_mirror
-    if not mirror:
-        return {}
-    if re.match(r"^(https?|file)://", mirror):
-        return {"UV_PYTHON_INSTALL_MIRROR": mirror}
-    path = Path(mirror).expanduser()
-    if not path.is_dir():
-        raise UserError(
-            f"Python mirror {mirror} is neither a URL nor a directory.",
-            "set SWE_GREEN_PYTHON_MIRROR to an http(s) URL or a directory of Python builds.",
-        )
-    sandbox.put_dir(path, PYTHON_MIRROR_DIR)
-    return {"UV_PYTHON_INSTALL_MIRROR": f"file://{PYTHON_MIRROR_DIR}"}
-
-
-def _llm_setup(
-    ctx: RunContext, instance: Instance, sandbox: Sandbox, log_path: Path, built: EnvImage
-) -> tuple[bool, str]:
-    """Phases 2-3 by the LLM setup agent; fills ``built`` with what it found."""
-    from orchestrator.environments.setup.agent.setup_llm import run_llm_setup
-    from orchestrator.environments.setup.agent.setup_models import SetupFacts
-
-    result = run_llm_setup(
-        sandbox, SetupFacts.from_instance(instance), ctx.settings.setup_agent, log_path.parent
-    )
-    built.tokens = {"input": result.input_tokens, "output": result.output_tokens}
-    built.test_cmd = result.test_command or None
-    built.reinstall = "\n".join(result.install_commands) or None
-    return result.success, result.failure_reason or ""
-
-
-def setup_environment(
-    ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
-    built: EnvImage, venv_ready: bool = False,
-) -> None:  # fmt: skip
-    """Phases 1-3 in ``sandbox`` (network on); fills ``built`` with what the set-up found
-    (``venv_ready``: ``sandbox`` is of the tools image)."""
-    _copy_checkout(ctx, instance, sandbox)
-    if plan.strategy == "recipe":
-        assert plan.recipe is not None
-        mirror_env = _put_python_mirror(ctx, sandbox) if plan.fetch_python else {}
-        script = recipe_setup_script(
-            plan.recipe, plan.pins, plan.fetch_python, python_env=mirror_env, venv_ready=venv_ready
-        )
-        ok, why = run_logged(
-            sandbox, script, log_path, "setup", ctx.settings.environment.install_timeout
-        )
-    else:
-        ok, why = _llm_setup(ctx, instance, sandbox, log_path, built)
-    if not ok:
-        remember_failed_build(ctx, plan.env_key, instance, why)
-        raise SetupFailed(f"environment setup: {why}", keep_failed(ctx, sandbox))
-    built.python = _venv_python(sandbox)
-    if ctx.settings.environment.compile_bytecode:
-        compile_environment(sandbox, log_path, ctx.settings.environment.install_timeout)

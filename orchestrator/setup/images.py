@@ -23,6 +23,7 @@ from orchestrator.errors import UserError
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
 from orchestrator.settings import EnvironmentConfig
+from sandbox_tools.contract import UV_VENV
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = [
@@ -203,8 +204,8 @@ def _finish_with_uv(backend: SandboxBackend, stage: str, name: str, progress: Pr
     sandbox = backend.start(stage, spec)
     try:
         result = sandbox.exec(
-            "python3 -m venv /opt/swe/uv && /opt/swe/uv/bin/pip install -q uv "
-            "&& ln -sf /opt/swe/uv/bin/uv /usr/local/bin/uv",
+            f"python3 -m venv {UV_VENV} && {UV_VENV}/bin/pip install -q uv "
+            f"&& ln -sf {UV_VENV}/bin/uv /usr/local/bin/uv",
             timeout=900,
         )
         if not result.ok:

@@ -9,13 +9,15 @@ from typing import Any
 import anthropic
 from pydantic import ValidationError
 
-from orchestrator.environments.setup.agent.setup_api import (
+from orchestrator.errors import SandboxError
+from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.setup.agent.setup_api import (
     MessagesRequest,
     SetupStop,
     create_message,
 )
-from orchestrator.environments.setup.agent.setup_log import SetupLog
-from orchestrator.environments.setup.agent.setup_models import (
+from orchestrator.setup.agent.setup_log import SetupLog
+from orchestrator.setup.agent.setup_models import (
     FINISH_TOOL,
     GIVE_UP_TOOL,
     NUDGE,
@@ -25,8 +27,6 @@ from orchestrator.environments.setup.agent.setup_models import (
     LlmSetupResult,
     RetryPolicy,
 )
-from orchestrator.errors import SandboxError
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 
 
 class SetupAgent:

@@ -18,8 +18,8 @@ from tenacity import (
     wait_random,
 )
 
-from orchestrator.environments.setup.agent.setup_log import SetupLog
-from orchestrator.environments.setup.agent.setup_models import (
+from orchestrator.setup.agent.setup_log import SetupLog
+from orchestrator.setup.agent.setup_models import (
     API_TIMEOUT,
     AUTH_ERRORS,
     RESPONSE_MAX_TOKENS,

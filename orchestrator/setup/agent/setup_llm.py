@@ -18,9 +18,13 @@ from pathlib import Path
 
 import anthropic
 
-from orchestrator.environments.setup.agent.setup_agent import SetupAgent
-from orchestrator.environments.setup.agent.setup_log import SetupLog, cap
-from orchestrator.environments.setup.agent.setup_models import (
+from orchestrator.errors import SandboxError, UserError
+from orchestrator.participant.tools_host import install_tools, run_tool
+from orchestrator.sandbox import Sandbox
+from orchestrator.settings import Settings, SetupAgentConfig
+from orchestrator.setup.agent.setup_agent import SetupAgent
+from orchestrator.setup.agent.setup_log import SetupLog, cap
+from orchestrator.setup.agent.setup_models import (
     ACTIVATE_PATH,
     API_TIMEOUT,
     TESTBED,
@@ -34,10 +38,6 @@ from orchestrator.environments.setup.agent.setup_models import (
     RetryPolicy,
     SetupFacts,
 )
-from orchestrator.errors import SandboxError, UserError
-from orchestrator.participant.tools_host import install_tools, run_tool
-from orchestrator.sandbox import Sandbox
-from orchestrator.settings import Settings, SetupAgentConfig
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, TOOLS
 
 # ------------------------------------------------------------------------- settings
@@ -154,8 +154,8 @@ for p in $(compgen -c | grep -E '^python3(\\.[0-9]+)?$' | sort -u); do
   echo "$(command -v "$p"): $("$p" --version 2>&1)"
 done
 echo '## uv'; uv --version 2>&1 || true
-echo '## /testbed'; ls -A /testbed
-"""
+echo '## {TESTBED}'; ls -A {TESTBED}
+""".replace("{TESTBED}", TESTBED)
 
 
 def first_message(facts: SetupFacts, probe: str) -> str:

@@ -12,10 +12,10 @@ from pydantic import BaseModel, Field
 
 from orchestrator.models import Instance
 from orchestrator.settings import SetupAgentConfig
+from sandbox_tools.contract import ACTIVATE, TESTBED, VENV
 
-VENV_PATH = "/opt/swe/venv"
-ACTIVATE_PATH = "/opt/swe/activate.sh"
-TESTBED = "/testbed"
+VENV_PATH = VENV
+ACTIVATE_PATH = ACTIVATE
 RESPONSE_MAX_TOKENS = 8192
 API_TIMEOUT = 600.0
 TOOL_TIMEOUT = 900.0
@@ -42,7 +42,7 @@ FINISH_TOOL: dict[str, Any] = {
     "name": "finish",
     "description": (
         "Call once the environment works: the package imports and its tests run. The harness "
-        "then writes /opt/swe/activate.sh (activates venv_path, exports env, cd /testbed) and "
+        f"then writes {ACTIVATE} (activates venv_path, exports env, cd {TESTBED}) and "
         "checks it; if the check fails you get the reason back and can fix it."
     ),
     "input_schema": {
@@ -58,7 +58,7 @@ FINISH_TOOL: dict[str, Any] = {
             },
             "test_command": {
                 "type": "string",
-                "description": "Command that runs the tests from /testbed with the venv active, "
+                "description": f"Command that runs the tests from {TESTBED} with the venv active, "
                 "e.g. `pytest -rA`; test files are appended to it.",
             },
             "install_commands": {

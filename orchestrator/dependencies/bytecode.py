@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.environments.setup.setup_scripts import ACTIVATE, SWE_DIR, TESTBED
 from orchestrator.sandbox import Sandbox
+from sandbox_tools.contract import ACTIVATE, SWE_DIR, TESTBED
 
 TOOL_SOURCE = Path(__file__).with_name("bytecode_tool.py")
 MANIFEST = f"{SWE_DIR}/bytecode/manifest.json"

@@ -38,13 +38,13 @@ from collections.abc import Iterator
 from pydantic import BaseModel, Field
 
 from orchestrator.context.successor import Successor
-from orchestrator.environments.dependencies.reinstall_egress import NoEgress, index_only_network
-from orchestrator.environments.dependencies.reinstall_guard import (
+from orchestrator.grading.reinstall.egress import NoEgress, index_only_network
+from orchestrator.grading.reinstall.guard import (
     RepoChanges,
     Written,
     reinstall_problems,
 )
-from orchestrator.environments.dependencies.reinstall_observe import (
+from orchestrator.grading.reinstall.observe import (
     ACTIVATE,
     Before,
     Stopped,
@@ -63,6 +63,7 @@ from orchestrator.spec.recipes import (
     reinstall_needed,
     touches_build_inputs,
 )
+from sandbox_tools.contract import TESTBED
 
 __all__ = [
     "ACTIVATE", "Reinstalled", "changes_build_inputs", "contained_reinstall", "needs_reinstall",
@@ -161,7 +162,7 @@ def contained_reinstall(
     timeout: float,
     successor: Successor,
     *,
-    repo_dir: str = "/testbed",
+    repo_dir: str = TESTBED,
     runner_files: list[str] | None = None,
 ) -> Iterator[tuple[Sandbox, Reinstalled | None]]:
     """Where the tests may run after ``patch`` (applied in ``sandbox``), and the reinstall.

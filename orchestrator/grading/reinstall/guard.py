@@ -49,6 +49,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from orchestrator.spec.test_infrastructure import is_test_infrastructure
+from sandbox_tools.contract import TESTBED
 
 SCRATCH = (
     "/tmp/", "/var/tmp/", "/root/.cache/", "/var/cache/", "/var/log/", "/run/", "/dev/",
@@ -136,7 +137,7 @@ class Written:
 
 
 def reinstall_problems(
-    written: Written, repo_dir: str = "/testbed", runner_files: Iterable[str] = ()
+    written: Written, repo_dir: str = TESTBED, runner_files: Iterable[str] = ()
 ) -> list[str]:
     """What of ``written.changed`` the reinstall may not write (see the module doc)."""
     runners = list(runner_files)

@@ -29,12 +29,13 @@ from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.docker import DockerSandbox
 from orchestrator.sandbox.docker.egress import proxied_network
 from orchestrator.sandbox.errors import Unsupported
+from sandbox_tools.contract import ACTIVATE
 
 INDEX_HOSTS = ("pypi.org", "files.pythonhosted.org")
 PROXY_PORT = 3128
-_PROXY_SOURCE = (Path(__file__).parent / "reinstall_proxy.py").read_text()
+_PROXY_SOURCE = (Path(__file__).parent / "proxy.py").read_text()
 _PIP_CONFIG = (
-    "source /opt/swe/activate.sh >/dev/null 2>&1; python -m pip config list 2>/dev/null; "
+    f"source {ACTIVATE} >/dev/null 2>&1; python -m pip config list 2>/dev/null; "
     "env | grep -E '^PIP_(INDEX_URL|EXTRA_INDEX_URL)=' || true"
 )
 _URL = re.compile(r"https?://[^\s'\"]+")

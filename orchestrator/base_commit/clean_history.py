@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.environments.checkout.git_commands import (
+from orchestrator.checkout.git_commands import (
     GIT_ENV,
     GitError,
     RepoError,
@@ -22,10 +22,7 @@ from orchestrator.environments.checkout.git_commands import (
     one_line,
 )
 from orchestrator.sandbox import Sandbox
-
-# where :func:`put_clean_history` puts a fresh ``.git`` in a sandbox, for the set-up and base
-# commit scripts to swap in (under the scripts' ``/opt/swe``)
-CLEAN_GIT = "/opt/swe/clean-git"
+from sandbox_tools.contract import CLEAN_GIT  # where a fresh .git waits for the swap
 
 
 class CleanHistory(BaseModel):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from orchestrator.environments.checkout.git_commands import (
+from orchestrator.checkout.git_commands import (
     GIT_ENV,
     GitError,
     RepoError,

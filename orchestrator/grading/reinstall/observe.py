@@ -32,20 +32,20 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.dependencies.reinstall_guard import SCRATCH, RepoChanges
+from orchestrator.grading.reinstall.guard import SCRATCH, RepoChanges
 from orchestrator.safe_git import GIT_SAFE_CONFIG
 from orchestrator.sandbox import FileMissing, Sandbox, SandboxError
 from orchestrator.sandbox.errors import Unsupported
+from sandbox_tools.contract import ACTIVATE, REINSTALL_TMP
 
-ACTIVATE = "/opt/swe/activate.sh"
 _GIT = shlex.join(["/usr/bin/git", *GIT_SAFE_CONFIG, "--literal-pathspecs"])
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_TOUCHED = "/tmp/.swe-reinstall-touched"
-_LISTING = "/tmp/.swe-reinstall-listing"
-_FOUND = "/tmp/.swe-reinstall-found"
+_TOUCHED = f"{REINSTALL_TMP}-touched"
+_LISTING = f"{REINSTALL_TMP}-listing"
+_FOUND = f"{REINSTALL_TMP}-found"
 _MAX_LIST = 500_000_000
 _SYSTEM_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
-_DIGEST_LIST, _DIGEST_OUT = "/tmp/.swe-reinstall-digest-list", "/tmp/.swe-reinstall-digests"
+_DIGEST_LIST, _DIGEST_OUT = f"{REINSTALL_TMP}-digest-list", f"{REINSTALL_TMP}-digests"
 _DIGEST = (
     f"/usr/bin/xargs -0 -r -a {_DIGEST_LIST} /usr/bin/sha256sum -z -- > {_DIGEST_OUT} 2>/dev/null; "
     f"[ -e {_DIGEST_OUT} ]"

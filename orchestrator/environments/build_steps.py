@@ -1,20 +1,19 @@
-"""Running one set-up step in a sandbox: a host lock per image key, a logged script, and a
-failed step's container kept for inspection (per settings) or removed."""
+"""Building an image in a sandbox: a host lock per image key, and a failed build's container
+kept for inspection (per settings) or removed."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 
 from filelock import FileLock
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.setup.plan import SetupFailed
-from orchestrator.environments.setup.setup_scripts import SWE_DIR
+from orchestrator.dependencies.install import ScriptFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.sandbox import Sandbox
+from orchestrator.setup.plan import SetupFailed
 
 
 def image_lock(ctx: RunContext, key: str) -> contextlib.AbstractContextManager[object]:
@@ -36,26 +35,6 @@ def cached(ctx: RunContext, name: str) -> bool:
     return ctx.backend.commits and ctx.backend.images.exists(name)
 
 
-def run_logged(
-    sandbox: Sandbox, script: str, log_path: Path, title: str, timeout: float
-) -> tuple[bool, str]:
-    """Run a script in the sandbox, appending its output to ``log_path``."""
-    path = f"{SWE_DIR}/{title}.sh"
-    sandbox.write_file(path, script, mode=0o755)
-    result = sandbox.exec(["bash", path], timeout=timeout)
-    with open(log_path, "a") as fh:
-        fh.write(f"\n===== {title} (exit {result.exit_code}, {result.duration:.1f}s)\n")
-        fh.write(result.output)
-    if result.timed_out:
-        return False, f"{title} timed out after {timeout:.0f}s"
-    if result.exit_code != 0:
-        failed = [ln for ln in result.stdout.splitlines() if ln.startswith(">>>>> FAILED")]
-        tail = " | ".join(result.output.strip().splitlines()[-3:])[-400:]
-        what = failed[-1].removeprefix(">>>>> FAILED: ") if failed else f"exit {result.exit_code}"
-        return False, f"{title} failed ({what}): {tail}"
-    return True, ""
-
-
 @contextlib.contextmanager
 def building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
     """Build in ``sandbox``: any failure becomes SetupFailed (the container kept for
@@ -64,7 +43,7 @@ def building(ctx: RunContext, sandbox: Sandbox, what: str) -> Iterator[None]:
         yield
     except SetupFailed:
         raise
-    except (SandboxError, UserError) as exc:
+    except (SandboxError, UserError, ScriptFailed) as exc:
         raise SetupFailed(f"{what}: {exc}", keep_failed(ctx, sandbox)) from exc
     sandbox.remove()
 

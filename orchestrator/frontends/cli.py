@@ -20,6 +20,7 @@ from orchestrator.frontends.commands_validate import validate_cmd, validation_re
 from orchestrator.frontends.server import serve_command
 from orchestrator.log import configure_logging
 from orchestrator.participant.reference.cli import app as participant_app
+from orchestrator.run.outcome import EXIT_INTERRUPTED, EXIT_USAGE
 from orchestrator.settings import Settings, config_file, load_settings
 from sandbox_tools.contract import TESTBED
 
@@ -335,7 +336,7 @@ def main() -> None:
         command.main(prog_name="swe-green")
     except UserError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)

@@ -24,6 +24,7 @@ from orchestrator.frontends.live_progress import LiveProgress
 from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.log import run_log
 from orchestrator.run.leaderboard import write_leaderboard
+from orchestrator.run.outcome import EXIT_INTERRUPTED
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: boo
             f"interrupted: finished results kept in {run_dir}; continue with "
             f"`swe-green run --resume {run_dir}`"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         runner.close()
 

@@ -103,21 +103,23 @@ def _absolute(module: ModuleInfo, node: ast.ImportFrom) -> str:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
+def _imported(module: ModuleInfo, node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    """The names an import statement binds, each ``import:<what it names>``."""
+    if isinstance(node, ast.ImportFrom):
+        source = _absolute(module, node)
+        return {a.asname or a.name: f"import:{source}.{a.name}" for a in node.names}
+    return {
+        a.asname or a.name.split(".")[0]: f"import:{a.name if a.asname else a.name.split('.')[0]}"
+        for a in node.names
+    }
+
+
 def read_module(path: Path) -> ModuleInfo:
     module = ModuleInfo(module_name(path), path, path.name == "__init__.py")
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in _top_statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    module.names[alias.asname] = f"import:{alias.name}"
-                else:
-                    top = alias.name.split(".")[0]
-                    module.names[top] = f"import:{top}"
-        elif isinstance(node, ast.ImportFrom):
-            source = _absolute(module, node)
-            for alias in node.names:
-                module.names[alias.asname or alias.name] = f"import:{source}.{alias.name}"
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module.names.update(_imported(module, node))
         elif isinstance(node, ast.ClassDef):
             module.names[node.name] = "class"
             module.classes[node.name] = _class_info(node)

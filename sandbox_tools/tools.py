@@ -321,7 +321,8 @@ def _view_range(view_range):
 def _numbered_lines(handle, start: int, end: int, limit: int):
     """The file's lines ``start``..``end`` numbered, within ``limit`` characters (a long line
     cut to half of it), the file's line count, and the first line left out (None: none)."""
-    shown, total, used, cut_at = [], 0, 0, None
+    shown: list[str] = []
+    total, used, cut_at = 0, 0, None
     for total, raw in enumerate(handle, 1):
         if total < start or (end != -1 and total > end) or cut_at is not None:
             continue

@@ -45,6 +45,28 @@ def test_the_import_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     assert imported_modules(module) == {"docker"}
 
 
+def runs_the_docker_command(path: Path) -> bool:
+    """Whether ``path`` has an argv list starting with ``docker`` (the command-line client)."""
+    return any(
+        isinstance(node, ast.List)
+        and node.elts
+        and isinstance(node.elts[0], ast.Constant)
+        and node.elts[0].value == "docker"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    )
+
+
+def test_only_the_docker_backend_runs_the_docker_command() -> None:
+    # `inspect` opens its shell through the backend (SandboxBackend.open_shell)
+    runners = sorted(
+        str(path.relative_to(ROOT))
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if runs_the_docker_command(path)
+    )
+    assert runners == ["orchestrator/sandbox/docker/backend.py"]
+
+
 def _imports_connect(path: Path) -> bool:
     """Whether ``path`` imports ``connect`` from a sandbox backend (in functions too)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):

@@ -12,7 +12,7 @@ import sandbox_tools.contract as contract
 ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "sandbox_tools" / "contract.py"
 # a container path of the contract, as a string literal would spell it
-SPELLED = re.compile(r"(?<![\w.])(/testbed|/opt/swe)(?![\w-])")
+SPELLED = re.compile(r"(?<![\w.])(/testbed|/opt/swe|/tmp/\.swe-)")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -18,6 +18,7 @@ import pytest
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.models import Status
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.tool_protocol import ToolCall
 from orchestrator.participant.tools_host import run_tool
@@ -190,7 +191,9 @@ def test_a_synthetic_instance_resolves_through_the_gateway_with_no_call_refused(
         docker_client.images.get(base_image).tag(name)
     try:
         with running(make_participant("gold", dataset=dataset)) as url:
-            [result] = asyncio.run(run_evaluation(ctx, [instance], url, concurrency=1))
+            [result] = asyncio.run(
+                run_evaluation(ctx, [instance], A2AParticipant(url=url), concurrency=1)
+            )
     finally:
         for name in planted:
             docker_client.images.remove(name)

@@ -111,6 +111,13 @@ def shell_step(title: str, lines: list[str], failure: str) -> Step:
     )
 
 
+def install_command(recipe: Recipe) -> str:
+    """The command that installs the project in its environment: phase 3 runs it once, and
+    grading runs it again after a patch that changes a build input
+    (:mod:`orchestrator.grading.reinstall`)."""
+    return recipe.install
+
+
 def install_script(recipe: Recipe, pins: list[str]) -> Script:
     """Phase 3 for a recipe, in its environment: build tools, pins, the recipe's
     pre-install and install commands, and the services its tests need."""
@@ -126,7 +133,7 @@ def install_script(recipe: Recipe, pins: list[str]) -> Script:
         else Step(title="pre-install", bash=""),
         Step(
             title="install",
-            bash=f'run_step {shlex.quote(recipe.install)} || fail "install command"',
+            bash=f'run_step {shlex.quote(install_command(recipe))} || fail "install command"',
         ),
     ]
     if recipe.service_setup:

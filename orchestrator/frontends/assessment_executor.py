@@ -35,6 +35,7 @@ from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.run.bootstrap import start_run
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
@@ -258,7 +259,7 @@ class AssessmentExecutor(AgentExecutor):
         return await run_evaluation(
             ctx,
             instances,
-            request.participant_url,
+            A2AParticipant(url=request.participant_url),
             concurrency=concurrency,
             on_event=on_event,
             heartbeat=self.heartbeat,

@@ -75,7 +75,7 @@ from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runn
 from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = [
-    "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",
+    "Evaluation", "TestRun", "eval_script", "grade", "no_op_groups",
     "run_tests",
 ]  # fmt: skip
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024  # a test run printing more is a crash, not read in
@@ -224,7 +224,7 @@ def _recorded_writes(sandbox: Sandbox) -> list[str]:
     return writable_paths(*listings)
 
 
-def evaluate(
+def grade(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,

@@ -101,9 +101,7 @@ def cached_validation(path: Path) -> Validation | None:
     return read_cached(path, Validation.model_validate_json, "validation")
 
 
-def validate_instance(
-    ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe
-) -> Validation:
+def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe) -> Validation:
     """Run the base and gold checks in containers from ``snapshot`` (phases 1-4's, the
     instance image or what stands for it), or return the cached outcome."""
     cache = _cache_path(ctx, snapshot.name)

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel, Field
 
 from orchestrator.context.successor import Successor
+from orchestrator.dependencies.install import install_command
 from orchestrator.grading.reinstall.egress import NoEgress, index_only_network
 from orchestrator.grading.reinstall.guard import (
     RepoChanges,
@@ -63,7 +64,7 @@ from orchestrator.spec.recipes import (
     reinstall_needed,
     touches_build_inputs,
 )
-from sandbox_tools.contract import TESTBED
+from sandbox_tools.contract import REINSTALL_TMP, TESTBED
 
 __all__ = [
     "ACTIVATE", "Reinstalled", "changes_build_inputs", "contained_reinstall", "needs_reinstall",
@@ -88,12 +89,13 @@ def needs_reinstall(recipe: Recipe, patch: str) -> bool:
     return reinstall_needed(recipe.install, patch_paths(patch))
 
 
-_INSTALL_LOG = "/tmp/.swe-reinstall.log"
+_INSTALL_LOG = f"{REINSTALL_TMP}.log"
 # stop what the install left running: every process that was not there before it
+_PIDS_BEFORE = f"{REINSTALL_TMP}-pids-before"
 _STOP_NEW = (
-    "[ -f /tmp/.swe-pids-before ] && for pid in $(ps -eo pid=); do "
-    'grep -qx "$pid" /tmp/.swe-pids-before || [ "$pid" = $$ ] || kill -9 "$pid" 2>/dev/null; '
-    "done; rm -f /tmp/.swe-pids-before"
+    f"[ -f {_PIDS_BEFORE} ] && for pid in $(ps -eo pid=); do "
+    f'grep -qx "$pid" {_PIDS_BEFORE} || [ "$pid" = $$ ] || kill -9 "$pid" 2>/dev/null; '
+    f"done; rm -f {_PIDS_BEFORE}"
 )
 
 
@@ -106,7 +108,9 @@ def reinstall_after_patch(
     benchmark's own gold patch only."""
     if not needs_reinstall(recipe, patch):
         return None
-    sandbox.exec(["bash", "-c", "ps -eo pid= | tr -d ' ' > /tmp/.swe-pids-before"], timeout=30)
+    sandbox.exec(
+        ["bash", "-c", f"ps -eo pid= | tr -d ' ' > {REINSTALL_TMP}-pids-before"], timeout=30
+    )
     try:
         result, network = _install(sandbox, recipe, timeout)
     finally:
@@ -140,7 +144,7 @@ def _install(sandbox: Sandbox, recipe: Recipe, timeout: float) -> tuple[ExecResu
     again afterwards. The result, and which network it had."""
     # the output goes to a file, not to the exec's pipe: a process the build leaves holding
     # its output (a daemon) cannot keep the exec, and so grading, waiting
-    install = f"source {ACTIVATE} && ({recipe.install}) > {_INSTALL_LOG} 2>&1 < /dev/null"
+    install = f"source {ACTIVATE} && ({install_command(recipe)}) > {_INSTALL_LOG} 2>&1 < /dev/null"
     with _install_network(sandbox) as (env, network):
         try:
             result = sandbox.exec(["bash", "-c", install], timeout=timeout, env=env)

@@ -52,7 +52,7 @@ _DIGEST = (
 )
 # the working tree after the patch: its files and their object ids (``ls-tree -r -z``)
 _RECORD_TREE = (
-    f'set -e; cd "$1"; export GIT_INDEX_FILE=/tmp/.swe-reinstall-tree\n'
+    f'set -e; cd "$1"; export GIT_INDEX_FILE={REINSTALL_TMP}-tree\n'
     'cp .git/index "$GIT_INDEX_FILE" 2>/dev/null || rm -f "$GIT_INDEX_FILE"\n'
     f"{_GIT} add -A\n"
     f'while IFS= read -r -d \'\' p; do if [ -e "$p" ] || [ -L "$p" ]; then printf \'%s\\0\' "$p";'
@@ -61,7 +61,7 @@ _RECORD_TREE = (
 )
 # the working tree against that listing: changed and untracked paths, NUL-separated
 _COMPARE = (
-    'cd "$1" || exit 3; export GIT_INDEX_FILE=/tmp/.swe-reinstall-judge\n'
+    f'cd "$1" || exit 3; export GIT_INDEX_FILE={REINSTALL_TMP}-judge\n'
     f'rm -f "$GIT_INDEX_FILE"; {_GIT} update-index -z --index-info < {_LISTING} || exit 3\n'
     f"{_GIT} update-index -q --refresh >/dev/null 2>&1\n"
     f"{{ printf 'CHANGED\\0'; {_GIT} diff-files --name-only -z || exit 3\n"

@@ -114,9 +114,15 @@ def _imported(module: ModuleInfo, node: ast.Import | ast.ImportFrom) -> dict[str
     }
 
 
+@cache
+def parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+@cache
 def read_module(path: Path) -> ModuleInfo:
     module = ModuleInfo(module_name(path), path, path.name == "__init__.py")
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = parse(path)
     for node in _top_statements(tree.body):
         if isinstance(node, ast.Import | ast.ImportFrom):
             module.names.update(_imported(module, node))
@@ -260,7 +266,7 @@ def python_texts(path: Path) -> Iterator[Text]:
     rel = path.relative_to(ROOT)
     module = index().get(module_name(path))
     assert module is not None, path
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(path)):
         if (
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Constant)

@@ -200,7 +200,7 @@ def _class_has(module: ModuleInfo, cls: ClassInfo, rest: list[str], seen: frozen
     if not rest or rest[0] in cls.members:
         return True
     for base in cls.bases:
-        head, _, tail = base.partition("[")  # Generic[T]
+        head = base.partition("[")[0]  # Generic[T]: Generic
         parts = head.split(".")
         kind = module.names.get(parts[0], "")
         if kind == "class" and len(parts) == 1:
@@ -303,7 +303,7 @@ def code_files() -> list[Path]:
 
 
 def doc_files() -> list[Path]:
-    return sorted(ROOT / "README.md" for _ in [0]) + sorted((ROOT / "docs").glob("*.md"))
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def all_texts() -> Iterator[Text]:
@@ -319,6 +319,7 @@ PATH = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)+[\w-]+(?:\.(?:py|md|toml|jsonl|json|txt|sh|cfg|ini|css|js)(?![\w-]))?)"
     r"(?::([A-Za-z_][\w.]*))?"
 )
+BARE_FILE = re.compile(r"(?<![\w/.-])(\w+\.py):([A-Za-z_][\w.]*)")
 DOTTED = re.compile(r"(?<![\w.`:])`{1,2}([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\))?`{1,2}")
 FILE_SUFFIXES = {"py", "md", "json", "jsonl", "txt", "toml", "cfg", "ini", "log", "yml", "sh"}
 
@@ -371,6 +372,17 @@ def broken_path(path: str, name: str | None, in_docs: bool = False) -> str | Non
     return None
 
 
+def broken_bare_file(filename: str, name: str) -> str | None:
+    """Why ``filename:name`` is broken (no module of the product by that file name defines
+    ``name``), or None; a file name no module has is an example (``setup.py:setup``)."""
+    modules = [
+        m for m in index().values() if m.path.name == filename and m.name.split(".")[0] in PACKAGES
+    ]
+    if modules and not any(_resolve_in(m, name.split("."), frozenset()) for m in modules):
+        return f"no {filename} defines {name}"
+    return None
+
+
 def broken_dotted(name: str, text: Text) -> str | None:
     """Why the backticked dotted name is broken, or None when it resolves or is no reference
     to code (a file name, an attribute of a value)."""
@@ -398,6 +410,10 @@ def broken_references(text: Text) -> Iterator[str]:
         why = broken_path(match[1], match[2], in_docs=text.where.startswith("docs/"))
         if why:
             yield f"{text.where}: {match[0]}: {why}"
+    for match in BARE_FILE.finditer(text.text):
+        why = broken_bare_file(match[1], match[2])
+        if why:
+            yield f"{text.where}: {match[0]}: {why}"
     for match in DOTTED.finditer(text.text):
         why = broken_dotted(match[1], text)
         if why:
@@ -421,7 +437,8 @@ def test_the_resolver_finds_what_exists() -> None:
             ":class:`.errors.Unsupported`, :func:`orchestrator.sandbox.factory.backend_from`, "
             ":class:`pathlib.Path`, orchestrator/sandbox/local.py:LocalBackend.open_shell, "
             "sandbox/docker/backend.py, ``orchestrator.sandbox.models.Limits.disk``, "
-            "``Sandbox.exec``, scripts/test and docs/validation.md"
+            "``Sandbox.exec``, local.py:LocalBackend, setup.py:setup (an example), scripts/test "
+            "and docs/validation.md"
         )
         == []
     )
@@ -431,7 +448,7 @@ def test_the_resolver_names_each_broken_reference() -> None:
     assert _broken_in(
         ":class:`Sandboxes`, :meth:`SandboxBackend.kept`, :mod:`.dockers`, "
         "orchestrator/sandbox/nowhere.py, sandbox/local.py:LocalBackend.close_shell, "
-        "``orchestrator.sandbox.models.Limits.disks``, ``Sandbox.execute``, "
+        "``orchestrator.sandbox.models.Limits.disks``, ``Sandbox.execute``, local.py:Local, "
         "a/b.py and src/_pytest/nodes.py (examples, no references)"
     ) == [
         "here: :class:`Sandboxes` resolves to nothing",
@@ -440,6 +457,7 @@ def test_the_resolver_names_each_broken_reference() -> None:
         "here: orchestrator/sandbox/nowhere.py: no file orchestrator/sandbox/nowhere.py",
         "here: sandbox/local.py:LocalBackend.close_shell: sandbox/local.py defines no "
         "LocalBackend.close_shell",
+        "here: local.py:Local: no local.py defines Local",
         "here: ``orchestrator.sandbox.models.Limits.disks``: no "
         "orchestrator.sandbox.models.Limits.disks",
         "here: ``Sandbox.execute``: no Sandbox.execute",

@@ -1,5 +1,5 @@
 """Every cross-reference to code in the product's docstrings and comments and in the docs
-resolves: a path (``orchestrator/x/y.py``, ``x/y.py:name``), a Sphinx role
+resolves: a path (``orchestrator/x/y.py``, ``x/y.py:name``, ``y.py:name``), a Sphinx role
 (``:func:`...```, ``:class:`...```, ``:mod:`.x```...), a dotted name (``orchestrator.x.y``,
 ``module.name``). The code and the docs cite no issue numbers: they state the rule.
 

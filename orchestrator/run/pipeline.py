@@ -14,6 +14,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import structlog
 
@@ -25,6 +26,7 @@ from orchestrator.environments.setup.bytecode import drop_manifest_command
 from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
+from orchestrator.grading.failure_labels import failure_label
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
@@ -323,6 +325,9 @@ class _InstanceRun:
         await self.grader.removed()  # counted in the total, as before; the disposal is not
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}
+        result.failure_label = failure_label(
+            result.status, result.reason, result.message, _test_output(self.out_dir)
+        )
         await disposal
         if not keep and participant is not None and result.container == participant.name:
             result.container = None
@@ -335,6 +340,14 @@ class _InstanceRun:
 def test_user(ctx: RunContext) -> str | None:
     """The user the tests run as: unprivileged when the settings ask for it, else root."""
     return TEST_USER if ctx.settings.grading.unprivileged_tests else None
+
+
+def _test_output(out_dir: Path) -> str:
+    """The instance's test output (empty when the tests did not run)."""
+    try:
+        return (out_dir / "test_output.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:

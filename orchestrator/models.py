@@ -164,6 +164,14 @@ class InstanceResult(BaseModel):
         return len(self.tests.fail_to_pass_excluded) + len(self.tests.pass_to_pass_excluded)
 
     @property
+    def verdict(self) -> str:
+        """The status with its marks: ``*`` graded on a reduced test set, ``~`` a test that
+        decided it against the patch changed its outcome when re-run (``flaky_tests``)."""
+        if self.status == Status.ERROR:
+            return self.status.value
+        return self.status.value + "*" * bool(self.reduced_tests) + "~" * bool(self.flaky_tests)
+
+    @property
     def fail_to_pass_fraction(self) -> float:
         """Fraction of FAIL_TO_PASS tests passing (an error counts 0; an empty list counts 1)."""
         if self.status == Status.ERROR:

@@ -27,6 +27,7 @@ from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
 from orchestrator.grading.failure_labels import failure_label
+from orchestrator.grading.flaky_reruns import Reruns, rerun_deciding_tests
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
@@ -43,6 +44,7 @@ from orchestrator.run.grading_container import GradingContainer, wait_through_ca
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 from orchestrator.spec.recipes import test_files
+from orchestrator.validation.test_selection import selected_directives
 from orchestrator.validation.validation import validate_instance
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
@@ -262,6 +264,7 @@ class _InstanceRun:
                 excluded_f2p=excluded.f2p, writable=excluded.writable,
                 successor=successor(ctx, instance, "grading"),
             )  # fmt: skip
+            reruns = await asyncio.to_thread(self._rerun, grader, prepared, evaluation, excluded)
         finally:
             if own:  # removed while the participant's container is disposed of (finish)
                 self.grader.remove_later(grader)
@@ -269,6 +272,31 @@ class _InstanceRun:
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+        if reruns.runs:
+            self.timings["flaky_reruns"] = reruns.seconds
+            self.result.flaky_tests = reruns.flaky
+            self.result.logs["flaky_reruns"] = "flaky_reruns.log"
+
+    def _rerun(
+        self, grader: Sandbox, prepared: PreparedInstance, evaluation: Evaluation,
+        excluded: Excluded,
+    ) -> Reruns:  # fmt: skip
+        """The deciding tests of a verdict against the patch, run again alone
+        (:mod:`orchestrator.grading.flaky_reruns`); none after a reinstall (the tests ran in
+        another sandbox) or for output that cannot be trusted."""
+        run, groups = evaluation.test_run, evaluation.groups
+        grading = self.ctx.settings.grading
+        if run is None or groups is None or evaluation.reason != Reason.NONE:
+            return Reruns()
+        if evaluation.status == Status.RESOLVED or "reinstall" in evaluation.logs:
+            return Reruns()
+        recipe, instance = test_recipe(prepared), self.instance
+        return rerun_deciding_tests(
+            grader, instance, recipe, groups, run.outcomes, times=grading.flaky_reruns,
+            timeout=min(grading.test_timeout, max(120.0, 2 * run.duration)),
+            test_user=test_user(self.ctx), writable=excluded.writable, log_dir=self.out_dir,
+            select=lambda names: selected_directives(recipe, instance, names),
+        )  # fmt: skip
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result

@@ -98,7 +98,8 @@ def _graded_first_run(sandbox, instance, recipe, key: str):
     """The patch (the fix, and add() failing by hash seed) in place, and its first run."""
     source = CALC_FIXED.replace("def add(a, b):\n    return a + b\n", SEEDED_ADD.format(key=key))
     sandbox.write_file(f"{REPO_DIR}/calc/__init__.py", source)
-    run = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, env={"PYTHONHASHSEED": FIRST_SEED})
+    seeded = recipe.model_copy(update={"env": {**recipe.env, "PYTHONHASHSEED": FIRST_SEED}})
+    run = run_tests(sandbox, instance, seeded, timeout=TIMEOUT)
     groups = grade_tests(
         instance.FAIL_TO_PASS, instance.PASS_TO_PASS, run.outcomes, excluded_p2p=[BETWEEN_RUNS]
     )

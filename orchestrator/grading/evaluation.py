@@ -32,7 +32,7 @@ import contextlib
 import posixpath
 import secrets
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +143,6 @@ def run_tests(
     record: bool = False,
     directives: Sequence[str] | None = None,
     audit: AuditConfig | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
@@ -157,8 +156,7 @@ def run_tests(
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
     is writable instead, and ``TestRun.writable`` says where the tests wrote
     (:mod:`.script`). ``directives``: run these instead of the test files. ``audit``: the
-    patch's code is watched (:mod:`.audit`). ``env``: more environment for the script and
-    the tests (a hash seed).
+    patch's code is watched (:mod:`.audit`).
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user, writable, record, directives)
@@ -167,8 +165,7 @@ def run_tests(
         put_audit_files(sandbox, audit)
     nonce = secrets.token_hex(16)
     started = time.monotonic()
-    variables = {**(env or {}), NONCE_VARIABLE: nonce}
-    result = sandbox.exec(["bash", "-c", _PIPED_RUN], timeout=timeout, env=variables)
+    result = sandbox.exec(["bash", "-c", _PIPED_RUN], timeout=timeout, env={NONCE_VARIABLE: nonce})
     duration = time.monotonic() - started
     output, too_large = _read_output(sandbox)
     if result.output.strip():  # the wrapper's own complaints, e.g. no space for the output

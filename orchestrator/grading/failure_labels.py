@@ -19,8 +19,9 @@ a set-up that failed) has no label; its reason says what it was.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from orchestrator.models import FailureLabel, Reason, Status
+from orchestrator.models import FailureLabel, InstanceResult, Reason, Status
 
 TIER_ENVIRONMENT = "environment"
 TIER_AMBIGUOUS = "ambiguous"
@@ -104,3 +105,12 @@ def failure_label(
     if reason == Reason.TEST_TIMEOUT:
         return FailureLabel.TESTS_TIMED_OUT
     return symptom_label(f"{message}\n{test_output}")
+
+
+def label_of(result: InstanceResult, instance_dir: Path) -> FailureLabel | None:
+    """:func:`failure_label` of ``result``, with the test output in ``instance_dir``."""
+    try:
+        output = (instance_dir / "test_output.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        output = ""  # the tests did not run
+    return failure_label(result.status, result.reason, result.message, output)

@@ -38,6 +38,7 @@ from orchestrator.spec.recipes import Recipe
 MAX_DECIDING = 5
 MISSING = "MISSING"  # the test is not in the output
 TIMED_OUT = "TIMEOUT"
+HASH_SEED = "PYTHONHASHSEED"  # exported by the eval script, as a recipe's environment is
 _DJANGO_NAME = re.compile(r"(?P<test>\w+) \((?P<case>[\w.]+)\)")
 
 Select = Callable[[list[str]], list[str] | None]
@@ -113,9 +114,10 @@ def rerun_deciding_tests(
             continue
         seen = [outcome(name, first)]
         for seed in range(1, times + 1):
+            seeded = recipe.model_copy(update={"env": {**recipe.env, HASH_SEED: str(seed)}})
             run = run_tests(
-                sandbox, instance, recipe, timeout=timeout, test_user=test_user,
-                writable=writable, directives=directives, env={"PYTHONHASHSEED": str(seed)},
+                sandbox, instance, seeded, timeout=timeout, test_user=test_user,
+                writable=writable, directives=directives,
             )  # fmt: skip
             found.runs += 1
             seen.append(TIMED_OUT if run.timed_out else outcome(name, run.outcomes))

@@ -14,7 +14,6 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import structlog
 
@@ -26,8 +25,7 @@ from orchestrator.environments.setup.bytecode import drop_manifest_command
 from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
-from orchestrator.grading.failure_labels import failure_label
-from orchestrator.grading.flaky_reruns import Reruns, rerun_deciding_tests
+from orchestrator.grading.failure_labels import label_of
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.client import (
@@ -40,11 +38,11 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
 from orchestrator.patches.diff import drop_files
 from orchestrator.patches.extract import extract_patch
+from orchestrator.run.flaky_check import rerun_deciding
 from orchestrator.run.grading_container import GradingContainer, wait_through_cancels
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox
 from orchestrator.spec.recipes import test_files
-from orchestrator.validation.test_selection import selected_directives
 from orchestrator.validation.validation import validate_instance
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
@@ -264,7 +262,10 @@ class _InstanceRun:
                 excluded_f2p=excluded.f2p, writable=excluded.writable,
                 successor=successor(ctx, instance, "grading"),
             )  # fmt: skip
-            reruns = await asyncio.to_thread(self._rerun, grader, prepared, evaluation, excluded)
+            reruns = await asyncio.to_thread(
+                rerun_deciding, self.ctx, self.instance, grader, test_recipe(prepared),
+                evaluation, excluded.writable, test_user(self.ctx), self.out_dir,
+            )  # fmt: skip
         finally:
             if own:  # removed while the participant's container is disposed of (finish)
                 self.grader.remove_later(grader)
@@ -273,30 +274,8 @@ class _InstanceRun:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
         if reruns.runs:
-            self.timings["flaky_reruns"] = reruns.seconds
-            self.result.flaky_tests = reruns.flaky
+            self.timings["flaky_reruns"], self.result.flaky_tests = reruns.seconds, reruns.flaky
             self.result.logs["flaky_reruns"] = "flaky_reruns.log"
-
-    def _rerun(
-        self, grader: Sandbox, prepared: PreparedInstance, evaluation: Evaluation,
-        excluded: Excluded,
-    ) -> Reruns:  # fmt: skip
-        """The deciding tests of a verdict against the patch, run again alone
-        (:mod:`orchestrator.grading.flaky_reruns`); none after a reinstall (the tests ran in
-        another sandbox) or for output that cannot be trusted."""
-        run, groups = evaluation.test_run, evaluation.groups
-        grading = self.ctx.settings.grading
-        if run is None or groups is None or evaluation.reason != Reason.NONE:
-            return Reruns()
-        if evaluation.status == Status.RESOLVED or "reinstall" in evaluation.logs:
-            return Reruns()
-        recipe, instance = test_recipe(prepared), self.instance
-        return rerun_deciding_tests(
-            grader, instance, recipe, groups, run.outcomes, times=grading.flaky_reruns,
-            timeout=min(grading.test_timeout, max(120.0, 2 * run.duration)),
-            test_user=test_user(self.ctx), writable=excluded.writable, log_dir=self.out_dir,
-            select=lambda names: selected_directives(recipe, instance, names),
-        )  # fmt: skip
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result
@@ -353,9 +332,7 @@ class _InstanceRun:
         await self.grader.removed()  # counted in the total, as before; the disposal is not
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}
-        result.failure_label = failure_label(
-            result.status, result.reason, result.message, _test_output(self.out_dir)
-        )
+        result.failure_label = label_of(result, self.out_dir)
         await disposal
         if not keep and participant is not None and result.container == participant.name:
             result.container = None
@@ -368,14 +345,6 @@ class _InstanceRun:
 def test_user(ctx: RunContext) -> str | None:
     """The user the tests run as: unprivileged when the settings ask for it, else root."""
     return TEST_USER if ctx.settings.grading.unprivileged_tests else None
-
-
-def _test_output(out_dir: Path) -> str:
-    """The instance's test output (empty when the tests did not run)."""
-    try:
-        return (out_dir / "test_output.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:

@@ -18,10 +18,10 @@ from orchestrator.grading.flaky_reruns import (
     django_label,
     rerun_deciding_tests,
 )
-from orchestrator.grading.script import ACTIVATE_SCRIPT, REPO_DIR
 from orchestrator.models import Status, TestGroups
 from orchestrator.spec.recipes import Recipe
 from orchestrator.validation.test_selection import selected_directives
+from sandbox_tools.contract import ACTIVATE, TESTBED
 
 from .test_evaluation import CALC_FIXED, TIMEOUT, grading, instance_image, instances, recipes
 
@@ -88,7 +88,7 @@ def _odd_hashes(sandbox) -> dict[str, dict[str, int]]:
     seeds = " ".join([FIRST_SEED, *(str(s) for s in range(1, TIMES + 1))])
     sandbox.write_file("/tmp/hashes.py", HASHES)
     done = sandbox.exec(
-        ["bash", "-c", f"source {ACTIVATE_SCRIPT} && python /tmp/hashes.py {seeds}"], timeout=120
+        ["bash", "-c", f"source {ACTIVATE} && python /tmp/hashes.py {seeds}"], timeout=120
     )
     assert done.ok, done.output
     return json.loads(done.stdout)
@@ -97,7 +97,7 @@ def _odd_hashes(sandbox) -> dict[str, dict[str, int]]:
 def _graded_first_run(sandbox, instance, recipe, key: str):
     """The patch (the fix, and add() failing by hash seed) in place, and its first run."""
     source = CALC_FIXED.replace("def add(a, b):\n    return a + b\n", SEEDED_ADD.format(key=key))
-    sandbox.write_file(f"{REPO_DIR}/calc/__init__.py", source)
+    sandbox.write_file(f"{TESTBED}/calc/__init__.py", source)
     seeded = recipe.model_copy(update={"env": {**recipe.env, "PYTHONHASHSEED": FIRST_SEED}})
     run = run_tests(sandbox, instance, seeded, timeout=TIMEOUT)
     groups = grade_tests(

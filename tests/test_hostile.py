@@ -33,6 +33,7 @@ from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
 from orchestrator.run.scheduler import run_evaluation
@@ -1411,7 +1412,9 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
         extra: dict[str, Any] = {}
         started = time.time() - 1
         with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
-            results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
+            results = asyncio.run(
+                run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=3)
+            )
             if "between_runs" in group:  # then the same again, in a fresh run directory
                 for result in results:  # what the first run kept is no later test's concern
                     if result.container:
@@ -1421,7 +1424,9 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
                     ctx.settings, docker_backend, TEST_RUN_ID,
                     RunDir(tmp_path_factory.mktemp(f"hostile-{name}-again")),
                 )  # fmt: skip
-                results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
+                results = asyncio.run(
+                    run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=3)
+                )
         extra |= {
             "fix_commit": _fix_commit(Path(env_settings.dataset.dataset)),
             "rss_growth_mb": sampler.growth_mb(),

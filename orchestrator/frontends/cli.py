@@ -16,6 +16,7 @@ from rich.text import Text
 from orchestrator.errors import UserError
 from orchestrator.log import configure_logging
 from orchestrator.settings import Settings, config_file, load_settings
+from sandbox_tools.contract import TESTBED
 
 app = typer.Typer(
     help="Self-hosted SWE-bench Verified evaluator (AgentBeats green agent).",
@@ -110,8 +111,8 @@ def images_build(
     force: Annotated[bool, typer.Option(help="Rebuild images that exist.")] = False,
 ) -> None:
     """Build the base images (skips those that exist)."""
-    from orchestrator.environments.setup.images import SUITES, build_base_images
     from orchestrator.sandbox.factory import backend_from
+    from orchestrator.setup.images import SUITES, build_base_images
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
@@ -226,7 +227,7 @@ def inspect_cmd(
             "wait for the run to end, pass --run with another run, or --force to open it anyway.",
         )
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
-    argv = ["docker", "exec", "-it", "-w", "/testbed", info.id, shell]
+    argv = ["docker", "exec", "-it", "-w", TESTBED, info.id, shell]
     if not shutil.which("docker"):
         raise UserError("The docker command is not installed.", f"run: {' '.join(argv)}")
     if not sys.stdin.isatty():

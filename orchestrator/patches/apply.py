@@ -58,6 +58,7 @@ from orchestrator.patches.safety import (
 )
 from orchestrator.safe_git import GIT, SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox
+from sandbox_tools.contract import TESTBED
 
 EMPTY_PATCH = "empty patch"
 
@@ -124,7 +125,7 @@ class ApplyOutcome(BaseModel):
 
 
 def apply_patch(
-    sandbox: Sandbox, patch: str, *, repo_dir: str = "/testbed", fuzz: int = 3
+    sandbox: Sandbox, patch: str, *, repo_dir: str = TESTBED, fuzz: int = 3
 ) -> ApplyOutcome:
     """Apply ``patch`` to the tree at ``repo_dir`` with the first strategy that works."""
     if not patch.strip():

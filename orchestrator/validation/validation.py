@@ -41,11 +41,11 @@ from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
 from orchestrator.grading.classify import grade_tests
-from orchestrator.grading.evaluation import TEST_USER, TestRun, run_tests
+from orchestrator.grading.evaluation import TestRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
+from orchestrator.grading.reinstall.contained import reinstall_after_patch
 from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.sandbox import Sandbox, Snapshot
@@ -55,6 +55,7 @@ from orchestrator.validation.test_selection import (
     runner_kind,
     selected_directives,
 )
+from sandbox_tools.contract import TEST_USER
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
 # the test patch did not apply, the command did not finish, printed nothing or far too much
@@ -101,9 +102,7 @@ def cached_validation(path: Path) -> Validation | None:
     return read_cached(path, Validation.model_validate_json, "validation")
 
 
-def validate_instance(
-    ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe
-) -> Validation:
+def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe) -> Validation:
     """Run the base and gold checks in containers from ``snapshot`` (phases 1-4's, the
     instance image or what stands for it), or return the cached outcome."""
     cache = _cache_path(ctx, snapshot.name)

@@ -11,6 +11,7 @@ from swebench.harness.grading import get_resolution_status
 from swebench.harness.reporting import make_run_report
 
 from orchestrator.context.run_dir import RunDir
+from orchestrator.frontends.report.fidelity import compare_official, load_official
 from orchestrator.grading.failure_labels import failure_label
 from orchestrator.models import FailureLabel, InstanceResult, Reason, Status, TestGroups
 from orchestrator.run.leaderboard import write_leaderboard
@@ -142,3 +143,15 @@ def test_a_result_that_became_an_error_loses_its_report(run: RunDir) -> None:
 def test_model_dir_name() -> None:
     assert model_dir_name("acme/agent-1") == "acme__agent-1"
     assert model_dir_name("../x y") == "__x_y"
+
+
+def test_report_official_reads_our_layout_in_full_agreement(run: RunDir) -> None:
+    """``swe-green report --official`` on our own layout: every graded verdict and test agrees
+    (what a user comparing two harnesses' outputs sees for the same run)."""
+    base = run.path / "swebench/logs/run_evaluation" / RUN_ID / model_dir_name(MODEL)
+    fidelity = compare_official(run.load_results(), load_official(base))
+    graded = fidelity.graded_both
+    expected = ["o__r-1", "o__r-2", "o__r-3", "o__r-7", "o__r-9"]
+    assert sorted(i.instance_id for i in graded) == expected
+    assert fidelity.verdicts_agreeing == len(graded)
+    assert fidelity.tests_agreeing == fidelity.tests_compared > 0

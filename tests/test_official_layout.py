@@ -15,7 +15,7 @@ from orchestrator.frontends.report.fidelity import compare_official, load_offici
 from orchestrator.grading.failure_labels import failure_label
 from orchestrator.models import FailureLabel, InstanceResult, Reason, Status, TestGroups
 from orchestrator.run.leaderboard import write_leaderboard
-from orchestrator.run.official_layout import model_dir_name
+from orchestrator.run.official_layout import model_dir_name, official_test_output
 
 RUN_ID = "run-20260101-000000-abcd1234"
 MODEL = "acme/agent-1"
@@ -155,3 +155,16 @@ def test_report_official_reads_our_layout_in_full_agreement(run: RunDir) -> None
     assert sorted(i.instance_id for i in graded) == expected
     assert fidelity.verdicts_agreeing == len(graded)
     assert fidelity.tests_agreeing == fidelity.tests_compared > 0
+
+
+def test_official_markers_replace_ours() -> None:
+    output = (
+        "+ git apply -v\n>>>>> SWE_GREEN_START 0f3a\nPASSED t.py::a\n"
+        ">>>>> SWE_GREEN_END exit=0\n"  # printed by the tests: no nonce, before the real end
+        ">>>>> SWE_GREEN_END 0f3a exit=1\nafter\n"
+    )
+    assert official_test_output(output) == (
+        "+ git apply -v\n>>>>> Start Test Output\nPASSED t.py::a\n"
+        ">>>>> SWE_GREEN_END exit=0\n>>>>> End Test Output\n>>>>> Test Exit Code: 1\nafter\n"
+    )
+    assert official_test_output("no markers\n") == "no markers\n"

@@ -58,6 +58,7 @@ def test_a_predictions_file_is_graded_like_any_run(env_settings, synthetic_insta
     assert calc["flaky_tests"] == {} and calc["timings"]["flaky_reruns"] > 0
     assert "3 re-run(s)" in (instances / "demo__calc-1" / "flaky_reruns.log").read_text()
     _official_reader_agrees(run_dir, rows, board)
+    _official_grading_agrees(run_dir, synthetic_instances)
 
     # an earlier run's directory is a predictions source too: the same patches, regraded
     again = run_cli(
@@ -96,6 +97,34 @@ def _official_reader_agrees(run_dir: Path, rows: list, board: dict) -> None:
     assert official["error_instances"] == row["error_count"] == 0
     assert official["empty_patch_ids"] == ["demo__units-1"]
     assert official["unresolved_ids"] == ["demo__calc-1"]
+
+
+def _official_grading_agrees(run_dir: Path, instances: dict) -> None:
+    """The official grading code (its log parsers and resolution rule) on our layout's test
+    output gives our report: the same tests passing and failing, the same verdict."""
+    from swebench.harness.grading import get_eval_report
+    from swebench.types import TestSpec
+
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    base = run_dir / "swebench" / "logs" / "run_evaluation" / run_id / "agent-7"
+    parsers = {"demo__calc-1": "parse_log_pytest", "demo__textkit-1": "parse_log_django"}
+    for instance_id, parser in parsers.items():
+        ours = json.loads((base / instance_id / "report.json").read_text())[instance_id]
+        left_out = set(ours["swe_green"]["pass_to_pass_excluded"])
+        instance = instances[instance_id]
+        spec = TestSpec(
+            instance_id=instance_id, image="", eval_script_list=[], repo=instance.repo,
+            version=instance.version, FAIL_TO_PASS=instance.FAIL_TO_PASS,
+            PASS_TO_PASS=[t for t in instance.PASS_TO_PASS if t not in left_out],
+            log_parser=parser, eval_type="pass_and_fail",
+        )  # fmt: skip
+        prediction = {"instance_id": instance_id, "model_patch": "x", "model_name_or_path": "m"}
+        output = str(base / instance_id / "test_output.txt")
+        official = get_eval_report(spec, prediction, output, True)[instance_id]
+        assert official["patch_successfully_applied"], instance_id
+        assert official["resolved"] == ours["resolved"], instance_id
+        for group in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            assert official["tests_status"][group] == ours["tests_status"][group], group
 
 
 def test_a_bad_line_fails_before_any_container(env_settings, tmp_path):

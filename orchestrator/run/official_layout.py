@@ -5,7 +5,7 @@ Every run also writes, under ``<run>/swebench/``::
     logs/run_evaluation/<run_id>/<model>/<instance_id>/
         report.json        the official per-instance report (schema of ``get_eval_report``)
         patch.diff         the graded patch
-        test_output.txt    the test command's output
+        test_output.txt    the test command's output, between the official markers
         eval.sh            the script that ran the tests
         run_instance.log   what happened to the instance, in a few lines
     <model>.<run_id>.json  the official run summary (``make_run_report``, schema 2)
@@ -43,6 +43,7 @@ from typing import Any
 
 from orchestrator.context.run_dir import RunDir
 from orchestrator.grading.failure_labels import TIER_ENVIRONMENT, tier, timeout_signature
+from orchestrator.grading.markers import END_MARKER, START_MARKER
 from orchestrator.models import InstanceResult, Reason, Status
 
 OFFICIAL_DIR = "swebench"
@@ -51,6 +52,12 @@ SCHEMA_VERSION = 2
 # the official harness's lines for the patch step, as its run_instance.log has them
 APPLY_PATCH_PASS = ">>>>> Applied Patch"
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
+# the official eval script's lines around the test command's output, and after it its status
+START_TEST_OUTPUT = ">>>>> Start Test Output"
+END_TEST_OUTPUT = ">>>>> End Test Output"
+TEST_EXIT_CODE = ">>>>> Test Exit Code"
+_START = re.compile(rf"^{re.escape(START_MARKER)}\b.*$", re.MULTILINE)
+_END = re.compile(rf"^{re.escape(END_MARKER)}\b.*?exit=(-?\d+)\s*$", re.MULTILINE)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _NOT_APPLIED = frozenset({Reason.PATCH_APPLY_FAILED, Reason.PATCH_PATH_REFUSED})
@@ -173,6 +180,22 @@ def official_summary(
     }
 
 
+def official_test_output(output: str) -> str:
+    """Our test output with the official markers: the first start line and the last end line
+    of ours (the run's own; a line the tests printed can only come between them) become
+    ``>>>>> Start Test Output`` and ``>>>>> End Test Output`` with the exit code after it, so
+    the official log reader slices the same section."""
+    start = _START.search(output)
+    ends = list(_END.finditer(output))
+    if start is None or not ends or ends[-1].start() < start.end():
+        return output
+    end = ends[-1]
+    return (
+        output[: start.start()] + START_TEST_OUTPUT + output[start.end() : end.start()]
+        + f"{END_TEST_OUTPUT}\n{TEST_EXIT_CODE}: {end.group(1)}" + output[end.end() :]
+    )  # fmt: skip
+
+
 def run_instance_log(result: InstanceResult) -> str:
     """A short ``run_instance.log``: the verdict, why, and the patch step's official line."""
     lines = [f"swe-green result for {result.instance_id}"]
@@ -227,6 +250,7 @@ def write_official_layout(run_dir: RunDir, model: str, results: Iterable[Instanc
         if patch is not None:
             run_dir.write_under(f"{where}/patch.diff", patch)
         output = _read(source / "test_output.txt")
+        output = official_test_output(output) if output is not None else None
         if result.reason == Reason.TEST_TIMEOUT:
             timeout = float(config.get("settings", {}).get("test_timeout", 0) or 0)
             seconds = _timeout_seconds(result, timeout)

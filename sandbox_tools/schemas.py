@@ -198,10 +198,6 @@ def setup_agent_tools() -> list[dict[str, Any]]:
     return tools_for(SETUP_AGENT_TOOL_NAMES)
 
 
-def tool_schema(name: str) -> dict[str, Any]:
-    return _BY_NAME[name]["input_schema"]
-
-
 def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     """``arguments`` checked against the tool's schema, with integers given as text or as
     whole floats (a common slip) turned into ints. Raises :class:`ArgumentError`."""

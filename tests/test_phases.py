@@ -110,3 +110,19 @@ def test_the_setup_strategy_is_the_plans() -> None:
     assert set(inspect.signature(SetupStrategy.set_up).parameters) == {
         "self", "sandbox", "log_path", "venv_ready",
     }  # fmt: skip
+
+
+def test_envs_plan_shows_the_recipe_install_as_data(monkeypatch, capsys) -> None:
+    """``envs plan`` prints phases 2 and 3 of a real instance's recipe as steps (JSON)."""
+    import json
+
+    from orchestrator.frontends.commands import envs_plan
+
+    dataset = ROOT.parent / "shared" / "data" / "swe-bench-verified.jsonl"
+    monkeypatch.setenv("SWE_GREEN_DATASET", str(dataset))
+    envs_plan("psf__requests-2317", as_json=True)
+    scripts = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in scripts] == ["setup", "install"]
+    titles = [step["title"] for step in scripts[1]["steps"]]
+    assert titles[:2] == ["build tools", "pinned packages"] and "install" in titles
+    assert "pytest==" in scripts[1]["steps"][1]["bash"]

@@ -225,7 +225,6 @@ def test_turns_and_tokens_are_summed_over_turns(tmp_path):
         result = run_agent(fake, Tools(), tmp_path)
     assert result.success
     assert (result.turns, result.input_tokens, result.output_tokens) == (3, 650, 60)
-    assert result.total_tokens == 710
     # a turn without tool use is answered with a nudge to go on
     assert "finish" in fake.requests[2]["messages"][-1]["content"]
 

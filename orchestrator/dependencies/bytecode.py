@@ -23,7 +23,7 @@ before any participant exists (:mod:`.bytecode_tool` does the work in the contai
   test file the test patch changed, a forged or planted pyc are never read);
   ``PYTHONDONTWRITEBYTECODE`` stays, so nothing is written during the tests. Site-packages
   is outside the repository: neither a patch nor the unprivileged test user can write there,
-  and the bytecode a reinstall writes is removed (:mod:`..dependencies.reinstall`).
+  and the bytecode a reinstall writes is removed (:mod:`orchestrator.grading.reinstall`).
 
 A hash-based pyc carries the hash of its source, not a time: touching a file, or the clock,
 changes nothing. Images built without this keep working as before (no manifest: the sweep

@@ -57,7 +57,7 @@ def base_commit(ctx: RunContext, instance: Instance, env: Environment) -> Prepar
     """Phase 4 for one instance, from the cache where possible (else
     :func:`~orchestrator.base_commit.prepare_base_commit` in a container of the environment);
     what the instance's containers start from is what the backend kept
-    (:meth:`SandboxBackend.keep`).
+    (:meth:`.SandboxBackend.keep`).
 
     One sequence for every backend: what differs is what the backend and its image store
     answer: under the full Docker policy images (committed, cached, pulled, tagged and

@@ -19,7 +19,7 @@ is exempt, and what was dropped is reported (``Evaluation.excluded_files``).
 **Test output the code under test cannot rewrite cheaply**: nonce markers the test process
 never sees, an unprivileged test user (:func:`run_tests`, :func:`eval_script`); imitated
 markers or several runner summaries count every test as failing (``test_output_forged``);
-:func:`grading.detect_test_crash` catches result lines the runner did not count. What the
+:func:`.classify.detect_test_crash` catches result lines the runner did not count. What the
 patch's code does at test time is watched (:mod:`.audit`): evidence of forging or of reading
 the grading counts every test as failing (``tamper_detected``); a resolved result whose patch
 touches the runner's machinery is flagged ``suspicious`` (:mod:`.tamper_check`). The no-op

@@ -62,9 +62,9 @@ class EnvPlan(BaseModel):
         )
 
 
-def find_recipe(ctx: RunContext, instance: Instance) -> Recipe | None:
+def find_recipe(settings: Settings, instance: Instance) -> Recipe | None:
     """The user's recipes file first, then the shipped recipes."""
-    extra = ctx.settings.environment.recipes_file
+    extra = settings.environment.recipes_file
     if extra is not None:
         try:
             items = json.loads(Path(extra).read_text())
@@ -83,7 +83,7 @@ def find_recipe(ctx: RunContext, instance: Instance) -> Recipe | None:
 def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
     """Pick the strategy, the Python and the base image; compute the cache key."""
     settings = ctx.settings
-    recipe = find_recipe(ctx, instance)
+    recipe = find_recipe(settings, instance)
     strategy = _strategy(settings, instance, recipe)
     available = base_pythons(ctx.backend, settings.environment)
     if not available:

@@ -144,7 +144,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     from orchestrator.setup.plan import SetupFailed, find_recipe, plan_environment
     from orchestrator.validation.validation import validate
 
-    recipe = find_recipe(ctx, instance)
+    recipe = find_recipe(ctx.settings, instance)
     base = {
         "instance_id": instance.instance_id,
         "repo": instance.repo,

@@ -33,7 +33,6 @@ that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance imag
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -358,7 +357,3 @@ def _with_flaky(instance: Instance, result: Validation, flaky: list[str]) -> Val
     excluded = sorted(set(result.excluded_p2p) | set(p2p))
     note = f"{len(excluded)} PASS_TO_PASS test(s) left out ({len(p2p)} flaky)"
     return result.model_copy(update={"excluded_p2p": excluded, "flaky": p2p, "message": note})
-
-
-def save_validation(path: Path, validation: Validation) -> None:
-    atomic_write_text(path, json.dumps(validation.model_dump(), indent=1))

@@ -195,10 +195,6 @@ class LlmSetupResult(BaseModel):
     failure_reason: str = ""
     log_path: Path | None = None
 
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
     def key(self) -> str:
         """A stable digest of what defines the built environment (for the environment cache)."""
         facts = {

@@ -18,7 +18,7 @@ from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.run.official_layout import model_dir_name, official_test_output
 
 RUN_ID = "run-20260101-000000-abcd1234"
-MODEL = "acme/agent-1"
+MODEL = "acme/agent:1"  # a colon, as in real ids; the harness keeps it in the name
 PATCH = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 
 
@@ -142,7 +142,11 @@ def test_a_result_that_became_an_error_loses_its_report(run: RunDir) -> None:
 
 def test_model_dir_name() -> None:
     assert model_dir_name("acme/agent-1") == "acme__agent-1"
-    assert model_dir_name("../x y") == "__x_y"
+    assert (
+        model_dir_name("autocoderover-gpt4-0125:acr-run-1") == "autocoderover-gpt4-0125:acr-run-1"
+    )
+    assert model_dir_name("../x y") == "..__x y"  # one name: no path outside the layout
+    assert model_dir_name("..") == "model" and model_dir_name("") == "model"
 
 
 def test_report_official_reads_our_layout_in_full_agreement(run: RunDir) -> None:

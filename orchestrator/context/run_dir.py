@@ -108,10 +108,13 @@ class RunDir:
         return path
 
     def write_under(self, relative: str, data: str | bytes) -> Path:
-        """Write a file at ``relative`` (``/``-separated, each part a safe name) under the run
-        directory, such as the official layout's ``swebench/...`` files."""
+        """Write a file at ``relative`` (``/``-separated; no part empty, ``.`` or ``..``) under
+        the run directory, such as the official layout's ``swebench/...`` files (whose names
+        are the participant's id, as the official harness writes them)."""
         parts = relative.split("/")
-        path = self.path.joinpath(*(_check_name("path part", part) for part in parts))
+        if any(part in ("", ".", "..") or "\0" in part for part in parts):
+            raise ValueError(f"unsafe path under the run directory: {relative!r}")
+        path = self.path.joinpath(*parts)
         if isinstance(data, str):
             atomic_write_text(path, data)
         else:

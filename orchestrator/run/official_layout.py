@@ -64,8 +64,12 @@ _NOT_APPLIED = frozenset({Reason.PATCH_APPLY_FAILED, Reason.PATCH_PATH_REFUSED})
 
 
 def model_dir_name(model: str) -> str:
-    """The participant's id as the harness names its directory (``/`` as ``__``)."""
-    return _UNSAFE.sub("_", model.replace("/", "__")).lstrip(".-+") or "model"
+    """The participant's id as the harness names its directory (``/`` as ``__``); an id that
+    is no file name then (empty, ``.``, ``..``, a NUL) with its unsafe characters as ``_``."""
+    name = model.replace("/", "__")
+    if name in ("", ".", "..") or "\0" in name or len(name.encode()) > 255:
+        return _UNSAFE.sub("_", name).strip(".")[:200] or "model"
+    return name
 
 
 def is_empty_patch(result: InstanceResult, patch: str | None) -> bool:

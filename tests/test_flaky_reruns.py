@@ -9,7 +9,7 @@ import pytest
 
 from orchestrator.dataset.synthetic_repos import CALC
 from orchestrator.grading.classify import classify, grade_tests
-from orchestrator.grading.evaluation import run_tests
+from orchestrator.grading.evaluation import Evaluation, TestRun, run_tests
 from orchestrator.grading.flaky_reruns import (
     MAX_DECIDING,
     alone_directives,
@@ -18,7 +18,9 @@ from orchestrator.grading.flaky_reruns import (
     django_label,
     rerun_deciding_tests,
 )
-from orchestrator.models import Status, TestGroups
+from orchestrator.models import Reason, Status, TestGroups
+from orchestrator.models import TestStatus as TS
+from orchestrator.run.flaky_check import rerun_deciding
 from orchestrator.spec.recipes import Recipe
 from orchestrator.validation.test_selection import selected_directives
 from sandbox_tools.contract import ACTIVATE, TESTBED
@@ -133,3 +135,23 @@ def test_a_test_failing_by_hash_seed_is_found_flaky(grading, flaky: bool) -> Non
     else:
         assert found.flaky == {} and found.runs == TIMES
     assert found.seconds > 0
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "logs", "ran"),
+    [
+        (Status.RESOLVED, Reason.NONE, {}, True),  # nothing decided against the patch
+        (Status.REGRESSION, Reason.TAMPER_DETECTED, {}, True),  # output not to be trusted
+        (Status.REGRESSION, Reason.NONE, {"reinstall": "reinstall.log"}, True),  # elsewhere
+        (Status.ERROR, Reason.TEST_TIMEOUT, {}, True),
+        (Status.NO_OP, Reason.PATCH_APPLY_FAILED, {}, False),  # no test run
+    ],
+)
+def test_which_verdicts_are_not_re_run(status, reason, logs, ran) -> None:
+    """These return before any container or setting is touched (none is given)."""
+    evaluation = Evaluation(
+        status=status, reason=reason, logs=logs, groups=TestGroups(pass_to_pass_failed=["p"]),
+        test_run=TestRun(outcomes={"p": TS.FAILED}) if ran else None,
+    )  # fmt: skip
+    found = rerun_deciding(None, None, None, None, evaluation, (), None, None)
+    assert found.runs == 0 and found.flaky == {}

@@ -134,6 +134,7 @@ def test_a_test_failing_by_hash_seed_is_found_flaky(grading, flaky: bool) -> Non
         assert found.runs == first_pass + 1  # it stops at the first changed outcome
     else:
         assert found.flaky == {} and found.runs == TIMES
+        assert found.seen == {ADD_TEST: ["FAILED"] * (TIMES + 1)}  # the test ran each time
     assert found.seconds > 0
 
 

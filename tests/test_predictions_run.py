@@ -56,7 +56,9 @@ def test_a_predictions_file_is_graded_like_any_run(env_settings, synthetic_insta
     # calc's only FAIL_TO_PASS failure decided its verdict: re-run alone, it failed each time
     calc = json.loads((instances / "demo__calc-1" / "result.json").read_text())
     assert calc["flaky_tests"] == {} and calc["timings"]["flaky_reruns"] > 0
-    assert "3 re-run(s)" in (instances / "demo__calc-1" / "flaky_reruns.log").read_text()
+    reruns = (instances / "demo__calc-1" / "flaky_reruns.log").read_text()
+    assert "3 re-run(s)" in reruns
+    assert "tests/test_calc.py::test_floordiv_negative: FAILED FAILED FAILED FAILED" in reruns
     _official_reader_agrees(run_dir, rows, board)
     _official_grading_agrees(run_dir, synthetic_instances)
 

@@ -88,6 +88,7 @@ class Reruns:
     flaky: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
     runs: int = 0
+    seen: dict[str, list[str]] = field(default_factory=dict)  # every re-run test's outcomes
 
 
 def rerun_deciding_tests(
@@ -112,7 +113,7 @@ def rerun_deciding_tests(
         directives = alone_directives(recipe, name, select)
         if directives is None:
             continue
-        seen = [outcome(name, first)]
+        seen = found.seen[name] = [outcome(name, first)]
         for seed in range(1, times + 1):
             seeded = recipe.model_copy(update={"env": {**recipe.env, HASH_SEED: str(seed)}})
             run = run_tests(
@@ -126,7 +127,10 @@ def rerun_deciding_tests(
                 break
     found.seconds = time.monotonic() - started
     if log_dir is not None and found.runs:
-        lines = [f"{name}: {' '.join(seen)}" for name, seen in found.flaky.items()]
+        lines = [
+            f"{name}: {' '.join(seen)}{' (flaky)' if name in found.flaky else ''}"
+            for name, seen in found.seen.items()
+        ]
         summary = f"{found.runs} re-run(s), {found.seconds:.1f} s; flaky: {len(found.flaky)}\n"
         (log_dir / "flaky_reruns.log").write_text(summary + "".join(f"{ln}\n" for ln in lines))
     return found

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.grading.evaluation import run_tests
 from orchestrator.grading.log_parsers import PASSING, match_expected
 from orchestrator.models import Instance, TestGroups, TestStatus
@@ -132,5 +133,7 @@ def rerun_deciding_tests(
             for name, seen in found.seen.items()
         ]
         summary = f"{found.runs} re-run(s), {found.seconds:.1f} s; flaky: {len(found.flaky)}\n"
-        (log_dir / "flaky_reruns.log").write_text(summary + "".join(f"{ln}\n" for ln in lines))
+        atomic_write_text(
+            log_dir / "flaky_reruns.log", summary + "".join(f"{ln}\n" for ln in lines)
+        )
     return found

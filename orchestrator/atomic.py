@@ -1,14 +1,15 @@
-"""Crash-safe files: every cache and result file is written whole or not at all.
+"""Crash-safe files: every file of a run directory, cache entry and result is written here.
 
-:func:`atomic_write_text` / :func:`atomic_write_bytes` write through a temporary file in the
-same directory, then ``os.replace``: a ``kill -9`` mid-write leaves the old file (or none),
-never a truncated one. The file's mode follows the process's umask, as ``open`` would give it
-(a report on a shared host is readable by the team); ``private=True`` keeps it to the owner
-(for secrets such as a token file).
-
-:func:`read_cached` is the reading side of a cache: an entry that is missing is a miss,
-and so is one that cannot be read or parsed (a half file from an older version, a disk
-error), with a warning; the caller then rebuilds and writes it again.
+:func:`atomic_write_text` / :func:`atomic_write_bytes` write a whole file through a temporary
+file in the same directory, then ``os.replace``: a ``kill -9`` mid-write leaves the old file
+(or none), never a truncated one, and a reader holding the old file reads it whole. The
+file's mode follows the process's umask, as ``open`` would give it (a report on a shared host
+is readable by the team); ``private=True`` keeps it to the owner (a secret such as a token).
+:func:`append_text` adds one chunk to a log that grows while a run goes (``setup.log``): one
+write at the end of the file, so what was there before stays intact. :func:`read_cached` is
+the reading side of a cache: an entry that is missing is a miss, and so is one that cannot be
+read or parsed (a half file from an older version, a disk error), with a warning; the caller
+then rebuilds and writes it again.
 """
 
 from __future__ import annotations
@@ -38,9 +39,12 @@ def current_umask() -> int:
     return mask
 
 
-def atomic_write_text(path: Path, text: str, *, private: bool = False) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory."""
-    atomic_write_bytes(path, text.encode("utf-8"), private=private)
+def atomic_write_text(
+    path: Path, text: str, errors: str = "strict", *, private: bool = False
+) -> None:
+    """Write ``text`` to ``path`` (UTF-8) through a temporary file in the same directory.
+    ``errors="replace"`` for text from outside (a command's output) that may not encode."""
+    atomic_write_bytes(path, text.encode("utf-8", errors=errors), private=private)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> None:
@@ -59,6 +63,14 @@ def atomic_write_bytes(path: Path, data: bytes, *, private: bool = False) -> Non
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` (UTF-8, what does not encode replaced) to the log at ``path`` in one
+    write; the file and its directory are created when missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8", errors="replace") as handle:
+        handle.write(text)
 
 
 def read_cached(path: Path, parse: Callable[[str], T], what: str) -> T | None:

@@ -272,20 +272,7 @@ def tool_view(args, ctx):
         return _list_dir(path, ctx["output_limit"])
     if not os.path.isfile(path):
         raise ToolError(f"{path} is not a regular file")
-    start, end = 1, -1
-    if view_range is not None:
-        if (
-            not isinstance(view_range, list)
-            or len(view_range) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
-        ):
-            raise ToolError("view_range must be two integers [start, end], e.g. [1, 50]")
-        start, end = view_range
-        if start < 1 or (end != -1 and end < start):
-            raise ToolError(
-                f"view_range [{start}, {end}] is invalid: lines start at 1, end must be >= start "
-                "or -1 for the end of the file"
-            )
+    start, end = _view_range(view_range)
     with open(path, "rb") as handle:
         head = handle.read(BINARY_PROBE)
         if _is_binary(head):
@@ -295,20 +282,7 @@ def tool_view(args, ctx):
                 "(use bash with `xxd | head` or `file` to inspect it)"
             )
         handle.seek(0)
-        shown, total, used, cut_at = [], 0, 0, None
-        limit = ctx["output_limit"]
-        for total, raw in enumerate(handle, 1):
-            if total < start or (end != -1 and total > end) or cut_at is not None:
-                continue
-            line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
-            if len(line) > limit // 2:
-                line = line[: limit // 2] + f" [... line cut: {len(line)} characters in all]"
-            entry = f"{total:6d}\t{line}"
-            if used + len(entry) + 1 > limit and shown:
-                cut_at = total
-                continue
-            shown.append(entry)
-            used += len(entry) + 1
+        shown, total, cut_at = _numbered_lines(handle, start, end, ctx["output_limit"])
     if total == 0:
         return _result(f"{path} is empty")
     if start > total:
@@ -323,6 +297,45 @@ def tool_view(args, ctx):
     elif end > total:
         text += f"\n[end of file: {path} has {total} lines]"
     return _result(text, truncated=cut_at is not None)
+
+
+def _view_range(view_range):
+    """``(start, end)`` of the lines to show (end -1: to the end of the file)."""
+    if view_range is None:
+        return 1, -1
+    if (
+        not isinstance(view_range, list)
+        or len(view_range) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+    ):
+        raise ToolError("view_range must be two integers [start, end], e.g. [1, 50]")
+    start, end = view_range
+    if start < 1 or (end != -1 and end < start):
+        raise ToolError(
+            f"view_range [{start}, {end}] is invalid: lines start at 1, end must be >= start "
+            "or -1 for the end of the file"
+        )
+    return start, end
+
+
+def _numbered_lines(handle, start: int, end: int, limit: int):
+    """The file's lines ``start``..``end`` numbered, within ``limit`` characters (a long line
+    cut to half of it), the file's line count, and the first line left out (None: none)."""
+    shown: list[str] = []
+    total, used, cut_at = 0, 0, None
+    for total, raw in enumerate(handle, 1):
+        if total < start or (end != -1 and total > end) or cut_at is not None:
+            continue
+        line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
+        if len(line) > limit // 2:
+            line = line[: limit // 2] + f" [... line cut: {len(line)} characters in all]"
+        entry = f"{total:6d}\t{line}"
+        if used + len(entry) + 1 > limit and shown:
+            cut_at = total
+            continue
+        shown.append(entry)
+        used += len(entry) + 1
+    return shown, total, cut_at
 
 
 def _list_dir(root: str, limit: int):
@@ -519,15 +532,21 @@ def _undo(path: str, args):
 
 
 # ----------------------------------------------------------------------------- search
-def tool_search(args, ctx):
+def _search_regex(args):
+    """The search's pattern, compiled (with ``case_insensitive``)."""
     pattern = args.get("pattern")
     if not isinstance(pattern, str) or pattern == "":
         raise ToolError("search needs a non-empty pattern (a Python regular expression)")
     flags = re.IGNORECASE if args.get("case_insensitive") else 0
     try:
-        regex = re.compile(pattern, flags)
+        return re.compile(pattern, flags)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def tool_search(args, ctx):
+    regex = _search_regex(args)
+    pattern = regex.pattern
     root = _resolve(args.get("path") or ctx["workdir"], ctx["workdir"])
     if not os.path.exists(root):
         raise ToolError(f"{root} does not exist")
@@ -547,23 +566,11 @@ def tool_search(args, ctx):
             if os.path.getsize(path) > SEARCH_MAX_FILE:
                 skipped.append(path)
                 continue
-            with open(path, "rb") as handle:
-                if _is_binary(handle.read(BINARY_PROBE)):
-                    continue
-                handle.seek(0)
-                found = False
-                for number, raw in enumerate(handle, 1):
-                    line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
-                    if regex.search(line):
-                        total += 1
-                        found = True
-                        if len(hits) < max_results:
-                            if len(line) > SEARCH_LINE_WIDTH:
-                                line = line[:SEARCH_LINE_WIDTH] + " [... line cut]"
-                            hits.append(f"{path}:{number}: {line}")
-                files_with_hits += found
+            found = _search_file(path, regex, hits, max_results)
         except OSError:
             continue
+        total += found
+        files_with_hits += found > 0
 
     notes = []
     if total > len(hits):
@@ -587,6 +594,25 @@ def tool_search(args, ctx):
         "\n".join([text] + notes + ([summary] if not notes else [])),
         truncated=truncated or total > len(hits),
     )
+
+
+def _search_file(path: str, regex, hits: list, max_results: int) -> int:
+    """How many lines of the text file ``path`` match; those within ``max_results`` are added
+    to ``hits`` (``path:line: text``, long lines cut). A binary file has none."""
+    found = 0
+    with open(path, "rb") as handle:
+        if _is_binary(handle.read(BINARY_PROBE)):
+            return 0
+        handle.seek(0)
+        for number, raw in enumerate(handle, 1):
+            line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
+            if regex.search(line):
+                found += 1
+                if len(hits) < max_results:
+                    if len(line) > SEARCH_LINE_WIDTH:
+                        line = line[:SEARCH_LINE_WIDTH] + " [... line cut]"
+                    hits.append(f"{path}:{number}: {line}")
+    return found
 
 
 def _walk(root: str):

@@ -169,7 +169,7 @@ INSIDE_PLANTS = [
 ]
 
 
-# --------------------------------------------------------------------- round two (issue 20)
+# ------------------------------------------------------------------------------ round two
 def _append_code(path: str, code: str) -> str:
     return f"cat >> /testbed/{path} <<'EOF'\n{code}EOF\necho planted"
 
@@ -190,7 +190,7 @@ PYC_FIX = _python(
     "    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
     "print(target)\n"
 )
-# issue 24: the image carries checked hash-based bytecode and a manifest of it. The forgery:
+# the image carries checked hash-based bytecode and a manifest of it. The forgery:
 # the half fix's source stays, and the image's pyc of it is rewritten to the gold fix's code
 # under a header that records the half fix's source hash (what Python checks), the manifest
 # rewritten to list it; then a control import shows the forgery works where it was planted
@@ -668,7 +668,7 @@ GROUPS: dict[str, dict[str, Any]] = {
         },
         "instances": [CALC, TEXTKIT],
     },
-    # issue 24: the half fix, and a forged checked-hash pyc of the gold fix listed in a
+    # the half fix, and a forged checked-hash pyc of the gold fix listed in a
     # rewritten manifest; graded in a fresh container, and in the participant's own
     "forged_pyc": {
         "plans": {
@@ -1000,7 +1000,7 @@ CASES = [
     ),
     Case("200 MB answer", "answer_bomb", Status.ERROR, Reason.PARTICIPANT_PROTOCOL, _answer_bomb),
     Case("background process rewriting files", "rewriter", *PARTIAL, _rewriter),
-    # grading tampering (issue 10 §4, §5), through the real pipeline
+    # grading tampering (a patch into .git, a forged log), through the real pipeline
     Case(
         "patch into .git/hooks",
         "git_hook_patch",
@@ -1020,7 +1020,7 @@ CASES = [
 ]
 
 
-# ------------------------------------------------------------------ round two (issue 20)
+# ------------------------------------------------------------------------------ round two
 TAMPERED = (Status.REGRESSION, Reason.TAMPER_DETECTED)  # every test counts as failing
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
+from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import UserError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.settings import Settings, SetupAgentConfig
@@ -29,7 +30,6 @@ from orchestrator.setup.agent.setup_models import (
     FinishArgs,
     FinishCheck,
     LlmSetupResult,
-    RetryPolicy,
     SetupFacts,
 )
 
@@ -225,7 +225,6 @@ def test_turns_and_tokens_are_summed_over_turns(tmp_path):
         result = run_agent(fake, Tools(), tmp_path)
     assert result.success
     assert (result.turns, result.input_tokens, result.output_tokens) == (3, 650, 60)
-    assert result.total_tokens == 710
     # a turn without tool use is answered with a nudge to go on
     assert "finish" in fake.requests[2]["messages"][-1]["content"]
 

@@ -63,11 +63,11 @@ mkdir -p .git/objects/info && rm -rf {CLEAN_GIT}/objects
 
 def share_history_script(onto_shared: bool = False) -> str:
     """End of phases 1-3: the environment's ``.git`` becomes the history its instances share
-    (put at ``CLEAN_GIT``: :func:`export_clean_git` of their common ancestor), so that each
-    instance image adds only what its base reaches beyond it. The working tree and the index
-    stay those of the set-up commit; phase 4 moves them to the base. ``onto_shared``: the
-    image below holds the repository's history (``SHARED_PACKS``), ``CLEAN_GIT`` only what
-    lies beyond it."""
+    (put at ``CLEAN_GIT``: :func:`.clean_history.export_clean_git` of their common ancestor),
+    so that each instance image adds only what its base reaches beyond it. The working tree
+    and the index stay those of the set-up commit; phase 4 moves them to the base.
+    ``onto_shared``: the image below holds the repository's history (``SHARED_PACKS``),
+    ``CLEAN_GIT`` only what lies beyond it."""
     carry = (
         _CARRY_SUBMODULES.replace(_SWAP_GIT, _SWAP_ONTO_SHARED)
         if onto_shared
@@ -113,8 +113,8 @@ def _history_steps(base: str, history: str) -> tuple[str, str, str]:
 
 def base_commit_script(instance: Instance, reinstall: str | None, history: str = "swap") -> str:
     """Check out the base commit, reinstall, and leave ``.git`` with only what the base
-    reaches. ``CLEAN_GIT`` holds :func:`export_clean_git` of the base before the script runs;
-    ``history`` says what it is and what the environment's ``.git`` holds:
+    reaches. ``CLEAN_GIT`` holds :func:`.clean_history.export_clean_git` of the base before
+    the script runs; ``history`` says what it is and what the environment's ``.git`` holds:
 
     - ``swap``: the environment's ``.git`` is a whole clone of the mirror: the base is
       checked out from it, then it is replaced by ``CLEAN_GIT`` (all the base reaches);

@@ -1,6 +1,6 @@
 """The pins of an environment: the build constraints every pip call gets, and build-tool
 pins raised to what runs on the Python the environment really has (pure functions; the
-set-up script's pins step, in :mod:`.setup_scripts`, uses them)."""
+install's pins step, :func:`.install.pins_step`, uses them)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.atomic import append_text
 from orchestrator.base_commit import reinstall_at_base
 from orchestrator.checkout.repo_cache import check_complete
 from orchestrator.context.run_context import RunContext
@@ -57,7 +58,7 @@ def base_commit(ctx: RunContext, instance: Instance, env: Environment) -> Prepar
     """Phase 4 for one instance, from the cache where possible (else
     :func:`~orchestrator.base_commit.prepare_base_commit` in a container of the environment);
     what the instance's containers start from is what the backend kept
-    (:meth:`SandboxBackend.keep`).
+    (:meth:`.SandboxBackend.keep`).
 
     One sequence for every backend: what differs is what the backend and its image store
     answer: under the full Docker policy images (committed, cached, pulled, tagged and
@@ -101,8 +102,8 @@ def _note_kept(log_path: Path, kept: Snapshot) -> None:
     """Say in the set-up log how big a host file pack the backend kept, if it kept one."""
     if kept.archive is None:
         return
-    with open(log_path, "a") as fh:
-        fh.write(
-            f"set-up files kept on the host (no commit under the restricted Docker policy): "
-            f"{kept.size / 1e6:.1f} MB, {len(kept.deleted)} deleted path(s)\n"
-        )
+    append_text(
+        log_path,
+        f"set-up files kept on the host (no commit under the restricted Docker policy): "
+        f"{kept.size / 1e6:.1f} MB, {len(kept.deleted)} deleted path(s)\n",
+    )

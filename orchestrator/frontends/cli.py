@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
 import sys
 from typing import Annotated, Any
 
@@ -14,8 +14,16 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.errors import UserError
+from orchestrator.frontends.commands import envs_app, instances_app
+from orchestrator.frontends.commands_assess import assess_cmd
+from orchestrator.frontends.commands_report import report_cmd
+from orchestrator.frontends.commands_run import demo_cmd, run_cmd
+from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
+from orchestrator.frontends.server import serve_command
 from orchestrator.frontends.tables import Overflow, plain_table
 from orchestrator.log import configure_logging
+from orchestrator.participant.reference.cli import app as participant_app
+from orchestrator.run.outcome import EXIT_INTERRUPTED, EXIT_USAGE
 from orchestrator.settings import Settings, config_file, load_settings
 from sandbox_tools.contract import TESTBED
 
@@ -216,8 +224,6 @@ def inspect_cmd(
     container this command starts is stopped again when the shell exits; while the shell is
     open, `gc` leaves the container alone.
     """
-    import subprocess
-
     from orchestrator.housekeeping.inventory import find_container
     from orchestrator.leases import hold_lease, live_set
     from orchestrator.sandbox.factory import backend_from
@@ -232,18 +238,12 @@ def inspect_cmd(
             "wait for the run to end, pass --run with another run, or --force to open it anyway.",
         )
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
-    argv = ["docker", "exec", "-it", "-w", TESTBED, info.id, shell]
-    if not shutil.which("docker"):
-        raise UserError("The docker command is not installed.", f"run: {' '.join(argv)}")
-    if not sys.stdin.isatty():
-        argv.remove("-it")
-        argv.insert(2, "-i")
     holder = f"inspect-{os.getpid()}"
     with hold_lease(data_dir, holder, containers=[info.name]):
         if not running:
             backend.start_container(info.id)
         try:
-            code = subprocess.call(argv)
+            code = backend.open_shell(info.id, shell, workdir=TESTBED)
         finally:
             if not running:
                 backend.stop_container(info.id, timeout=2)
@@ -304,18 +304,18 @@ def parse_age(text: str) -> float:
     return float(match[1]) * scale
 
 
-def _register_optional_commands() -> None:
-    """Command groups that live in their own modules."""
-    from importlib import import_module
-
-    for module in ("commands",):
-        try:
-            mod = import_module(f".{module}", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{module}":
-                raise
-            continue
-        mod.register(app)
+# the commands of the other command modules, each registered here by name: a module that
+# fails to import fails the CLI, never drops a command (tests/test_cli_commands.py)
+app.command("validate")(validate_cmd)
+app.command("validation-report")(validation_report_cmd)
+app.command("run")(run_cmd)
+app.command("report")(report_cmd)
+app.command("demo")(demo_cmd)
+app.command("assess")(assess_cmd)
+app.command("serve")(serve_command)
+app.add_typer(instances_app, name="instances")
+app.add_typer(envs_app, name="envs")
+app.add_typer(participant_app, name="participant", help="Reference participants.")
 
 
 def _tidy_help(command: Any) -> None:
@@ -336,16 +336,22 @@ def _tidy_help(command: Any) -> None:
         _tidy_help(sub)
 
 
-def main() -> None:
-    """Entry point: user errors print one line, never a traceback."""
-    _register_optional_commands()
+@functools.cache
+def _command() -> Any:
+    """The click command of the whole app, built once per process."""
     command = typer.main.get_command(app)
     _tidy_help(command)
+    return command
+
+
+def main() -> None:
+    """Entry point: user errors print one line, never a traceback."""
+    command = _command()
     try:
         command.main(prog_name="swe-green")
     except UserError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)

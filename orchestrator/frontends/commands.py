@@ -1,9 +1,7 @@
-"""Command groups of ``swe-green`` beyond the foundation: instances, validate, envs, run,
-report, demo, participant, serve."""
+"""``swe-green instances`` and ``swe-green envs`` (:mod:`.cli` registers them)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -22,10 +20,6 @@ from orchestrator.frontends.cli_common import (
     console,
     select_instances,
 )
-from orchestrator.frontends.commands_assess import assess_cmd
-from orchestrator.frontends.commands_report import report_cmd
-from orchestrator.frontends.commands_run import demo_cmd, run_cmd
-from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
 from orchestrator.frontends.tables import plain_table, short_difficulty
 from orchestrator.settings import load_settings
 
@@ -195,22 +189,3 @@ def _size(size: int) -> str:
 def _ago(epoch: float) -> str:
     days = (time.time() - epoch) / 86400
     return f"{days:.1f} days ago" if days >= 1 else f"{days * 24:.1f} h ago"
-
-
-def register(app: typer.Typer) -> None:
-    """Add these commands to the main app."""
-    app.add_typer(instances_app, name="instances")
-    app.add_typer(envs_app, name="envs")
-    app.command("validate")(validate_cmd)
-    app.command("validation-report")(validation_report_cmd)
-    app.command("run")(run_cmd)
-    app.command("report")(report_cmd)
-    app.command("demo")(demo_cmd)
-    app.command("assess")(assess_cmd)
-    from orchestrator.participant.reference.cli import app as participant_app
-
-    app.add_typer(participant_app, name="participant", help="Reference participants.")
-    with contextlib.suppress(ImportError):
-        from orchestrator.frontends.server import serve_command
-
-        app.command("serve")(serve_command)

@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli_common import console
+from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
 
 CompareWith = Annotated[
     Path | None,
@@ -74,9 +76,9 @@ def report_cmd(
     if html:
         console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
     if comparison is not None and not comparison.common:
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     if comparison is not None and comparison.regressed:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_REGRESSION)
 
 
 def _check_run_dir(path: Path) -> None:
@@ -104,7 +106,7 @@ def _fidelity(run, official: Path, out: Path | None, notes: Path | None) -> None
         text = render_markdown(fidelity, title, _run_facts(run, official))
         if notes is not None:
             text += "\n" + notes.read_text(encoding="utf-8")
-        out.write_text(text, encoding="utf-8")
+        atomic_write_text(out, text)
         console.print(f"fidelity report: {out}")
 
 

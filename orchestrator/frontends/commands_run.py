@@ -24,6 +24,7 @@ from orchestrator.participant.factory import (
 )
 from orchestrator.participant.protocol import A2AParticipant, Participant
 from orchestrator.run.leaderboard import write_leaderboard
+from orchestrator.run.outcome import EXIT_INTERRUPTED
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ def _evaluate_live(  # noqa: ANN202
             f"interrupted: finished results kept in {run_dir}; continue with "
             f"`swe-green run --resume {run_dir}`"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         runner.close()
 

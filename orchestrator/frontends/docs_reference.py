@@ -99,9 +99,8 @@ def cli_reference() -> str:
     import typer
     from click.testing import CliRunner
 
-    from orchestrator.frontends.cli import _register_optional_commands, _tidy_help, app
+    from orchestrator.frontends.cli import _tidy_help, app
 
-    _register_optional_commands()  # run, validate, serve...: registered by main()
     root = typer.main.get_command(app)
     _tidy_help(root)
     runner = CliRunner()
@@ -142,7 +141,7 @@ def exit_codes_table() -> str:
 def assessment_config_table() -> str:
     """The request's config keys: the key as a requester writes it, its meaning (synonyms
     included), its upper bound."""
-    from orchestrator.frontends.assessment_config import LIMITS, AssessmentConfig
+    from orchestrator.frontends.assessment import LIMITS, AssessmentConfig
 
     lines = ["| key | meaning | at most |", "|---|---|---|"]
     for name, field in AssessmentConfig.model_fields.items():

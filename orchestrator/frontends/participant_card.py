@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 
+from orchestrator.participant.transport import tls_context
+
 CARD_PATH = "/.well-known/agent-card.json"
-CARD_FIX = "start the participant, or check its URL."
 CARD_TIMEOUT = 15.0
 
 
@@ -43,7 +44,7 @@ def unreachable(url: str, exc: Exception) -> CardUnusable:
 async def read_card(url: str, timeout: float = CARD_TIMEOUT) -> dict[str, Any]:
     """The participant's agent card; CardUnusable when it does not answer or is no card."""
     try:
-        async with httpx.AsyncClient(timeout=timeout) as http:
+        async with httpx.AsyncClient(timeout=timeout, verify=tls_context()) as http:
             response = await http.get(card_url(url))
     except httpx.HTTPError as exc:
         raise unreachable(url, exc) from None
@@ -53,7 +54,7 @@ async def read_card(url: str, timeout: float = CARD_TIMEOUT) -> dict[str, Any]:
 def check_card_sync(url: str, timeout: float = CARD_TIMEOUT) -> dict[str, Any]:
     """:func:`read_card` for synchronous callers (the CLI)."""
     try:
-        response = httpx.get(card_url(url), timeout=timeout)
+        response = httpx.get(card_url(url), timeout=timeout, verify=tls_context())
     except httpx.HTTPError as exc:
         raise unreachable(url, exc) from None
     return judge_card(url, response.status_code, response.content)

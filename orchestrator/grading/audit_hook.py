@@ -184,7 +184,7 @@ class _Audit:
             return "runs the test runner again: " + line[:200]
         return None
 
-    def relevant(self, event, args):
+    def relevant(self, event, args):  # noqa: C901, PLR0911 one return per audited event, a table
         """(what it is, the modules seen through) when ``event`` is one to attribute."""
         if event in ("open", "os.listdir", "os.scandir"):
             return self.path_event(event, args), "stdlib"

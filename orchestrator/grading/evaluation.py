@@ -19,7 +19,7 @@ is exempt, and what was dropped is reported (``Evaluation.excluded_files``).
 **Test output the code under test cannot rewrite cheaply**: nonce markers the test process
 never sees, an unprivileged test user (:func:`run_tests`, :func:`eval_script`); imitated
 markers or several runner summaries count every test as failing (``test_output_forged``);
-:func:`grading.detect_test_crash` catches result lines the runner did not count. What the
+:func:`.classify.detect_test_crash` catches result lines the runner did not count. What the
 patch's code does at test time is watched (:mod:`.audit`): evidence of forging or of reading
 the grading counts every test as failing (``tamper_detected``); a resolved result whose patch
 touches the runner's machinery is flagged ``suspicious`` (:mod:`.tamper_check`). The no-op
@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.context.successor import Successor
 from orchestrator.grading.audit import (
     AuditConfig,
@@ -170,8 +171,8 @@ def run_tests(
         output += result.output
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        (log_dir / "eval.sh").write_text(script)
-        (log_dir / "test_output.txt").write_text(output, errors="replace")
+        atomic_write_text(log_dir / "eval.sh", script)
+        atomic_write_text(log_dir / "test_output.txt", output, errors="replace")
     section, exit_code = extract_between_markers(output, nonce=nonce)
     outcomes = parse_test_log(recipe.log_format, section or "")
     forged = forged_output(section) if section is not None else None

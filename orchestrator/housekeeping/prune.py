@@ -33,10 +33,6 @@ class PrunePlan:
     containers: list[str]  # stopped containers of finished runs using a removed image
 
     @property
-    def freed(self) -> int:
-        return sum(image.size for image in self.remove)
-
-    @property
     def kept_size(self) -> int:
         return sum(image.size for image in self.keep)
 

@@ -125,7 +125,7 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
         return
 
-    def interrupt(signum: int, frame: object) -> None:
+    def interrupt(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)

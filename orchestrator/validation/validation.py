@@ -33,7 +33,6 @@ that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance imag
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -168,7 +167,7 @@ class _Runs:
             record=True, directives=directives,
         )  # fmt: skip
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
-        (self.out_dir / output).write_text(run.output)
+        atomic_write_text(self.out_dir / output, run.output, errors="replace")
         self.writable.update(run.writable)
         return run
 
@@ -358,7 +357,3 @@ def _with_flaky(instance: Instance, result: Validation, flaky: list[str]) -> Val
     excluded = sorted(set(result.excluded_p2p) | set(p2p))
     note = f"{len(excluded)} PASS_TO_PASS test(s) left out ({len(p2p)} flaky)"
     return result.model_copy(update={"excluded_p2p": excluded, "flaky": p2p, "message": note})
-
-
-def save_validation(path: Path, validation: Validation) -> None:
-    atomic_write_text(path, json.dumps(validation.model_dump(), indent=1))

@@ -3,11 +3,11 @@
 SWE-bench's harness runs the recipe's install command again after applying the model's
 patch. Doing it for every patch costs a reinstall per grading; doing it never fails a gold
 patch that adds a dependency (``pylint-dev__pylint-4661`` adds ``appdirs`` in ``setup.cfg``).
-So: only when the patch changes a build input (:func:`recipes.touches_build_inputs`), or
+So: only when the patch changes a build input (:func:`.recipes.touches_build_inputs`), or
 for any change when the install is not editable (django 1.11 and 2.2's ``python setup.py
 install`` copies the sources into site-packages, where the tests import them from:
 without the reinstall the patch does not reach the tests), with the package index
-reachable for the install and no other host (:mod:`.reinstall_egress`). The install runs
+reachable for the install and no other host (:mod:`.egress`). The install runs
 the patch's build code, as the official harness does.
 
 **The patch's build code never runs where the tests do** (:func:`contained_reinstall`).
@@ -15,7 +15,7 @@ It runs in a container of its own: the grading container with the patch applied,
 the hidden tests or the eval files are in it. That container is then stopped, which ends
 every process of its PID namespace (a daemon that re-forks faster than a list of process
 ids can follow too); what the build changed is judged file by file
-(:mod:`.reinstall_observe`, :mod:`.reinstall_guard`); the tests run in a new container
+(:mod:`.observe`, :mod:`.guard`); the tests run in a new container
 started from its files (:data:`orchestrator.context.successor.Successor`), where no process
 of the build exists. Without a reinstall nothing of this happens: no extra container.
 
@@ -120,7 +120,7 @@ def reinstall_after_patch(
 
 class Reinstalled(BaseModel):
     """A reinstall: whether it succeeded, its output's last lines, and what it wrote that it
-    may not (:func:`.reinstall_guard.reinstall_problems`)."""
+    may not (:func:`.guard.reinstall_problems`)."""
 
     ok: bool
     tail: str = ""
@@ -130,7 +130,7 @@ class Reinstalled(BaseModel):
 @contextlib.contextmanager
 def _install_network(sandbox: Sandbox) -> Iterator[tuple[dict[str, str], str]]:
     """The install's environment and network: the package index only
-    (:func:`.reinstall_egress.index_only_network`), else none at all."""
+    (:func:`.egress.index_only_network`), else none at all."""
     try:
         with index_only_network(sandbox) as env:
             yield env, "the package index only"

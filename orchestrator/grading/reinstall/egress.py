@@ -4,7 +4,7 @@ A reinstall runs the patch's build code (:mod:`.reinstall`); with the container 
 it could fetch anything (the upstream fix, say). Instead, :func:`index_only_network` puts the
 container on an *internal* Docker network of its own (no route out, no outside DNS) and starts
 beside it a proxy container, on that network and the bridge, that lets through only ``CONNECT``
-to the index's hosts on port 443 (:mod:`.reinstall_proxy`, run by
+to the index's hosts on port 443 (:mod:`.proxy`, run by
 :func:`orchestrator.sandbox.docker.egress.proxied_network`). The install gets the proxy in its
 environment (``PIP_PROXY``, ``HTTPS_PROXY``); a build step that ignores it reaches nothing,
 one that uses it reaches the index alone. The network and the proxy are removed afterwards.

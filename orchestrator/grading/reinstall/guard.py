@@ -149,7 +149,10 @@ def reinstall_problems(
     return problems
 
 
-def _problem(path: str, written: Written, repo_dir: str, runners: list[str]) -> str | None:
+# one return per rule, in the order they are tried: a rule table read top to bottom
+def _problem(  # noqa: C901, PLR0911, PLR0912
+    path: str, written: Written, repo_dir: str, runners: list[str]
+) -> str | None:
     entry_points = {p: t for p, t in written.texts.items() if p.endswith("entry_points.txt")}
     pth_texts = {p: t for p, t in written.texts.items() if p.endswith(".pth")}
     recorded = written.recorded
@@ -213,7 +216,7 @@ _EXTENSION = re.compile(r"\.(?:so|pyd)$")
 _MODULE = re.compile(r"\.(?:py|so|pyd)$")
 
 
-def repo_file_problem(rel: str, repo: RepoChanges) -> str | None:
+def repo_file_problem(rel: str, repo: RepoChanges) -> str | None:  # noqa: PLR0911 a rule table
     """Why the build may not have written ``rel`` in the repository (None: a build product
     or a file it left as it was), beyond bytecode, build directories and test
     infrastructure (see the module doc)."""

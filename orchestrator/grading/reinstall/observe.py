@@ -1,4 +1,4 @@
-"""What a reinstall changed, as :mod:`.reinstall_guard` judges it: observed before the build in
+"""What a reinstall changed, as :mod:`.guard` judges it: observed before the build in
 its container, then from the host on that container stopped, then with git in a fresh
 container from its files.
 

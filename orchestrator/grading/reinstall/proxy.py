@@ -1,7 +1,7 @@
 """The egress proxy of a reinstall: HTTP ``CONNECT`` to the package index's hosts, port 443,
-and nothing else (:mod:`.reinstall_egress` runs it in a container of its own).
+and nothing else (:mod:`.egress` runs it in a container of its own).
 
-A script, run as ``python3 reinstall_proxy.py HOST[,HOST...] [PORT]``; standard library
+A script, run as ``python3 proxy.py HOST[,HOST...] [PORT]``; standard library
 only, for any Python 3.8+ (it runs on the instance image's system Python). It prints
 ``ready`` once it listens. Every request that is not ``CONNECT <allowed host>:443`` gets
 ``403`` and is closed; the proxy resolves the host itself, so the client needs no DNS.

@@ -108,12 +108,13 @@ class Browser:
         )
         return result["result"].get("value")
 
-    def screenshot(self, path: Path, full_page: bool = True) -> None:
-        """A PNG of the page (its whole height with ``full_page``) at the window's width."""
+    def screenshot(self, path: Path, full_page: bool = True, max_height: int = 6000) -> None:
+        """A PNG of the page (its whole height with ``full_page``, at most ``max_height``
+        pixels) at the window's width."""
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
         if full_page:
             width = self.evaluate("document.documentElement.clientWidth")
-            height = min(self.evaluate("document.documentElement.scrollHeight"), 6000)
+            height = min(self.evaluate("document.documentElement.scrollHeight"), max_height)
             params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
         data = self.call("Page.captureScreenshot", session=True, **params)["data"]
         path.write_bytes(base64.b64decode(data))

@@ -130,9 +130,10 @@ def _write_run(root: Path, name: str, results: list[InstanceResult]) -> RunDir:
     run.write_config({"run_id": name, "participant_id": "demo"})
     for result in results:
         run.write_result(result)
-        if result.status != Status.ERROR:
-            run.write_text(result.instance_id, "test_output.txt", PYTEST_OUTPUT)
-            run.write_text(result.instance_id, "patch.diff", PATCH)
+        crashed = result.status == Status.ERROR
+        output = "collected 4 items\nFatal Python error: Segmentation fault\n"
+        run.write_text(result.instance_id, "test_output.txt", output if crashed else PYTEST_OUTPUT)
+        run.write_text(result.instance_id, "patch.diff", PATCH)
     return run
 
 
@@ -200,6 +201,9 @@ def test_viewer_pages(runs: tuple[RunDir, RunDir]) -> None:
     assert 'data-kind="tool_call"' in page and "bash {&quot;command&quot;: &quot;pytest -x" in page
     resolved = (root / "i" / "acme__calc-1.html").read_text()
     assert "left out of grading" in resolved and "tests/test_calc.py::test_net" in resolved
+    error = next((root / "i").glob("acme__calc-999*.html")).read_text()
+    assert "Fix: " not in error and "The test runner crashed or printed no summary" in error
+    assert "Fatal Python error: Segmentation fault" in error  # the end of its test output
     comparison = (root / "compare-baseline.html").read_text()
     assert f"now failing: {F2P}" in comparison
 

@@ -18,6 +18,7 @@ from orchestrator.patches.diff import split_patch
 
 DEPTH = 1  # instance pages are viewer/i/<id>.html
 TRANSCRIPT_EVENTS = 400  # events shown; the rest are in the raw transcript
+OUTPUT_TAIL = 40  # lines of the test output shown when no test was graded
 PASSING_SHOWN = 300  # passing tests listed with their excerpt; the rest by name
 _OUTPUT_FILES = ("test_output.txt",)
 _GOLD_OUTPUT = "validation_gold_output.txt"
@@ -123,13 +124,19 @@ def _group(
 
 def _tests(result: InstanceResult, instance_dir: Path) -> list[str]:
     parts = ['<h2 id="tests">Tests</h2>']
+    output = "".join(_read(instance_dir / name) for name in _OUTPUT_FILES)
     if not tests_measured(result):
         parts.append(
-            '<p class="muted">The tests did not run for this instance: '
+            '<p class="muted">No test was graded for this instance: '
             f"{esc(result.reason.value or result.status.value)}.</p>"
         )
+        if output.strip():
+            tail = output.rstrip().splitlines()[-OUTPUT_TAIL:]
+            parts.append(
+                f'<h3>The end of the test output</h3><pre id="output-tail">'
+                f"{esc(chr(10).join(tail))}</pre>"
+            )
         return parts
-    output = "".join(_read(instance_dir / name) for name in _OUTPUT_FILES)
     tests = result.tests
     parts += _group(
         "FAIL_TO_PASS", "fail-to-pass", tests.fail_to_pass_failed, tests.fail_to_pass_passed, output

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from orchestrator.frontends.report.data import STATUS_COLOURS
 from orchestrator.frontends.report.explain import why
-from orchestrator.frontends.report.html_parts import esc, status_badge
+from orchestrator.frontends.report.html_parts import esc
 from orchestrator.models import InstanceResult, Reason, Status
 
 VIEWER_DIR = "viewer"  # the viewer's directory in the run directory
 INSTANCE_PAGES = "i"  # its per-instance pages: viewer/i/<instance_id>.html
 STYLE_FILE = "viewer.css"
 
-__all__ = ["esc", "status_badge"]
+__all__ = ["esc"]
+
+
+def status_badge(status: Status) -> str:
+    """The status as a coloured badge that may break after its underscores (narrow cells)."""
+    label = esc(status.value).replace("_", "_<wbr>")
+    return f'<span class="status" style="background:{STATUS_COLOURS[status]}">{label}</span>'
 
 
 def instance_href(instance_id: str, depth: int) -> str:

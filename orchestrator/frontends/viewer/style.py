@@ -25,7 +25,7 @@ table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
 table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
 .status { display: inline-block; padding: 0 .45rem; border-radius: .6rem; color: #fff;
-  font-size: .8rem; white-space: nowrap; }
+  font-size: .8rem; max-width: 100%; }
 .outcome { display: inline-block; min-width: 4.2rem; padding: 0 .3rem; border-radius: .3rem;
   font-size: .75rem; text-align: center; color: #fff; margin-right: .4rem; }
 .outcome.passed { background: #2e9d4f; } .outcome.failed { background: #c8412f; }

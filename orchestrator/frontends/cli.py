@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from typing import Annotated, Any
 
@@ -190,59 +188,6 @@ def sandbox_check(
     console.print(table)
     if any(r.outcome == "failed" for r in results):
         raise typer.Exit(1)
-
-
-@app.command("inspect")
-def inspect_cmd(
-    ref: Annotated[str, typer.Argument(help="Instance id, container name or container id.")],
-    run: Annotated[
-        str | None, typer.Option(help="Only this run's containers (its run id).")
-    ] = None,
-    shell: Annotated[str, typer.Option(help="Shell to open.")] = "bash",
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Also open a running container of a run in progress."),
-    ] = False,
-) -> None:
-    """Open an interactive shell in a kept container.
-
-    Of an instance's containers the newest stopped, kept participant container is chosen. A
-    container this command starts is stopped again when the shell exits; while the shell is
-    open, `gc` leaves the container alone.
-    """
-    import subprocess
-
-    from orchestrator.housekeeping.inventory import find_container
-    from orchestrator.leases import hold_lease, live_set
-    from orchestrator.sandbox.factory import backend_from
-
-    data_dir = settings().storage.data_dir
-    backend = backend_from(settings())
-    info, how = find_container(backend, ref, run_id=run)
-    running = info.status in ("running", "paused", "restarting")
-    if running and not force and info.run_id in live_set(data_dir).runs:
-        raise UserError(
-            f"{info.name} is a running container of run {info.run_id}, which is in progress.",
-            "wait for the run to end, pass --run with another run, or --force to open it anyway.",
-        )
-    err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
-    argv = ["docker", "exec", "-it", "-w", "/testbed", info.id, shell]
-    if not shutil.which("docker"):
-        raise UserError("The docker command is not installed.", f"run: {' '.join(argv)}")
-    if not sys.stdin.isatty():
-        argv.remove("-it")
-        argv.insert(2, "-i")
-    holder = f"inspect-{os.getpid()}"
-    with hold_lease(data_dir, holder, containers=[info.name]):
-        if not running:
-            backend.start_container(info.id)
-        try:
-            code = subprocess.call(argv)
-        finally:
-            if not running:
-                backend.stop_container(info.id, timeout=2)
-                err_console.print(f"Stopped {info.name} again.")
-    raise typer.Exit(code)
 
 
 @app.command("gc")

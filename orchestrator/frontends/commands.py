@@ -21,6 +21,7 @@ from orchestrator.frontends.cli_common import (
     console,
     select_instances,
 )
+from orchestrator.frontends.commands_inspect import inspect_cmd
 from orchestrator.frontends.commands_report import report_cmd
 from orchestrator.frontends.commands_run import demo_cmd, run_cmd
 from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
@@ -144,6 +145,7 @@ def register(app: typer.Typer) -> None:
     app.command("validation-report")(validation_report_cmd)
     app.command("run")(run_cmd)
     app.command("report")(report_cmd)
+    app.command("inspect")(inspect_cmd)
     app.command("demo")(demo_cmd)
     from orchestrator.participant.reference.cli import app as participant_app
 

@@ -91,10 +91,12 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
         shell = subprocess.run(
             [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
              kept[0].name],
-            input="echo in-$(basename $PWD); exit\n", capture_output=True, text=True,
+            input="echo in-$(basename $PWD) py=$(command -v python); exit\n",
+            capture_output=True, text=True,
             timeout=60, env=env,
         )  # fmt: skip
-        assert "in-testbed" in shell.stdout, shell.stderr
+        assert "in-testbed py=/opt/swe/" in shell.stdout, shell.stderr  # the environment active
+        assert "Re-run the FAIL_TO_PASS tests: bash /opt/swe/eval/fail_to_pass.sh" in shell.stderr
         assert kept[0].name in shell.stderr and "exited" in shell.stderr
         # the shell's end stops the container inspect started
         assert [c.status for c in list_containers(docker_backend, run_id=run_id)] == ["exited"]

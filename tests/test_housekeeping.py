@@ -183,7 +183,7 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
         by_size = plan_prune(docker_backend, data, prefix, max_size=rest + sizes[mid_inst] - 1)
         assert [i.tag for i in by_size.remove] == [old_inst, old_env, mid_inst]
         # a run in progress (its marker) keeps its instance images and their environment
-        with active_run(data, "run-in-progress", ["demo__mid-1"]):
+        with active_run(docker_backend, data, "run-in-progress", ["demo__mid-1"]):
             spared = plan_prune(docker_backend, data, prefix)
         assert {i.tag for i in spared.remove} == {old_inst, old_env, new_inst}
         assert {i.tag: i.protected for i in spared.keep if i.protected} == {

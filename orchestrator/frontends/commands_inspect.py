@@ -160,21 +160,21 @@ def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) ->
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
     from orchestrator.environments.setup.plan import find_recipe
-    from orchestrator.leases import hold_lease, live_set
+    from orchestrator.housekeeping.engine_leases import hold_leases, live_everywhere
     from orchestrator.run.rerun import ready_for_shell
 
     info, how = found
     data_dir = current.storage.data_dir
     backend = _backend(current)
     running = info.status in ("running", "paused", "restarting")
-    if running and not force and info.run_id in live_set(data_dir).runs:
+    if running and not force and info.run_id in live_everywhere(backend, data_dir).runs:
         raise UserError(
             f"{info.name} is a running container of run {info.run_id}, which is in progress.",
             "wait for the run to end, pass --run with another run, or --force to open it anyway.",
         )
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
     holder = f"inspect-{os.getpid()}"
-    with hold_lease(data_dir, holder, containers=[info.name]):
+    with hold_leases(backend, data_dir, holder, containers=[info.name], holder=holder):
         if not running:
             backend.start_container(info.id)
         try:
@@ -204,7 +204,7 @@ def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) ->
 def _open_recreated(current, instance_id: str, run_dir: Path, shell: str, keep: bool) -> int:  # noqa: ANN001
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
-    from orchestrator.leases import hold_lease
+    from orchestrator.housekeeping.engine_leases import hold_leases
     from orchestrator.run.rerun import recreate
 
     run_settings = _run_settings(current, run_dir)
@@ -214,7 +214,7 @@ def _open_recreated(current, instance_id: str, run_dir: Path, shell: str, keep: 
     inspect_id = f"inspect-{uuid.uuid4().hex[:8]}"
     scratch = RunDir(data_dir / "inspect" / inspect_id)
     ctx = RunContext(run_settings, backend, inspect_id, scratch)
-    with hold_lease(data_dir, inspect_id):
+    with hold_leases(backend, data_dir, inspect_id):
         err_console.print(f"Recreating the grading state of {instance_id} from run {run_dir}:")
         prepared = recreate(ctx, instance, RunDir(run_dir))
         try:

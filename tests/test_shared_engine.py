@@ -169,3 +169,43 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
     assert set(results) == set(ids) and all(r["status"] != "error" for r in results.values())
     # the instance that waited found its images where A left them: nothing was rebuilt
     assert docker_client.images.get(built[pending].instance_image).id == images[pending]
+
+
+def test_an_engine_lock_serialises_builds_and_a_stale_one_is_taken_over(
+    docker_backend, docker_client, base_image
+):
+    import threading
+
+    from orchestrator.housekeeping.engine_locks import LABEL_LOCK_HOLDER, engine_lock, lock_name
+
+    from .conftest import TEST_RUN_ID
+
+    key = f"env-{TEST_RUN_ID}-lock"
+    events: list[str] = []
+    inside = threading.Event()
+
+    def second() -> None:
+        inside.wait(30)
+        with engine_lock(docker_backend, key, base_image, poll=0.2):
+            events.append("second in")
+
+    other = threading.Thread(target=second)
+    other.start()
+    with engine_lock(docker_backend, key, base_image):
+        inside.set()
+        time.sleep(2)  # the other waits meanwhile
+        events.append("first out")
+        assert docker_client.containers.get(lock_name(key)).status == "created"
+    other.join(60)
+    assert events == ["first out", "second in"]
+    assert not docker_client.containers.list(all=True, filters={"name": lock_name(key)})
+
+    # a lock whose holder holds no live lease (it crashed): taken over at once
+    docker_client.containers.create(
+        base_image, command=["true"], name=lock_name(key),
+        labels={LABEL_LOCK_HOLDER: "lock-crashed-holder"},
+    )  # fmt: skip
+    started = time.monotonic()
+    with engine_lock(docker_backend, key, base_image, poll=0.2):
+        assert time.monotonic() - started < 10
+    assert not docker_client.containers.list(all=True, filters={"name": lock_name(key)})

@@ -72,15 +72,16 @@ def fail_to_pass_directives(recipe: Recipe, instance: Instance) -> tuple[list[st
 
 
 def _shell_rc(instance: Instance, prepared: Prepared) -> str:
-    """The shell's start file: the environment active, in the repository, the commands."""
+    """The shell's start file: the environment active, in the repository, the commands (on
+    stderr: the shell's output stays its own)."""
     return "\n".join(
         [
             "[ -f /etc/bash.bashrc ] && . /etc/bash.bashrc",
             "[ -f /opt/swe/activate.sh ] && . /opt/swe/activate.sh",
             f"cd {REPO_DIR}",
-            f"echo {shlex.quote(f'swe-green inspect: {instance.instance_id}, the tree as graded')}",
-            f"echo {shlex.quote('  FAIL_TO_PASS tests: ' + prepared.fail_to_pass)}",
-            f"echo {shlex.quote('  the whole eval:      ' + prepared.whole_eval)}",
+            f"echo {shlex.quote(f'swe-green inspect: {instance.instance_id}, the tree as graded')} >&2",
+            f"echo {shlex.quote('  FAIL_TO_PASS tests: ' + prepared.fail_to_pass)} >&2",
+            f"echo {shlex.quote('  the whole eval:      ' + prepared.whole_eval)} >&2",
             "",
         ]
     )

@@ -79,7 +79,7 @@ def _shell_rc(instance: Instance, prepared: Prepared) -> str:
             "[ -f /etc/bash.bashrc ] && . /etc/bash.bashrc",
             "[ -f /opt/swe/activate.sh ] && . /opt/swe/activate.sh",
             f"cd {REPO_DIR}",
-            f"echo {shlex.quote(f'swe-green inspect: {instance.instance_id}, the tree as graded')} >&2",
+            f"echo {shlex.quote(f'swe-green inspect: {instance.instance_id}, as graded')} >&2",
             f"echo {shlex.quote('  FAIL_TO_PASS tests: ' + prepared.fail_to_pass)} >&2",
             f"echo {shlex.quote('  the whole eval:      ' + prepared.whole_eval)} >&2",
             "",

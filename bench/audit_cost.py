@@ -33,13 +33,13 @@ from orchestrator.environments.build import prepare_instance  # noqa: E402
 from orchestrator.environments.prepared import test_recipe  # noqa: E402
 from orchestrator.grading.audit import AUDIT_DIR, audit_config  # noqa: E402
 from orchestrator.grading.evaluation import run_tests  # noqa: E402
-from orchestrator.grading.script import EVAL_DIR, REPO_DIR  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance  # noqa: E402
 from orchestrator.patches.apply import apply_patch  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
+from sandbox_tools.contract import EVAL_DIR, TESTBED  # noqa: E402
 
 
 def measure(
@@ -51,10 +51,10 @@ def measure(
     sandbox = ctx.start_sandbox(prepared.snapshot, instance, "grading", network=False)
     timeout = ctx.settings.grading.test_timeout
     try:
-        applied = apply_patch(sandbox, instance.patch, repo_dir=REPO_DIR)
+        applied = apply_patch(sandbox, instance.patch, repo_dir=TESTBED)
         if not applied.applied:
             raise SystemExit(f"{instance.instance_id}: the gold patch does not apply")
-        watched = audit_config(sandbox, instance, recipe, instance.patch, REPO_DIR, EVAL_DIR)
+        watched = audit_config(sandbox, instance, recipe, instance.patch, TESTBED, EVAL_DIR)
         with_hook: list[float] = []
         without: list[float] = []
         reported: list[str] = []

@@ -39,6 +39,7 @@ from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
+from orchestrator.participant.protocol import A2AParticipant  # noqa: E402
 from orchestrator.participant.reference import make_participant, running  # noqa: E402
 from orchestrator.run.ray_runner import RayRunner  # noqa: E402
 from orchestrator.run.runner import InstanceRunner, LocalRunner  # noqa: E402
@@ -65,7 +66,9 @@ def timed_run(
 
     started = time.perf_counter()
     results = asyncio.run(
-        run_evaluation(ctx, instances, url, concurrency=2, on_event=on_event, runner=runner)
+        run_evaluation(
+            ctx, instances, A2AParticipant(url=url), concurrency=2, on_event=on_event, runner=runner
+        )
     )
     return time.perf_counter() - started, results, in_flight
 

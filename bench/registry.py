@@ -49,12 +49,12 @@ from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
-from orchestrator.environments.setup.env_image import ensure_env_image  # noqa: E402
-from orchestrator.environments.setup.image_registry import registry_reference  # noqa: E402
-from orchestrator.environments.setup.plan import plan_environment  # noqa: E402
+from orchestrator.environments.env_image import ensure_env_image  # noqa: E402
+from orchestrator.environments.image_registry import registry_reference  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.sandbox.docker import DockerBackend, connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
+from orchestrator.setup.plan import plan_environment  # noqa: E402
 from tests.local_registry import local_registry  # noqa: E402
 
 REPOS = ["sympy__sympy", "pydata__xarray", "pytest-dev__pytest", "astropy__astropy"]

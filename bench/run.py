@@ -40,6 +40,7 @@ from orchestrator.dataset.synthetic import build_synthetic
 from orchestrator.housekeeping.gc import gc
 from orchestrator.log import configure_logging
 from orchestrator.models import Instance, InstanceResult
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox import SandboxBackend
@@ -92,7 +93,9 @@ def evaluate(
 ) -> tuple[float, list[InstanceResult], RunDir]:
     ctx = RunContext(settings, backend, run_id, RunDir(run_dir))
     started = time.perf_counter()
-    results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=concurrency))
+    results = asyncio.run(
+        run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=concurrency)
+    )
     return time.perf_counter() - started, results, ctx.run_dir
 
 

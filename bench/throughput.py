@@ -47,6 +47,7 @@ from orchestrator.environments.prepared import test_recipe  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
+from orchestrator.participant.protocol import A2AParticipant  # noqa: E402
 from orchestrator.participant.reference import make_participant, running  # noqa: E402
 from orchestrator.run.scheduler import run_evaluation  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
@@ -104,7 +105,8 @@ def validate_with(
         module.calls.clear()
     # the baseline predates snapshots: it starts from the instance image's name
     source = prepared.snapshot if module is current else prepared.instance_image
-    check = module.validate_instance(ctx, instance, source, test_recipe(prepared))
+    validate = module.validate if module is current else module.validate_instance
+    check = validate(ctx, instance, source, test_recipe(prepared))
     if hasattr(module, "calls"):  # the baseline: base, gold, then reruns
         calls = module.calls
         phases = {"base": calls[0], "gold": sum(calls[1:2]), "gold_rerun": sum(calls[2:])}
@@ -165,7 +167,9 @@ def regrade(
     try:
         with running(make_participant("gold", dataset=dataset)) as url:
             started = time.perf_counter()
-            results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=concurrency))
+            results = asyncio.run(
+                run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=concurrency)
+            )
             wall = time.perf_counter() - started
     finally:
         gc(backend, run_id=run_id, image_kinds=("snapshot",))

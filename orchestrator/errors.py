@@ -24,7 +24,3 @@ class DockerUnavailable(UserError):
 
 class SandboxError(Exception):
     """A container operation failed (the container is gone, the daemon went away, ...)."""
-
-
-class ExecTimeout(SandboxError):
-    """A command in the sandbox ran past its timeout and was killed."""

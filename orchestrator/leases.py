@@ -151,10 +151,6 @@ class LiveSet:
         return run_id in self.runs or name in self.containers
 
 
-def live_set(data_dir: Path, *, now: float | None = None) -> LiveSet:
-    return live_set_of(read_leases(data_dir, now=now))
-
-
 def live_set_of(leases: Iterable[Lease]) -> LiveSet:
     """What the live ones of ``leases`` hold (from any number of places)."""
     leases = list(leases)

@@ -13,7 +13,9 @@ import copy
 import re
 from typing import Any
 
-WORKDIR = "/testbed"
+from sandbox_tools.contract import TESTBED
+
+WORKDIR = TESTBED
 DEFAULT_TIMEOUT = 180
 MAX_TIMEOUT = 3600
 MAX_SEARCH_RESULTS = 1000
@@ -23,7 +25,7 @@ BASH = {
     "description": (
         "Run a shell command with bash in the repository's container and get its combined "
         "stdout and stderr and its exit code. Every call starts in the directory the previous "
-        "call ended in (initially /testbed) with the variables previous calls exported "
+        f"call ended in (initially {TESTBED}) with the variables previous calls exported "
         "(`export NAME=value`), and with the repository's Python environment activated; shell "
         "options, aliases, functions and unexported variables do not carry over. The command "
         "gets no input (stdin is empty): nothing interactive works. It is killed after "
@@ -59,14 +61,14 @@ VIEW = {
         "long files are cut with a marker telling which lines were left out. Bytes that are "
         "not UTF-8 are shown as U+FFFD; binary files are refused. For a directory, lists the "
         "files and subdirectories up to 2 levels deep (subdirectories end with '/'), leaving "
-        "out hidden ones (names starting with '.'). Relative paths are taken from /testbed."
+        f"out hidden ones (names starting with '.'). Relative paths are taken from {TESTBED}."
     ),
     "input_schema": {
         "type": "object",
         "properties": {
             "path": {
                 "type": "string",
-                "description": "File or directory, e.g. /testbed/src/pkg/module.py.",
+                "description": f"File or directory, e.g. {TESTBED}/src/pkg/module.py.",
             },
             "view_range": {
                 "type": "array",
@@ -91,7 +93,7 @@ EDIT = {
         "error says how many and where; omit new_str to delete old_str); `insert` inserts "
         "insert_text after line insert_line (0 inserts at the top); `undo` reverts the last "
         "change this tool made to the file (repeat to go further back). Edits made with bash "
-        "cannot be undone here. Relative paths are taken from /testbed."
+        f"cannot be undone here. Relative paths are taken from {TESTBED}."
     ),
     "input_schema": {
         "type": "object",
@@ -101,7 +103,7 @@ EDIT = {
                 "enum": ["create", "str_replace", "insert", "undo"],
                 "description": "What to do.",
             },
-            "path": {"type": "string", "description": "The file, e.g. /testbed/pkg/mod.py."},
+            "path": {"type": "string", "description": f"The file, e.g. {TESTBED}/pkg/mod.py."},
             "file_text": {"type": "string", "description": "create: the whole new content."},
             "old_str": {
                 "type": "string",
@@ -131,7 +133,7 @@ SEARCH = {
     "description": (
         "Search files for a regular expression (Python `re` syntax) and list the matching "
         "lines as `path:line: text`. Searches a file, or every file under a directory "
-        "(default /testbed), skipping hidden directories such as .git, __pycache__, binary "
+        f"(default {TESTBED}), skipping hidden directories such as .git, __pycache__, binary "
         "files and files over 20 MB. Narrow it with glob (a file-name pattern such as `*.py`, "
         "or a path pattern relative to path such as `tests/*.py`). At most max_results "
         "matches are shown (default 100); the output says how many more there were."
@@ -145,7 +147,7 @@ SEARCH = {
             },
             "path": {
                 "type": "string",
-                "description": "Directory or file to search (default /testbed).",
+                "description": f"Directory or file to search (default {TESTBED}).",
             },
             "glob": {"type": "string", "description": "Only files matching this, e.g. `*.py`."},
             "case_insensitive": {
@@ -194,10 +196,6 @@ def tools_for(names: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
 def setup_agent_tools() -> list[dict[str, Any]]:
     """The tools the environment-setup agent gets: bash, view and search."""
     return tools_for(SETUP_AGENT_TOOL_NAMES)
-
-
-def tool_schema(name: str) -> dict[str, Any]:
-    return _BY_NAME[name]["input_schema"]
 
 
 def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
@@ -314,8 +312,8 @@ def _signature(name: str) -> str:
 def _example(name: str) -> str:
     return {
         "bash": '{"command": "ls -la"}',
-        "view": '{"path": "/testbed/setup.py", "view_range": [1, 40]}',
-        "edit": '{"command": "str_replace", "path": "/testbed/x.py", "old_str": "a = 1", '
+        "view": f'{{"path": "{TESTBED}/setup.py", "view_range": [1, 40]}}',
+        "edit": f'{{"command": "str_replace", "path": "{TESTBED}/x.py", "old_str": "a = 1", '
         '"new_str": "a = 2"}',
         "search": '{"pattern": "def main", "glob": "*.py"}',
     }[name]

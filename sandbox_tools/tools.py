@@ -8,7 +8,8 @@ object on stdout: ``{"output", "exit_code", "error", "truncated"}``.
 
 This file must stay self-contained: standard library only, and no syntax newer than
 Python 3.9 (the container's system Python may be that old; the repository's own environment
-may be older still and is never used to run the tools).
+may be older still and is never used to run the tools). Its one companion is the container
+contract (``sandbox_tools/contract.py``), copied beside it as ``contract.py``.
 
 The host runs small ``bash`` calls without this file: it passes :data:`BASH_WRAPPER` straight
 to ``bash -c`` (one ``docker exec``, no Python start-up); the ``bash`` tool here uses the same
@@ -37,8 +38,18 @@ import subprocess
 import sys
 import time
 
-WORKDIR = "/testbed"
-STATE_ROOT = "/opt/swe/state"
+try:  # on the host: the package's contract
+    from sandbox_tools.contract import ACTIVATE, STATE_ROOT, TESTBED, TOOLS_PATH
+except ImportError:  # in the container: the contract copied beside this program
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from contract import (  # type: ignore[no-redef]
+        ACTIVATE,
+        STATE_ROOT,
+        TESTBED,
+        TOOLS_PATH,
+    )
+
+WORKDIR = TESTBED
 DEFAULT_OUTPUT_LIMIT = 30000
 DEFAULT_TIMEOUT = 180
 HISTORY_DEPTH = 50
@@ -49,13 +60,13 @@ SKIPPED_DIRS = {"__pycache__", "node_modules"}
 
 # Runs one shell command with the instance's environment and the state of earlier calls.
 # argv: $1 = the command, or "" and $2 = a file holding the command (deleted once read).
-# State (exported variables, working directory) lives in /opt/swe/state/<hostname>/env.sh, so
+# State (exported variables, working directory) lives in STATE_ROOT/<hostname>/env.sh, so
 # a container started from a snapshot of another container does not inherit its state.
-# /opt/swe/activate.sh is sourced first on every call; the saved state then wins, except when
-# activate.sh changed since the state was saved (then it is sourced again and wins).
+# ACTIVATE is sourced first on every call; the saved state then wins, except when the
+# activate script changed since the state was saved (then it is sourced again and wins).
 BASH_WRAPPER = r"""exec 2>&1
-__swe_A=/opt/swe/activate.sh
-__swe_S=/opt/swe/state/${HOSTNAME:-default}
+__swe_A=@ACTIVATE@
+__swe_S=@STATE_ROOT@/${HOSTNAME:-default}
 [ -d "$__swe_S" ] || mkdir -p "$__swe_S"
 __swe_readact() {
   __swe_act=
@@ -63,15 +74,15 @@ __swe_readact() {
 }
 __swe_readact; __swe_act0=$__swe_act
 if [ -f "$__swe_A" ]; then . "$__swe_A"; fi
-__swe_cwd=/testbed
+__swe_cwd=@TESTBED@
 if [ -f "$__swe_S/env.sh" ]; then
   . "$__swe_S/env.sh"
   if [ -f "$__swe_A" ] && [ "${__swe_actsaved-}" != "$__swe_act0" ]; then . "$__swe_A"; fi
 fi
 if ! cd -- "$__swe_cwd" 2>/dev/null; then
-  [ "$__swe_cwd" = /testbed ] ||
-    printf 'note: the working directory %s no longer exists; now in /testbed\n' "$__swe_cwd"
-  cd /testbed 2>/dev/null || cd /
+  [ "$__swe_cwd" = @TESTBED@ ] ||
+    printf 'note: the working directory %s no longer exists; now in @TESTBED@\n' "$__swe_cwd"
+  cd @TESTBED@ 2>/dev/null || cd /
 fi
 __swe_save() {
   { set +euvx; } 2>/dev/null
@@ -90,6 +101,11 @@ fi
 set --
 eval "$__swe_cmd" </dev/null
 """
+BASH_WRAPPER = (
+    BASH_WRAPPER.replace("@ACTIVATE@", ACTIVATE)
+    .replace("@STATE_ROOT@", STATE_ROOT)
+    .replace("@TESTBED@", TESTBED)
+)
 
 
 # The host's per-call client: $1 = the server's port, $2 = the request (one JSON line).
@@ -100,13 +116,13 @@ eval "$__swe_cmd" </dev/null
 # the server then sends "D" (done), or "S" and the answer when it could not write it there.
 CLIENT = r"""__swe_connect() { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null
 if ! __swe_connect "$1"; then
-  /usr/bin/python3 -I -S /opt/swe/tools.py --serve "$1" || exit
+  /usr/bin/python3 -I -S @TOOLS_PATH@ --serve "$1" || exit
   __swe_connect "$1" || { echo "the tool server on port $1 does not answer" >&2; exit 70; }
 fi
 printf '%s' "$$ $2"$'\n' >&3
 IFS= read -r -n 1 __swe_how <&3
 [ "$__swe_how" = D ] || exec cat <&3
-"""
+""".replace("@TOOLS_PATH@", TOOLS_PATH)
 
 
 class ToolError(Exception):
@@ -120,7 +136,7 @@ def _result(output: str, exit_code: int = 0, error: bool = False, truncated: boo
 
 def _resolve(path: str, workdir: str) -> str:
     if not isinstance(path, str) or not path.strip():
-        raise ToolError("path is empty; give a file or directory path, e.g. /testbed/setup.py")
+        raise ToolError(f"path is empty; give a file or directory path, e.g. {TESTBED}/setup.py")
     return os.path.normpath(os.path.join(workdir, path))
 
 
@@ -256,20 +272,7 @@ def tool_view(args, ctx):
         return _list_dir(path, ctx["output_limit"])
     if not os.path.isfile(path):
         raise ToolError(f"{path} is not a regular file")
-    start, end = 1, -1
-    if view_range is not None:
-        if (
-            not isinstance(view_range, list)
-            or len(view_range) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
-        ):
-            raise ToolError("view_range must be two integers [start, end], e.g. [1, 50]")
-        start, end = view_range
-        if start < 1 or (end != -1 and end < start):
-            raise ToolError(
-                f"view_range [{start}, {end}] is invalid: lines start at 1, end must be >= start "
-                "or -1 for the end of the file"
-            )
+    start, end = _view_range(view_range)
     with open(path, "rb") as handle:
         head = handle.read(BINARY_PROBE)
         if _is_binary(head):
@@ -279,20 +282,7 @@ def tool_view(args, ctx):
                 "(use bash with `xxd | head` or `file` to inspect it)"
             )
         handle.seek(0)
-        shown, total, used, cut_at = [], 0, 0, None
-        limit = ctx["output_limit"]
-        for total, raw in enumerate(handle, 1):
-            if total < start or (end != -1 and total > end) or cut_at is not None:
-                continue
-            line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
-            if len(line) > limit // 2:
-                line = line[: limit // 2] + f" [... line cut: {len(line)} characters in all]"
-            entry = f"{total:6d}\t{line}"
-            if used + len(entry) + 1 > limit and shown:
-                cut_at = total
-                continue
-            shown.append(entry)
-            used += len(entry) + 1
+        shown, total, cut_at = _numbered_lines(handle, start, end, ctx["output_limit"])
     if total == 0:
         return _result(f"{path} is empty")
     if start > total:
@@ -307,6 +297,45 @@ def tool_view(args, ctx):
     elif end > total:
         text += f"\n[end of file: {path} has {total} lines]"
     return _result(text, truncated=cut_at is not None)
+
+
+def _view_range(view_range):
+    """``(start, end)`` of the lines to show (end -1: to the end of the file)."""
+    if view_range is None:
+        return 1, -1
+    if (
+        not isinstance(view_range, list)
+        or len(view_range) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+    ):
+        raise ToolError("view_range must be two integers [start, end], e.g. [1, 50]")
+    start, end = view_range
+    if start < 1 or (end != -1 and end < start):
+        raise ToolError(
+            f"view_range [{start}, {end}] is invalid: lines start at 1, end must be >= start "
+            "or -1 for the end of the file"
+        )
+    return start, end
+
+
+def _numbered_lines(handle, start: int, end: int, limit: int):
+    """The file's lines ``start``..``end`` numbered, within ``limit`` characters (a long line
+    cut to half of it), the file's line count, and the first line left out (None: none)."""
+    shown: list[str] = []
+    total, used, cut_at = 0, 0, None
+    for total, raw in enumerate(handle, 1):
+        if total < start or (end != -1 and total > end) or cut_at is not None:
+            continue
+        line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
+        if len(line) > limit // 2:
+            line = line[: limit // 2] + f" [... line cut: {len(line)} characters in all]"
+        entry = f"{total:6d}\t{line}"
+        if used + len(entry) + 1 > limit and shown:
+            cut_at = total
+            continue
+        shown.append(entry)
+        used += len(entry) + 1
+    return shown, total, cut_at
 
 
 def _list_dir(root: str, limit: int):
@@ -503,15 +532,21 @@ def _undo(path: str, args):
 
 
 # ----------------------------------------------------------------------------- search
-def tool_search(args, ctx):
+def _search_regex(args):
+    """The search's pattern, compiled (with ``case_insensitive``)."""
     pattern = args.get("pattern")
     if not isinstance(pattern, str) or pattern == "":
         raise ToolError("search needs a non-empty pattern (a Python regular expression)")
     flags = re.IGNORECASE if args.get("case_insensitive") else 0
     try:
-        regex = re.compile(pattern, flags)
+        return re.compile(pattern, flags)
     except re.error as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def tool_search(args, ctx):
+    regex = _search_regex(args)
+    pattern = regex.pattern
     root = _resolve(args.get("path") or ctx["workdir"], ctx["workdir"])
     if not os.path.exists(root):
         raise ToolError(f"{root} does not exist")
@@ -531,23 +566,11 @@ def tool_search(args, ctx):
             if os.path.getsize(path) > SEARCH_MAX_FILE:
                 skipped.append(path)
                 continue
-            with open(path, "rb") as handle:
-                if _is_binary(handle.read(BINARY_PROBE)):
-                    continue
-                handle.seek(0)
-                found = False
-                for number, raw in enumerate(handle, 1):
-                    line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
-                    if regex.search(line):
-                        total += 1
-                        found = True
-                        if len(hits) < max_results:
-                            if len(line) > SEARCH_LINE_WIDTH:
-                                line = line[:SEARCH_LINE_WIDTH] + " [... line cut]"
-                            hits.append(f"{path}:{number}: {line}")
-                files_with_hits += found
+            found = _search_file(path, regex, hits, max_results)
         except OSError:
             continue
+        total += found
+        files_with_hits += found > 0
 
     notes = []
     if total > len(hits):
@@ -571,6 +594,25 @@ def tool_search(args, ctx):
         "\n".join([text] + notes + ([summary] if not notes else [])),
         truncated=truncated or total > len(hits),
     )
+
+
+def _search_file(path: str, regex, hits: list, max_results: int) -> int:
+    """How many lines of the text file ``path`` match; those within ``max_results`` are added
+    to ``hits`` (``path:line: text``, long lines cut). A binary file has none."""
+    found = 0
+    with open(path, "rb") as handle:
+        if _is_binary(handle.read(BINARY_PROBE)):
+            return 0
+        handle.seek(0)
+        for number, raw in enumerate(handle, 1):
+            line = raw.decode("utf-8", "replace").rstrip("\n").rstrip("\r")
+            if regex.search(line):
+                found += 1
+                if len(hits) < max_results:
+                    if len(line) > SEARCH_LINE_WIDTH:
+                        line = line[:SEARCH_LINE_WIDTH] + " [... line cut]"
+                    hits.append(f"{path}:{number}: {line}")
+    return found
 
 
 def _walk(root: str):

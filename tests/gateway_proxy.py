@@ -59,7 +59,7 @@ def split_version(path: str) -> list[str]:
     return segs
 
 
-def rule(method: str, path: str, query: str = "") -> str:
+def rule(method: str, path: str, query: str = "") -> str:  # noqa: C901, PLR0911 a rule table
     """What the gateway does with a request (before any ownership check)."""
     segs = split_version(path)
     n = len(segs)

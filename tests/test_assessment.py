@@ -8,12 +8,14 @@ import pytest
 
 from orchestrator.errors import UserError
 from orchestrator.frontends.assessment import (
+    CONFIG_KEYS,
+    LIMITS,
+    SETTINGS_KEYS,
     AssessmentRequest,
     InvalidAssessment,
     parse_request,
     validate_request,
 )
-from orchestrator.frontends.assessment_config import CONFIG_KEYS, LIMITS, SETTINGS_KEYS
 from orchestrator.frontends.request_json import max_depth
 from orchestrator.frontends.request_policy import refusal_text, refused_overrides, request_key
 from orchestrator.settings import Settings, load_settings

@@ -140,7 +140,7 @@ def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -
     hook = tmp_path / "hook.py"
     hook.write_text(
         HOOK_SOURCE.read_text().replace(
-            'CONFIG = "/opt/swe/audit/config.json"', f"CONFIG = {str(tmp_path / 'config.json')!r}"
+            "\nCONFIG: str\n", f"\nCONFIG = {str(tmp_path / 'config.json')!r}\n"
         )
     )
     records: list[bytes] = []

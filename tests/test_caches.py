@@ -13,7 +13,7 @@ import structlog
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
-from orchestrator.environments.setup.failed_builds import (
+from orchestrator.environments.failed_builds import (
     _failure_path,
     failed_build,
     remember_failed_build,
@@ -72,7 +72,7 @@ def test_a_broken_validation_cache_entry_is_a_miss_then_rebuilt(tmp_path, kind, 
     path.write_text(_broken(good, kind))
     assert cached_validation(path) is None
     assert _warned(warnings, "validation")
-    atomic_write_text(path, good)  # what validate_instance writes after validating again
+    atomic_write_text(path, good)  # what validate writes after validating again
     cached = cached_validation(path)
     assert cached is not None and cached.ok
 

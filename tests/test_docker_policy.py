@@ -17,12 +17,8 @@ import pytest
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
-from orchestrator.environments.setup.plan import (
-    env_image_name,
-    instance_image_name,
-    plan_environment,
-)
 from orchestrator.models import Status
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.tool_protocol import ToolCall
 from orchestrator.participant.tools_host import run_tool
@@ -30,6 +26,11 @@ from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.file_snapshot import ADDED, DELETED, MODIFIED, reduce_changes
+from orchestrator.setup.plan import (
+    env_image_name,
+    instance_image_name,
+    plan_environment,
+)
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import (
@@ -190,7 +191,9 @@ def test_a_synthetic_instance_resolves_through_the_gateway_with_no_call_refused(
         docker_client.images.get(base_image).tag(name)
     try:
         with running(make_participant("gold", dataset=dataset)) as url:
-            [result] = asyncio.run(run_evaluation(ctx, [instance], url, concurrency=1))
+            [result] = asyncio.run(
+                run_evaluation(ctx, [instance], A2AParticipant(url=url), concurrency=1)
+            )
     finally:
         for name in planted:
             docker_client.images.remove(name)
@@ -263,8 +266,8 @@ def test_a_reinstall_under_the_restricted_policy_runs_without_network(
     env_settings, synthetic_instances, proxy, tmp_path
 ):
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
     from orchestrator.environments.prepared import test_recipe as recipe_of
+    from orchestrator.grading.reinstall.contained import reinstall_after_patch
 
     from .test_reinstall import ADD_DEPENDENCY, PYPI_PROBE
 
@@ -332,8 +335,8 @@ def test_a_contained_reinstall_under_the_restricted_policy_makes_no_refused_call
 ):
     from orchestrator.context.successor import successor
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.dependencies.reinstall import contained_reinstall
     from orchestrator.environments.prepared import test_recipe as recipe_of
+    from orchestrator.grading.reinstall.contained import contained_reinstall
 
     from .test_reinstall import HONEST_SETUP_PY, TAMPERING_SETUP_PY
 

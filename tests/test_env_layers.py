@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.base_commit.scripts import share_history_script
 from orchestrator.dataset.instances import load_instances
-from orchestrator.environments.setup.env_layers import tools_key, tools_script
-from orchestrator.environments.setup.plan import EnvPlan, own_pins
-from orchestrator.environments.setup.setup_scripts import (
-    VENV_SEED,
-    own_pins_script,
-    recipe_setup_script,
-    share_history_script,
-)
+from orchestrator.dependencies.install import install_script, own_pins_script, render
+from orchestrator.environments.env_layers import tools_key, tools_script
 from orchestrator.models import Instance
+from orchestrator.setup.plan import EnvPlan, own_pins
+from orchestrator.setup.scripts import environment_script
 from orchestrator.spec.recipes import load_recipes, pins_for
+from sandbox_tools.contract import ACTIVATE, VENV_SEED
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 
@@ -90,7 +88,8 @@ def test_the_tools_image_key_follows_its_base_image():
 
 
 @pytest.mark.parametrize(
-    "script", [tools_script(), own_pins_script(["a==1.0", "b==2.0.1"]), own_pins_script([])]
+    "script",
+    [tools_script(), render(own_pins_script(["a==1.0", "b==2.0.1"])), render(own_pins_script([]))],
 )
 def test_the_layer_scripts_are_bash(script):
     parsed = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
@@ -102,8 +101,10 @@ def test_an_environment_on_the_tools_image_starts_where_a_whole_build_does():
     that back before anything else (a whole build's venv has it from ``python3 -m venv``),
     and makes no virtual environment of its own."""
     recipe = next(iter(load_recipes().values()))
-    whole = recipe_setup_script(recipe, list(recipe.packages))
-    ready = recipe_setup_script(recipe, list(recipe.packages), venv_ready=True)
+    pins = list(recipe.packages)
+    install = render(install_script(recipe, pins))
+    whole = render(environment_script(recipe, pins)) + install
+    ready = render(environment_script(recipe, pins, venv_ready=True)) + install
     assert "python3 -m venv" in whole and "python3 -m venv" not in ready
     assert VENV_SEED not in whole
     assert ready.index(VENV_SEED) < ready.index("PIP_CONSTRAINT") < ready.index("pinned packages")
@@ -115,9 +116,9 @@ def test_an_environment_on_the_tools_image_starts_where_a_whole_build_does():
 
 
 def test_the_own_pins_script_installs_only_the_given_pins_without_their_dependencies():
-    script = own_pins_script(["flake8-comprehensions==3.16.0"])
+    script = render(own_pins_script(["flake8-comprehensions==3.16.0"]))
     assert "pins=(flake8-comprehensions==3.16.0)" in script
-    assert "--no-deps" in script and "source /opt/swe/activate.sh" in script
+    assert "--no-deps" in script and f"source {ACTIVATE}" in script
     assert json.dumps("python3 -m venv") not in script  # no new virtual environment
 
 

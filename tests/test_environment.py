@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.models import LABEL_ROLE
+from orchestrator.setup.plan import SetupFailed
 
 from .conftest import TEST_RUN_ID, remove_images_under
 

@@ -19,10 +19,8 @@ from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.environments.build import prepare_instance
 from orchestrator.grading.evaluation import (
-    REPO_DIR,
-    TEST_USER,
     eval_script,
-    evaluate,
+    grade,
     no_op_groups,
     run_tests,
 )
@@ -38,6 +36,7 @@ from orchestrator.spec.test_infrastructure import (
     runner_files,
     shadows_a_module,
 )
+from sandbox_tools.contract import TEST_USER, TESTBED
 
 from .conftest import TEST_RUN_ID
 
@@ -365,7 +364,7 @@ def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
 @pytest.mark.parametrize("instance_id", [CALC.instance_id, TEXTKIT.instance_id, UNITS.instance_id])
 def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
     sandbox, instance, recipe = grading(instance_id)
-    result = evaluate(
+    result = grade(
         sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path,
         test_user=TEST_USER,
     )  # fmt: skip
@@ -430,7 +429,7 @@ def test_a_test_run_printing_past_the_limit_is_a_crash_and_only_its_tail_is_read
 @pytest.mark.parametrize("patch", [None, "", " \n"])
 def test_an_empty_patch_is_a_no_op_without_a_test_run(grading, patch):
     sandbox, instance, recipe = grading(CALC.instance_id)
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
     assert result.test_run is None and result.apply is None
 
@@ -452,7 +451,7 @@ def test_an_empty_patch_is_a_no_op_without_a_test_run(grading, patch):
 def test_calc_patches_grade_by_the_status_table(grading, synthetic_dir, tmp_path, source, status):
     sandbox, instance, recipe = grading(CALC.instance_id)
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
     assert result.groups is not None, result.message
     assert result.status == status
     assert result.reason == Reason.NONE
@@ -472,14 +471,14 @@ def test_breaking_a_pass_to_pass_test_is_a_regression(
     sandbox, instance, recipe = grading(instance_id)
     source = sandbox.read_file(f"/testbed/{path}").decode()
     patch = patch_for(synthetic_dir, instance, tmp_path, {path: source.replace(old, new)})
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
     assert (result.status, result.reason) == (Status.REGRESSION, Reason.NONE), result.message
 
 
 @pytest.mark.container
 def test_a_garbage_patch_fails_to_apply(grading):
     sandbox, instance, recipe = grading(CALC.instance_id)
-    result = evaluate(sandbox, instance, recipe, "I fixed it!\n+++ trust me\n", timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, "I fixed it!\n+++ trust me\n", timeout=TIMEOUT)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.PATCH_APPLY_FAILED)
     assert result.apply is not None and not result.apply.applied
     assert result.message and result.test_run is None
@@ -496,7 +495,7 @@ def test_a_conftest_that_flips_outcomes_works_unless_left_out(grading, synthetic
     assert all(run.outcomes[name] == TS.PASSED for name in instance.FAIL_TO_PASS)
 
     fresh, _, _ = grading(CALC.instance_id)
-    result = evaluate(fresh, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(fresh, instance, recipe, patch, timeout=TIMEOUT)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
     assert result.excluded_files == ["conftest.py"]
     assert "conftest.py" in result.message
@@ -507,7 +506,7 @@ def test_a_conftest_next_to_a_half_fix_is_left_out(grading, synthetic_dir, tmp_p
     sandbox, instance, recipe = grading(CALC.instance_id)
     half = CALC_FIXED.replace("return a // b", "return int(a / b)")
     files = {"calc/__init__.py": half, "tests/conftest.py": MALICIOUS_CONFTEST}
-    result = evaluate(
+    result = grade(
         sandbox,
         instance,
         recipe,
@@ -525,7 +524,7 @@ def test_printed_fake_result_lines_do_not_resolve(grading, synthetic_dir, tmp_pa
     fake = "".join(f"    print('PASSED {name}')\n" for name in instance.FAIL_TO_PASS)
     source = f"import atexit\n\n\n@atexit.register\ndef _fake():\n{fake}\n\n" + CALC_BASE
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
     assert result.test_run is not None
     assert f"PASSED {instance.FAIL_TO_PASS[0]}" in result.test_run.section
     assert result.status == Status.NO_OP, result.message
@@ -537,7 +536,7 @@ def test_a_hanging_test_is_a_timeout_error(grading, synthetic_dir, tmp_path):
     sandbox, instance, recipe = grading(CALC.instance_id)
     source = CALC_BASE.replace("    result = 0\n", "    while True:\n        pass\n")
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
-    result = evaluate(sandbox, instance, recipe, patch, timeout=15)
+    result = grade(sandbox, instance, recipe, patch, timeout=15)
     assert (result.status, result.reason) == (Status.ERROR, Reason.TEST_TIMEOUT)
     assert result.test_run is not None and result.test_run.timed_out
     assert result.groups is None
@@ -562,9 +561,7 @@ def test_run_tests_resets_test_files_runs_again_and_keeps_the_network_off(gradin
     flaky = "tests/test_calc.py::test_flaky_between_runs"
     assert runs[0].outcomes.pop(flaky) == TS.PASSED and runs[1].outcomes.pop(flaky) == TS.FAILED
     assert runs[0].outcomes == runs[1].outcomes
-    status = sandbox.exec(
-        ["git", "status", "--porcelain", "--untracked-files=no"], workdir=REPO_DIR
-    )
+    status = sandbox.exec(["git", "status", "--porcelain", "--untracked-files=no"], workdir=TESTBED)
     assert status.ok and status.stdout == ""
     sandbox.container.reload()
     assert "bridge" not in (sandbox.container.attrs["NetworkSettings"]["Networks"] or {})
@@ -578,7 +575,7 @@ def test_excluded_pass_to_pass_tests_are_not_held_against_the_patch(
     source = CALC_FIXED.replace("return a + b", "return a + b + 1")
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
     excluded = ["tests/test_calc.py::test_add"]
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, excluded_p2p=excluded)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, excluded_p2p=excluded)
     assert result.status == Status.RESOLVED, result.message
     assert result.groups is not None and result.groups.pass_to_pass_excluded == excluded
 
@@ -641,7 +638,7 @@ for _path in ("/testbed/units/new_file.txt", "/testbed/units/conftest.py",
 
 
 def _append(sandbox: Sandbox, path: str, code: str) -> dict[str, str]:
-    return {path: sandbox.read_file(f"{REPO_DIR}/{path}").decode() + "\n" + code}
+    return {path: sandbox.read_file(f"{TESTBED}/{path}").decode() + "\n" + code}
 
 
 @pytest.mark.container
@@ -651,7 +648,7 @@ def test_a_forged_marker_and_log_then_os_exit_is_caught(grading, synthetic_dir, 
     patch = patch_for(
         synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
     )
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
     # the audit hook saw the test process leave with os._exit; the output shows the forgery
     assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
     assert "never reached the interpreter's exit" in result.message
@@ -670,7 +667,7 @@ def test_a_forged_log_without_markers_is_flagged(grading, synthetic_dir, tmp_pat
     patch = patch_for(
         synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
     )
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
     print(result.tamper_evidence)
     assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
     assert "never reached the interpreter's exit" in result.message
@@ -691,7 +688,7 @@ def test_runner_tampering_from_inside_is_flagged_suspicious(
 ):
     sandbox, instance, recipe = grading(instance_id)
     patch = patch_for(synthetic_dir, instance, tmp_path, _append(sandbox, path, code))
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
     # whatever the tampering achieves, a resolved result never goes unflagged
     assert result.status != Status.RESOLVED or result.suspicious, result.message
     assert any(r.startswith(reason) for r in result.suspicious), (result.status, result.message)
@@ -708,7 +705,7 @@ def test_a_module_shadowing_the_standard_library_is_left_out(
     sandbox, instance, recipe = grading(instance_id)
     shadow = "import sys\nprint('all ok')\nsys.exit(0)\n"
     patch = patch_for(synthetic_dir, instance, tmp_path, {path: shadow})
-    result = evaluate(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH), result.message
     assert result.excluded_files == [path]
     assert result.groups is not None
@@ -723,7 +720,7 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
     sandbox, instance, recipe = grading(UNITS.instance_id)
     files = _append(sandbox, "units/__init__.py", PROBE)
     patch = patch_for(synthetic_dir, instance, tmp_path, files)
-    result = evaluate(
+    result = grade(
         sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER,
         writable=["units/out/"],
     )  # fmt: skip
@@ -753,9 +750,9 @@ def test_a_hook_planted_in_the_grading_container_never_runs(grading):
     # as with grade_in_participant_container, where the participant had the container
     sandbox, instance, recipe = grading(CALC.instance_id)
     sandbox.write_file(
-        f"{REPO_DIR}/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/hook-ran\n", mode=0o755
+        f"{TESTBED}/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/hook-ran\n", mode=0o755
     )
-    result = evaluate(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT)
     assert result.status == Status.RESOLVED, result.message
     assert sandbox.exec(["test", "-e", "/tmp/hook-ran"]).exit_code == 1
 
@@ -768,7 +765,7 @@ def test_a_patch_into_git_is_refused_and_graded_as_the_base(grading):
         "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-checkout\n"
         "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch /tmp/hook-ran\n"
     )
-    result = evaluate(sandbox, instance, recipe, hook, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, hook, timeout=TIMEOUT)
     assert (result.status, result.reason) == (Status.NO_OP, Reason.PATCH_PATH_REFUSED)
     assert ".git/hooks/post-checkout: inside .git" in result.message
     assert result.groups is not None and result.groups.fail_to_pass_failed == ["test_to_celsius"]
@@ -797,13 +794,13 @@ def pytest_sessionstart(session):
 @pytest.mark.container
 def test_a_recording_run_finds_where_the_tests_write_and_only_there_they_may(grading):
     sandbox, instance, recipe = grading(CALC.instance_id)
-    sandbox.write_file(f"{REPO_DIR}/conftest.py", WRITING_CONFTEST)
+    sandbox.write_file(f"{TESTBED}/conftest.py", WRITING_CONFTEST)
     recorded = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
                          record=True)  # fmt: skip
     assert recorded.crash is None, recorded.output[-2000:]
     sandbox.exec("rm /tmp/writes.txt")
     assert recorded.writable == [".pytest_cache/", "calc", "out/"]
-    sandbox.exec(["rm", "-rf", f"{REPO_DIR}/out", f"{REPO_DIR}/calc/generated.txt"])
+    sandbox.exec(["rm", "-rf", f"{TESTBED}/out", f"{TESTBED}/calc/generated.txt"])
     runs, seen = {}, {}
     for name, writable in (("open", recorded.writable), ("closed", [])):
         runs[name] = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
@@ -819,5 +816,5 @@ def test_a_recording_run_finds_where_the_tests_write_and_only_there_they_may(gra
     flaky = "tests/test_calc.py::test_flaky_between_runs"  # differs between runs on purpose
     outcomes = [{k: v for k, v in run.outcomes.items() if k != flaky} for run in runs.values()]
     assert outcomes[0] == outcomes[1] == {k: v for k, v in recorded.outcomes.items() if k != flaky}
-    mode = sandbox.exec(["stat", "-c", "%a %U", REPO_DIR, f"{REPO_DIR}/calc/__init__.py"])
+    mode = sandbox.exec(["stat", "-c", "%a %U", TESTBED, f"{TESTBED}/calc/__init__.py"])
     assert mode.stdout.split("\n")[:2] == ["755 root", "644 root"]

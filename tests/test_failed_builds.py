@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
-from orchestrator.environments.setup.failed_builds import failed_build, remember_failed_build
+from orchestrator.environments.failed_builds import failed_build, remember_failed_build
 from orchestrator.models import Instance
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import Settings

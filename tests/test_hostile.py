@@ -33,6 +33,7 @@ from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
 from orchestrator.run.scheduler import run_evaluation
@@ -168,7 +169,7 @@ INSIDE_PLANTS = [
 ]
 
 
-# --------------------------------------------------------------------- round two (issue 20)
+# ------------------------------------------------------------------------------ round two
 def _append_code(path: str, code: str) -> str:
     return f"cat >> /testbed/{path} <<'EOF'\n{code}EOF\necho planted"
 
@@ -189,7 +190,7 @@ PYC_FIX = _python(
     "    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
     "print(target)\n"
 )
-# issue 24: the image carries checked hash-based bytecode and a manifest of it. The forgery:
+# the image carries checked hash-based bytecode and a manifest of it. The forgery:
 # the half fix's source stays, and the image's pyc of it is rewritten to the gold fix's code
 # under a header that records the half fix's source hash (what Python checks), the manifest
 # rewritten to list it; then a control import shows the forgery works where it was planted
@@ -667,7 +668,7 @@ GROUPS: dict[str, dict[str, Any]] = {
         },
         "instances": [CALC, TEXTKIT],
     },
-    # issue 24: the half fix, and a forged checked-hash pyc of the gold fix listed in a
+    # the half fix, and a forged checked-hash pyc of the gold fix listed in a
     # rewritten manifest; graded in a fresh container, and in the participant's own
     "forged_pyc": {
         "plans": {
@@ -999,7 +1000,7 @@ CASES = [
     ),
     Case("200 MB answer", "answer_bomb", Status.ERROR, Reason.PARTICIPANT_PROTOCOL, _answer_bomb),
     Case("background process rewriting files", "rewriter", *PARTIAL, _rewriter),
-    # grading tampering (issue 10 §4, §5), through the real pipeline
+    # grading tampering (a patch into .git, a forged log), through the real pipeline
     Case(
         "patch into .git/hooks",
         "git_hook_patch",
@@ -1019,7 +1020,7 @@ CASES = [
 ]
 
 
-# ------------------------------------------------------------------ round two (issue 20)
+# ------------------------------------------------------------------------------ round two
 TAMPERED = (Status.REGRESSION, Reason.TAMPER_DETECTED)  # every test counts as failing
 
 
@@ -1411,7 +1412,9 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
         extra: dict[str, Any] = {}
         started = time.time() - 1
         with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
-            results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
+            results = asyncio.run(
+                run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=3)
+            )
             if "between_runs" in group:  # then the same again, in a fresh run directory
                 for result in results:  # what the first run kept is no later test's concern
                     if result.container:
@@ -1421,7 +1424,9 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
                     ctx.settings, docker_backend, TEST_RUN_ID,
                     RunDir(tmp_path_factory.mktemp(f"hostile-{name}-again")),
                 )  # fmt: skip
-                results = asyncio.run(run_evaluation(ctx, instances, url, concurrency=3))
+                results = asyncio.run(
+                    run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=3)
+                )
         extra |= {
             "fix_commit": _fix_commit(Path(env_settings.dataset.dataset)),
             "rss_growth_mb": sampler.growth_mb(),

@@ -111,7 +111,7 @@ def test_a_failed_environment_setup_keeps_its_container_stopped(
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.setup.plan import SetupFailed
+    from orchestrator.setup.plan import SetupFailed
 
     recipes = json.loads(env_settings.environment.recipes_file.read_text())
     for recipe in recipes:
@@ -267,15 +267,6 @@ def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
         [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
         capture_output=True, text=True, timeout=120, env={**os.environ, **env},
     )  # fmt: skip
-
-
-def test_the_environment_key_label_has_one_name():
-    """Housekeeping reads the label from the sandbox's labels; setup_scripts still defines
-    its own copy (until it imports this one), which must not drift."""
-    from orchestrator.environments.setup import setup_scripts
-    from orchestrator.sandbox.models import LABEL_ENV_KEY
-
-    assert setup_scripts.LABEL_ENV_KEY == LABEL_ENV_KEY == "swe-green.env-key"
 
 
 @pytest.mark.container

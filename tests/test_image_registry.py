@@ -12,18 +12,18 @@ import pytest
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.setup.env_image import ensure_env_image
-from orchestrator.environments.setup.image_registry import (
+from orchestrator.environments.env_image import ensure_env_image
+from orchestrator.environments.image_registry import (
     pull_shared,
     push_shared,
     registry_reference,
 )
-from orchestrator.environments.setup.plan import env_image_name, plan_environment
 from orchestrator.errors import UserError
 from orchestrator.housekeeping.prune import cached_images
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import load_settings
+from orchestrator.setup.plan import env_image_name, plan_environment
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import GatewayProxy

@@ -9,7 +9,6 @@ import pytest
 
 from orchestrator.patches.apply import EMPTY_PATCH, apply_patch
 from orchestrator.patches.diff import (
-    binary_stubs,
     drop_binary_stubs,
     join_patch,
     normalize_patch,
@@ -119,10 +118,10 @@ def test_binary_changes_without_data_are_found(tmp_path):
     after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1])
     with_data = host_diff(tmp_path, BASE_FILES, after, "--binary")
     assert "GIT binary patch" in with_data
-    assert binary_stubs(with_data) == []
-    assert binary_stubs(host_diff(tmp_path / "2", BASE_FILES, after)) == ["logo.bin"]
+    assert drop_binary_stubs(with_data) == (with_data, [])
+    assert drop_binary_stubs(host_diff(tmp_path / "2", BASE_FILES, after))[1] == ["logo.bin"]
     header_only = with_data.split("GIT binary patch")[0] + "GIT binary patch\n"
-    assert binary_stubs(header_only) == ["logo.bin"]
+    assert drop_binary_stubs(header_only)[1] == ["logo.bin"]
 
 
 def test_binary_stubs_are_dropped_and_named():

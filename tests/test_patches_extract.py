@@ -10,10 +10,19 @@ from pathlib import Path
 import pytest
 
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
-from orchestrator.patches.diff import drop_files, touched_files
+from orchestrator.patches.diff import GIT_STARTS, drop_files, split_patch
 from orchestrator.patches.extract import extract_patch
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
+
+
+def touched_files(patch: str) -> list[str]:
+    """The repository paths a patch's sections name, in order: created and deleted files once
+    (``/dev/null`` is not a path), renamed and copied files by both names."""
+    seen: dict[str, None] = {}
+    for section in split_patch(patch, GIT_STARTS)[1]:
+        seen.update(dict.fromkeys(section.names))
+    return list(seen)
 
 
 def lines(*rows: str) -> str:

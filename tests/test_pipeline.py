@@ -13,6 +13,7 @@ import pytest
 
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Reason, Status
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
 
@@ -24,7 +25,9 @@ ALL = ["demo__calc-1", "demo__textkit-1", "demo__units-1"]
 
 
 def _evaluate(run_ctx, instances, url, **kwargs):
-    return asyncio.run(run_evaluation(run_ctx, instances, url, concurrency=2, **kwargs))
+    return asyncio.run(
+        run_evaluation(run_ctx, instances, A2AParticipant(url=url), concurrency=2, **kwargs)
+    )
 
 
 @pytest.fixture(scope="module")

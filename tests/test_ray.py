@@ -26,6 +26,7 @@ from orchestrator.errors import UserError
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.housekeeping.reaper import remove_dead_node_containers
 from orchestrator.models import Reason, Status
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.ray_runner import RayRunner
 from orchestrator.run.scheduler import run_evaluation
@@ -86,7 +87,12 @@ def test_a_run_on_two_worker_nodes_resolves_every_instance_like_a_local_run(
     ctx = _ray_ctx(env_settings, docker_backend, tmp_path, ray_cluster.address, TEST_RUN_ID)
     events = []
     results = asyncio.run(
-        run_evaluation(ctx, [synthetic_instances[i] for i in ALL], gold_url, on_event=events.append)
+        run_evaluation(
+            ctx,
+            [synthetic_instances[i] for i in ALL],
+            A2AParticipant(url=gold_url),
+            on_event=events.append,
+        )
     )
     assert [(r.instance_id, r.status) for r in results] == [(i, Status.RESOLVED) for i in ALL]
     # the run directory is the driver's, with the files each node sent back
@@ -129,7 +135,7 @@ def _run_and_lose_a_node(cluster, settings, docker_backend, instances, url, run_
     killer = threading.Thread(target=kill_the_victim_mid_instance, daemon=True)
     killer.start()
     try:
-        results = asyncio.run(run_evaluation(ctx, instances, url))
+        results = asyncio.run(run_evaluation(ctx, instances, A2AParticipant(url=url)))
     finally:
         killer.join(timeout=5)
         workers[0] = _add_worker(ray_cluster)  # the node comes back for the other tests

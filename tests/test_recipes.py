@@ -13,7 +13,6 @@ from orchestrator.spec.recipes import (
     Recipe,
     load_recipes,
     pins_for,
-    recipe_for,
     recipe_key,
     test_command,
     test_directives,
@@ -26,6 +25,13 @@ SPECS = json.loads((DATA / "swebench-specs" / "specs.json").read_text())
 ENVS = DATA / "swebench-specs" / "environments"
 SYSTEM_LIBS = {"libgcc-ng", "openssl", "python", "pip", "ca-certificates", "-libgcc-mutex"}
 SYSTEM_LIBS |= {"ncurses", "readline", "sqlite", "tk", "xz", "zlib", "libffi", "ld-impl-linux-64"}
+
+
+def recipe_for(instance: Instance) -> Recipe:
+    """The bundled recipe of the instance's ``(repo, version)``."""
+    return load_recipes()[(instance.repo, instance.version)]
+
+
 LOG_FORMATS = {"pytest", "pytest_options", "pytest_v2", "django", "sympy", "seaborn", "matplotlib"}
 
 
@@ -141,13 +147,6 @@ def test_instance_specific_astroid(instances):
         astroid = [p for p in frozen_pip_pins(iid) if p.startswith("astroid==")]
         assert [p for p in pins_for(recipe, instances[iid]) if norm(p) == "astroid"] == astroid
     assert recipe.instance_pins == {"pylint-dev__pylint-4661": ["astroid==2.6.6"]}
-
-
-def test_recipe_for_unknown_pair():
-    instance = patch_instance("django/django", "")
-    instance.version = "0.0"
-    with pytest.raises(UserError, match=r"No recipe for django/django version '0.0'"):
-        recipe_for(instance)
 
 
 def test_recipe_key_is_stable_and_tracks_the_environment():

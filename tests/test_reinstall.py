@@ -11,20 +11,20 @@ import pytest
 
 from orchestrator.context.successor import successor
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.dependencies.reinstall import (
+from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.grading.reinstall.contained import (
     changes_build_inputs,
     contained_reinstall,
     needs_reinstall,
     reinstall_after_patch,
 )
-from orchestrator.environments.dependencies.reinstall_guard import (
+from orchestrator.grading.reinstall.guard import (
     RepoChanges,
     Written,
     pth_problem,
     reinstall_problems,
     repo_file_problem,
 )
-from orchestrator.environments.prepared import test_recipe as recipe_of
 from orchestrator.sandbox import FileMissing
 from orchestrator.spec.recipes import load_recipes
 
@@ -268,8 +268,8 @@ open('/tmp/egress.json', 'w').write(json.dumps(out))
 
 
 def test_the_proxy_lets_through_only_connect_to_the_index_hosts_on_443():
-    from orchestrator.environments.dependencies.reinstall_egress import index_hosts
-    from orchestrator.environments.dependencies.reinstall_proxy import allowed_target
+    from orchestrator.grading.reinstall.egress import index_hosts
+    from orchestrator.grading.reinstall.proxy import allowed_target
 
     hosts = frozenset({"pypi.org", "files.pythonhosted.org"})
     assert allowed_target("CONNECT pypi.org:443 HTTP/1.1", hosts) == ("pypi.org", 443)

@@ -40,12 +40,12 @@ def test_a_local_service_answers_the_tests_with_the_network_off(
 def test_validation_runs_the_gold_tests_n_times_and_leaves_flaky_ones_out(
     run_ctx, synthetic_instances, runs
 ):
-    from orchestrator.validation.validation import validate_instance
+    from orchestrator.validation.validation import validate
 
     instance = synthetic_instances["demo__calc-1"]
     prepared = prepare_instance(run_ctx, instance)
     run_ctx.settings = run_ctx.settings.replace(**{"validation_runs": runs})
-    check = validate_instance(run_ctx, instance, prepared.snapshot, recipe_of(prepared))
+    check = validate(run_ctx, instance, prepared.snapshot, recipe_of(prepared))
     assert check.ok, check.message
     flaky = ["tests/test_calc.py::test_flaky_between_runs"]
     assert check.flaky == (flaky if runs == 2 else [])

@@ -273,9 +273,8 @@ def test_the_cli_prints_one_line_and_no_traceback_for_a_bad_variable(tmp_path):
 
 def _options() -> list[tuple[str, str]]:
     """(command, help) of every option of every CLI command."""
-    from orchestrator.frontends.cli import _register_optional_commands, app
+    from orchestrator.frontends.cli import app
 
-    _register_optional_commands()  # run, validate, serve...: registered by main()
     found: list[tuple[str, str]] = []
 
     def walk(command: Any, path: str) -> None:  # typer's own click: duck-typed

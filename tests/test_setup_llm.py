@@ -12,15 +12,18 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from orchestrator.environments.setup.agent.setup_agent import SetupAgent
-from orchestrator.environments.setup.agent.setup_llm import (
+from orchestrator.errors import UserError
+from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.settings import Settings, SetupAgentConfig
+from orchestrator.setup.agent.setup_agent import SetupAgent
+from orchestrator.setup.agent.setup_llm import (
     activate_script,
     check_llm_settings,
     make_client,
     run_llm_setup,
 )
-from orchestrator.environments.setup.agent.setup_log import SetupLog
-from orchestrator.environments.setup.agent.setup_models import (
+from orchestrator.setup.agent.setup_log import SetupLog
+from orchestrator.setup.agent.setup_models import (
     ACTIVATE_PATH,
     AgentLimits,
     FinishArgs,
@@ -29,9 +32,6 @@ from orchestrator.environments.setup.agent.setup_models import (
     RetryPolicy,
     SetupFacts,
 )
-from orchestrator.errors import UserError
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.settings import Settings, SetupAgentConfig
 
 from .fake_anthropic import (
     FORBIDDEN,
@@ -225,7 +225,6 @@ def test_turns_and_tokens_are_summed_over_turns(tmp_path):
         result = run_agent(fake, Tools(), tmp_path)
     assert result.success
     assert (result.turns, result.input_tokens, result.output_tokens) == (3, 650, 60)
-    assert result.total_tokens == 710
     # a turn without tool use is answered with a nudge to go on
     assert "finish" in fake.requests[2]["messages"][-1]["content"]
 

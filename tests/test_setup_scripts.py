@@ -6,13 +6,23 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from orchestrator.environments.setup.pins import raise_pins
-from orchestrator.environments.setup.setup_scripts import base_commit_script, recipe_setup_script
+from orchestrator.base_commit.scripts import base_commit_script
+from orchestrator.dependencies.install import install_script, render
+from orchestrator.dependencies.pins import raise_pins
 from orchestrator.models import Instance
+from orchestrator.setup.scripts import environment_script
 from orchestrator.spec.recipes import Recipe, load_recipes
+
+
+def recipe_setup_script(recipe: Recipe, pins: list[str], **environment: Any) -> str:
+    """Phases 2 and 3 of a recipe as one runnable bash script (their two scripts in a row)."""
+    return render(environment_script(recipe, pins, **environment)) + render(
+        install_script(recipe, pins)
+    )
 
 
 def _recipe(**fields: object) -> Recipe:
@@ -64,7 +74,7 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
     ],
 )
 def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(pins, constraint):
-    from orchestrator.environments.setup.pins import build_constraints
+    from orchestrator.dependencies.pins import build_constraints
 
     assert build_constraints(pins).strip() == constraint
     script = recipe_setup_script(_recipe(), pins)
@@ -87,8 +97,8 @@ def test_a_base_commit_newer_than_the_environment_image_comes_from_the_clean_his
     """The environment image's repository is the mirror as it was when the image was built;
     a base commit fetched into the mirror later (the proxy sweep of docs/validation-proxy.md
     met it: "reference is not a tree") is fetched from the clean history phase 4 puts in."""
-    from orchestrator.environments.checkout.clean_history import export_clean_git
-    from orchestrator.environments.setup.setup_scripts import CLEAN_GIT, SWE_DIR, TESTBED
+    from orchestrator.base_commit.clean_history import export_clean_git
+    from sandbox_tools.contract import CLEAN_GIT, SWE_DIR, TESTBED
 
     def git(*args: str, cwd=None) -> str:
         env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",

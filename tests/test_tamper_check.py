@@ -76,7 +76,7 @@ def test_what_the_gold_patch_does_too_is_not_held_against_a_patch():
     ]
 
 
-# ---------------------------------------------------------------- the AST (issue 20)
+# ------------------------------------------------------------------------------- the AST
 @pytest.mark.parametrize(
     ("lines", "reason"),
     [

@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import test_recipe as recipe_of
-from orchestrator.validation.validation import _cache_path, validate_instance
+from orchestrator.validation.validation import _cache_path, validate
 
 pytestmark = pytest.mark.container
 
@@ -26,7 +26,7 @@ diff --git a/README.md b/README.md
 def _validate(run_ctx, instance, prepared, recipe=None, runs=2):
     run_ctx.settings = run_ctx.settings.replace(validation_runs=runs)
     _cache_path(run_ctx, prepared.instance_image).unlink(missing_ok=True)  # validate again
-    check = validate_instance(run_ctx, instance, prepared.snapshot, recipe or recipe_of(prepared))
+    check = validate(run_ctx, instance, prepared.snapshot, recipe or recipe_of(prepared))
     return check, run_ctx.instance_dir(instance)
 
 

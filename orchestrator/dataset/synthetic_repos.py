@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sandbox_tools.contract import SERVICES_DIR
+
 
 @dataclass
 class SyntheticRepo:
@@ -111,13 +113,13 @@ CALC = SyntheticRepo(
         "log_format": "pytest",
         # a test that needs a local service (like old requests' httpbin), network off
         "service_setup": [
-            "mkdir -p /opt/swe/services/www",
-            "echo calc-service > /opt/swe/services/www/index.html",
+            f"mkdir -p {SERVICES_DIR}/www",
+            f"echo calc-service > {SERVICES_DIR}/www/index.html",
         ],
         "services": [
             {
                 "command": "python3 -m http.server 8766 --bind 127.0.0.1 "
-                "--directory /opt/swe/services/www",
+                f"--directory {SERVICES_DIR}/www",
                 "port": 8766,
             }
         ],

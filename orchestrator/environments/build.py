@@ -1,4 +1,5 @@
-"""Phases 1-4: checkout, environment setup, dependencies, base commit and history hygiene.
+"""The images of phases 1-4: :func:`environment` (phases 1-3) and :func:`base_commit`
+(phase 4), each from the caches where possible.
 
 The outcome of phases 1-3 is an *environment image* keyed by (repo, environment_setup_commit,
 recipe or agent); the outcome of phase 4 is an *instance image* (the repository at
@@ -6,8 +7,8 @@ recipe or agent); the outcome of phase 4 is an *instance image* (the repository 
 with the same key starts from the image. Two instances needing the same missing image at once
 build it once (a host file lock per key).
 
-Contract of every environment (recipe or LLM): ``/testbed`` holds the repository and
-sourcing ``/opt/swe/activate.sh`` in bash activates its Python environment and cd's there.
+Every environment (recipe or LLM) keeps the container contract of
+:mod:`sandbox_tools.contract`.
 """
 
 from __future__ import annotations
@@ -15,37 +16,32 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from orchestrator.base_commit import reinstall_at_base
+from orchestrator.checkout.repo_cache import check_complete
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.base_commit.instance_image import (
-    ensure_instance_image,
-    reinstall_at_base,
-)
-from orchestrator.environments.checkout.repo_cache import check_complete
+from orchestrator.environments.build_steps import cached
+from orchestrator.environments.env_image import EnvImage, ensure_env_image
+from orchestrator.environments.instance_image import ensure_instance_image
 from orchestrator.environments.prepared import PreparedInstance
-from orchestrator.environments.setup.build_steps import cached
-from orchestrator.environments.setup.env_image import ensure_env_image
-from orchestrator.environments.setup.plan import (
-    SetupFailed,
-    instance_image_name,
-    plan_environment,
-)
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox import Snapshot
+from orchestrator.setup.plan import EnvPlan, SetupFailed, instance_image_name, plan_environment
 
 
-def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
-    """Phases 1-4 for one instance, from the caches where possible; what the instance's
-    containers start from is what the backend kept (:meth:`SandboxBackend.keep`).
+class Environment(BaseModel):
+    """Phases 1-3's outcome for one instance: its plan and its environment image."""
 
-    One sequence for every backend: phases 1-3 in a set-up sandbox kept as the environment,
-    phase 4 in a second one started from it, kept as the instance. What differs is what the
-    backend and its image store answer: under the full Docker policy images (committed,
-    cached, pulled, tagged and pushed); under the restricted one (Amber's gateway: no
-    commit, tag or push) host file packs over the image the set-up started from, nothing
-    cached or pushed, a pulled image used under its registry reference."""
-    log_path = ctx.instance_dir(instance) / "setup.log"
-    timings: dict[str, float] = {}
+    plan: EnvPlan
+    image: EnvImage
+    seconds: float = 0.0
+
+
+def environment(ctx: RunContext, instance: Instance) -> Environment:
+    """Phases 1-3 for one instance (:func:`~orchestrator.environments.env_image.ensure_env_image`
+    runs check_out, set_up and install_dependencies when no cache has the image)."""
     started = time.monotonic()
     plan = plan_environment(ctx, instance)
     if not cached(ctx, instance_image_name(ctx, instance, plan)):
@@ -53,29 +49,52 @@ def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
             check_complete(ctx.settings, instance)
         except UserError as exc:
             raise SetupFailed(f"checkout: {exc}") from exc
-    env = ensure_env_image(ctx, instance, plan, log_path)
-    timings["setup"] = time.monotonic() - started
+    image = ensure_env_image(ctx, instance, plan, _log_path(ctx, instance))
+    return Environment(plan=plan, image=image, seconds=time.monotonic() - started)
+
+
+def base_commit(ctx: RunContext, instance: Instance, env: Environment) -> PreparedInstance:
+    """Phase 4 for one instance, from the cache where possible (else
+    :func:`~orchestrator.base_commit.prepare_base_commit` in a container of the environment);
+    what the instance's containers start from is what the backend kept
+    (:meth:`.SandboxBackend.keep`).
+
+    One sequence for every backend: what differs is what the backend and its image store
+    answer: under the full Docker policy images (committed, cached, pulled, tagged and
+    pushed); under the restricted one (Amber's gateway: no commit, tag or push) host file
+    packs over the image the set-up started from, nothing cached or pushed, a pulled image
+    used under its registry reference."""
+    log_path = _log_path(ctx, instance)
     started = time.monotonic()
-    reinstall = reinstall_at_base(ctx, instance, plan, env.reinstall, log_path)
+    plan, image = env.plan, env.image
+    reinstall = reinstall_at_base(ctx.settings, instance, plan, image.reinstall, log_path)
     try:
         kept, inst_hit = ensure_instance_image(
-            ctx, instance, plan, env.start_from(), log_path, reinstall, env.shared_history
+            ctx, instance, plan, image.start_from(), log_path, reinstall, image.shared_history
         )
     finally:
-        env.start_from().discard()  # a host file pack (the restricted policy); images stay
+        image.start_from().discard()  # a host file pack (the restricted policy); images stay
     _note_kept(log_path, kept)
-    timings["base_commit"] = time.monotonic() - started
     return PreparedInstance(
         plan=plan,
-        env_image=env.name,
+        env_image=image.name,
         snapshot=kept,
-        env_cache_hit=env.cache_hit,
+        env_cache_hit=image.cache_hit,
         instance_cache_hit=inst_hit,
-        test_cmd=env.test_cmd,
-        setup_tokens=env.tokens,
-        timings=timings,
-        python_used=env.python,
+        test_cmd=image.test_cmd,
+        setup_tokens=image.tokens,
+        timings={"setup": env.seconds, "base_commit": time.monotonic() - started},
+        python_used=image.python,
     )
+
+
+def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
+    """Phases 1-4 for one instance, from the caches where possible (a sweep, a benchmark)."""
+    return base_commit(ctx, instance, environment(ctx, instance))
+
+
+def _log_path(ctx: RunContext, instance: Instance) -> Path:
+    return ctx.instance_dir(instance) / "setup.log"
 
 
 def _note_kept(log_path: Path, kept: Snapshot) -> None:

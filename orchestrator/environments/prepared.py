@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from orchestrator.environments.setup.plan import EnvPlan
 from orchestrator.sandbox import Snapshot
+from orchestrator.setup.plan import EnvPlan
 from orchestrator.spec.recipes import Recipe
 
 

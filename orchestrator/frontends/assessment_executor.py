@@ -20,7 +20,6 @@ from a2a.types import Message, Part, TaskState
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
-from orchestrator.environments.setup.images import base_pythons
 from orchestrator.errors import UserError
 from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
@@ -36,12 +35,14 @@ from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once
+from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.run.bootstrap import start_run
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
 from orchestrator.sandbox.factory import backend_from
 from orchestrator.settings import Settings
 from orchestrator.settings.serve import split_keys
+from orchestrator.setup.images import base_pythons
 
 DEFAULT_HEARTBEAT = 20.0
 ARTIFACT_NAME = "swe-bench-verified-result"
@@ -258,7 +259,7 @@ class AssessmentExecutor(AgentExecutor):
         return await run_evaluation(
             ctx,
             instances,
-            request.participant_url,
+            A2AParticipant(url=request.participant_url),
             concurrency=concurrency,
             on_event=on_event,
             heartbeat=self.heartbeat,

@@ -12,7 +12,15 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.errors import UserError
+from orchestrator.frontends.commands import envs_app, instances_app
+from orchestrator.frontends.commands_inspect import inspect_cmd
+from orchestrator.frontends.commands_report import report_cmd
+from orchestrator.frontends.commands_run import demo_cmd, run_cmd
+from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
+from orchestrator.frontends.server import serve_command
 from orchestrator.log import configure_logging
+from orchestrator.participant.reference.cli import app as participant_app
+from orchestrator.run.outcome import EXIT_INTERRUPTED, EXIT_USAGE
 from orchestrator.settings import Settings, config_file, load_settings
 
 app = typer.Typer(
@@ -108,8 +116,8 @@ def images_build(
     force: Annotated[bool, typer.Option(help="Rebuild images that exist.")] = False,
 ) -> None:
     """Build the base images (skips those that exist)."""
-    from orchestrator.environments.setup.images import SUITES, build_base_images
     from orchestrator.sandbox.factory import backend_from
+    from orchestrator.setup.images import SUITES, build_base_images
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
@@ -243,18 +251,18 @@ def parse_age(text: str) -> float:
     return float(match[1]) * scale
 
 
-def _register_optional_commands() -> None:
-    """Command groups that live in their own modules."""
-    from importlib import import_module
-
-    for module in ("commands",):
-        try:
-            mod = import_module(f".{module}", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{module}":
-                raise
-            continue
-        mod.register(app)
+# the commands of the other command modules, each registered here by name: a module that
+# fails to import fails the CLI, never drops a command (tests/test_cli_commands.py)
+app.command("validate")(validate_cmd)
+app.command("validation-report")(validation_report_cmd)
+app.command("run")(run_cmd)
+app.command("report")(report_cmd)
+app.command("inspect")(inspect_cmd)
+app.command("demo")(demo_cmd)
+app.command("serve")(serve_command)
+app.add_typer(instances_app, name="instances")
+app.add_typer(envs_app, name="envs")
+app.add_typer(participant_app, name="participant", help="Reference participants.")
 
 
 def _tidy_help(command: Any) -> None:
@@ -277,14 +285,13 @@ def _tidy_help(command: Any) -> None:
 
 def main() -> None:
     """Entry point: user errors print one line, never a traceback."""
-    _register_optional_commands()
     command = typer.main.get_command(app)
     _tidy_help(command)
     try:
         command.main(prog_name="swe-green")
     except UserError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)

@@ -1,9 +1,8 @@
-"""Command groups of ``swe-green`` beyond the foundation: instances, validate, envs, run,
-report, demo, participant, serve."""
+"""``swe-green instances`` and ``swe-green envs`` (:mod:`.cli` registers them)."""
 
 from __future__ import annotations
 
-import contextlib
+import json
 import time
 from typing import Annotated
 
@@ -21,10 +20,6 @@ from orchestrator.frontends.cli_common import (
     console,
     select_instances,
 )
-from orchestrator.frontends.commands_inspect import inspect_cmd
-from orchestrator.frontends.commands_report import report_cmd
-from orchestrator.frontends.commands_run import demo_cmd, run_cmd
-from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
 from orchestrator.settings import load_settings
 
 instances_app = typer.Typer(help="Benchmark instances.", no_args_is_help=True)
@@ -66,6 +61,44 @@ def envs_ls() -> None:
         table.add_row(image.tag, image.kind, _size(image.size), _ago(image.last_used))
     console.print(table)
     console.print(f"{len(images)} image(s), {_size(sum(i.size for i in images))}")
+
+
+@envs_app.command("plan")
+def envs_plan(
+    instance_id: Annotated[str, typer.Argument(help="The instance whose environment to show.")],
+    as_json: Annotated[bool, typer.Option("--json", help="The steps as JSON data.")] = False,
+) -> None:
+    """Show how a recipe builds an instance's environment: the steps of phase 2 (the Python,
+    the virtual environment, the activate script) and phase 3 (build tools, pins, install),
+    each with the bash it runs."""
+    from orchestrator.dependencies.install import install_script
+    from orchestrator.setup.plan import find_recipe
+    from orchestrator.setup.scripts import environment_script
+    from orchestrator.spec.recipes import pins_for
+
+    settings = load_settings()
+    chosen = select_instances(settings, [instance_id], None, None, None, None)
+    if not chosen:
+        raise UserError(
+            f"No instance {instance_id} in the dataset.", "check the id (instances ls)."
+        )
+    instance = chosen[0]
+    recipe = find_recipe(settings, instance)
+    if recipe is None:
+        raise UserError(
+            f"No recipe for {instance.repo} {instance.version}: the LLM setup agent builds it.",
+            "add a recipe with SWE_GREEN_RECIPES_FILE, or use setup strategy llm.",
+        )
+    pins = pins_for(recipe, instance)
+    scripts = [environment_script(recipe, pins), install_script(recipe, pins)]
+    if as_json:
+        print(json.dumps([s.model_dump() for s in scripts], indent=2))
+        return
+    console.print(f"{instance.instance_id}: {recipe.repo} {recipe.version}, Python {recipe.python}")
+    for phase, script in zip(("phase 2", "phase 3"), scripts, strict=True):
+        for step in script.steps:
+            console.rule(f"{phase} ({script.name}): {step.title}")
+            console.print(step.bash or "(nothing)", markup=False, highlight=False, soft_wrap=True)
 
 
 @envs_app.command("prune")
@@ -135,22 +168,3 @@ def _size(size: int) -> str:
 def _ago(epoch: float) -> str:
     days = (time.time() - epoch) / 86400
     return f"{days:.1f} days ago" if days >= 1 else f"{days * 24:.1f} h ago"
-
-
-def register(app: typer.Typer) -> None:
-    """Add these commands to the main app."""
-    app.add_typer(instances_app, name="instances")
-    app.add_typer(envs_app, name="envs")
-    app.command("validate")(validate_cmd)
-    app.command("validation-report")(validation_report_cmd)
-    app.command("run")(run_cmd)
-    app.command("report")(report_cmd)
-    app.command("inspect")(inspect_cmd)
-    app.command("demo")(demo_cmd)
-    from orchestrator.participant.reference.cli import app as participant_app
-
-    app.add_typer(participant_app, name="participant", help="Reference participants.")
-    with contextlib.suppress(ImportError):
-        from orchestrator.frontends.server import serve_command
-
-        app.command("serve")(serve_command)

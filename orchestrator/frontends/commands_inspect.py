@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -56,10 +54,10 @@ def inspect_cmd(
     again from the cached images and the run's patch (--run names the run). While the shell
     is open, `gc` leaves the container alone.
     """
-    from orchestrator.frontends.cli import settings
     from orchestrator.housekeeping.inventory import find_container
+    from orchestrator.settings import load_settings
 
-    current = settings()
+    current = load_settings()
     run_id, run_dir = _run_of(run, current.storage.runs_dir)
     found = None
     if not recreate:
@@ -135,18 +133,15 @@ def _run_settings(current, run_dir: Path):  # noqa: ANN001, ANN202 - Settings
     return load_settings(**{**pinned, **saved.get("settings_overrides", {})})
 
 
-def _shell_argv(container: str, shell: str, rc: bool) -> list[str]:
-    argv = ["docker", "exec", "-it", "-w", "/testbed", container, shell]
-    if rc and shell == "bash":
-        from orchestrator.run.rerun import SHELL_RC
+def _open_shell(backend, container: str, shell: str, ready: bool) -> int:  # noqa: ANN001
+    """The shell in ``container`` at the repository; bash with the environment active and
+    the re-run commands when the container was made ready for it."""
+    from orchestrator.run.rerun import SHELL
+    from sandbox_tools.contract import TESTBED
 
-        argv += ["--rcfile", SHELL_RC, "-i"]
-    if not shutil.which("docker"):
-        raise UserError("The docker command is not installed.", f"run: {' '.join(argv)}")
-    if not sys.stdin.isatty():
-        argv.remove("-it")
-        argv.insert(2, "-i")
-    return argv
+    return int(
+        backend.open_shell(container, SHELL if ready and shell == "bash" else shell, TESTBED)
+    )
 
 
 def _say(prepared) -> None:  # noqa: ANN001 - rerun.Prepared
@@ -157,11 +152,10 @@ def _say(prepared) -> None:  # noqa: ANN001 - rerun.Prepared
 
 
 def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) -> int:  # noqa: ANN001
-    from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
-    from orchestrator.environments.setup.plan import find_recipe
     from orchestrator.housekeeping.engine_leases import hold_leases, live_everywhere
     from orchestrator.run.rerun import ready_for_shell
+    from orchestrator.setup.plan import find_recipe
 
     info, how = found
     data_dir = current.storage.data_dir
@@ -183,8 +177,7 @@ def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) ->
                 run_settings = _run_settings(current, run_dir) if run_dir else current
                 try:
                     instance = _instance(run_settings, info.instance_id)
-                    ctx = RunContext(run_settings, backend, holder, RunDir(data_dir / "inspect"))
-                    recipe = find_recipe(ctx, instance)
+                    recipe = find_recipe(run_settings, instance)
                     if recipe is not None:
                         run_of = RunDir(run_dir) if run_dir else None
                         sandbox = backend.attach(info.id)
@@ -193,7 +186,7 @@ def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) ->
                     err_console.print(f"No re-run commands: {exc}", highlight=False)
             if prepared is not None:
                 _say(prepared)
-            code = subprocess.call(_shell_argv(info.id, shell, prepared is not None))
+            code = _open_shell(backend, info.id, shell, prepared is not None)
         finally:
             if not running:
                 backend.stop_container(info.id, timeout=2)
@@ -220,7 +213,7 @@ def _open_recreated(current, instance_id: str, run_dir: Path, shell: str, keep: 
         try:
             err_console.print(f"Container {prepared.sandbox.name}:")
             _say(prepared)
-            code = subprocess.call(_shell_argv(prepared.sandbox.id, shell, True))
+            code = _open_shell(backend, prepared.sandbox.id, shell, True)
         finally:
             if keep:
                 err_console.print(f"Kept {prepared.sandbox.name} (remove it with `swe-green gc`).")

@@ -10,6 +10,7 @@ import typer
 
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli_common import console
+from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
 
 CompareWith = Annotated[
     Path | None,
@@ -86,9 +87,9 @@ def report_cmd(
 
         console.print(f"run viewer: {write_viewer(RunDir(run), comparison)}")
     if comparison is not None and not comparison.common:
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     if comparison is not None and comparison.regressed:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_REGRESSION)
 
 
 def _check_run_dir(path: Path) -> None:

@@ -13,17 +13,18 @@ import typer
 from orchestrator.errors import UserError
 from orchestrator.frontends import cli_common as cli
 from orchestrator.frontends.cli_common import console, err_console, present, start_cli_run
-from orchestrator.frontends.cli_participant import (
-    PARTICIPANT_KINDS,
-    check_card,
-    check_participant_spec,
-    participant_name,
-    participant_url,
-)
+from orchestrator.frontends.cli_participant import check_card, participant_name
 from orchestrator.frontends.live_progress import LiveProgress
 from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.log import run_log
+from orchestrator.participant.factory import (
+    PARTICIPANT_KINDS,
+    check_participant_spec,
+    open_participant,
+)
+from orchestrator.participant.protocol import A2AParticipant, Participant
 from orchestrator.run.leaderboard import write_leaderboard
+from orchestrator.run.outcome import EXIT_INTERRUPTED
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 if TYPE_CHECKING:
@@ -125,16 +126,14 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
     if not instances:
         raise UserError("The selection holds no instance.", "check --id/--pattern/--repo/--shard.")
     if settings.environment.setup_strategy == "llm":
-        from orchestrator.environments.setup.agent.setup_llm import check_llm_settings
+        from orchestrator.setup.agent.setup_llm import check_llm_settings
 
         check_llm_settings(settings)
-    with contextlib.ExitStack() as stack:
-        url = None
-        if predicted is None:
-            url = stack.enter_context(
-                participant_url(plan.participant or "", settings, plan.script)
-            )
-            check_card(url)
+    with open_participant(
+        plan.participant, settings, script=plan.script, predictions=predicted
+    ) as participant:
+        if isinstance(participant, A2AParticipant):
+            check_card(participant.url)
         ctx = start_cli_run(
             settings, "run", resume, output, run_id=plan.run_id,
             participant=plan.participant, participant_id=plan.participant_id,
@@ -147,9 +146,8 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
         # the live display owns the terminal; the log goes to <run>/run.log (stderr with -v)
         with _no_husk(ctx.run_dir.path, resume), run_log(ctx.run_dir.path) as log_path:
             results = _evaluate_live(
-                ctx, instances, predicted if predicted is not None else url, plan.concurrency,
-                resumed=resume is not None,
-            )  # fmt: skip
+                ctx, instances, participant, plan.concurrency, resumed=resume is not None
+            )
     _report(plan, ctx.run_dir, results, log_path)
 
 
@@ -208,7 +206,14 @@ def _predicted(settings: Settings, plan: RunPlan):  # noqa: ANN202
     return predicted, instances
 
 
-def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: bool):  # noqa: ANN001, ANN202
+def _evaluate_live(  # noqa: ANN202
+    ctx,
+    instances,
+    participant: Participant,
+    concurrency: int | None,
+    *,
+    resumed: bool,  # noqa: ANN001
+):
     """The scheduler's results, with the live display; Ctrl-C or SIGTERM keeps what is done."""
     from orchestrator.run.scheduler import interruptible, run_evaluation
     from orchestrator.run.select_runner import runner_for
@@ -216,7 +221,8 @@ def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: boo
     progress = LiveProgress(len(instances))
     runner = runner_for(ctx.settings)  # this host, or the Ray cluster of ray_address
     evaluation = run_evaluation(
-        ctx, instances, url, concurrency=concurrency, on_event=progress.update, resume=resumed,
+        ctx, instances, participant, concurrency=concurrency, on_event=progress.update,
+        resume=resumed,
         runner=runner,
     )  # fmt: skip
     try:
@@ -229,7 +235,7 @@ def _evaluate_live(ctx, instances, url, concurrency: int | None, *, resumed: boo
             f"interrupted: finished results kept in {run_dir}; continue with "
             f"`swe-green run --resume {run_dir}`"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         runner.close()
 

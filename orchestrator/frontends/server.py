@@ -18,7 +18,7 @@ One request is one A2A task (see :mod:`orchestrator.frontends.assessment` for th
 - a shard that the selection leaves empty ends ``completed`` with a summary and no row.
 
 Several assessments may run at once; each has its own run id and directory. Their instances
-share the host's slots (:class:`HostSlots`, ``concurrency`` in total): a later assessment
+share the host's slots (:class:`.admission.HostSlots`, ``concurrency`` in total): a later assessment
 queues and says so. Numbers in data parts reach A2A 0.3 clients as integers where they are
 whole (:mod:`orchestrator.frontends.compat03`). Optional: a bearer token on every A2A call, an
 allow-list of participant hosts; kept participant containers are capped.

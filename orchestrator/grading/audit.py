@@ -31,10 +31,10 @@ from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
 from orchestrator.spec.recipes import Recipe, test_files
+from sandbox_tools.contract import AUDIT_CONFIG, AUDIT_DIR, EVAL_DIR, TESTBED
 
-AUDIT_DIR = "/opt/swe/audit"
 HOOK_PATH = f"{AUDIT_DIR}/hook.py"
-CONFIG_PATH = f"{AUDIT_DIR}/config.json"
+CONFIG_PATH = AUDIT_CONFIG
 FIFO_PATH = f"{AUDIT_DIR}/events.fifo"
 PTH_PATH = f"{AUDIT_DIR}/swe-green-audit.pth"
 AUDIT_LOG = f"{AUDIT_DIR}/events.log"
@@ -45,7 +45,7 @@ HOOK_SOURCE = Path(__file__).with_name("audit_hook.py")
 PTH_LINE = (
     f"import builtins, os; os.path.isfile({HOOK_PATH!r}) and exec(compile(open({HOOK_PATH!r})"
     f".read(), {HOOK_PATH!r}, 'exec'), {{'__name__': '__swe_green_audit__', "
-    "'__builtins__': dict(vars(builtins))})\n"
+    f"'CONFIG': {CONFIG_PATH!r}, '__builtins__': dict(vars(builtins))}})\n"
 )
 
 
@@ -53,11 +53,11 @@ class AuditConfig(BaseModel):
     """What the hook watches: the patch's lines by repository path (``None``: every line of
     a file the patch adds), the hidden test files, and words that name the test runner."""
 
-    repo: str = "/testbed"
+    repo: str = TESTBED
     lines: dict[str, list[int] | None] = Field(default_factory=dict)
     tests: list[str] = Field(default_factory=list)
     runner_words: list[str] = Field(default_factory=list)
-    eval_dir: str = "/opt/swe/eval"
+    eval_dir: str = EVAL_DIR
     fifo: str = FIFO_PATH
 
 

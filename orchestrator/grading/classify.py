@@ -142,6 +142,22 @@ def detect_test_crash(
     return _summary_mismatch(summary.runner, counts, summary.reported, summary.subtest_skips)
 
 
+def _pytest_mismatch(counts: dict[str, int], reported: dict[str, int]) -> str | None:
+    """How pytest's result lines disagree with its summary's counts (None: they agree)."""
+    got = reported.get
+    passing_lines = got("PASSED", 0) + got("XPASS", 0)
+    if passing_lines > counts.get("passed", 0) + counts.get("xpassed", 0):
+        return f"{passing_lines} PASSED/XPASS lines, {counts.get('passed', 0)} passed"
+    if got("XFAIL", 0) > counts.get("xfailed", 0):
+        return f"{got('XFAIL', 0)} XFAIL lines, {counts.get('xfailed', 0)} xfailed"
+    # with -rA every failure is listed; without it (old pytest) no PASSED line is
+    if got("PASSED", 0) and got("FAILED", 0) < counts.get("failed", 0):
+        return f"{got('FAILED', 0)} FAILED lines, {counts.get('failed', 0)} failed"
+    if got("PASSED", 0) and got("ERROR", 0) < counts.get("error", 0):
+        return f"{got('ERROR', 0)} ERROR lines, {counts.get('error', 0)} errors"
+    return None
+
+
 def _summary_mismatch(
     runner: str, counts: dict[str, int], reported: dict[str, int] | None, subtest_skips: int
 ) -> str | None:
@@ -153,17 +169,8 @@ def _summary_mismatch(
         return f"the test output disagrees with the {runner} summary ({detail}): output tampered?"
 
     if runner == "pytest":
-        passing_lines = got("PASSED", 0) + got("XPASS", 0)
-        if passing_lines > counts.get("passed", 0) + counts.get("xpassed", 0):
-            return tampered(f"{passing_lines} PASSED/XPASS lines, {counts.get('passed', 0)} passed")
-        if got("XFAIL", 0) > counts.get("xfailed", 0):
-            return tampered(f"{got('XFAIL', 0)} XFAIL lines, {counts.get('xfailed', 0)} xfailed")
-        # with -rA every failure is listed; without it (old pytest) no PASSED line is
-        if got("PASSED", 0) and got("FAILED", 0) < counts.get("failed", 0):
-            return tampered(f"{got('FAILED', 0)} FAILED lines, {counts.get('failed', 0)} failed")
-        if got("PASSED", 0) and got("ERROR", 0) < counts.get("error", 0):
-            return tampered(f"{got('ERROR', 0)} ERROR lines, {counts.get('error', 0)} errors")
-        return None
+        detail = _pytest_mismatch(counts, reported)
+        return tampered(detail) if detail else None
     passing_lines = got(TestStatus.PASSED.value, 0) + got(TestStatus.XFAIL.value, 0)
     if runner == "django":
         # tests that ran minus those skipped (a test's further skipped subtests count in

@@ -19,7 +19,7 @@ is exempt, and what was dropped is reported (``Evaluation.excluded_files``).
 **Test output the code under test cannot rewrite cheaply**: nonce markers the test process
 never sees, an unprivileged test user (:func:`run_tests`, :func:`eval_script`); imitated
 markers or several runner summaries count every test as failing (``test_output_forged``);
-:func:`grading.detect_test_crash` catches result lines the runner did not count. What the
+:func:`.classify.detect_test_crash` catches result lines the runner did not count. What the
 patch's code does at test time is watched (:mod:`.audit`): evidence of forging or of reading
 the grading counts every test as failing (``tamper_detected``); a resolved result whose patch
 touches the runner's machinery is flagged ``suspicious`` (:mod:`.tamper_check`). The no-op
@@ -39,7 +39,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from orchestrator.context.successor import Successor
-from orchestrator.environments.dependencies.reinstall import contained_reinstall, needs_reinstall
 from orchestrator.grading.audit import (
     AuditConfig,
     AuditReport,
@@ -51,20 +50,18 @@ from orchestrator.grading.classify import classify, detect_test_crash, grade_tes
 from orchestrator.grading.grading_logs import GradingLogs
 from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
 from orchestrator.grading.markers import extract_between_markers
+from orchestrator.grading.reinstall.contained import contained_reinstall, needs_reinstall
 from orchestrator.grading.runner_summary import forged_output
 from orchestrator.grading.script import (
     AFTER_LIST,
     BEFORE_LIST,
     CHANGED_LIST,
-    EVAL_DIR,
     EVAL_SCRIPT_PATH,
     NONCE_VARIABLE,
     OUTPUT_FIFO,
     OUTPUT_PATH,
-    REPO_DIR,
     TEST_PATCH_FAILED,
     TEST_PATCH_PATH,
-    TEST_USER,
     eval_script,
     writable_paths,
 )
@@ -75,9 +72,10 @@ from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxErro
 from orchestrator.sandbox.archives import files_archive
 from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
+from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = [
-    "REPO_DIR", "TEST_USER", "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",
+    "Evaluation", "TestRun", "eval_script", "grade", "no_op_groups",
     "run_tests",
 ]  # fmt: skip
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024  # a test run printing more is a crash, not read in
@@ -226,7 +224,7 @@ def _recorded_writes(sandbox: Sandbox) -> list[str]:
     return writable_paths(*listings)
 
 
-def evaluate(
+def grade(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
@@ -262,7 +260,7 @@ def evaluate(
             Reason.EMPTY_PATCH, message + ", ".join(excluded), unchanged,
             excluded_files=excluded, logs=logs.files,
         )  # fmt: skip
-    applied = apply_patch(sandbox, gradeable, repo_dir=REPO_DIR, fuzz=fuzz)
+    applied = apply_patch(sandbox, gradeable, repo_dir=TESTBED, fuzz=fuzz)
     logs.write("apply", "apply.log", applied.log or applied.error)
     common = {"apply": applied, "excluded_files": excluded, "logs": logs.files}
     if not applied.applied:
@@ -273,7 +271,7 @@ def evaluate(
             message = "the reinstall the patch's build changes caused wrote beyond the "
             message += f"package's own files, so the tests did not run: {refused}"
             return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
-        watched = audit_config(sandbox, instance, recipe, gradeable, REPO_DIR, EVAL_DIR)
+        watched = audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR)
         run = run_tests(
             sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
             writable=writable, audit=watched,
@@ -302,7 +300,7 @@ def _reinstall(
         raise SandboxError("the patch must be installed again, and no fresh sandbox can be had")
     with contained_reinstall(
         sandbox, recipe, gradeable, timeout, successor or contextlib.nullcontext,
-        repo_dir=REPO_DIR, runner_files=runner_files(recipe),
+        repo_dir=TESTBED, runner_files=runner_files(recipe),
     ) as (graded_in, reinstalled):  # fmt: skip
         if reinstalled is None:
             yield graded_in, ""

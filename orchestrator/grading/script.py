@@ -24,10 +24,8 @@ from orchestrator.models import Instance
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.spec.recipes import Recipe, test_command, test_files
 from orchestrator.spec.services import service_start_lines, service_stop_lines
+from sandbox_tools.contract import ACTIVATE, EVAL_DIR, TESTBED
 
-REPO_DIR = "/testbed"
-ACTIVATE_SCRIPT = "/opt/swe/activate.sh"
-EVAL_DIR = "/opt/swe/eval"
 EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
 TEST_PATCH_PATH = f"{EVAL_DIR}/test.patch"
 OUTPUT_PATH = f"{EVAL_DIR}/output.txt"
@@ -38,7 +36,6 @@ AFTER_LIST = f"{EVAL_DIR}/tree-after.txt"
 CHANGED_LIST = f"{EVAL_DIR}/files-changed.txt"
 NONCE_VARIABLE = "SWE_GREEN_NONCE"
 # the unprivileged user the tests run as (``unprivileged_tests`` setting); Debian's nobody
-TEST_USER = "nobody"
 TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 # writable whatever validation saw, output directories at the repository root: pytest's cache
 # (pytest only warns without it, and a suite that turns warnings into errors fails), the
@@ -47,7 +44,7 @@ TEST_PATCH_FAILED = ">>>>> SWE_GREEN_TEST_PATCH_FAILED"
 # sys.path (sphinx); validation records the few directories of it that tox writes
 DEFAULT_WRITABLE = (".pytest_cache/", ".hypothesis/")
 
-_NOT_GIT = f"{REPO_DIR} -path {REPO_DIR}/.git -prune -o"
+_NOT_GIT = f"{TESTBED} -path {TESTBED}/.git -prune -o"
 # only what is not root's yet: a chown, even to the same owner, copies the whole file up into
 # the container's layer (sympy's tree: 2.5 s, 55 MB, and as long again to remove the container)
 _NOT_ROOTS = "\\( ! -user root -o ! -group root \\)"
@@ -125,12 +122,12 @@ def _prelude(instance: Instance, recipe: Recipe, user: str) -> list[str]:
         '    setpriv --reuid="$test_user" --regid="$(id -g "$test_user")" --clear-groups \\',
         '        env HOME="$test_home" USER="$test_user" LOGNAME="$test_user" bash -c "$1" 7>&-',
         "}",
-        f"source {ACTIVATE_SCRIPT}",
+        f"source {ACTIVATE}",
         *(f"export {name}={shlex.quote(value)}" for name, value in recipe.env.items()),
         "export PYTHONDONTWRITEBYTECODE=1",
         *recipe.eval_commands,
         *service_start_lines(recipe, EVAL_DIR),
-        f"cd {REPO_DIR}",
+        f"cd {TESTBED}",
         f"test_files=({files})",
         "reset_test_files() {",
         "    local f",
@@ -149,7 +146,7 @@ def _prelude(instance: Instance, recipe: Recipe, user: str) -> list[str]:
         "    exit 3",
         "fi",
         # nothing compiled before the tests is loaded but the image's own, verified and fresh
-        *sweep_lines(REPO_DIR),
+        *sweep_lines(TESTBED),
     ]
 
 
@@ -171,7 +168,7 @@ def _ownership(writable: Sequence[str], record: bool) -> list[str]:
             f"    find {_NOT_GIT} -type f -perm /7022 -exec chmod go-w,u-s,g-s {{}} +",
             f"    for w in {paths}; do",
             "        tree=; case $w in */) tree=1; w=${w%/} ;; esac",
-            f'        p={REPO_DIR}/$w; [ "$w" = . ] && p={REPO_DIR}',
+            f'        p={TESTBED}/$w; [ "$w" = . ] && p={TESTBED}',
             # never through a symbolic link (out of the repository, or onto another path)
             '        [ "$(realpath -m -- "$p")" = "$p" ] || continue',
             '        if [ -f "$p" ]; then chmod a+w -- "$p"; continue; fi',

@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Iterable
 
 from orchestrator.grading.tamper_loaders import assign_reasons, call_reasons, import_reasons
+from sandbox_tools.contract import TESTBED
 
 READS_TESTS = "reads test files or their source"
 DESCRIPTORS = "touches the runner's output descriptors"
@@ -361,7 +362,7 @@ def _climbs(node: ast.AST) -> bool:
         if isinstance(sub, ast.Attribute) and sub.attr == "parent":
             if isinstance(sub.value, ast.Attribute) and sub.value.attr == "parent":
                 return True
-        if _const_str(sub) in ("..", ".", "/testbed"):
+        if _const_str(sub) in ("..", ".", TESTBED):
             return True
     return False
 

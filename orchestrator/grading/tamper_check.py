@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from orchestrator.grading.tamper_ast import code_reasons, fragment_reasons
 from orchestrator.grading.tamper_files import ARCHIVE, binary_data_reasons, file_reasons, read_as
-from orchestrator.patches.diff import split_patch
+from orchestrator.patches.diff import FilePatch, split_patch
 
 # never dropped for the gold patch's sake: compiled files are not source whoever adds them
 COMPILED = "changes compiled or binary files"
@@ -88,30 +88,36 @@ def _reasons(patch: str, runners: set[str]) -> list[str]:
             paths.append(path)
 
     for part in split_patch(patch)[1]:
-        path = part.paths[-1] if part.paths else "?"
-        framework = False
-        for changed in part.paths:
-            if changed in runners:
-                add("changes the test runner script", changed)
-            if _FRAMEWORK.search(changed):
-                add("changes a test framework's module", changed)
-                framework = True
-        is_test_file = bool(_TEST_PATH.search(path))
-        kind = read_as(path, part)
-        for reason in sorted(file_reasons(path)) if part.new else ():
+        for reason, path in _part_reasons(part, runners):
             add(reason, path)
-        if kind == "binary":
-            add(COMPILED, path)
-            for reason in sorted(binary_data_reasons(part.text)):
-                add(reason if reason == ARCHIVE else f"{reason} (in binary data)", path)
-        elif kind == "text":
-            found = _ast_reasons(part.text) if not is_test_file else set()
-            found |= _line_reasons(part.text, is_test_file)
-            if framework:  # the framework's own modules import its internals
-                found.discard(_INTERNALS)
-            for reason in sorted(found):
-                add(reason, path)
     return [f"{reason}: {', '.join(paths)}" for reason, paths in reasons.items()]
+
+
+def _part_reasons(part: FilePatch, runners: set[str]) -> list[tuple[str, str]]:
+    """``(reason, path)`` for each rule one file's part of the patch breaks, in order."""
+    found: list[tuple[str, str]] = []
+    path = part.paths[-1] if part.paths else "?"
+    framework = False
+    for changed in part.paths:
+        if changed in runners:
+            found.append(("changes the test runner script", changed))
+        if _FRAMEWORK.search(changed):
+            found.append(("changes a test framework's module", changed))
+            framework = True
+    is_test_file = bool(_TEST_PATH.search(path))
+    kind = read_as(path, part)
+    found += [(reason, path) for reason in sorted(file_reasons(path)) if part.new]
+    if kind == "binary":
+        found.append((COMPILED, path))
+        for reason in sorted(binary_data_reasons(part.text)):
+            found.append((reason if reason == ARCHIVE else f"{reason} (in binary data)", path))
+    elif kind == "text":
+        text_reasons = _ast_reasons(part.text) if not is_test_file else set()
+        text_reasons |= _line_reasons(part.text, is_test_file)
+        if framework:  # the framework's own modules import its internals
+            text_reasons.discard(_INTERNALS)
+        found += [(reason, path) for reason in sorted(text_reasons)]
+    return found
 
 
 def _line_reasons(text: str, is_test_file: bool) -> set[str]:

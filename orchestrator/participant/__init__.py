@@ -1,2 +1,19 @@
-"""Phase 5: the participant over A2A (the client, the swe-sandbox protocol models, tool
-hosting) and the reference participants."""
+"""Phase 5: dispatch to the participant. :func:`dispatch` hands an instance to a
+:class:`~.protocol.Participant` (an A2A agent, a reference participant, a predictions file;
+made by :func:`~.factory.open_participant`). The A2A client (:mod:`.client`, with the
+``swe-sandbox`` protocol of :mod:`.wire`) answers the agent's tool calls with the sandbox tools
+(:mod:`.tools_host`); :mod:`.reference` holds the reference participants."""
+
+from __future__ import annotations
+
+from orchestrator.models import Instance
+from orchestrator.participant.client import ParticipantOutcome
+from orchestrator.participant.protocol import Participant, Workspace
+
+
+async def dispatch(
+    participant: Participant, instance: Instance, workspace: Workspace
+) -> ParticipantOutcome:
+    """Phase 5: the participant works on ``instance`` in ``workspace`` until it answers or
+    a limit ends its work. Never raises: a failure is an outcome with a reason."""
+    return await participant.solve(instance, workspace)

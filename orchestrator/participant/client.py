@@ -91,6 +91,8 @@ class ParticipantOutcome(BaseModel):
 
     final_text: str = ""
     final_data: dict[str, Any] | None = None
+    # a patch given as such (a predictions file): phase 6 takes it as it is, from no answer
+    patch: str | None = None
     tool_calls: int = 0
     turns: int = 0
     reason: Reason | None = None

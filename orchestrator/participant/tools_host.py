@@ -32,13 +32,13 @@ from typing import Any
 from orchestrator.errors import SandboxError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.sandbox import DiskLimitExceeded, ExecResult, Sandbox
+from sandbox_tools import contract
 from sandbox_tools import tools as tools_program
+from sandbox_tools.contract import CONTRACT_PATH, REQUEST_DIR, TOOLS_PATH
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, ArgumentError, validate_arguments
 from sandbox_tools.tools import BASH_WRAPPER, CLIENT
 from sandbox_tools.tools import cap_middle as cap_output
 
-TOOLS_PATH = "/opt/swe/tools.py"
-REQUEST_DIR = "/opt/swe/requests"
 ARGV_LIMIT = 64 * 1024
 # the in-container `search` stops by itself this long before the call's time limit
 _SEARCH_MARGIN = 2.0
@@ -54,6 +54,12 @@ def tools_source() -> bytes:
 
 
 @cache
+def contract_source() -> bytes:
+    """The bytes of ``sandbox_tools/contract.py``, copied beside the tools program."""
+    return Path(contract.__file__).read_bytes()
+
+
+@cache
 def server_port() -> int:
     """The in-container tool server's port on 127.0.0.1, from the program's bytes: 20000 to
     31999, below Linux's ephemeral range (32768-60999), so no outgoing connection holds it."""
@@ -65,6 +71,7 @@ def install_tools(sandbox: Sandbox, *, force: bool = False) -> None:
     with _installed_lock:
         if sandbox.id in _installed and not force:
             return
+    sandbox.write_file(CONTRACT_PATH, contract_source(), mode=0o644)
     sandbox.write_file(TOOLS_PATH, tools_source(), mode=0o755)
     with _installed_lock:
         _installed.add(sandbox.id)
@@ -151,7 +158,7 @@ def _run_program(
         result = sandbox.exec(argv, timeout=seconds)
         if result.timed_out:
             return _timed_out(call.id, result, seconds, output_limit)
-        if attempt == 1 and "can't open file" in result.stderr and TOOLS_PATH in result.stderr:
+        if attempt == 1 and _lost_program(result.stderr):
             install_tools(sandbox, force=True)  # the container lost the program: put it back
             continue
         break
@@ -235,3 +242,10 @@ def sandbox_tool_runner(sandbox: Sandbox, *, output_limit: int = 30_000) -> Tool
             )
 
     return run
+
+
+def _lost_program(stderr: str) -> bool:
+    """The container lost the tools program or its contract (a participant removed them)."""
+    return ("can't open file" in stderr and TOOLS_PATH in stderr) or (
+        "No module named 'contract'" in stderr
+    )

@@ -16,10 +16,10 @@ from pydantic import BaseModel, Field
 
 from orchestrator.models import Instance
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from sandbox_tools.contract import TESTBED
 
 PROTOCOL = "swe-sandbox"
 VERSION = 1
-WORKDIR = "/testbed"
 
 WirePart = tuple[Literal["text", "data"], Any]
 
@@ -73,7 +73,7 @@ def task_spec(instance: Instance, tools: list[dict[str, Any]], limits: WireLimit
         "version": VERSION,
         "instance_id": instance.instance_id,
         "repo": instance.repo,
-        "workdir": WORKDIR,
+        "workdir": TESTBED,
         "tools": tools,
         "limits": limits.model_dump(),
     }
@@ -90,7 +90,7 @@ def task_text(instance: Instance, tools: list[dict[str, Any]], limits: WireLimit
     return f"""\
 # Task: resolve an issue in {instance.repo} ({instance.instance_id})
 
-The repository is checked out at {WORKDIR} in a sandbox container (no network). Change the
+The repository is checked out at {TESTBED} in a sandbox container (no network). Change the
 source code so that the issue below is resolved. Do not change the tests; hidden tests will
 check your change.
 
@@ -115,7 +115,7 @@ tools (JSON schemas in the data part of this message):
 Answer without any tool call. Either include a unified diff of your change (a data part
 {{"patch": "<diff>"}}, <patch>...</patch> tags, a ```diff block, or a bare diff), or just say
 "done" after editing the files with the tools: the change is then taken from `git diff` of
-{WORKDIR} (new files included).
+{TESTBED} (new files included).
 
 ## Limits
 

@@ -58,6 +58,7 @@ from orchestrator.patches.safety import (
 )
 from orchestrator.safe_git import GIT, SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox
+from sandbox_tools.contract import TESTBED
 
 EMPTY_PATCH = "empty patch"
 
@@ -124,7 +125,7 @@ class ApplyOutcome(BaseModel):
 
 
 def apply_patch(
-    sandbox: Sandbox, patch: str, *, repo_dir: str = "/testbed", fuzz: int = 3
+    sandbox: Sandbox, patch: str, *, repo_dir: str = TESTBED, fuzz: int = 3
 ) -> ApplyOutcome:
     """Apply ``patch`` to the tree at ``repo_dir`` with the first strategy that works."""
     if not patch.strip():
@@ -186,27 +187,41 @@ def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutco
                 return _refused(problems)
         if first.kind != "failed":
             _run_script(sandbox, _BACKUP, "back up", work, repo_dir)
-        error = ""
-        for index, (strategy, commands, may_write) in enumerate(strategies):
-            if index == 0 and first.kind == "failed":
-                ok, error = False, first.error
-            else:
-                ok, error = _attempt(sandbox, strategy, commands, repo_dir, log)
-            if not ok and strategy.startswith("git") and _GIT_REFUSED_PATH.search(error):
-                if may_write:
-                    _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
-                return _refused([error], log)
-            if not ok and strategy.startswith("patch") and error.startswith(PATH_REFUSED):
-                return _refused([error.removeprefix(PATH_REFUSED + ": ")], log)
-            if ok:
-                if "--3way" in strategy:  # keep its result, unstaged like the others
-                    _run_script(sandbox, _RESTORE_INDEX, "unstage", work, repo_dir)
-                return ApplyOutcome(applied=True, strategy=strategy, log="\n".join(log))
-            if may_write:
-                _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
-        return ApplyOutcome(applied=False, error=error, log="\n".join(log))
+        return _each_strategy(sandbox, strategies, first, work, repo_dir, log)
     finally:
         sandbox.exec(["rm", "-rf", work], timeout=60)
+
+
+def _each_strategy(
+    sandbox: Sandbox,
+    strategies: list[tuple[str, list[list[str]], bool]],
+    first: _First,
+    work: str,
+    repo_dir: str,
+    log: list[str],
+) -> ApplyOutcome:
+    """The strategies in order until one applies (a failed first attempt counts as the
+    first's), the files restored from the backup after each that may have written; a path
+    refused by git or patch ends the attempt."""
+    error = ""
+    for index, (strategy, commands, may_write) in enumerate(strategies):
+        if index == 0 and first.kind == "failed":
+            ok, error = False, first.error
+        else:
+            ok, error = _attempt(sandbox, strategy, commands, repo_dir, log)
+        if not ok and strategy.startswith("git") and _GIT_REFUSED_PATH.search(error):
+            if may_write:
+                _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
+            return _refused([error], log)
+        if not ok and strategy.startswith("patch") and error.startswith(PATH_REFUSED):
+            return _refused([error.removeprefix(PATH_REFUSED + ": ")], log)
+        if ok:
+            if "--3way" in strategy:  # keep its result, unstaged like the others
+                _run_script(sandbox, _RESTORE_INDEX, "unstage", work, repo_dir)
+            return ApplyOutcome(applied=True, strategy=strategy, log="\n".join(log))
+        if may_write:
+            _run_script(sandbox, _RESTORE, "restore", work, repo_dir)
+    return ApplyOutcome(applied=False, error=error, log="\n".join(log))
 
 
 def _first_attempt(

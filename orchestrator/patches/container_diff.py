@@ -10,6 +10,7 @@ import uuid
 
 from orchestrator.errors import SandboxError
 from orchestrator.sandbox import Sandbox
+from sandbox_tools.contract import TESTBED
 
 
 class ContainerDiffError(SandboxError):
@@ -39,7 +40,7 @@ done < <("${git[@]}" ls-files -z --others --exclude-standard)
 """
 
 
-def container_diff(sandbox: Sandbox, base_commit: str, repo_dir: str = "/testbed") -> str:
+def container_diff(sandbox: Sandbox, base_commit: str, repo_dir: str = TESTBED) -> str:
     """The diff of ``repo_dir`` in the container against ``base_commit``: edited, deleted and
     new files (untracked ones too, ignored ones not), binary changes included.
 

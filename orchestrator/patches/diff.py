@@ -4,7 +4,7 @@
 following hunk line counts so that a removed line reading ``--- x`` is never taken for a file
 header. :func:`split_patch` cuts a patch into :class:`FilePatch` sections, each with the paths
 it names (``/dev/null`` is not a path; both names of a rename or copy).
-:func:`touched_files` and :func:`drop_files` read and filter a patch by file. All pure.
+:func:`drop_files` filters a patch by file. All pure.
 
 Paths are read as git writes them: C-quoted when they hold odd characters, ``a/``/``b/``
 prefixes removed. Patches keep their line endings (CRLF stays CRLF).
@@ -200,15 +200,6 @@ def raw_header_paths(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in found if p != "/dev/null"))
 
 
-def touched_files(patch: str) -> list[str]:
-    """The repository paths a patch changes, in order: created and deleted files once
-    (``/dev/null`` is not a path), renamed and copied files by both names."""
-    seen: dict[str, None] = {}
-    for section in split_patch(patch, GIT_STARTS)[1]:
-        seen.update(dict.fromkeys(section.names))
-    return list(seen)
-
-
 def drop_files(patch: str, files: Iterable[str]) -> tuple[str, list[str]]:
     """``patch`` without the sections that touch any of ``files``, and the paths dropped."""
     unwanted = set(files)
@@ -297,11 +288,6 @@ def normalize_patch(patch: str) -> str:
     if patch and not patch.endswith("\n"):
         patch += "\n"
     return patch
-
-
-def binary_stubs(patch: str) -> list[str]:
-    """The files whose binary change the patch announces without carrying the data."""
-    return [part.paths[-1] if part.paths else "?" for part in split_patch(patch)[1] if _stub(part)]
 
 
 def drop_binary_stubs(patch: str) -> tuple[str, list[str]]:

@@ -1,10 +1,17 @@
 """The seven phases for one instance, joined: ``run_instance`` always returns a result.
 
-1-4  prepare_instance (environments/build.py): checkout, setup, dependencies, base commit
- +   validate_instance (environments/validation.py): the environment can run the tests
-5    run_participant (participant/client.py): the participant works in its own container
-6    the patch (patches/): from the answer, else the container's diff; test files dropped
-7    evaluate (grading/evaluation.py): apply, run the tests with the network off, classify
+Each phase is a package with one entry, and :func:`run_instance` reads as their calls:
+
+1-3  environment (environments/build.py): check_out (checkout/), set_up (setup/) and
+     install_dependencies (dependencies/), or the cached environment image
+4    base_commit (environments/build.py): prepare_base_commit (base_commit/), or the cached
+     instance image
+ +   validate (validation/): the environment can run the instance's tests
+5    dispatch (participant/): the participant works, in its own container if it needs one
+6    take_patch (patches/): from the answer, else the container's diff; test files dropped
+7    grade (grading/): apply, run the tests with the network off, classify
+
+How the path is concurrent, and how its containers are cleaned up, is :mod:`.instance_scope`.
 """
 
 from __future__ import annotations
@@ -19,29 +26,28 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
-from orchestrator.environments.build import prepare_instance
+from orchestrator.dependencies.bytecode import drop_manifest_command
+from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, test_recipe
-from orchestrator.environments.setup.bytecode import drop_manifest_command
-from orchestrator.environments.setup.plan import SetupFailed
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading.evaluation import TEST_USER, Evaluation, evaluate
+from orchestrator.grading import grade
+from orchestrator.grading.evaluation import Evaluation
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
-from orchestrator.participant.client import (
-    ParticipantLimits,
-    ParticipantOutcome,
-    run_participant,
-)
-from orchestrator.participant.predictions import Predictions
+from orchestrator.participant import dispatch
+from orchestrator.participant.client import ParticipantLimits, ParticipantOutcome
+from orchestrator.participant.protocol import Participant, Workspace
 from orchestrator.participant.tools_host import sandbox_tool_runner
-from orchestrator.patches.container_diff import ContainerDiffError, container_diff
-from orchestrator.patches.diff import drop_files
+from orchestrator.patches import TakenPatch, take_patch
+from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
-from orchestrator.run.grading_container import GradingContainer, wait_through_cancels
+from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
-from orchestrator.sandbox import DiskLimitExceeded, Sandbox
+from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
+from orchestrator.setup.plan import SetupFailed
 from orchestrator.spec.recipes import test_files
-from orchestrator.validation.validation import validate_instance
+from orchestrator.validation import validate
+from sandbox_tools.contract import TEST_USER, TESTBED
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
 
@@ -74,32 +80,24 @@ class Excluded:
 async def run_instance(
     ctx: RunContext,
     instance: Instance,
-    participant_url: str | Predictions,
+    participant: Participant,
     on_phase: PhaseCallback | None = None,
 ) -> InstanceResult:
-    """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception.
-
-    With :class:`Predictions` instead of a participant's URL, phase 5 is skipped: the patch is
-    the prediction's (phase 6 drops the hidden test files from it as from any patch)."""
+    """Run phases 1-7 for ``instance``; errors become an ``error`` result, never an exception
+    (a cancel is passed on once the instance's containers are cleaned up)."""
     # every log line of this task (and its threads) carries the run and the instance
     structlog.contextvars.bind_contextvars(run_id=ctx.run_id, instance_id=instance.instance_id)
-    run = _InstanceRun(ctx, instance, on_phase)
+    run = _InstanceRun(ctx, instance, participant, on_phase)
     try:
-        prepared = await run.set_up()  # phases 1-4
-        excluded = await run.validate(prepared)  # phase 4: the environment runs the tests
-        if isinstance(participant_url, Predictions):
-            patch = await run.predicted_patch(participant_url)  # phase 6, no phase 5
-        else:
-            outcome = await run.participant_works(prepared, participant_url)  # phase 5
-            patch = await run.take_patch(outcome)  # phase 6
+        env = await run.environment()  # phases 1-3
+        prepared = await run.base_commit(env)  # phase 4
+        excluded = await run.validate(prepared)  # the environment runs the tests
+        outcome = await run.dispatch(prepared)  # phase 5
+        patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
     except asyncio.CancelledError:
+        run.cancelled = True
         run.record(Status.ERROR, Reason.CANCELLED, "cancelled")
-        _dispose(ctx, run.participant, keep=False)
-        run.grader.drop_now()
-        await run.grader.removed()
-        run.discard()
-        raise
     except Exception as exc:  # noqa: BLE001 - one instance must never stop the others
         run.record_failure(exc)
     return await run.finish()
@@ -108,8 +106,12 @@ async def run_instance(
 class _InstanceRun:
     """One instance's way through the phases: what each phase adds to its result."""
 
-    def __init__(self, ctx: RunContext, instance: Instance, on_phase: PhaseCallback | None):
-        self.ctx, self.instance, self.on_phase = ctx, instance, on_phase
+    def __init__(
+        self, ctx: RunContext, instance: Instance, participant: Participant,
+        on_phase: PhaseCallback | None,
+    ) -> None:  # fmt: skip
+        self.ctx, self.instance, self.participant = ctx, instance, participant
+        self.on_phase = on_phase
         self.log = ctx.instance_log(instance)
         self.out_dir = ctx.instance_dir(instance)
         self.timings: dict[str, float] = {}
@@ -117,23 +119,34 @@ class _InstanceRun:
             instance_id=instance.instance_id, repo=instance.repo, status=Status.ERROR
         )
         self.started = time.monotonic()
-        self.participant: Sandbox | None = None
-        self.stopping: asyncio.Task[None] | None = None  # the participant's, after its answer
-        self.prepared: PreparedInstance | None = None
-        self.grader = GradingContainer(ctx, instance)
+        self.scope = InstanceScope()
+        self.cancelled = False
+        self.container: Sandbox | None = None  # the participant's
+        self.grading: asyncio.Task[Sandbox] | None = None  # the grading container's start
+        self.hidden_tests = test_files(instance.test_patch)  # never part of a graded patch
 
     def phase(self, name: str) -> None:
         self.log.info("phase", phase=name)
         if self.on_phase:
             self.on_phase(self.instance.instance_id, name)
 
-    async def set_up(self) -> PreparedInstance:
+    async def environment(self) -> Environment:
         self.phase("setup")
         try:
-            prepared = await asyncio.to_thread(prepare_instance, self.ctx, self.instance)
+            return await self.scope.blocking(environment, self.ctx, self.instance)
         except SetupFailed as exc:
             raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
-        self.prepared = prepared
+
+    async def base_commit(self, env: Environment) -> PreparedInstance:
+        try:
+            prepared = await self.scope.blocking(base_commit, self.ctx, self.instance, env)
+        except SetupFailed as exc:
+            raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
+
+        async def discard() -> None:  # the set-up's files kept on the host, if any
+            await self.scope.blocking(prepared.discard)
+
+        self.scope.on_close(discard)
         result = self.result
         self.timings.update(prepared.timings)
         result.setup_tokens = prepared.setup_tokens
@@ -150,39 +163,38 @@ class _InstanceRun:
             return Excluded()
         self.phase("validation")
         t = time.monotonic()
-        check = await asyncio.to_thread(
-            validate_instance, self.ctx, self.instance, prepared.snapshot,
-            test_recipe(prepared),
-        )  # fmt: skip
+        check = await self.scope.blocking(
+            validate, self.ctx, self.instance, prepared.snapshot, test_recipe(prepared)
+        )
         self.timings["validation"] = time.monotonic() - t
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
         return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
 
-    async def participant_works(
-        self, prepared: PreparedInstance, participant_url: str
-    ) -> ParticipantOutcome:
+    async def dispatch(self, prepared: PreparedInstance) -> ParticipantOutcome:
+        """Phase 5; a participant that needs no container (a predictions file) answers at
+        once, and no container is started for it."""
+        limits = ParticipantLimits.from_settings(self.ctx.settings.participant)
+        transcript = self.out_dir / "transcript.jsonl"
+        if not self.participant.works_in_container:
+            workspace = Workspace(tools=None, limits=limits, transcript=transcript)
+            return await dispatch(self.participant, self.instance, workspace)
         self.phase("participant")
         t = time.monotonic()
         if not self.ctx.settings.grading.grade_in_participant_container:
             # phase 7's fresh container starts beside the participant's: it idles until the
             # patch is taken and owes nothing to what the participant does
-            self.grader.start_ahead(prepared.snapshot)
-        self.participant = participant = await asyncio.to_thread(
-            self.ctx.start_sandbox, prepared.snapshot, self.instance, "participant",
-            network=False,
-        )  # fmt: skip
-        self.result.container = participant.name
-        await self.grader.started()  # both containers are up before the participant is asked
+            self.start_grading(prepared.snapshot)
+        container = self.start("participant", prepared.snapshot, self._dispose_participant)
+        self.container = await started(container)
+        self.result.container = self.container.name
+        if self.grading is not None:  # both containers are up before the participant is asked
+            await asyncio.wait([self.grading])
         # the tools program is copied in at the first tool call (a participant that answers
-        # with its patch, or a predictions file, makes none)
-        outcome = await run_participant(
-            participant_url,
-            self.instance,
-            sandbox_tool_runner(participant),
-            ParticipantLimits.from_settings(self.ctx.settings.participant),
-            self.out_dir / "transcript.jsonl",
-        )
+        # with its patch makes none)
+        tools = sandbox_tool_runner(self.container)
+        workspace = Workspace(tools=tools, limits=limits, transcript=transcript)
+        outcome = await dispatch(self.participant, self.instance, workspace)
         self.timings["participant"] = time.monotonic() - t
         self.result.tool_calls = outcome.tool_calls
         self.result.logs["transcript"] = "transcript.jsonl"
@@ -190,28 +202,50 @@ class _InstanceRun:
             raise _Failed(outcome.reason, outcome.message or str(outcome.reason))
         return outcome
 
+    def start(
+        self, role: str, image: Snapshot, dispose: Callable[[Sandbox], object]
+    ) -> asyncio.Task[Sandbox]:
+        """Begin starting a container of ``role`` beside the path (network off); the scope
+        disposes of it with ``dispose`` (in a worker thread) when the instance ends."""
+        task = self.scope.beside(self.ctx.start_sandbox, image, self.instance, role, network=False)
+
+        async def disposal() -> None:
+            sandbox = result_or_none(task)
+            if sandbox is not None:
+                await self.scope.blocking(dispose, sandbox)
+
+        self.scope.on_close(disposal)
+        return task
+
+    def start_grading(self, image: Snapshot) -> asyncio.Task[Sandbox]:
+        """The grading container's start (begun now if not ahead); removed at the end."""
+        if self.grading is None:
+            self.grading = self.start("grading", image, lambda sandbox: sandbox.remove())
+        return self.grading
+
     async def take_patch(self, outcome: ParticipantOutcome) -> str:
-        """The patch from the answer, else the container's diff; hidden test files dropped."""
+        """Phase 6: the patch of the answer (or the predictions file), else the container's
+        diff; hidden test files dropped; written to ``patch.diff``."""
         self.phase("patch")
-        participant, instance = self.participant, self.instance
-        assert participant is not None
-        # nothing the participant left running (a fork bomb, a loop rewriting files, a disk
-        # writer) runs on while its diff is taken or its container grades; past the disk
-        # budget this raises DiskLimitExceeded. With the patch in the answer and grading in
-        # a fresh container, the participant's container is only stopped (not started again)
-        patch = extract_patch(outcome.final_text, outcome.final_data)
-        if patch and not self.in_participant_container():
-            participant.check_disk()
-            # stopped while grading goes on in its own container (the kill is sent at once;
-            # the engine's wait for the exit is off the instance's path); finish waits for it
-            self.stopping = asyncio.create_task(
-                asyncio.to_thread(_stop_quietly, self.ctx, participant)
-            )
-            return self._kept_patch(patch)
-        await asyncio.to_thread(participant.kill_processes)
-        if not patch:
+        answered = outcome.patch
+        if answered is None:
+            answered = extract_patch(outcome.final_text, outcome.final_data)
+        container = self.container
+        if container is None:
+            taken = take_patch(self.instance, answered, None, self.hidden_tests)
+        elif answered and not self.in_participant_container():
+            # nothing the participant left running (a fork bomb, a loop rewriting files, a
+            # disk writer) runs on while grading goes on in its own container: stopped beside
+            # the path (the kill is sent at once); past the disk budget this raises
+            await self.scope.blocking(container.check_disk)
+            self.scope.beside(_stop_quietly, self.ctx, container)
+            taken = take_patch(self.instance, answered, None, self.hidden_tests)
+        else:
+            await self.scope.blocking(container.kill_processes)
             try:
-                patch = await asyncio.to_thread(container_diff, participant, instance.base_commit)
+                taken = await self.scope.blocking(
+                    take_patch, self.instance, answered, container, self.hidden_tests
+                )
             except ContainerDiffError as exc:
                 # no process of the participant runs any more: its repository is broken
                 raise _Graded(
@@ -220,26 +254,17 @@ class _InstanceRun:
                     f"no patch: the participant's answer holds none and its repository "
                     f"cannot be diffed ({exc})",
                 ) from exc
-        return self._kept_patch(patch or "")
+        return self._kept(taken)
 
-    async def predicted_patch(self, predictions: Predictions) -> str:
-        """The predictions file's patch for this instance (empty when it has none)."""
-        self.phase("patch")
-        return self._kept_patch(predictions.patches.get(self.instance.instance_id) or "")
-
-    def _kept_patch(self, patch: str) -> str:
-        """``patch`` without the hidden test files, written to ``patch.diff``."""
-        instance = self.instance
-        patch, dropped = drop_files(patch, set(test_files(instance.test_patch)))
-        self.result.excluded_patch_files = dropped
-        self.ctx.run_dir.write_text(instance.instance_id, "patch.diff", patch)
+    def _kept(self, taken: TakenPatch) -> str:
+        self.result.excluded_patch_files = taken.dropped
+        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch)
         self.result.logs["patch"] = "patch.diff"
-        return patch
+        return taken.patch
 
     def in_participant_container(self) -> bool:
         return (
-            self.ctx.settings.grading.grade_in_participant_container
-            and self.participant is not None
+            self.ctx.settings.grading.grade_in_participant_container and self.container is not None
         )
 
     async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
@@ -247,22 +272,18 @@ class _InstanceRun:
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
         if self.in_participant_container():
-            assert self.participant is not None
-            await asyncio.to_thread(_reset_to_base, self.participant, instance)
-            grader, own = self.participant, False
+            assert self.container is not None
+            await self.scope.blocking(_reset_to_base, self.container, instance)
+            grader = self.container
         else:
-            grader, own = await self.grader.take(prepared.snapshot), True
-        try:
-            evaluation = await asyncio.to_thread(
-                evaluate, grader, instance, test_recipe(prepared), patch,
-                timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
-                excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
-                excluded_f2p=excluded.f2p, writable=excluded.writable,
-                successor=successor(ctx, instance, "grading"),
-            )  # fmt: skip
-        finally:
-            if own:  # removed while the participant's container is disposed of (finish)
-                self.grader.remove_later(grader)
+            grader = await started(self.start_grading(prepared.snapshot))
+        evaluation = await self.scope.blocking(
+            grade, grader, instance, test_recipe(prepared), patch,
+            timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
+            excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
+            excluded_f2p=excluded.f2p, writable=excluded.writable,
+            successor=successor(ctx, instance, "grading"),
+        )  # fmt: skip
         self.timings["grading"] = time.monotonic() - t
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
@@ -306,30 +327,25 @@ class _InstanceRun:
                 Status.ERROR, Reason.INFRASTRUCTURE, f"internal error: {exc!r} (see crash.txt)"
             )
 
-    def discard(self) -> None:
-        """Delete the set-up's files kept on the host (restricted Docker policy), if any."""
-        if self.prepared is not None:
-            self.prepared.discard()
-
     async def finish(self) -> InstanceResult:
-        """The result with its timings; the participant's container kept or removed."""
-        self.discard()
-        await self.grader.drop()  # started ahead, but the instance ended before grading
-        # kept or removed once it has stopped; a cancel meanwhile is passed on after that
-        cancelled = await wait_through_cancels(self.stopping) if self.stopping else False
-        result, participant = self.result, self.participant
-        keep = participant is not None and await asyncio.to_thread(_should_keep, self.ctx, result)
-        disposal = asyncio.create_task(asyncio.to_thread(_dispose, self.ctx, participant, keep))
-        await self.grader.removed()  # counted in the total, as before; the disposal is not
+        """The result with its timings, once the scope has disposed of the instance's
+        containers (the participant's kept or removed); a cancel is passed on after that."""
+        cancelled = await self.scope.close()
+        result = self.result
         self.timings["total"] = time.monotonic() - self.started
         result.timings = {k: round(v, 3) for k, v in self.timings.items()}
-        await disposal
-        if not keep and participant is not None and result.container == participant.name:
-            result.container = None
         self.log.info("instance.done", status=result.status, reason=result.reason)
-        if cancelled:
+        if cancelled or self.cancelled:
             raise asyncio.CancelledError
         return result
+
+    def _dispose_participant(self, sandbox: Sandbox) -> None:
+        """Keep the participant's container for ``swe-green inspect`` (by policy, within the
+        caps; never for a cancelled instance), else remove it."""
+        keep = not self.cancelled and _should_keep(self.ctx, self.result)
+        _dispose(self.ctx, sandbox, keep)
+        if not keep and self.result.container == sandbox.name:
+            self.result.container = None
 
 
 def test_user(ctx: RunContext) -> str | None:
@@ -339,7 +355,7 @@ def test_user(ctx: RunContext) -> str | None:
 
 def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
     sandbox.exec(
-        f"{SHELL_GIT_FUNCTION}\ncd /testbed && git reset -q --hard {instance.base_commit} "
+        f"{SHELL_GIT_FUNCTION}\ncd {TESTBED} && git reset -q --hard {instance.base_commit} "
         f"&& git clean -fdq && {drop_manifest_command()}",
         timeout=120,
     )

@@ -25,11 +25,11 @@ from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir, relative_logs
-from orchestrator.environments.setup.setup_scripts import LABEL_REPO_VERSION
+from orchestrator.environments.env_image import LABEL_REPO_VERSION
 from orchestrator.housekeeping.inventory import list_images
 from orchestrator.housekeeping.reaper import remove_dead_node_containers, stop_run_containers
 from orchestrator.models import Instance, InstanceResult
-from orchestrator.participant.predictions import Predictions
+from orchestrator.participant.protocol import Participant
 from orchestrator.run.pipeline import run_instance
 from orchestrator.run.runner import clean_unfinished_here
 from orchestrator.sandbox import SandboxBackend
@@ -46,7 +46,7 @@ class InstanceJob(BaseModel):
     run_id: str
     settings: Settings
     instance: Instance
-    participant_url: str | Predictions
+    participant: Participant
 
 
 class NodeOutcome(BaseModel):
@@ -103,7 +103,7 @@ def run_on_node(job: InstanceJob, board: Any = None) -> NodeOutcome:
         if board is not None:
             board.phase.remote(instance_id, phase)
 
-    result = asyncio.run(run_instance(ctx, job.instance, job.participant_url, on_phase))
+    result = asyncio.run(run_instance(ctx, job.instance, job.participant, on_phase))
     instance_dir = ctx.instance_dir(job.instance)
     logs = relative_logs(instance_dir, result.logs)
     result = result.model_copy(update={"logs": logs, "host": socket.gethostname(), "node": node})

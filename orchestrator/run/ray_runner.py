@@ -24,7 +24,7 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.errors import UserError, first_line
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult, Reason, Status
-from orchestrator.participant.predictions import Predictions
+from orchestrator.participant.protocol import Participant
 from orchestrator.run.pipeline import PhaseCallback
 from orchestrator.run.placement import Placement
 from orchestrator.settings import Settings
@@ -171,7 +171,7 @@ class RayRunner:
         self,
         ctx: RunContext,
         instance: Instance,
-        participant_url: str | Predictions,
+        participant: Participant,
         on_phase: PhaseCallback,
     ) -> InstanceResult:
         from orchestrator.run.ray_node import InstanceJob
@@ -179,7 +179,7 @@ class RayRunner:
         self._watch_phases(on_phase)
         job = InstanceJob(
             run_id=ctx.run_id, settings=ctx.settings, instance=instance,
-            participant_url=participant_url,
+            participant=participant,
         )  # fmt: skip
         self.placement.set_nodes(await asyncio.to_thread(self.node_slots))
         node = self.placement.choose(instance.repo_version)

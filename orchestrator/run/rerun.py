@@ -27,7 +27,7 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import test_recipe
-from orchestrator.grading.script import EVAL_DIR, REPO_DIR, TEST_PATCH_PATH, eval_script
+from orchestrator.grading.script import TEST_PATCH_PATH, eval_script
 from orchestrator.models import Instance
 from orchestrator.patches.apply import apply_patch
 from orchestrator.sandbox import Sandbox
@@ -35,10 +35,13 @@ from orchestrator.sandbox.archives import files_archive
 from orchestrator.spec.recipes import Recipe, reinstall_needed, test_directives
 from orchestrator.spec.test_infrastructure import drop_test_infrastructure
 from orchestrator.validation.test_selection import runner_kind, selected_directives
+from sandbox_tools.contract import ACTIVATE, EVAL_DIR
+from sandbox_tools.contract import TESTBED as REPO_DIR
 
 F2P_SCRIPT = f"{EVAL_DIR}/fail_to_pass.sh"
 EVAL_SCRIPT = f"{EVAL_DIR}/eval.sh"
 SHELL_RC = f"{EVAL_DIR}/inspect.rc"
+SHELL = f"{EVAL_DIR}/inspect-shell"  # bash with SHELL_RC: what inspect opens
 INSPECT_ROLE = "inspect"
 _DJANGO_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")
 
@@ -77,7 +80,7 @@ def _shell_rc(instance: Instance, prepared: Prepared) -> str:
     return "\n".join(
         [
             "[ -f /etc/bash.bashrc ] && . /etc/bash.bashrc",
-            "[ -f /opt/swe/activate.sh ] && . /opt/swe/activate.sh",
+            f"[ -f {ACTIVATE} ] && . {ACTIVATE}",
             f"cd {REPO_DIR}",
             f"echo {shlex.quote(f'swe-green inspect: {instance.instance_id}, as graded')} >&2",
             f"echo {shlex.quote('  FAIL_TO_PASS tests: ' + prepared.fail_to_pass)} >&2",
@@ -106,6 +109,7 @@ def ready_for_shell(
         "eval/fail_to_pass.sh": (eval_script(instance, recipe, None, directives=directives), 0o755),
         "eval/test.patch": (instance.test_patch.encode("utf-8", "surrogateescape"), 0o644),
         "eval/inspect.rc": (_shell_rc(instance, prepared), 0o644),
+        "eval/inspect-shell": (f'#!/bin/bash\nexec bash --rcfile {SHELL_RC} -i "$@"\n', 0o755),
     }
     sandbox.exec(f"mkdir -p {EVAL_DIR}", timeout=60)
     sandbox.put_archive(str(Path(EVAL_DIR).parent), files_archive(files, dir_mode=0o755))

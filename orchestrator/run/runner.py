@@ -14,7 +14,7 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.housekeeping.reaper import stop_run_containers
 from orchestrator.models import Instance, InstanceResult
-from orchestrator.participant.predictions import Predictions
+from orchestrator.participant.protocol import Participant
 from orchestrator.run.pipeline import PhaseCallback, run_instance
 from orchestrator.sandbox import SandboxBackend
 
@@ -30,7 +30,7 @@ class InstanceRunner(Protocol):
         self,
         ctx: RunContext,
         instance: Instance,
-        participant_url: str | Predictions,
+        participant: Participant,
         on_phase: PhaseCallback,
     ) -> InstanceResult:
         """The instance's result; every file it made is in the run directory when it returns.
@@ -60,10 +60,10 @@ class LocalRunner:
         self,
         ctx: RunContext,
         instance: Instance,
-        participant_url: str | Predictions,
+        participant: Participant,
         on_phase: PhaseCallback,
     ) -> InstanceResult:
-        return await run_instance(ctx, instance, participant_url, on_phase)
+        return await run_instance(ctx, instance, participant, on_phase)
 
     def clean_unfinished(self, ctx: RunContext, finished: set[str]) -> list[str]:
         return clean_unfinished_here(ctx.backend, ctx.run_id, finished)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from orchestrator.context.run_context import RunContext
 from orchestrator.housekeeping.active import active_run
 from orchestrator.models import Instance, InstanceResult
-from orchestrator.participant.predictions import Predictions
+from orchestrator.participant.protocol import Participant
 from orchestrator.run.runner import InstanceRunner
 from orchestrator.run.select_runner import runner_for
 from orchestrator.settings.run import GB_PER_INSTANCE
@@ -103,7 +103,7 @@ class _Progress:
 async def run_evaluation(
     ctx: RunContext,
     instances: list[Instance],
-    participant_url: str | Predictions,
+    participant: Participant,
     *,
     concurrency: int | None = None,
     on_event: EventSink | None = None,
@@ -125,7 +125,7 @@ async def run_evaluation(
     runner = runner or runner_for(ctx.settings)
     try:
         return await _evaluate(
-            ctx, instances, participant_url, runner, concurrency=concurrency, on_event=on_event,
+            ctx, instances, participant, runner, concurrency=concurrency, on_event=on_event,
             resume=resume, heartbeat=heartbeat, gate=gate,
         )  # fmt: skip
     finally:
@@ -136,7 +136,7 @@ async def run_evaluation(
 async def _evaluate(
     ctx: RunContext,
     instances: list[Instance],
-    participant_url: str | Predictions,
+    participant: Participant,
     runner: InstanceRunner,
     *,
     concurrency: int | None,
@@ -165,7 +165,9 @@ async def _evaluate(
     async def run_one(instance: Instance) -> None:
         progress.in_flight[instance.instance_id] = "starting"
         await progress.emit("started", instance_id=instance.instance_id)
-        result = await runner.run(ctx, instance, _one(participant_url, instance), progress.on_phase)
+        result = await runner.run(
+            ctx, instance, participant.for_instance(instance.instance_id), progress.on_phase
+        )
         ctx.run_dir.write_result(result)
         progress.finished(result)
         await progress.emit("finished", instance_id=instance.instance_id, result=result)
@@ -249,10 +251,3 @@ async def _run_all(
         await asyncio.gather(*tasks, return_exceptions=True)
         # kept containers are stopped as their instances end; this is the backstop
         await asyncio.shield(asyncio.to_thread(runner.stop_leftovers, ctx))
-
-
-def _one(participant: str | Predictions, instance: Instance) -> str | Predictions:
-    """What one instance's job carries: the URL, or its own prediction only."""
-    if isinstance(participant, Predictions):
-        return participant.only(instance.instance_id)
-    return participant

@@ -216,6 +216,14 @@ class LocalBackend:
     def start_container(self, ref: str) -> None:
         self.attach(ref).running = True
 
+    def open_shell(self, ref: str, shell: str, workdir: str) -> int:
+        """The shell as a host process in ``workdir`` (a host path), or in the sandbox's
+        directory when there is no such directory."""
+        sandbox = self.attach(ref)
+        cwd = workdir if Path(workdir).is_dir() else sandbox.root
+        env = {**os.environ, "TMPDIR": str(sandbox.root)}
+        return subprocess.call([shell], cwd=cwd, env=env)
+
     def stop_container(self, ref: str, timeout: int = 2) -> bool:
         if ref not in self.sandboxes:
             return False

@@ -203,6 +203,12 @@ class SandboxBackend(Protocol):
         """Stop a sandbox; False when it is gone."""
         ...
 
+    def open_shell(self, ref: str, shell: str, workdir: str) -> int:
+        """Run the interactive ``shell`` in the running sandbox ``ref``, starting in
+        ``workdir``, on this process's stdin, stdout and stderr (with a terminal when stdin is
+        one) until it exits; its exit code."""
+        ...
+
     def remove_container(self, ref: str) -> bool:
         """Remove a sandbox; False when it is gone."""
         ...

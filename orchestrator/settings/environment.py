@@ -1,5 +1,5 @@
 """Config of environment set-up and the image cache (phase 2 and the images of phases 2-4,
-:mod:`orchestrator.environments.setup`)."""
+:mod:`orchestrator.setup`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Config of the repository cache (phase 1, :mod:`orchestrator.environments.checkout`)."""
+"""Config of the repository cache (phase 1, :mod:`orchestrator.checkout`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Config of the LLM setup agent (the ``llm`` strategy,
-:mod:`orchestrator.environments.setup.agent`)."""
+:mod:`orchestrator.setup.agent`)."""
 
 from __future__ import annotations
 

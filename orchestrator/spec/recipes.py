@@ -132,17 +132,6 @@ def load_recipes() -> dict[tuple[str, str], Recipe]:
     return {(r.repo, r.version): r for r in recipes}
 
 
-def recipe_for(instance: Instance) -> Recipe:
-    """The recipe of the instance's ``(repo, version)``; a UserError if there is none."""
-    recipe = load_recipes().get((instance.repo, instance.version))
-    if recipe is None:
-        raise UserError(
-            f"No recipe for {instance.repo} version {instance.version!r} ({instance.instance_id}).",
-            "use setup_strategy=llm (or auto with an API key).",
-        )
-    return recipe
-
-
 def recipe_key(recipe: Recipe) -> str:
     """A stable hash of the fields that define the environment (for the image cache key)."""
     content = {name: getattr(recipe, name) for name in _ENVIRONMENT_FIELDS}

@@ -13,7 +13,6 @@ import shlex
 
 from orchestrator.spec.recipes import Recipe
 
-SERVICES_DIR = "/opt/swe/services"
 READY_TIMEOUT = 30  # seconds a service has to start listening
 
 

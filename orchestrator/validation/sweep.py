@@ -141,10 +141,10 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
     from orchestrator.environments.build import prepare_instance
     from orchestrator.environments.prepared import test_recipe
-    from orchestrator.environments.setup.plan import SetupFailed, find_recipe, plan_environment
-    from orchestrator.validation.validation import validate_instance
+    from orchestrator.setup.plan import SetupFailed, find_recipe, plan_environment
+    from orchestrator.validation.validation import validate
 
-    recipe = find_recipe(ctx, instance)
+    recipe = find_recipe(ctx.settings, instance)
     base = {
         "instance_id": instance.instance_id,
         "repo": instance.repo,
@@ -172,7 +172,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     timings = dict(prepared.timings)
     started = time.monotonic()
     try:
-        check = validate_instance(ctx, instance, prepared.snapshot, test_recipe(prepared))
+        check = validate(ctx, instance, prepared.snapshot, test_recipe(prepared))
     finally:
         prepared.discard()
     timings["validation"] = time.monotonic() - started

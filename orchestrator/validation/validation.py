@@ -33,7 +33,6 @@ that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance imag
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -41,11 +40,11 @@ from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
-from orchestrator.environments.dependencies.reinstall import reinstall_after_patch
 from orchestrator.grading.classify import grade_tests
-from orchestrator.grading.evaluation import TEST_USER, TestRun, run_tests
+from orchestrator.grading.evaluation import TestRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
+from orchestrator.grading.reinstall.contained import reinstall_after_patch
 from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.sandbox import Sandbox, Snapshot
@@ -55,6 +54,7 @@ from orchestrator.validation.test_selection import (
     runner_kind,
     selected_directives,
 )
+from sandbox_tools.contract import TEST_USER
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
 # the test patch did not apply, the command did not finish, printed nothing or far too much
@@ -101,9 +101,7 @@ def cached_validation(path: Path) -> Validation | None:
     return read_cached(path, Validation.model_validate_json, "validation")
 
 
-def validate_instance(
-    ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe
-) -> Validation:
+def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe) -> Validation:
     """Run the base and gold checks in containers from ``snapshot`` (phases 1-4's, the
     instance image or what stands for it), or return the cached outcome."""
     cache = _cache_path(ctx, snapshot.name)
@@ -359,7 +357,3 @@ def _with_flaky(instance: Instance, result: Validation, flaky: list[str]) -> Val
     excluded = sorted(set(result.excluded_p2p) | set(p2p))
     note = f"{len(excluded)} PASS_TO_PASS test(s) left out ({len(p2p)} flaky)"
     return result.model_copy(update={"excluded_p2p": excluded, "flaky": p2p, "message": note})
-
-
-def save_validation(path: Path, validation: Validation) -> None:
-    atomic_write_text(path, json.dumps(validation.model_dump(), indent=1))

@@ -68,10 +68,6 @@ def pct(fraction: float) -> str:
     return f"{fraction * 100:.2f}%"
 
 
-def fraction_text(passed: int, failed: int) -> str:
-    return f"{passed}/{passed + failed}"
-
-
 @dataclass(frozen=True)
 class RepoRow:
     repo: str

@@ -19,7 +19,8 @@ gets its cause, from what the run recorded (pure: :func:`compare_official`):
   here, the official parser keeps the last (``stricter_than_official``);
 - ``official environment``: the same patch, applied the same way, passes a test here that
   passes here with the gold patch too (validation's gold run), and fails officially: the
-  official image's problem (SWE-bench issues #294, #354), not an agreement target;
+  official image's problem (github.com/SWE-bench/SWE-bench/issues/294 and /354), not an
+  agreement target;
 - ``our environment``: a test passes officially and fails here with the same patch while it
   passes here with the gold patch.
 """

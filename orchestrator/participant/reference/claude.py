@@ -17,6 +17,7 @@ from orchestrator.participant.reference.base import Incoming, ReferenceParticipa
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.wire import whole_numbers
+from sandbox_tools.contract import TESTBED
 
 SYSTEM_PROMPT = """\
 You are an expert software engineer working autonomously in a sandbox container with no
@@ -59,7 +60,7 @@ class ClaudeParticipant(ReferenceParticipant):
     async def respond(self, state: dict[str, Any], incoming: Incoming) -> Reply:
         if incoming.spec is not None:
             spec = whole_numbers(incoming.spec)
-            state["system"] = SYSTEM_PROMPT.format(workdir=spec.get("workdir", "/testbed"))
+            state["system"] = SYSTEM_PROMPT.format(workdir=spec.get("workdir", TESTBED))
             state["tools"] = [
                 {
                     "name": t["name"],

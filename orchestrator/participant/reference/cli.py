@@ -1,6 +1,6 @@
 """``participant <kind>``: serve a reference participant over A2A until interrupted.
 
-The lead registers this in the main CLI with ``app.add_typer(cli.app, name="participant")``;
+:mod:`orchestrator.frontends.cli` registers :data:`app` as ``swe-green participant``;
 ``python -m orchestrator.participant.reference.cli`` runs it alone.
 """
 

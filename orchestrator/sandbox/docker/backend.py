@@ -4,6 +4,9 @@ containers by label (its images: :mod:`.images`)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -129,6 +132,19 @@ class DockerBackend:
         except NotFound:
             return False
         return True
+
+    def open_shell(self, ref: str, shell: str, workdir: str) -> int:
+        """``docker exec`` of the shell (the command-line client relays a terminal, which the
+        engine's API leaves to its caller); it reaches the engine by DOCKER_HOST as this
+        backend does."""
+        terminal = ["-i", "-t"] if sys.stdin.isatty() else ["-i"]
+        argv = ["docker", "exec", *terminal, "-w", workdir, ref, shell]
+        if shutil.which("docker") is None:
+            raise BackendUnavailable(
+                "The docker command-line client, which opens the shell, is not installed.",
+                "install it (Debian: apt-get install docker.io) or run: " + " ".join(argv),
+            )
+        return subprocess.call(argv)
 
     def remove_container(self, ref: str) -> bool:
         try:

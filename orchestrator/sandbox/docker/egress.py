@@ -6,7 +6,7 @@ proxy container (a script the caller gives, run with ``python3`` of the sandbox'
 sandbox onto the internal network and yields the proxy's address there. The sandbox, the
 proxy and the network carry the sandbox's labels (housekeeping finds the containers by run);
 all are removed afterwards. Used by the reinstall
-(:mod:`orchestrator.environments.dependencies.reinstall_egress`).
+(:mod:`orchestrator.grading.reinstall.egress`).
 """
 
 from __future__ import annotations

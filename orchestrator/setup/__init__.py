@@ -1,0 +1,35 @@
+"""Phase 2: environment set-up. :func:`set_up` decides nothing itself: the plan
+(:mod:`.plan`: strategy, Python, pins and cache keys, from the recipes and the base images of
+:mod:`.images`) picks a :class:`~.strategy.SetupStrategy` (a recipe, or the LLM agent of
+:mod:`.agent`), which makes the virtual environment and the activate script of the container
+contract (:mod:`sandbox_tools.contract`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.context.run_context import RunContext
+from orchestrator.models import Instance
+from orchestrator.sandbox import Sandbox
+from orchestrator.setup.plan import EnvPlan
+from orchestrator.setup.strategy import SetUp, setup_strategy
+from sandbox_tools.contract import ACTIVATE
+
+
+def set_up(
+    ctx: RunContext, instance: Instance, plan: EnvPlan, sandbox: Sandbox, log_path: Path,
+    venv_ready: bool = False,
+) -> SetUp:  # fmt: skip
+    """Phase 2 in ``sandbox`` (network on, the repository checked out): the plan's strategy
+    makes the environment. Raises :class:`~orchestrator.dependencies.install.ScriptFailed`."""
+    return setup_strategy(ctx, instance, plan).set_up(sandbox, log_path, venv_ready)
+
+
+def venv_python(sandbox: Sandbox) -> str:
+    """The version of the Python the environment activates (empty if it cannot tell)."""
+    found = sandbox.exec(
+        f"source {ACTIVATE} >/dev/null 2>&1; python -c "
+        "'import platform; print(platform.python_version())'",
+        timeout=60,
+    )
+    return found.stdout.strip().splitlines()[-1] if found.ok and found.stdout.strip() else ""

@@ -1,0 +1,233 @@
+"""Base images: one per available Python, built offline from Debian's archive or from a Dockerfile.
+
+Offline (``debootstrap``): debootstrap a Debian root file system with git, patch, a compiler
+and the suite's Python, add the host's CA bundle, ``docker import`` it, then install uv
+(best effort). Online (``dockerfile``): ``images/base/Dockerfile`` does the same from
+``debian:<suite>-slim``. Both give the image ``<prefix>/base:py<version>``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+from orchestrator.errors import UserError
+from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
+from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
+from orchestrator.settings import EnvironmentConfig
+from sandbox_tools.contract import UV_VENV
+
+SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+PACKAGES = [
+    "ca-certificates", "git", "patch", "python3", "python3-venv", "python3-pip",
+    "python3-dev", "build-essential", "pkg-config", "procps", "curl", "wget", "locales",
+]  # fmt: skip
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+CA_IN_IMAGE = "/etc/ssl/certs/ca-certificates.crt"
+IMAGE_ENV = {
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PIP_CERT": CA_IN_IMAGE,
+    "SSL_CERT_FILE": CA_IN_IMAGE,
+    "REQUESTS_CA_BUNDLE": CA_IN_IMAGE,
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PIP_BREAK_SYSTEM_PACKAGES": "1",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+}
+DOCKERFILE_DIR = Path(__file__).resolve().parents[2] / "images" / "base"
+Method = Literal["auto", "debootstrap", "dockerfile"]
+Progress = Callable[[str], None]
+DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes about one minute
+DEBOOTSTRAP_ATTEMPTS = 3
+
+
+def image_name(prefix: str, python: str) -> str:
+    return f"{prefix}/base:py{python}"
+
+
+def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:
+    """The Python versions whose base image exists on this host."""
+    return [py for py in SUITES if backend.images.exists(image_name(prefix, py))]
+
+
+def base_pythons(backend: SandboxBackend, settings: EnvironmentConfig) -> list[str]:
+    """The Pythons a base image can be had for: those published in the registry when one is
+    set (pulled when first used), else those whose local image exists. Both by image inspect
+    only, which a restricted Docker gateway allows (it refuses listing images)."""
+    if settings.base_image_registry:
+        published = {py.strip() for py in settings.registry_pythons.split(",")}
+        return [py for py in SUITES if py in published]
+    return available_pythons(backend, settings.image_prefix)
+
+
+def ensure_image(backend: SandboxBackend, name: str) -> None:
+    """Pull ``name`` from its registry unless the engine has it already."""
+    if backend.images.exists(name):
+        return
+    try:
+        backend.images.pull(name)
+    except SandboxError as exc:
+        raise UserError(
+            f"Cannot pull the base image {name}: {str(exc).splitlines()[0][:300]}",
+            "publish it there (images/base/Dockerfile, see the README), or check "
+            "SWE_GREEN_BASE_IMAGE_REGISTRY and the engine's access to that registry.",
+        ) from None
+
+
+def pick_method(method: Method) -> Literal["debootstrap", "dockerfile"]:
+    """``auto`` builds offline when this host can (root and debootstrap), else by Dockerfile."""
+    if method != "auto":
+        return method
+    return "debootstrap" if os.geteuid() == 0 and shutil.which("debootstrap") else "dockerfile"
+
+
+def build_base_images(
+    backend: SandboxBackend,
+    prefix: str,
+    pythons: list[str],
+    *,
+    method: Method = "auto",
+    force: bool = False,
+    mirror: str = "http://deb.debian.org/debian",
+    progress: Progress = print,
+) -> dict[str, str]:
+    """Build the base image of each Python in ``pythons``; returns {python: outcome}."""
+    unknown = [py for py in pythons if py not in SUITES]
+    if unknown:
+        raise UserError(
+            f"No base image recipe for Python {', '.join(unknown)}.",
+            f"choose among {', '.join(SUITES)}.",
+        )
+    chosen = pick_method(method)
+    outcome: dict[str, str] = {}
+    for py in pythons:
+        name = image_name(prefix, py)
+        if backend.images.exists(name) and not force:
+            progress(f"{name}: exists, skipped (use --force to rebuild)")
+            outcome[py] = "exists"
+            continue
+        started = time.monotonic()
+        progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
+        if chosen == "debootstrap":
+            _build_debootstrap(backend, name, SUITES[py], mirror, progress)
+        else:
+            _build_dockerfile(backend, name, SUITES[py], progress)
+        progress(f"{name}: built in {time.monotonic() - started:.0f}s")
+        outcome[py] = "built"
+    return outcome
+
+
+def _build_debootstrap(
+    backend: SandboxBackend, name: str, suite: str, mirror: str, progress: Progress
+) -> None:
+    if os.geteuid() != 0 or not shutil.which("debootstrap"):
+        raise UserError(
+            "The offline image bootstrap needs root and debootstrap.",
+            "run as root after `apt-get install -y debootstrap`, or use --method dockerfile.",
+        )
+    with tempfile.TemporaryDirectory(prefix="swe-green-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        progress(f"{name}: debootstrap {suite} (about a minute)")
+        _debootstrap(suite, rootfs, mirror, progress)
+        shutil.copyfile(HOST_CA_BUNDLE, rootfs / CA_IN_IMAGE.lstrip("/"))
+        for cache in (rootfs / "var/cache/apt/archives").glob("*.deb"):
+            cache.unlink()
+        shutil.rmtree(rootfs / "var/lib/apt/lists", ignore_errors=True)
+        tar_path = Path(tmp) / "rootfs.tar"
+        progress(f"{name}: docker import")
+        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True)
+        stage = f"{name}-stage"
+        changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
+        changes += ['CMD ["sleep", "infinity"]', f"LABEL {LABEL_TOOL}=1 {LABEL_KIND}=base"]
+        try:
+            repository, tag = stage.split(":")
+            backend.images.import_tarball(tar_path, repository, tag, changes)
+        except SandboxError as exc:
+            raise UserError(
+                f"docker import of {name} failed: {exc}", "check the daemon's disk."
+            ) from exc
+    _finish_with_uv(backend, stage, name, progress)
+
+
+class _DebootstrapFailed(Exception):
+    pass
+
+
+def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> None:
+    """debootstrap with a time limit, tried again on a fresh directory when it fails
+    (a stalled or broken download from the archive is the usual cause)."""
+    cmd = [
+        "debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
+        suite, str(rootfs), mirror,
+    ]  # fmt: skip
+
+    @retry(
+        retry=retry_if_exception_type(_DebootstrapFailed),
+        stop=stop_after_attempt(DEBOOTSTRAP_ATTEMPTS),
+        wait=wait_fixed(5),
+        before_sleep=lambda state: progress(
+            f"debootstrap {suite}: {state.outcome and state.outcome.exception()}; trying again"
+        ),
+        reraise=True,
+    )
+    def attempt() -> None:
+        shutil.rmtree(rootfs, ignore_errors=True)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise _DebootstrapFailed(f"no result after {DEBOOTSTRAP_TIMEOUT}s") from None
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+            raise _DebootstrapFailed(" / ".join(tail))
+
+    try:
+        attempt()
+    except _DebootstrapFailed as exc:
+        raise UserError(
+            f"debootstrap {suite} failed {DEBOOTSTRAP_ATTEMPTS} times: {exc}",
+            "check that Debian's archive is reachable (apt-get update works).",
+        ) from None
+
+
+def _finish_with_uv(backend: SandboxBackend, stage: str, name: str, progress: Progress) -> None:
+    """Install uv into the image when the package index answers; tag the result ``name``."""
+    progress(f"{name}: installing uv (best effort)")
+    spec = SandboxSpec(run_id="", role="image-build", limits=Limits(memory="2g"))
+    sandbox = backend.start(stage, spec)
+    try:
+        result = sandbox.exec(
+            f"python3 -m venv {UV_VENV} && {UV_VENV}/bin/pip install -q uv "
+            f"&& ln -sf {UV_VENV}/bin/uv /usr/local/bin/uv",
+            timeout=900,
+        )
+        if not result.ok:
+            progress(f"{name}: uv not installed ({result.output[-200:]})")
+        repository, tag = name.split(":")
+        sandbox.snapshot(repository, tag, labels={LABEL_KIND: "base"})
+    finally:
+        sandbox.remove()
+        backend.images.remove(stage)
+
+
+def _build_dockerfile(backend: SandboxBackend, name: str, suite: str, progress: Progress) -> None:
+    with tempfile.TemporaryDirectory(prefix="swe-green-ctx-") as ctx:
+        shutil.copytree(DOCKERFILE_DIR, ctx, dirs_exist_ok=True)
+        shutil.copyfile(HOST_CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
+        labels = {LABEL_TOOL: "1", LABEL_KIND: "base"}
+        try:
+            for line in backend.images.build(Path(ctx), name, {"SUITE": suite}, labels):
+                if line.strip().startswith("Step "):
+                    progress(f"{name}: {line.strip()}")
+        except SandboxError as exc:
+            raise UserError(
+                f"docker build of {name} failed: {exc}",
+                "without a registry, use --method debootstrap (as root).",
+            ) from exc

@@ -1,0 +1,192 @@
+"""Planning an instance's environment: the strategy (recipe or LLM), the Python, the base
+image, and the cache keys of the environment and instance images."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.context.run_context import RunContext
+from orchestrator.dependencies.install import SETUP_SCRIPT_VERSION
+from orchestrator.dependencies.pins import build_constraints
+from orchestrator.errors import UserError
+from orchestrator.models import Instance
+from orchestrator.settings import Settings
+from orchestrator.setup.images import base_pythons, ensure_image
+from orchestrator.spec.recipes import Recipe, load_recipes, pins_for, recipe_key
+
+
+class SetupFailed(Exception):
+    """Phases 1-4 failed for an instance: the instance is an error with reason ``environment``."""
+
+    def __init__(self, message: str, container: str | None = None) -> None:
+        super().__init__(message)
+        self.container = container
+
+
+class EnvPlan(BaseModel):
+    """How the environment of one instance is built, and the cache keys that follow."""
+
+    strategy: Literal["recipe", "llm"]
+    recipe: Recipe | None = None
+    python: str
+    python_exact: bool = True
+    base_image: str
+    pins: list[str] = Field(default_factory=list)
+    env_key: str
+    fetch_python: str | None = None  # a Python to `uv python install` first, if any
+    # the recipe's own environment (its pins alone), when this one differs from it only by
+    # the instance's own pins: built on it, adding ``own_pins`` (setting share_layers)
+    family_key: str | None = None
+    own_pins: list[str] = Field(default_factory=list)
+
+    def instance_key(self, instance: Instance) -> str:
+        raw = f"{self.env_key}:{instance.base_commit}:{json.dumps(self.pins)}"
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    def family(self) -> EnvPlan:
+        """The plan of the recipe's own environment, which this one adds its pins to."""
+        assert self.recipe is not None and self.family_key is not None
+        return self.model_copy(
+            update={
+                "pins": list(self.recipe.packages),
+                "env_key": self.family_key,
+                "family_key": None,
+                "own_pins": [],
+            }
+        )
+
+
+def find_recipe(settings: Settings, instance: Instance) -> Recipe | None:
+    """The user's recipes file first, then the shipped recipes."""
+    extra = settings.environment.recipes_file
+    if extra is not None:
+        try:
+            items = json.loads(Path(extra).read_text())
+            for item in items if isinstance(items, list) else items.get("recipes", []):
+                recipe = Recipe.model_validate(item)
+                if (recipe.repo, recipe.version) == (instance.repo, instance.version):
+                    return recipe
+        except (OSError, ValueError) as exc:
+            raise UserError(
+                f"Cannot read recipes file {extra}: {str(exc).splitlines()[0]}",
+                "fix the file (a JSON list of recipes) or unset SWE_GREEN_RECIPES_FILE.",
+            ) from exc
+    return load_recipes().get((instance.repo, instance.version))
+
+
+def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
+    """Pick the strategy, the Python and the base image; compute the cache key."""
+    settings = ctx.settings
+    recipe = find_recipe(settings, instance)
+    strategy = _strategy(settings, instance, recipe)
+    available = base_pythons(ctx.backend, settings.environment)
+    if not available:
+        raise UserError(
+            "No base image is built on this host.",
+            "run `swe-green images build --python 3.11`, or set SWE_GREEN_BASE_IMAGE_REGISTRY "
+            "to where the base images are published.",
+        )
+    if strategy == "recipe":
+        assert recipe is not None
+        python, exact = recipe.nearest_python(available)
+        pins = pins_for(recipe, instance)
+        identity = {"strategy": "recipe", "recipe": recipe_key(recipe), "pins": pins}
+        if (settings.environment.fetch_python or settings.environment.python_mirror) and not exact:
+            identity["fetch_python"] = recipe.python
+    else:
+        python = (
+            settings.environment.base_python
+            if settings.environment.base_python in available
+            else available[-1]
+        )
+        exact, pins = True, []
+        identity = {"strategy": "llm", "model": settings.setup_agent.setup_model}
+    family_key, own = None, []
+    if strategy == "recipe" and settings.environment.share_layers:
+        assert recipe is not None
+        own = own_pins(recipe, instance)
+        if own:
+            family_key = _env_key(instance, python, identity | {"pins": list(recipe.packages)})
+    base_image = settings.environment.base_image(python)
+    ensure_image(ctx.backend, base_image)  # pulled from the registry when missing
+    return EnvPlan(
+        strategy=strategy,
+        recipe=recipe if strategy == "recipe" else None,
+        python=python,
+        python_exact=exact,
+        base_image=base_image,
+        pins=pins,
+        env_key=_env_key(instance, python, identity),
+        fetch_python=identity.get("fetch_python"),
+        family_key=family_key,
+        own_pins=own,
+    )
+
+
+def _env_key(instance: Instance, python: str, identity: Mapping[str, object]) -> str:
+    """The environment image's cache key: what the environment is built from."""
+    raw = json.dumps(
+        {"repo": instance.repo, "commit": instance.environment_setup_commit, "python": python}
+        | dict(identity)
+        | {"script": SETUP_SCRIPT_VERSION},
+        sort_keys=True,
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def own_pins(recipe: Recipe, instance: Instance) -> list[str]:
+    """The instance's own pins when its environment can be the recipe's plus a layer of them
+    (:func:`pins_for` replaces or adds only those; nothing is removed), else []. Not when
+    they would change the build constraints the recipe's environment was installed under
+    (a newer setuptools pin raises the cap)."""
+    own = list(recipe.instance_pins.get(instance.instance_id, []))
+    if not own or build_constraints(pins_for(recipe, instance)) != build_constraints(
+        list(recipe.packages)
+    ):
+        return []
+    return own
+
+
+def _strategy(
+    settings: Settings, instance: Instance, recipe: Recipe | None
+) -> Literal["recipe", "llm"]:
+    """The set-up strategy: the setting, ``auto`` resolved (a recipe when there is one);
+    SetupFailed when the strategy cannot set this instance up."""
+    strategy = settings.environment.setup_strategy
+    if strategy == "auto":
+        strategy = "recipe" if recipe else "llm"
+    if strategy == "llm":
+        from orchestrator.setup.agent.setup_llm import (
+            check_llm_settings,
+            llm_available,
+        )
+
+        if not llm_available(settings.setup_agent):
+            raise SetupFailed(
+                f"no recipe for {instance.repo} version {instance.version!r} and no API key "
+                "for the LLM setup agent (set ANTHROPIC_API_KEY)"
+            )
+        check_llm_settings(settings)
+    if strategy == "recipe" and recipe is None:
+        raise SetupFailed(
+            f"no recipe for {instance.repo} version {instance.version!r}; "
+            "use setup_strategy=llm or auto with an API key"
+        )
+    return strategy
+
+
+def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
+    return (
+        f"{ctx.settings.environment.image_prefix}/env:{instance.owner_name.lower()}-{plan.env_key}"
+    )
+
+
+def instance_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
+    tag = f"{instance.instance_id.lower()}-{plan.instance_key(instance)}"
+    return f"{ctx.settings.environment.image_prefix}/instance:{tag}"

@@ -1,0 +1,76 @@
+"""The in-container contract has one home, ``sandbox_tools/contract.py``: no other module of
+the host or of the in-container programs spells a container path of its own."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import sandbox_tools.contract as contract
+
+ROOT = Path(__file__).resolve().parents[1]
+HOME = ROOT / "sandbox_tools" / "contract.py"
+# a container path of the contract, as a string literal would spell it
+SPELLED = re.compile(r"(?<![\w.])(/testbed|/opt/swe|/tmp/\.swe-)")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring nodes (they may name the paths: they explain them)."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.add(id(value))
+    return found
+
+
+def spelled_paths(path: Path) -> list[str]:
+    """``file:line: literal`` for each string literal of ``path`` that spells a contract path."""
+    tree = ast.parse(path.read_text(), str(path))
+    docs = _docstrings(tree)
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value[:60]!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and SPELLED.search(node.value)
+    ]
+
+
+def test_no_module_but_the_contract_spells_a_container_path():
+    sources = [
+        p
+        for d in ("orchestrator", "sandbox_tools")
+        for p in sorted((ROOT / d).rglob("*.py"))
+        if p != HOME
+    ]
+    offenders = [line for p in sources for line in spelled_paths(p)]
+    assert not offenders, "use sandbox_tools.contract instead:\n" + "\n".join(offenders)
+
+
+def test_the_check_finds_a_spelled_path(tmp_path):
+    """The check above can fail: a module with its own ``/testbed`` is found."""
+    module = tmp_path / "m.py"
+    module.write_text('"""Works in /testbed (a docstring may say so)."""\nWORKDIR = "/testbed"\n')
+    assert [line.split(": ", 1)[1] for line in _relative(spelled_paths, module)] == ["'/testbed'"]
+
+
+def _relative(check, path: Path) -> list[str]:
+    global ROOT
+    saved, ROOT = ROOT, path.parent
+    try:
+        return check(path)
+    finally:
+        ROOT = saved
+
+
+def test_the_contract_is_stdlib_only_constants():
+    """It is copied beside the in-container programs, which run on any Python: no import."""
+    tree = ast.parse(HOME.read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert contract.ACTIVATE.startswith(contract.SWE_DIR + "/")
+    assert contract.TESTBED == "/testbed"

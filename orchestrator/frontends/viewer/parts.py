@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from orchestrator.frontends.report.data import STATUS_COLOURS
 from orchestrator.frontends.report.explain import why
-from orchestrator.frontends.report.html_parts import esc
+from orchestrator.frontends.report.html import esc
 from orchestrator.models import InstanceResult, Reason, Status
 
 VIEWER_DIR = "viewer"  # the viewer's directory in the run directory

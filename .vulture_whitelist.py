@@ -47,3 +47,15 @@ _.oom_killed  # ExecResult: the sandbox interface says when the memory limit kil
 _.HostileParticipant  # participant/reference/hostile.py: the hostile cases' participant
 _.received  # ScriptedParticipant: every message it received
 _.MODIFIED  # file_snapshot.py: Docker's change kind 0, named beside ADDED and DELETED
+
+# the tools' argument models (sandbox_tools/schemas.py): each field is an argument of the
+# tool's published schema, read from the model by pydantic when a call is validated
+_.file_text
+_.old_str
+_.new_str
+_.insert_line
+_.insert_text
+_.case_insensitive
+
+# what a long-lived server holds, read by its tests: the containers the tools are installed in
+_.installed_sandboxes

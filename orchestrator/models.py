@@ -84,6 +84,22 @@ class Reason(StrEnum):
     CANCELLED = "cancelled"
 
 
+class FailureLabel(StrEnum):
+    """SWE-bench 5.0's labels for a failure's likely cause (``infra_failure_reason``).
+
+    The first five say the environment broke (tier ``environment``); the last three can come
+    from the environment or from the patch (tier ``ambiguous``)."""
+
+    BROWSER_LAUNCH_FAILED = "browser_launch_failed"
+    DISPLAY_UNAVAILABLE = "display_unavailable"
+    OUT_OF_MEMORY = "out_of_memory"
+    CONTAINER_UNAVAILABLE = "container_unavailable"
+    NETWORK_UNREACHABLE = "network_unreachable"
+    MISSING_MODULE = "missing_module"
+    NO_TESTS_COLLECTED = "no_tests_collected"
+    TESTS_TIMED_OUT = "tests_timed_out"
+
+
 class TestStatus(StrEnum):
     PASSED = "PASSED"
     FAILED = "FAILED"
@@ -135,12 +151,25 @@ class InstanceResult(BaseModel):
     # and the Ray node; None on a single host
     host: str | None = None
     node: str | None = None
+    # SWE-bench 5.0's label for what a failure or error rests on, where one applies
+    failure_label: FailureLabel | None = None
+    # tests whose outcome decided the verdict against the patch and changed when re-run alone
+    # (other hash seeds): name -> the outcomes seen, the graded one first
+    flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
 
     @property
     def reduced_tests(self) -> int:
         """How many of its FAIL_TO_PASS and PASS_TO_PASS tests grading left out (needing the
         internet, flaky, failing with the gold patch here): its verdict rests on the rest."""
         return len(self.tests.fail_to_pass_excluded) + len(self.tests.pass_to_pass_excluded)
+
+    @property
+    def verdict(self) -> str:
+        """The status with its marks: ``*`` graded on a reduced test set, ``~`` a test that
+        decided it against the patch changed its outcome when re-run (``flaky_tests``)."""
+        if self.status == Status.ERROR:
+            return self.status.value
+        return self.status.value + "*" * bool(self.reduced_tests) + "~" * bool(self.flaky_tests)
 
     @property
     def fail_to_pass_fraction(self) -> float:

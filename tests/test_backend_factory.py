@@ -35,16 +35,12 @@ def test_docker_under_either_policy(policy: str) -> None:
 
 
 def test_sandbox_check_runs_the_conformance_suite_on_the_configured_backend(tmp_path) -> None:
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from .cli_in_process import swe_green
 
-    env = os.environ | {"SWE_GREEN_BACKEND": "local", "SWE_GREEN_DATA_DIR": str(tmp_path)}
-    cli = [str(Path(sys.executable).parent / "swe-green"), "sandbox", "check"]
-    done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
+    env = {"SWE_GREEN_BACKEND": "local", "SWE_GREEN_DATA_DIR": str(tmp_path)}
+    done = swe_green("sandbox", "check", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "kill_processes" in done.stdout and "unsupported" in done.stdout
     assert "failed" not in done.stdout
-    wrong = subprocess.run([*cli, "--check", "nope"], env=env, capture_output=True, text=True)
+    wrong = swe_green("sandbox", "check", "--check", "nope", env=env)
     assert wrong.returncode == 2 and "No check named nope" in wrong.stderr + wrong.stdout

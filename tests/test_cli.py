@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -12,15 +11,7 @@ import pytest
 
 from orchestrator.settings import load_settings, setting_names
 
-
-def swe_green(
-    *args: str, env: dict[str, str] | None = None, cwd=None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "250", **(env or {})},
-        cwd=cwd, timeout=120,
-    )  # fmt: skip
+from .cli_in_process import swe_green
 
 
 def test_settings_come_from_toml_then_environment_then_arguments(tmp_path, monkeypatch):

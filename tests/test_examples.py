@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from orchestrator.participant.transport import tls_context
 from tests.test_server import assess, final_status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def started(argv: list[str], env: dict[str, str], card: str) -> Iterator[dict]:
             if proc.poll() is not None:
                 pytest.fail(f"{argv} exited {proc.returncode}: {proc.stdout.read()[-2000:]}")
             with contextlib.suppress(httpx.HTTPError):
-                response = httpx.get(card, timeout=2)
+                response = httpx.get(card, timeout=2, verify=tls_context())
                 if response.status_code == 200:
                     break
             if time.monotonic() > deadline:

@@ -261,12 +261,9 @@ def test_envs_prune_keeps_the_shared_layers_an_environment_image_kept_builds_on(
 
 
 def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    import os
+    from .cli_in_process import swe_green
 
-    return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
-    )  # fmt: skip
+    return swe_green(*args, env=env)
 
 
 @pytest.mark.container

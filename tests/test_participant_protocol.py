@@ -33,6 +33,7 @@ from orchestrator.participant.client import (
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.participant.transport import tls_context
 from orchestrator.participant.wire import PROTOCOL, parse_tool_results, parse_turn
 from orchestrator.patches.extract import extract_patch
 
@@ -393,12 +394,12 @@ def test_command_that_never_ends_is_cut_by_the_tool_timeout(instance, host_bash,
     participant = scripted(
         turns=[{"calls": [{"name": "bash", "arguments": {"command": "sleep 600"}}]}]
     )
-    limits = FAST.model_copy(update={"tool_timeout": 1.0})
+    limits = FAST.model_copy(update={"tool_timeout": 0.5})
     with running(participant) as url:
         outcome, _ = drive(url, instance, host_bash, tmp_path, limits=limits)
     assert outcome.ok
     [(_, timeout)] = host_bash.calls
-    assert timeout == 1.0
+    assert timeout == 0.5
     [result] = participant.received()[1].results
     assert result.timed_out and result.error
 
@@ -434,7 +435,7 @@ def test_reply_after_the_instance_time_ran_out(instance, host_bash, tmp_path):
 
 
 def test_participant_that_does_not_answer_in_time(instance, host_bash, tmp_path):
-    participant = scripted(final={"text": "done", "delay": 2})
+    participant = scripted(final={"text": "done", "delay": 1.2})
     limits = FAST.model_copy(update={"reply_timeout": 0.5})
     with running(participant) as url:
         outcome, _ = drive(url, instance, host_bash, tmp_path, limits=limits)
@@ -495,7 +496,9 @@ def serve_process(tmp_path: Path) -> Iterator[Any]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(url + ".well-known/agent-card.json", timeout=2).raise_for_status()
+                httpx.get(
+                    url + ".well-known/agent-card.json", timeout=2, verify=tls_context()
+                ).raise_for_status()
                 return url, proc
             except httpx.HTTPError:
                 if proc.poll() is not None or time.monotonic() > deadline:
@@ -521,6 +524,8 @@ def _cli(script: Path) -> list[str]:
 
 @pytest.mark.parametrize("while_", ["between turns", "during a turn"])
 def test_participant_killed_mid_run(while_, instance, host_bash, tmp_path, serve_process):
+    """The participant is a process of its own (its command line), killed: the process
+    boundary is the point."""
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(
@@ -551,6 +556,8 @@ def test_participant_killed_mid_run(while_, instance, host_bash, tmp_path, serve
 
 
 def test_command_line_participant_with_text_calls(instance, host_bash, tmp_path, serve_process):
+    """The reference participants' command line as a user starts it, in a process of its own
+    (it serves until killed): its options reach the participant."""
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(

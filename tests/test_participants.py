@@ -123,9 +123,7 @@ def test_claude_explores_edits_and_finishes(style, verified, host_bash, tmp_path
         Reply([text("Changed the greeting in hello.py.")]),
     ]
     with FakeAnthropic(script) as fake:
-        participant = ClaudeParticipant(
-            api_key="test", base_url=fake.url, max_retries=0, turn_style=style
-        )
+        participant = ClaudeParticipant(api_key="test", base_url=fake.url, turn_style=style)
         with running(participant) as url:
             outcome = drive(url, instance, host_bash, tmp_path)
 
@@ -147,9 +145,7 @@ def test_claude_explores_edits_and_finishes(style, verified, host_bash, tmp_path
 
 def test_claude_stops_after_max_turns(verified, host_bash, tmp_path):
     with FakeAnthropic([bash("echo again")], repeat_last=True) as fake:
-        participant = ClaudeParticipant(
-            api_key="test", base_url=fake.url, max_retries=0, max_turns=3
-        )
+        participant = ClaudeParticipant(api_key="test", base_url=fake.url, max_turns=3)
         with running(participant) as url:
             outcome = drive(url, verified[0], host_bash, tmp_path)
     assert outcome.ok and outcome.final_text == "done"
@@ -158,7 +154,7 @@ def test_claude_stops_after_max_turns(verified, host_bash, tmp_path):
 
 def test_claude_with_a_refused_api_key_fails_its_task(verified, host_bash, tmp_path):
     with FakeAnthropic([UNAUTHORIZED]) as fake:
-        participant = ClaudeParticipant(api_key="bad", base_url=fake.url, max_retries=0)
+        participant = ClaudeParticipant(api_key="bad", base_url=fake.url)
         with running(participant) as url:
             outcome = drive(url, verified[0], host_bash, tmp_path)
     assert outcome.reason == Reason.PARTICIPANT_PROTOCOL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,14 @@ def test_a_predictions_file_is_graded_like_any_run(env_settings, synthetic_insta
     assert not (instances / "demo__units-1" / "transcript.jsonl").exists()  # no phase 5
     units = json.loads((instances / "demo__units-1" / "result.json").read_text())
     assert units["reason"] == "empty_patch"
+    # calc's only FAIL_TO_PASS failure decided its verdict: re-run alone, it failed each time
+    calc = json.loads((instances / "demo__calc-1" / "result.json").read_text())
+    assert calc["flaky_tests"] == {} and calc["timings"]["flaky_reruns"] > 0
+    reruns = (instances / "demo__calc-1" / "flaky_reruns.log").read_text()
+    assert "3 re-run(s)" in reruns
+    assert "tests/test_calc.py::test_floordiv_negative: FAILED FAILED FAILED FAILED" in reruns
+    _official_reader_agrees(run_dir, rows, board)
+    _official_grading_agrees(run_dir, synthetic_instances)
 
     # an earlier run's directory is a predictions source too: the same patches, regraded
     again = run_cli(
@@ -62,6 +71,62 @@ def test_a_predictions_file_is_graded_like_any_run(env_settings, synthetic_insta
     assert again.returncode == 0, out
     board = json.loads((tmp_path / "runs" / "again" / "results.json").read_text())
     assert [row["status"] for row in board["instances"]] == ["partially_resolved"]
+
+
+def _official_reader_agrees(run_dir: Path, rows: list, board: dict) -> None:
+    """The official harness's summary code, run on our ``swebench/`` layout, writes our
+    summary, with ``results.json``'s numbers."""
+    from swebench.harness.reporting import make_run_report
+
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    predictions = {
+        i: {"instance_id": i, "model_name_or_path": "agent-7", "model_patch": p} for i, p in rows
+    }
+    ours = json.loads((run_dir / "swebench" / f"agent-7.{run_id}.json").read_text())
+    official_dir = run_dir / "official"
+    here = os.getcwd()
+    os.chdir(run_dir / "swebench")  # the harness reads logs/run_evaluation from here
+    try:
+        path = make_run_report(
+            predictions, [{"instance_id": i} for i, _ in rows], run_id, report_dir=str(official_dir)
+        )
+    finally:
+        os.chdir(here)
+    official = json.loads(Path(path).read_text())
+    assert official == ours
+    row = board["results"][0]
+    assert official["resolved_instances"] == row["resolved_count"] == 1
+    assert official["error_instances"] == row["error_count"] == 0
+    assert official["empty_patch_ids"] == ["demo__units-1"]
+    assert official["unresolved_ids"] == ["demo__calc-1"]
+
+
+def _official_grading_agrees(run_dir: Path, instances: dict) -> None:
+    """The official grading code (its log parsers and resolution rule) on our layout's test
+    output gives our report: the same tests passing and failing, the same verdict."""
+    from swebench.harness.grading import get_eval_report
+    from swebench.types import TestSpec
+
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    base = run_dir / "swebench" / "logs" / "run_evaluation" / run_id / "agent-7"
+    parsers = {"demo__calc-1": "parse_log_pytest", "demo__textkit-1": "parse_log_django"}
+    for instance_id, parser in parsers.items():
+        ours = json.loads((base / instance_id / "report.json").read_text())[instance_id]
+        left_out = set(ours["swe_green"]["pass_to_pass_excluded"])
+        instance = instances[instance_id]
+        spec = TestSpec(
+            instance_id=instance_id, image="", eval_script_list=[], repo=instance.repo,
+            version=instance.version, FAIL_TO_PASS=instance.FAIL_TO_PASS,
+            PASS_TO_PASS=[t for t in instance.PASS_TO_PASS if t not in left_out],
+            log_parser=parser, eval_type="pass_and_fail",
+        )  # fmt: skip
+        prediction = {"instance_id": instance_id, "model_patch": "x", "model_name_or_path": "m"}
+        output = str(base / instance_id / "test_output.txt")
+        official = get_eval_report(spec, prediction, output, True)[instance_id]
+        assert official["patch_successfully_applied"], instance_id
+        assert official["resolved"] == ours["resolved"], instance_id
+        for group in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            assert official["tests_status"][group] == ours["tests_status"][group], group
 
 
 def test_a_bad_line_fails_before_any_container(env_settings, tmp_path):

@@ -39,13 +39,21 @@ def norm(pin: str) -> str:
     return re.sub(r"[-_.]+", "-", re.split(r"[=<>!~]", pin)[0]).lower()
 
 
+# libyaml's loader where PyYAML has it: the same safe subset, ten times faster than Python's
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def frozen_environment(instance_id: str) -> dict:
+    return yaml.load((ENVS / f"{instance_id}.yml").read_text(), Loader=_SAFE_LOADER)
+
+
 def frozen_pip_pins(instance_id: str) -> list[str]:
-    env = yaml.safe_load((ENVS / f"{instance_id}.yml").read_text())
+    env = frozen_environment(instance_id)
     return [p for dep in env["dependencies"] if isinstance(dep, dict) for p in dep["pip"] or []]
 
 
 def frozen_conda(instance_id: str) -> dict[str, str]:
-    env = yaml.safe_load((ENVS / f"{instance_id}.yml").read_text())
+    env = frozen_environment(instance_id)
     return {d.split("=")[0]: d.split("=")[1] for d in env["dependencies"] if isinstance(d, str)}
 
 

@@ -27,6 +27,8 @@ from orchestrator.frontends.report import (
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 
+from .cli_in_process import swe_green
+
 # (instance id, repo, status, F passed/failed, P passed/failed, seconds, tool calls)
 ROWS = [
     ("astropy__astropy-12907", "astropy/astropy", Status.REGRESSION, (0, 1), (3, 2), 40.0, 12),
@@ -364,13 +366,7 @@ def test_comparison_renders_as_text_and_html(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    import os
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    return swe_green(*args, columns=200)
 
 
 def test_report_compare_exit_status_says_whether_anything_regressed(tmp_path: Path) -> None:

@@ -4,11 +4,9 @@ says when, how long, what and where; the comparison's verdict first; the HTML at
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,8 @@ from orchestrator.frontends.report import (
 )
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
+
+from .cli_in_process import swe_green
 
 
 def _result(iid: str, status: Status, reason: Reason = Reason.NONE, message: str = "", **tests):
@@ -132,10 +132,7 @@ def test_tests_not_run_show_a_dash_and_the_message_column_says_why(run: RunDir) 
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    return swe_green(*args, columns=200)
 
 
 def test_compare_output_starts_with_its_verdict(run: RunDir, tmp_path: Path) -> None:

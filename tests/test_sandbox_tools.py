@@ -418,3 +418,29 @@ def test_a_container_from_a_snapshot_starts_its_own_server(sb, make_sandbox):
     assert server_pids(child) == []
     assert "return 1" in call(child, "view", path="pkg/mod.py").output
     assert server_pids(child)
+
+
+def test_the_programs_install_mark_goes_with_its_container(docker_client, base_image):
+    """``serve`` runs instance after instance in one process: the mark that a container holds
+    the program leaves with the container's handle, so the marks do not grow per instance."""
+    import gc
+
+    from orchestrator.participant.tools_host import installed_sandboxes
+    from orchestrator.sandbox.docker import DockerSandbox
+
+    before = installed_sandboxes()
+    for n in range(3):
+        sandbox = DockerSandbox.start(
+            docker_client, base_image, run_id=TEST_RUN_ID, instance_id=f"install-mark-{n}"
+        )
+        try:
+            sandbox.exec("mkdir -p /testbed && echo x > /testbed/a.txt")
+            assert call(sandbox, "view", path="/testbed/a.txt").output.endswith("1\tx")
+            assert installed_sandboxes() == before + 1
+            install_tools(sandbox)  # once per container: the mark holds
+            assert installed_sandboxes() == before + 1
+        finally:
+            sandbox.remove()
+        del sandbox
+        gc.collect()
+        assert installed_sandboxes() == before

@@ -42,6 +42,7 @@ from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 from orchestrator.participant.serving import serve_asgi_in_thread
+from orchestrator.participant.transport import tls_context
 from orchestrator.settings import Settings
 from tests.test_results import leaderboard_rows
 
@@ -62,7 +63,7 @@ def green_agent(settings: Settings, heartbeat: float = 20.0) -> Iterator[str]:
 async def _send(url: str, text: str, headers: dict[str, str] | None = None) -> list[dict]:
     """Send ``text`` as one message, streaming; every event as a dict (proto JSON names)."""
     timeout = httpx.Timeout(30.0, read=None)
-    async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
+    async with httpx.AsyncClient(timeout=timeout, headers=headers, verify=tls_context()) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
         message = Message(
@@ -131,7 +132,7 @@ def test_summary_text_is_prose_not_json(total: int) -> None:
 # ---------------------------------------------------------------------- the server, fast
 def test_card_lists_a2a_1_0_and_0_3(fast_settings: Settings) -> None:
     with green_agent(fast_settings) as url:
-        card = httpx.get(url + ".well-known/agent-card.json").json()
+        card = httpx.get(url + ".well-known/agent-card.json", verify=tls_context()).json()
     interfaces = {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]}
     assert interfaces == {("JSONRPC", "1.0"), ("JSONRPC", "0.3")}
     assert card["capabilities"]["streaming"] is True
@@ -317,8 +318,8 @@ def test_asking_for_less_or_for_what_the_operator_allows_runs(fast_settings: Set
 # ---------------------------------------------------------------------- card, token
 def test_card_is_served_at_the_legacy_path_too(fast_settings: Settings) -> None:
     with green_agent(fast_settings) as url:
-        new = httpx.get(url + ".well-known/agent-card.json").json()
-        legacy = httpx.get(url + ".well-known/agent.json").json()
+        new = httpx.get(url + ".well-known/agent-card.json", verify=tls_context()).json()
+        legacy = httpx.get(url + ".well-known/agent.json", verify=tls_context()).json()
     assert new == legacy
     assert legacy["url"] == url and legacy["name"] == "swe-bench-verified-green"
     assert "securitySchemes" not in legacy  # no token: no scheme declared
@@ -327,11 +328,13 @@ def test_card_is_served_at_the_legacy_path_too(fast_settings: Settings) -> None:
 def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) -> None:
     settings = fast_settings.replace(**{"serve_token": "s3cret"})
     with green_agent(settings) as url:
-        card = httpx.get(url + ".well-known/agent-card.json").json()
-        assert httpx.get(url + ".well-known/agent.json").status_code == 200
+        card = httpx.get(url + ".well-known/agent-card.json", verify=tls_context()).json()
+        assert httpx.get(url + ".well-known/agent.json", verify=tls_context()).status_code == 200
         rpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}
-        unauthorized = httpx.post(url, json=rpc)
-        wrong = httpx.post(url, json=rpc, headers={"Authorization": "Bearer nope"})
+        unauthorized = httpx.post(url, json=rpc, verify=tls_context())
+        wrong = httpx.post(
+            url, json=rpc, headers={"Authorization": "Bearer nope"}, verify=tls_context()
+        )
         events = asyncio.run(_send(url, "not json", headers={"Authorization": "Bearer s3cret"}))
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
     assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
@@ -628,7 +631,9 @@ async def _cancel_when(url: str, text: str, ready: Callable[[], bool]) -> tuple[
     """Send ``text``, leave the stream at the first ``working`` update, wait for ``ready()``,
     cancel the task; returns the run id, the state the cancel call reports and the state a
     later read of the task reports."""
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http:
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(30.0, read=None), verify=tls_context()
+    ) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
         message = Message(
@@ -685,7 +690,7 @@ def path_prefix_proxy(routes: dict[str, str]) -> Starlette:
     from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
-    client = httpx.AsyncClient(timeout=httpx.Timeout(300.0))
+    client = httpx.AsyncClient(timeout=httpx.Timeout(300.0), verify=tls_context())
     hops = {"content-length", "content-encoding", "transfer-encoding", "connection"}
 
     async def handle(request: Request) -> Response:

@@ -256,6 +256,8 @@ def test_a_bad_value_from_the_file_or_an_option_names_its_source(tmp_path):
 
 
 def test_the_cli_prints_one_line_and_no_traceback_for_a_bad_variable(tmp_path):
+    """The installed ``swe-green`` script in a fresh process: the process boundary is the point
+    (the console entry point of the package, and nothing printed before ``main`` runs)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWE_GREEN_")}
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "swe-green"), "config"],

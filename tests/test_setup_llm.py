@@ -12,6 +12,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
+from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import UserError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.settings import Settings, SetupAgentConfig
@@ -29,7 +30,6 @@ from orchestrator.setup.agent.setup_models import (
     FinishArgs,
     FinishCheck,
     LlmSetupResult,
-    RetryPolicy,
     SetupFacts,
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from pathlib import Path
 
@@ -37,17 +38,18 @@ GOOD = [
 ]
 BAD = [
     ("bash", {}, "missing required argument 'command'"),
-    ("bash", {"command": 5}, "'command' must be a string, not an integer"),
-    ("bash", {"command": "ls", "timeout": 0}, "'timeout' must be at least 1"),
-    ("bash", {"command": "ls", "timeout": True}, "'timeout' must be an integer"),
+    ("bash", {"command": 5}, "'command': Input should be a valid string (got 5)"),
+    ("bash", {"command": "ls", "timeout": 0}, "'timeout': Input should be greater than or equal"),
+    ("bash", {"command": "ls", "timeout": True}, "integer, not a boolean (got true)"),
+    ("bash", {"command": "ls", "timeout": None}, "'timeout': Input should be a valid integer"),
     ("bash", {"command": "ls", "description": "list"}, "unknown argument 'description'"),
-    ("view", {"path": "a", "view_range": [1]}, "'view_range' must have exactly 2 items"),
-    ("view", {"path": "a", "view_range": [1, "x"]}, "'view_range[1]' must be an integer"),
-    ("edit", {"command": "rename", "path": "a"}, "'command' must be one of"),
+    ("view", {"path": "a", "view_range": [1]}, "'view_range': List should have at least 2"),
+    ("view", {"path": "a", "view_range": [1, "x"]}, "'view_range[1]': Input should be a valid"),
+    ("edit", {"command": "rename", "path": "a"}, "'insert' or 'undo' (got \"rename\")"),
     ("edit", {"path": "a"}, "missing required argument 'command'"),
-    ("search", {"pattern": "x", "max_results": 5000}, "'max_results' must be at most 1000"),
-    ("search", {"pattern": "x", "case_insensitive": "yes"}, "must be true or false"),
-]
+    ("search", {"pattern": "x", "max_results": 5000}, "less than or equal to 1000 (got 5000)"),
+    ("search", {"pattern": "x", "case_insensitive": "yes"}, "Input should be a valid boolean"),
+]  # fmt: skip
 
 
 def test_every_tool_has_a_name_a_description_and_a_valid_json_schema():
@@ -139,3 +141,15 @@ def test_cap_output_keeps_start_and_end():
     assert capped.endswith("line 999\n")
     assert "output cut:" in capped and len(capped) < 700
     assert cap_output("short", 500) == ("short", False)
+
+
+def test_the_published_schema_is_the_models_without_titles_or_nulls():
+    from sandbox_tools.schemas import ARGUMENTS
+
+    for tool in TOOLS:
+        model, schema = ARGUMENTS[tool["name"]], tool["input_schema"]
+        assert list(schema["properties"]) == list(model.model_fields)
+        required = [name for name, field in model.model_fields.items() if field.is_required()]
+        assert schema["required"] == required and schema["additionalProperties"] is False
+        text = json.dumps(schema)
+        assert '"title"' not in text and "null" not in text and "anyOf" not in text

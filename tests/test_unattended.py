@@ -19,13 +19,7 @@ from orchestrator.leases import hold_lease, lease_path, live_set_of, read_leases
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.run.outcome import run_exit_code
 
-
-def swe_green(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
-        capture_output=True, text=True, env={**os.environ, "COLUMNS": "250", **env}, timeout=180,
-    )  # fmt: skip
-
+from .cli_in_process import swe_green
 
 # --------------------------------------------------------------------------- leases
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.atomic import append_text
 from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history
 from orchestrator.base_commit.scripts import base_commit_script
 from orchestrator.checkout.git_commands import GitError
@@ -40,13 +41,13 @@ def prepare_base_commit(
     else:
         mode, since = "replace", None
     history = put_clean_history(sandbox, mirror, instance.base_commit, since)
-    with open(log_path, "a") as fh:
-        beyond = f" beyond the shared history at {since[:12]}" if since else ""
-        fh.write(
-            f"clean history ({mode}): {history.commits} commits, {history.objects} objects"
-            f"{beyond}, {history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
-            f"{history.seconds:.1f}s\n"
-        )
+    beyond = f" beyond the shared history at {since[:12]}" if since else ""
+    append_text(
+        log_path,
+        f"clean history ({mode}): {history.commits} commits, {history.objects} objects"
+        f"{beyond}, {history.tags} tags, {history.pack_bytes / 1e6:.1f} MB pack, "
+        f"{history.seconds:.1f}s\n",
+    )
     script = base_commit_script(instance, reinstall, mode)
     timeout = settings.environment.install_timeout
     run_script(sandbox, script, log_path, timeout, name="base-commit")
@@ -65,11 +66,11 @@ def reinstall_at_base(
         return found
     changed = _changed_since_setup(settings, instance)
     if changed is not None and not reinstall_needed(plan.recipe.install, changed):
-        with open(log_path, "a") as fh:
-            fh.write(
-                f"no reinstall at the base commit: {len(changed)} changed file(s), "
-                "no build input among them, and the install is editable\n"
-            )
+        append_text(
+            log_path,
+            f"no reinstall at the base commit: {len(changed)} changed file(s), "
+            "no build input among them, and the install is editable\n",
+        )
         return None
     return "\n".join([*plan.recipe.pre_install, plan.recipe.install])
 

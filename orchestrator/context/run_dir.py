@@ -7,9 +7,14 @@ Layout::
     <run>/instances/<instance_id>/         one directory per instance:
         result.json                        its InstanceResult
         patch.diff, transcript.jsonl, test_output.txt, setup.log, ...
+    <run>/swebench/                        the same results in the official harness's layout
+                                           (orchestrator.run.official_layout)
 
-Every file is written atomically (a temporary file in the same directory, then
-``os.replace``), so a reader or a resumed run never sees half a file.
+Every file goes through :mod:`orchestrator.atomic`: a whole file atomically (a temporary file
+in the same directory, then ``os.replace``), so a reader or a resumed run never sees half a
+file; a log that grows while the run goes (``setup.log``) by appends, and the logs held open
+for the whole run (``run.log``, ``transcript.jsonl``, the setup agent's log) line by line.
+``tests/test_run_dir_writes.py`` holds the reviewed list of writers that do not go through it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from orchestrator.atomic import atomic_write_text, read_cached
+from orchestrator.atomic import atomic_write_bytes, atomic_write_text, read_cached
 from orchestrator.log import get_logger
 from orchestrator.models import InstanceResult
 
@@ -103,6 +108,20 @@ class RunDir:
         """Write a file such as ``patch.diff`` into the instance's directory."""
         path = self.instance_dir(instance_id) / _check_name("file name", name)
         atomic_write_text(path, text)
+        return path
+
+    def write_under(self, relative: str, data: str | bytes) -> Path:
+        """Write a file at ``relative`` (``/``-separated; no part empty, ``.`` or ``..``) under
+        the run directory, such as the official layout's ``swebench/...`` files (whose names
+        are the participant's id, as the official harness writes them)."""
+        parts = relative.split("/")
+        if any(part in ("", ".", "..") or "\0" in part for part in parts):
+            raise ValueError(f"unsafe path under the run directory: {relative!r}")
+        path = self.path.joinpath(*parts)
+        if isinstance(data, str):
+            atomic_write_text(path, data)
+        else:
+            atomic_write_bytes(path, data)
         return path
 
     def _result_files(self) -> list[Path]:

@@ -5,7 +5,9 @@ Sources, through the ``datasets`` library:
 - a Hugging Face dataset name (the settings ``dataset`` and ``dataset_split``);
 - a local ``.jsonl``, ``.json`` or ``.parquet`` file;
 - a directory of such files (searched recursively; when some file names start with the split
-  name, e.g. ``data/test-00000-of-00001.parquet``, only those are read, else all of them).
+  name, e.g. ``data/test-00000-of-00001.parquet``, only those are read, else all of them);
+- a SWE-bench 5.x task repository, a directory or a git URL (:mod:`.task_repo`);
+- an alias of SWE-bench 5.x's: ``verified``, ``full``, ``lite`` (:mod:`.task_repo`).
 
 The split only picks files or the hub split; a single local file is read whole. Loaded lists
 are cached per source within the process (keyed by the files' modification times).
@@ -34,6 +36,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
 
+from orchestrator.dataset.task_repo import (
+    clone_task_repo,
+    is_git_url,
+    is_task_repo,
+    load_task_rows,
+    resolve_alias,
+)
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.settings import DatasetConfig, Settings
@@ -92,10 +101,15 @@ _LOAD_LOCK = threading.Lock()
 
 
 def load_instances(source: str, split: str = DEFAULT_SPLIT) -> list[Instance]:
-    """All instances of ``source`` (hub name, file or directory), in dataset order."""
-    path = Path(source).expanduser()
+    """All instances of ``source`` (hub name or alias, file, directory, task repository or its
+    git URL), in dataset order (a task repository's: by instance id)."""
+    if not Path(source).expanduser().exists():
+        source = resolve_alias(source)
+    path = clone_task_repo(source) if is_git_url(source) else Path(source).expanduser()
     # `datasets` is not safe to call from two threads at once (its progress bars race)
     with _LOAD_LOCK:
+        if path.is_dir() and is_task_repo(path):
+            return list(_validate(load_task_rows(path, split)))
         if path.exists():
             files = _data_files(path, split)
             stamp = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.atomic import append_text
 from orchestrator.sandbox import Sandbox
 from sandbox_tools.contract import ACTIVATE, SWE_DIR, TESTBED
 
@@ -65,9 +66,11 @@ def _run(
         f"source {ACTIVATE} >/dev/null 2>&1; cd /; {steps}; ok=$?; rm -f {_TOOL_PATH}; exit $ok"
     )
     result = sandbox.exec(["bash", "-c", script], timeout=timeout)
-    with open(log_path, "a") as fh:
-        fh.write(f"\n===== {title} (exit {result.exit_code}, {result.duration:.1f}s)\n")
-        fh.write(result.output[-4000:])
+    append_text(
+        log_path,
+        f"\n===== {title} (exit {result.exit_code}, {result.duration:.1f}s)\n"
+        + result.output[-4000:],
+    )
     return result.ok
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.atomic import append_text
 from orchestrator.dependencies.pins import pins_for_python
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
@@ -164,9 +165,10 @@ def run_script(
     path = f"{SWE_DIR}/{name}.sh"
     sandbox.write_file(path, script, mode=0o755)
     result = sandbox.exec(["bash", path], timeout=timeout)
-    with open(log_path, "a") as fh:
-        fh.write(f"\n===== {name} (exit {result.exit_code}, {result.duration:.1f}s)\n")
-        fh.write(result.output)
+    append_text(
+        log_path,
+        f"\n===== {name} (exit {result.exit_code}, {result.duration:.1f}s)\n" + result.output,
+    )
     if result.timed_out:
         raise ScriptFailed(f"{name} timed out after {timeout:.0f}s")
     if result.exit_code != 0:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.atomic import append_text
 from orchestrator.base_commit import reinstall_at_base
 from orchestrator.checkout.repo_cache import check_complete
 from orchestrator.context.run_context import RunContext
@@ -101,8 +102,8 @@ def _note_kept(log_path: Path, kept: Snapshot) -> None:
     """Say in the set-up log how big a host file pack the backend kept, if it kept one."""
     if kept.archive is None:
         return
-    with open(log_path, "a") as fh:
-        fh.write(
-            f"set-up files kept on the host (no commit under the restricted Docker policy): "
-            f"{kept.size / 1e6:.1f} MB, {len(kept.deleted)} deleted path(s)\n"
-        )
+    append_text(
+        log_path,
+        f"set-up files kept on the host (no commit under the restricted Docker policy): "
+        f"{kept.size / 1e6:.1f} MB, {len(kept.deleted)} deleted path(s)\n",
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from orchestrator.atomic import append_text
 from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history, shared_commit
 from orchestrator.base_commit.scripts import share_history_script
 from orchestrator.checkout import check_out
@@ -66,8 +67,7 @@ def ensure_env_image(
     registry = ctx.settings.environment.env_image_registry
     with image_lock(ctx, f"env-{plan.env_key}"):
         if cached(ctx, name):
-            with open(log_path, "a") as fh:
-                fh.write(f"environment image {name} reused from the cache\n")
+            append_text(log_path, f"environment image {name} reused from the cache\n")
             return env_from_labels(ctx, name)
         pulled = pull_shared(ctx.backend, registry, name, log_path) if registry else None
         if pulled:
@@ -102,11 +102,11 @@ def build_env_image(
     log = ctx.instance_log(instance)
     log.info("setup.start", strategy=plan.strategy, python=plan.python, image=name)
     if not plan.python_exact and plan.recipe is not None:
-        with open(log_path, "a") as fh:
-            fh.write(
-                f"recipe asks for Python {plan.recipe.python}; "
-                f"using the nearest available, {plan.python}\n"
-            )
+        append_text(
+            log_path,
+            f"recipe asks for Python {plan.recipe.python}; "
+            f"using the nearest available, {plan.python}\n",
+        )
     if plan.family_key is not None and ctx.backend.commits:  # a layer on an image
         return build_on_family(ctx, instance, plan, name, log_path)
     start = setup_start(ctx, instance, plan, log_path)
@@ -153,8 +153,9 @@ def build_on_family(
     """An environment that differs from its recipe's only by the instance's own pins: the
     recipe's environment image (from the caches, or built), plus a layer installing them."""
     family = ensure_env_image(ctx, instance, plan.family(), log_path)
-    with open(log_path, "a") as fh:
-        fh.write(f"built on the recipe's environment {family.name}: + {' '.join(plan.own_pins)}\n")
+    append_text(
+        log_path, f"built on the recipe's environment {family.name}: + {' '.join(plan.own_pins)}\n"
+    )
     sandbox = ctx.start_sandbox(family.name, instance, "setup", network=True)
     built = family.model_copy(update={"name": name, "cache_hit": False, "tokens": {}})
     with building(ctx, sandbox, "environment setup"):
@@ -205,12 +206,12 @@ def share_history(
         return None
     since = below if below is not None and is_ancestor(mirror, below, shared) else None
     history = put_clean_history(sandbox, mirror, shared, since)
-    with open(log_path, "a") as fh:
-        beyond = f" beyond the repository's history at {since[:12]}" if since else ""
-        fh.write(
-            f"shared history at {shared[:12]}: {history.commits} commits, "
-            f"{history.objects} objects{beyond}, {history.pack_bytes / 1e6:.1f} MB pack\n"
-        )
+    beyond = f" beyond the repository's history at {since[:12]}" if since else ""
+    append_text(
+        log_path,
+        f"shared history at {shared[:12]}: {history.commits} commits, "
+        f"{history.objects} objects{beyond}, {history.pack_bytes / 1e6:.1f} MB pack\n",
+    )
     try:
         run_script(
             sandbox, share_history_script(onto_shared=since is not None), log_path,

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.atomic import append_text
 from orchestrator.base_commit.clean_history import put_clean_history, shared_commit
 from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
@@ -139,11 +140,11 @@ def ensure_history_image(
         sandbox = ctx.start_sandbox(below, instance, "setup", network=False)
         with building(ctx, sandbox, "history image"):
             history = put_clean_history(sandbox, mirror, commit)
-            with open(log_path, "a") as fh:
-                fh.write(
-                    f"repository history at {commit[:12]}: {history.commits} commits, "
-                    f"{history.pack_bytes / 1e6:.1f} MB pack\n"
-                )
+            append_text(
+                log_path,
+                f"repository history at {commit[:12]}: {history.commits} commits, "
+                f"{history.pack_bytes / 1e6:.1f} MB pack\n",
+            )
             timeout = ctx.settings.environment.install_timeout
             run_script(sandbox, _HISTORY_SCRIPT, log_path, timeout, name="history")
             labels = {LABEL_KIND: "env", LABEL_ENV_KEY: f"history-{key}", LABEL_LAYER: "history"}
@@ -179,8 +180,7 @@ def setup_start(ctx: RunContext, instance: Instance, plan: EnvPlan, log_path: Pa
     try:
         tools = ensure_tools_image(ctx, instance, plan, log_path)
     except SandboxError as exc:  # the engine cannot list images: the base, as before
-        with open(log_path, "a") as fh:
-            fh.write(f"no tools image ({str(exc).splitlines()[0][:200]}); from the base\n")
+        append_text(log_path, f"no tools image ({str(exc).splitlines()[0][:200]}); from the base\n")
         return SetupStart(image=plan.base_image)
     found = ensure_history_image(ctx, instance, tools, log_path) if _history(ctx) else None
     if found is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orchestrator.atomic import append_text
 from orchestrator.errors import first_line
 from orchestrator.sandbox import SandboxBackend, SandboxError, Unsupported
 
@@ -29,8 +30,7 @@ def registry_reference(registry: str, name: str) -> str:
 
 
 def _note(log_path: Path, line: str) -> None:
-    with open(log_path, "a") as fh:
-        fh.write(line + "\n")
+    append_text(log_path, line + "\n")
 
 
 def pull_shared(

@@ -36,6 +36,7 @@ from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once
 from orchestrator.participant.protocol import A2AParticipant
+from orchestrator.participant.transport import tls_context
 from orchestrator.run.bootstrap import start_run
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
@@ -324,7 +325,7 @@ def prune_kept(
 async def participant_card_name(url: str, timeout: float = _CARD_TIMEOUT) -> str | None:
     """The name on the participant's agent card; ``None`` when it cannot be read."""
     try:
-        async with httpx.AsyncClient(timeout=timeout) as http:
+        async with httpx.AsyncClient(timeout=timeout, verify=tls_context()) as http:
             card = await asyncio.wait_for(A2ACardResolver(http, url).get_agent_card(), timeout)
     except Exception:  # noqa: BLE001 - any failure just means "no name"
         return None

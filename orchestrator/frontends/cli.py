@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Annotated, Any
 
@@ -283,10 +284,17 @@ def _tidy_help(command: Any) -> None:
         _tidy_help(sub)
 
 
-def main() -> None:
-    """Entry point: user errors print one line, never a traceback."""
+@functools.cache
+def _command() -> Any:
+    """The click command of the whole app, built once per process."""
     command = typer.main.get_command(app)
     _tidy_help(command)
+    return command
+
+
+def main() -> None:
+    """Entry point: user errors print one line, never a traceback."""
+    command = _command()
     try:
         command.main(prog_name="swe-green")
     except UserError as exc:

@@ -61,7 +61,13 @@ Shard = Annotated[
 ]
 Dataset = Annotated[
     str | None,
-    typer.Option(help=option_help("dataset", "Dataset name or local .jsonl/.parquet file")),
+    typer.Option(
+        help=option_help(
+            "dataset",
+            "Dataset name or alias (verified, full, lite), local .jsonl/.parquet "
+            "file, or SWE-bench 5.x task repository (directory or git URL)",
+        )
+    ),
 ]
 Concurrency = Annotated[
     int | None,

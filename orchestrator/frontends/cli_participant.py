@@ -11,10 +11,12 @@ def check_card(url: str) -> None:
     JSON object."""
     import httpx
 
+    from orchestrator.participant.transport import tls_context
+
     card = url.rstrip("/") + "/.well-known/agent-card.json"
     fix = "start the participant, or check --participant."
     try:
-        response = httpx.get(card, timeout=15)
+        response = httpx.get(card, timeout=15, verify=tls_context())
     except httpx.HTTPError as exc:
         raise UserError(
             f"The participant at {url} does not answer ({exc.__class__.__name__}: {exc}).", fix

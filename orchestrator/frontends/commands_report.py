@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli_common import console
 from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
@@ -117,7 +118,7 @@ def _fidelity(run, official: Path, out: Path | None, notes: Path | None) -> None
         text = render_markdown(fidelity, title, _run_facts(run, official))
         if notes is not None:
             text += "\n" + notes.read_text(encoding="utf-8")
-        out.write_text(text, encoding="utf-8")
+        atomic_write_text(out, text)
         console.print(f"fidelity report: {out}")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli_common import (
     Count,
@@ -165,5 +166,5 @@ def validation_report_cmd(
     if out is None:
         console.print(text, markup=False, highlight=False)
     else:
-        out.write_text(text)
+        atomic_write_text(out, text)
         console.print(f"wrote {out}")

@@ -42,7 +42,7 @@ class LiveProgress:
             r = event.result
             self.finished(
                 r.instance_id,
-                f"[bold]{r.status}{'*' if r.reduced_tests and r.status != 'error' else ''}[/]"
+                f"[bold]{r.verdict}[/]"
                 + (f" ({r.reason})" if r.reason else "")
                 + (f" [dim](* {r.reduced_tests} test(s) left out)[/]" if r.reduced_tests else ""),
                 r.timings.get("total", 0),

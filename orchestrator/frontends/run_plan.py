@@ -32,7 +32,7 @@ RESUME_PINNED = (
     "setup_strategy", "validate_env", "validation_runs", "image_prefix", "base_python",
     "cpus", "memory", "pids_limit", "disk_limit", "max_tool_calls", "tool_timeout",
     "instance_timeout", "participant_timeout", "max_reply_bytes", "patch_fuzz", "test_timeout",
-    "unprivileged_tests", "grade_in_participant_container", "docker_policy",
+    "flaky_reruns", "unprivileged_tests", "grade_in_participant_container", "docker_policy",
 )  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.models import Instance
 from orchestrator.patches.diff import split_patch
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
@@ -216,5 +217,5 @@ def audit_report(sandbox: Sandbox, exit_code: int | None, log_dir: Path | None) 
     except SandboxError:
         return AuditReport()
     if log_dir is not None:
-        (log_dir / "audit.log").write_text(text)
+        atomic_write_text(log_dir / "audit.log", text)
     return read_audit(text, exit_code)

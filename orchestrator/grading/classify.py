@@ -212,6 +212,9 @@ class LeaderboardRow(BaseModel):
     # instances whose patch's code was seen forging or reading the grading at test time
     # (reason tamper_detected: every test counted as failing)
     tamper_detected_count: int = 0
+    # graded instances whose verdict rests on a test that changed its outcome when re-run
+    # alone (``flaky_tests``; the verdict is the first outcome's, as officially)
+    flaky_count: int = 0
 
 
 def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
@@ -233,4 +236,5 @@ def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
         1 for r in results if r.status != Status.ERROR and r.reduced_tests
     )
     fields["tamper_detected_count"] = sum(r.reason == Reason.TAMPER_DETECTED for r in results)
+    fields["flaky_count"] = sum(1 for r in results if r.status != Status.ERROR and r.flaky_tests)
     return LeaderboardRow.model_validate(fields)

@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.context.successor import Successor
 from orchestrator.grading.audit import (
     AuditConfig,
@@ -170,8 +171,8 @@ def run_tests(
         output += result.output
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        (log_dir / "eval.sh").write_text(script)
-        (log_dir / "test_output.txt").write_text(output, errors="replace")
+        atomic_write_text(log_dir / "eval.sh", script)
+        atomic_write_text(log_dir / "test_output.txt", output, errors="replace")
     section, exit_code = extract_between_markers(output, nonce=nonce)
     outcomes = parse_test_log(recipe.log_format, section or "")
     forged = forged_output(section) if section is not None else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.atomic import atomic_write_text
+
 
 class GradingLogs:
     """The grading's log files under ``log_dir`` (none when it is None), by name."""
@@ -17,7 +19,7 @@ class GradingLogs:
 
     def write(self, name: str, file: str, text: str) -> None:
         if self.log_dir is not None:
-            (self.log_dir / file).write_text(text, errors="replace")
+            atomic_write_text(self.log_dir / file, text, errors="replace")
             self.files[name] = str(self.log_dir / file)
 
     def note(self, name: str, file: str) -> None:

@@ -39,6 +39,13 @@ from orchestrator.leases import (
 )
 from orchestrator.log import get_logger
 from orchestrator.sandbox import SandboxBackend
+from orchestrator.sandbox.docker.engine_state import (
+    ENGINE_ERRORS,
+    create_volume,
+    engine_time,
+    remove_volume,
+    volumes,
+)
 from orchestrator.sandbox.models import LABEL_RUN, LABEL_TOOL
 
 LABEL_LEASE = "swe-green.lease"  # the holder's name
@@ -55,19 +62,12 @@ def _client(backend: SandboxBackend) -> Any | None:
     return getattr(backend, "client", None)
 
 
-def _engine_errors() -> tuple[type[BaseException], ...]:
-    from docker.errors import DockerException
-    from requests.exceptions import RequestException
-
-    return (DockerException, RequestException, OSError)
-
-
-def _holder_volumes(client: Any, holder: str, host: str, pid: int) -> list[Any]:
-    found = client.volumes.list(filters={"label": f"{LABEL_LEASE}={holder}"})
+def _holder_volumes(client: Any, holder: str, host: str, pid: int) -> list[str]:
+    """The names of the volumes of ``holder`` in process ``pid`` on ``host``."""
+    found = volumes(client, [f"{LABEL_LEASE}={holder}"])
     return [
-        v for v in found
-        if (v.attrs.get("Labels") or {}).get(LABEL_HOST) == host
-        and (v.attrs.get("Labels") or {}).get(LABEL_PID) == str(pid)
+        name for name, labels, _ in found
+        if labels.get(LABEL_HOST) == host and labels.get(LABEL_PID) == str(pid)
     ]  # fmt: skip
 
 
@@ -96,17 +96,16 @@ def hold_engine_lease(
         LABEL_INSTANCES: ",".join(sorted(instances)),
         LABEL_CONTAINERS: ",".join(sorted(containers)),
     }  # fmt: skip
-    errors = _engine_errors()
+    errors = ENGINE_ERRORS
     log = get_logger(run_id=run_id)
 
     def beat_once() -> bool:
         name = f"{VOLUME_PREFIX}{NOT_NAME.sub('-', holder)[:80]}-{uuid.uuid4().hex[:12]}"
         try:
-            client.volumes.create(name=name, driver="local", labels=labels)
-            for volume in _holder_volumes(client, holder, host, pid):
-                if volume.name != name:
-                    with contextlib.suppress(*errors):
-                        volume.remove(force=True)
+            create_volume(client, name, labels)
+            for older in _holder_volumes(client, holder, host, pid):
+                if older != name:
+                    remove_volume(client, older)
         except errors as exc:
             log.warning("lease.engine_beat_failed", error=str(exc).splitlines()[0])
             return False
@@ -129,16 +128,15 @@ def hold_engine_lease(
         if held:
             thread.join(timeout=5)
         with contextlib.suppress(*errors):
-            for volume in _holder_volumes(client, holder, host, pid):
-                with contextlib.suppress(*errors):
-                    volume.remove(force=True)
+            for name in _holder_volumes(client, holder, host, pid):
+                remove_volume(client, name)
 
 
 def _engine_now(client: Any) -> float:
     """The engine's clock (epoch seconds), where the heartbeats were stamped."""
-    errors: tuple[type[BaseException], ...] = (*_engine_errors(), KeyError, ValueError)
+    errors: tuple[type[BaseException], ...] = (*ENGINE_ERRORS, KeyError, ValueError)
     try:
-        return _epoch(client.info()["SystemTime"])
+        return _epoch(engine_time(client))
     except errors:
         return time.time()
 
@@ -166,32 +164,30 @@ def engine_leases(
     if client is None:
         return []
     try:
-        volumes = client.volumes.list(filters={"label": LABEL_LEASE})
+        found = volumes(client, [LABEL_LEASE])
         engine_now = _engine_now(client)
-    except _engine_errors() as exc:
+    except ENGINE_ERRORS as exc:
         get_logger().warning("lease.engine_read_failed", error=str(exc).splitlines()[0])
         return []
     if now is not None:
         engine_now += now - time.time()
-    newest: dict[tuple[str, str, str], tuple[float, Any]] = {}
-    for volume in volumes:
-        labels = volume.attrs.get("Labels") or {}
+    newest: dict[tuple[str, str, str], tuple[float, str, dict[str, str]]] = {}
+    for name, labels, created_at in found:
         key = (labels.get(LABEL_LEASE, ""), labels.get(LABEL_HOST, ""), labels.get(LABEL_PID, ""))
         try:
-            created = _epoch(volume.attrs["CreatedAt"])
-        except (KeyError, ValueError):
+            created = _epoch(created_at)
+        except ValueError:
             continue
         if key not in newest or created > newest[key][0]:
-            newest[key] = (created, volume)
+            newest[key] = (created, name, labels)
     leases = []
-    for (_holder, host, pid_text), (heartbeat, volume) in sorted(newest.items()):
-        labels = volume.attrs.get("Labels") or {}
+    for (_holder, host, pid_text), (heartbeat, name, labels) in sorted(newest.items()):
         pid = int(pid_text) if pid_text.isdigit() else 0
         why = lease_state(host, pid, heartbeat, engine_now, ttl)
         leases.append(
             Lease(
                 run_id=labels.get(LABEL_RUN, ""),
-                path=Path(volume.name),
+                path=Path(name),
                 pid=pid,
                 host=host,
                 started=float(labels.get(LABEL_STARTED, "0") or 0),
@@ -228,11 +224,9 @@ def drop_expired_on_engine(backend: SandboxBackend, run_ids: Iterable[str]) -> N
         return
     for lease in engine_leases(backend):
         if not lease.live and lease.run_id in wanted:
-            holder_filter = {"label": [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]}
-            with contextlib.suppress(*_engine_errors()):
-                for volume in client.volumes.list(filters=holder_filter):
-                    with contextlib.suppress(*_engine_errors()):
-                        volume.remove(force=True)
+            with contextlib.suppress(*ENGINE_ERRORS):
+                for name, _, _ in volumes(client, [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]):
+                    remove_volume(client, name)
 
 
 @contextlib.contextmanager

@@ -16,12 +16,12 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 from orchestrator.housekeeping.engine_leases import engine_leases, hold_engine_lease
 from orchestrator.housekeeping.names import NAME_LIMIT, NOT_NAME
 from orchestrator.log import get_logger
 from orchestrator.sandbox import SandboxBackend
+from orchestrator.sandbox.docker.engine_state import create_named, named_labels, remove_named
 
 LABEL_LOCK = "swe-green.lock"  # the key
 LABEL_LOCK_HOLDER = "swe-green.lock.holder"  # the run id of the holder's engine lease
@@ -37,19 +37,6 @@ def _holder_live(backend: SandboxBackend, holder: str) -> bool:
     return any(lease.live for lease in engine_leases(backend) if lease.run_id == holder)
 
 
-def _any_image(client: Any, preferred: str) -> str:
-    """``preferred`` when the engine has it, else any image it has."""
-    from docker.errors import ImageNotFound
-
-    try:
-        return str(client.images.get(preferred).id)
-    except ImageNotFound:
-        images = client.images.list()
-        if not images:
-            raise
-        return str(images[0].id)
-
-
 @contextlib.contextmanager
 def engine_lock(
     backend: SandboxBackend, key: str, image: str, *, poll: float = LOCK_POLL
@@ -60,41 +47,28 @@ def engine_lock(
     if client is None:
         yield
         return
-    from docker.errors import APIError, NotFound
 
     name = lock_name(key)
     holder = f"lock-{uuid.uuid4().hex[:12]}"
     log = get_logger()
     with hold_engine_lease(backend, holder):
-        source = _any_image(client, image)
         waited = False
-        while True:
-            try:
-                client.containers.create(
-                    source, command=["true"], name=name, network_disabled=True,
-                    labels={LABEL_LOCK: key, LABEL_LOCK_HOLDER: holder},
-                )  # fmt: skip
-                break
-            except APIError as exc:
-                if exc.status_code != 409:
-                    raise
-            try:
-                other = client.containers.get(name).labels.get(LABEL_LOCK_HOLDER, "")
-            except NotFound:
+        labels = {LABEL_LOCK: key, LABEL_LOCK_HOLDER: holder}
+        while not create_named(client, image, name, labels):
+            other = named_labels(client, name)
+            if other is None:
                 continue  # released meanwhile
-            if not _holder_live(backend, other):
-                log.warning("lock.stale_taken_over", key=key, holder=other)
-                with contextlib.suppress(NotFound, APIError):
-                    client.containers.get(name).remove(force=True)
+            if not _holder_live(backend, other.get(LABEL_LOCK_HOLDER, "")):
+                log.warning("lock.stale_taken_over", key=key, holder=other.get(LABEL_LOCK_HOLDER))
+                remove_named(client, name)
                 continue
             if not waited:
-                log.info("lock.waiting", key=key, holder=other)
+                log.info("lock.waiting", key=key, holder=other.get(LABEL_LOCK_HOLDER))
                 waited = True
             time.sleep(poll)
         try:
             yield
         finally:
-            with contextlib.suppress(NotFound, APIError):
-                lock = client.containers.get(name)
-                if lock.labels.get(LABEL_LOCK_HOLDER) == holder:
-                    lock.remove(force=True)
+            held = named_labels(client, name)
+            if held is not None and held.get(LABEL_LOCK_HOLDER) == holder:
+                remove_named(client, name)

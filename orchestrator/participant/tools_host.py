@@ -6,7 +6,7 @@
   command is an argv element, never pasted into a shell line, and no Python starts;
 - ``view``, ``edit`` and ``search`` are served by ``/opt/swe/tools.py`` running as a small
   server inside the container (started by the first such call, with the container's system
-  Python; ``install_tools`` copies the program in once per container): a call is one
+  Python; ``install_tools`` copies the program in once per sandbox handle): a call is one
   ``docker exec`` of a few lines of bash (``sandbox_tools.tools.CLIENT``) that hand the
   request, one argv element, to the server over the container's loopback, so no Python
   interpreter starts per call. The server's port is derived from the program's bytes, so a
@@ -24,6 +24,7 @@ import hashlib
 import json
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -43,7 +44,9 @@ ARGV_LIMIT = 64 * 1024
 # the in-container `search` stops by itself this long before the call's time limit
 _SEARCH_MARGIN = 2.0
 
-_installed: set[str] = set()
+# the sandboxes the program was copied into, by handle: a mark goes with its sandbox's handle,
+# so a long-lived process (``serve``) keeps none for the containers of finished instances
+_installed: weakref.WeakSet[Sandbox] = weakref.WeakSet()
 _installed_lock = threading.Lock()
 
 
@@ -67,14 +70,20 @@ def server_port() -> int:
 
 
 def install_tools(sandbox: Sandbox, *, force: bool = False) -> None:
-    """Copy the tools program into the container (once per container and process)."""
+    """Copy the tools program into the container (once per sandbox handle)."""
     with _installed_lock:
-        if sandbox.id in _installed and not force:
+        if sandbox in _installed and not force:
             return
     sandbox.write_file(CONTRACT_PATH, contract_source(), mode=0o644)
     sandbox.write_file(TOOLS_PATH, tools_source(), mode=0o755)
     with _installed_lock:
-        _installed.add(sandbox.id)
+        _installed.add(sandbox)
+
+
+def installed_sandboxes() -> int:
+    """How many sandbox handles hold the program (those alive: a removed one is not kept)."""
+    with _installed_lock:
+        return len(_installed)
 
 
 def run_tool(

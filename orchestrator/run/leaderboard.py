@@ -11,6 +11,7 @@ from orchestrator.atomic import atomic_write_text
 from orchestrator.context.run_dir import RunDir
 from orchestrator.grading.classify import aggregate
 from orchestrator.models import InstanceResult
+from orchestrator.run.official_layout import write_official_layout
 
 BENCHMARK = "swe-bench-verified"
 
@@ -25,7 +26,8 @@ def write_leaderboard(
 
     ``results`` defaults to the results on disk. The layout is the one the AgentBeats
     leaderboard query reads (DESIGN "Results"); ``instances`` and ``benchmark`` are
-    extra keys with a fixed shape, so files of several runs read together.
+    extra keys with a fixed shape, so files of several runs read together. The same results
+    are written in the official harness's layout too (:mod:`.official_layout`).
     """
     chosen = run_dir.load_results() if results is None else list(results)
     row = aggregate(chosen)
@@ -50,4 +52,5 @@ def write_leaderboard(
         ],
     }
     atomic_write_text(run_dir.leaderboard_path, json.dumps(payload, indent=2) + "\n")
+    write_official_layout(run_dir, participant_id, chosen)
     return run_dir.leaderboard_path

@@ -30,7 +30,6 @@ from orchestrator.dependencies.bytecode import drop_manifest_command
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading import grade
 from orchestrator.grading.evaluation import Evaluation
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
@@ -41,6 +40,7 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
+from orchestrator.run.flaky_check import grade_and_rerun, record_reruns
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
@@ -277,8 +277,8 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
-        evaluation = await self.scope.blocking(
-            grade, grader, instance, test_recipe(prepared), patch,
+        evaluation, reruns = await self.scope.blocking(
+            grade_and_rerun, ctx, grader, instance, test_recipe(prepared), patch,
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
             excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
             excluded_f2p=excluded.f2p, writable=excluded.writable,
@@ -288,6 +288,7 @@ class _InstanceRun:
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+        record_reruns(self.result, self.timings, reruns)
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result

@@ -22,6 +22,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
+from orchestrator.grading.failure_labels import label_of
 from orchestrator.housekeeping.active import active_run
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.protocol import Participant
@@ -168,6 +169,7 @@ async def _evaluate(
         result = await runner.run(
             ctx, instance, participant.for_instance(instance.instance_id), progress.on_phase
         )
+        result.failure_label = label_of(result, ctx.run_dir.instance_dir(result.instance_id))
         ctx.run_dir.write_result(result)
         progress.finished(result)
         await progress.emit("finished", instance_id=instance.instance_id, result=result)

@@ -18,6 +18,14 @@ class GradingConfig(ComponentConfig):
         description="patch -p1 --fuzz=N as the last apply strategy (the official harness: 5).",
     )
     test_timeout: float = Field(1800, gt=0, description="Seconds for one test run.")
+    flaky_reruns: int = Field(
+        3,
+        ge=0,
+        le=20,
+        description="Times a test that decides the verdict against the patch (a PASS_TO_PASS "
+        "failure, the only FAIL_TO_PASS failure) runs again alone, each with another hash "
+        "seed; an outcome that changes marks the verdict flaky (0: never).",
+    )
     grade_in_participant_container: bool = Field(
         False,
         description="Grade in the participant's container instead of a fresh one "

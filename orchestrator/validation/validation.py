@@ -167,7 +167,7 @@ class _Runs:
             record=True, directives=directives,
         )  # fmt: skip
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
-        (self.out_dir / output).write_text(run.output)
+        atomic_write_text(self.out_dir / output, run.output, errors="replace")
         self.writable.update(run.writable)
         return run
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from orchestrator.context.run_dir import RESULT_FILE, RunDir
 from orchestrator.grading.classify import LeaderboardRow, aggregate
-from orchestrator.models import InstanceResult, Status
+from orchestrator.grading.failure_labels import tier
+from orchestrator.models import FailureLabel, InstanceResult, Status
 
 REPORT_FILE = "report.html"
 # files an instance directory may hold, linked from the HTML report when present
@@ -96,6 +97,49 @@ def per_repository(results: list[InstanceResult]) -> list[RepoRow]:
         )
         for repo, group in sorted(grouped.items())
     ]
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """The instances of one SWE-bench 5.0 failure label."""
+
+    label: str
+    tier: str  # environment, ambiguous
+    instance_ids: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.instance_ids)
+
+
+def label_counts(results: list[InstanceResult]) -> list[LabelRow]:
+    """The results not resolved by their SWE-bench 5.0 failure label, in the labels' order
+    (environment first); unlabelled ones are left out."""
+    grouped: dict[FailureLabel, list[str]] = defaultdict(list)
+    for result in results:
+        if result.failure_label is not None and result.status != Status.RESOLVED:
+            grouped[result.failure_label].append(result.instance_id)
+    return [
+        LabelRow(label.value, tier(label), tuple(sorted(grouped[label])))
+        for label in FailureLabel
+        if label in grouped
+    ]
+
+
+def reason_text(result: InstanceResult) -> str:
+    """The result's reason, with its SWE-bench 5.0 failure label when it has one."""
+    reason = result.reason.value
+    if result.failure_label is None:
+        return reason
+    return f"{reason} [{result.failure_label.value}]" if reason else result.failure_label.value
+
+
+def flaky_note(result: InstanceResult) -> str:
+    """Why ``result`` is marked ``~``: each flaky test and the outcomes seen, first graded."""
+    tests = "; ".join(
+        f"{name}: {' '.join(outcomes)}" for name, outcomes in sorted(result.flaky_tests.items())
+    )
+    return f"{result.verdict}: a deciding test changed its outcome when re-run ({tests})"
 
 
 # --------------------------------------------------------------------------- triage

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from orchestrator.context.run_dir import RunDir
-from orchestrator.frontends.report.data import STATUS_ORDER, format_seconds
+from orchestrator.frontends.report.data import STATUS_ORDER, format_seconds, reason_text
 from orchestrator.models import InstanceResult, Reason, Status
 
 FIRST_TESTS = 3  # failing tests named per group; the rest are counted
@@ -55,14 +55,15 @@ def why(result: InstanceResult, limit: int = FIRST_TESTS) -> str:
 class NotResolved:
     instance_id: str
     status: Status
-    reason: str
+    reason: str  # with the SWE-bench 5.0 failure label, if any
     why: str
+    verdict: str = ""  # the status with its marks (* reduced tests, ~ flaky)
 
 
 def not_resolved(results: list[InstanceResult]) -> list[NotResolved]:
     """Every instance not resolved, by status (the report's order), then id."""
     rows = [
-        NotResolved(r.instance_id, r.status, r.reason.value, why(r))
+        NotResolved(r.instance_id, r.status, reason_text(r), why(r), r.verdict)
         for r in results
         if r.status != Status.RESOLVED
     ]

@@ -19,10 +19,12 @@ from orchestrator.frontends.report.data import (
     TriageRow,
     duration,
     format_seconds,
+    label_counts,
     load_run,
     pct,
     per_repository,
     public_config,
+    reason_text,
     repo_of,
     triage,
 )
@@ -127,6 +129,42 @@ def _links(run: RunDir, result: InstanceResult) -> str:
     return " ".join(links)
 
 
+def _marks(result: InstanceResult) -> str:
+    """The verdict's marks after its badge: ``*`` reduced tests, ``~`` a flaky deciding test."""
+    marks = result.verdict.removeprefix(result.status.value)
+    if not marks:
+        return ""
+    flaky = ", ".join(sorted(result.flaky_tests))
+    title = "; ".join(
+        part
+        for part in (
+            "graded on a reduced test set" if "*" in marks else "",
+            f"flaky deciding test(s): {flaky}" if flaky else "",
+        )
+        if part
+    )
+    return f' <span class="marks" title="{esc(title)}">{esc(marks)}</span>'
+
+
+def _labels_html(results: list[InstanceResult], local: set[str]) -> list[str]:
+    """The not-resolved instances by SWE-bench 5.0 failure label; nothing when none."""
+    rows = label_counts(results)
+    if not rows:
+        return []
+    return [
+        "<h2>Not resolved by SWE-bench 5.0 failure label</h2>",
+        '<table id="labels"><thead><tr><th class=num>n</th><th>label</th><th>tier</th>'
+        "<th>instances</th></tr></thead><tbody>",
+        *(
+            f'<tr data-label="{esc(row.label)}"><td class=num>{row.count}</td>'
+            f"<td>{esc(row.label)}</td><td>{esc(row.tier)}</td>"
+            f"<td>{instance_links(row.instance_ids, local)}</td></tr>"
+            for row in rows
+        ),
+        "</tbody></table>",
+    ]
+
+
 def _instance_row(run: RunDir, result: InstanceResult) -> str:
     tests = result.tests
     f_passed, f_failed = len(tests.fail_to_pass_passed), len(tests.fail_to_pass_failed)
@@ -142,6 +180,7 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
         f'<td class="id">{esc(result.instance_id)}</td>',
         f"<td>{esc(repo_of(result))}</td>",
         f'<td data-sort="{STATUS_ORDER.index(result.status)}">{status_badge(result.status)}'
+        + _marks(result)
         + (
             f' <span class="suspicious" title="{esc("; ".join(result.suspicious))}">'
             "suspicious</span>"
@@ -149,7 +188,7 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
             else ""
         )
         + "</td>",
-        f"<td>{esc(result.reason.value)}</td>",
+        f"<td>{esc(reason_text(result))}</td>",
         f'<td class="num" data-sort="{result.fail_to_pass_fraction if measured else -1:.6f}">'
         f"{tests_cell(f_passed, f_failed, measured)}</td>",
         f'<td class="num" data-sort="{result.pass_to_pass_fraction if measured else -1:.6f}">'
@@ -221,6 +260,13 @@ def render_html(
                 if row.reduced_tests_count
                 else ""
             ),
+            (
+                f'<p class="muted" id=flaky>~ {row.flaky_count} instance(s) rest on a test that '
+                "changed its outcome when re-run alone (the verdict is the first outcome's, as "
+                "officially; see Caveats)</p>"
+                if row.flaky_count
+                else ""
+            ),
             comparison_html(comparison, local) if comparison else "",
             _config_html(config),
             "<h2>Leaderboard row</h2>",
@@ -228,6 +274,7 @@ def render_html(
             "<h2>Statuses</h2>",
             _status_chart(row),
             *(["<h2>Errors by cause</h2>", triage_html("triage", causes, local)] if causes else []),
+            *_labels_html(results, local),
             *_caveats_html(results),
             *_tamper_html(results),
             "<h2>Repositories</h2>",

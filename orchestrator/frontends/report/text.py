@@ -13,9 +13,12 @@ from orchestrator.frontends.report.data import (
     RICH_STYLES,
     STATUS_ORDER,
     Comparison,
+    LabelRow,
     TriageRow,
     duration,
+    flaky_note,
     format_seconds,
+    label_counts,
     load_run,
     pct,
     per_repository,
@@ -35,7 +38,8 @@ P2P_EXCLUDED_FLAG = 0.10
 
 def caveats(results: list[InstanceResult]) -> list[tuple[str, str]]:
     """(instance, why) for results a person should look at before trusting them: many
-    PASS_TO_PASS tests left out of grading, or a Python other than the spec's."""
+    PASS_TO_PASS tests left out of grading, a deciding test that is flaky, or a Python other
+    than the spec's."""
     notes = []
     for result in sorted(results, key=lambda r: r.instance_id):
         tests = result.tests
@@ -50,6 +54,8 @@ def caveats(results: list[InstanceResult]) -> list[tuple[str, str]]:
             )
         elif result.reduced_tests and result.status != Status.ERROR:
             notes.append((result.instance_id, reduced_note(result)))
+        if result.flaky_tests and result.status != Status.ERROR:
+            notes.append((result.instance_id, flaky_note(result)))
         if result.stricter_than_official:
             notes.append(
                 (
@@ -84,6 +90,18 @@ def reduced_line(row: LeaderboardRow) -> Text | None:
     )
 
 
+def flaky_line(row: LeaderboardRow) -> Text | None:
+    """The report's footnote on verdicts that rest on a flaky test, if any."""
+    if not row.flaky_count:
+        return None
+    return Text(
+        f"~ {row.flaky_count} of {row.total_instances} instance(s) rest on a test that changed "
+        "its outcome when re-run alone (the verdict is the first outcome's, as officially); "
+        "see Caveats",
+        style="yellow",
+    )
+
+
 def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> Group:
     """The run's report as rich renderables: leaderboard row, statuses, repositories,
     slowest instances. Print it with ``rich.console.Console().print(...)``."""
@@ -91,11 +109,15 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     row = aggregate(results)
     header = Text(run_header(run, results).line(), style="dim")
     parts: list[RenderableType] = [_headline(run, row), header, _statuses(row)]
-    if (footnote := reduced_line(row)) is not None:
-        parts.append(footnote)
+    for footnote in (reduced_line(row), flaky_line(row)):
+        if footnote is not None:
+            parts.append(footnote)
     causes = triage(results)
     if causes:
         parts.append(_triage_table("Errors by cause", causes))
+    labels = label_counts(results)
+    if labels:
+        parts.append(_labels_table(labels))
     missed = not_resolved(results)
     if missed:
         parts.append(_not_resolved_table(missed))
@@ -125,6 +147,17 @@ def tamper_rows(results: list[InstanceResult]) -> list[tuple[str, str]]:
     ]
 
 
+def _labels_table(rows: list[LabelRow]) -> Table:
+    table = Table(title="Not resolved by SWE-bench 5.0 failure label")
+    table.add_column("n", justify="right")
+    table.add_column("label", style="magenta")
+    table.add_column("tier")
+    table.add_column("instances", overflow="fold")
+    for row in rows:
+        table.add_row(str(row.count), row.label, row.tier, ", ".join(row.instance_ids))
+    return table
+
+
 def _not_resolved_table(rows: list[NotResolved]) -> Table:
     table = Table(title=f"Not resolved ({len(rows)}): why")
     table.add_column("instance", overflow="fold")
@@ -132,7 +165,8 @@ def _not_resolved_table(rows: list[NotResolved]) -> Table:
     table.add_column("reason", style="magenta")
     table.add_column("first failing tests, or the first line of the error", overflow="fold")
     for row in rows:
-        table.add_row(row.instance_id, _status_text(row.status), row.reason, row.why)
+        verdict = Text(row.verdict or row.status.value, style=RICH_STYLES[row.status])
+        table.add_row(row.instance_id, verdict, Text(row.reason), Text(row.why))
     return table
 
 

@@ -4,15 +4,17 @@ Each tool call of the model becomes one swe-sandbox tool call (same id); each to
 back as a ``tool_result`` block. When the model answers without tool use, the participant
 answers "done" (the green agent takes ``git diff``) with the model's summary in a data part.
 The API key and base URL come from the options or the SDK's ``ANTHROPIC_API_KEY`` /
-``ANTHROPIC_BASE_URL``; the SDK retries transient API errors.
+``ANTHROPIC_BASE_URL``; transient API errors are retried under the one Anthropic retry policy
+(:mod:`orchestrator.anthropic_retry`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import anthropic
+from anthropic.types import Message
 
+from orchestrator.anthropic_retry import ApiRetry, RetryPolicy, async_client
 from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
@@ -38,7 +40,7 @@ class ClaudeParticipant(ReferenceParticipant):
         base_url: str | None = None,
         max_turns: int = 100,
         max_tokens: int = 8192,
-        max_retries: int = 4,
+        retry: RetryPolicy | None = None,
         turn_style: TurnStyle = "message",
     ) -> None:
         super().__init__()
@@ -46,9 +48,8 @@ class ClaudeParticipant(ReferenceParticipant):
         self.max_turns = max_turns
         self.max_tokens = max_tokens
         self.turn_style = turn_style
-        self.client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=600
-        )
+        self.retry = retry or RetryPolicy()
+        self.client = async_client(api_key, base_url)
         self.info = CardInfo(
             name="claude-participant",
             description=f"A coding agent ({model}) that resolves issues with swe-sandbox tools.",
@@ -83,13 +84,17 @@ class ClaudeParticipant(ReferenceParticipant):
         state["turns"] += 1
         if state["turns"] > self.max_turns:
             return Reply.answer("done", patch=None)
-        response = await self.client.messages.create(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            system=state["system"],
-            tools=state["tools"],
-            messages=state["messages"],
-        )
+
+        async def create() -> Message:
+            return await self.client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                system=state["system"],
+                tools=state["tools"],
+                messages=state["messages"],
+            )
+
+        response: Message = await ApiRetry(self.retry).async_retrying()(create)
         content = [_as_param(block.model_dump(exclude_none=True)) for block in response.content]
         state["messages"].append({"role": "assistant", "content": content})
         calls = [

@@ -9,6 +9,7 @@ from typing import Any
 import anthropic
 from pydantic import ValidationError
 
+from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import SandboxError
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.setup.agent.setup_api import (
@@ -25,7 +26,6 @@ from orchestrator.setup.agent.setup_models import (
     FinishArgs,
     FinishCheck,
     LlmSetupResult,
-    RetryPolicy,
 )
 
 

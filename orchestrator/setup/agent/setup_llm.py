@@ -6,7 +6,8 @@ writes ``/opt/swe/activate.sh`` (the environment contract: sourcing it activates
 environment and changes to ``/testbed``) and checks it before accepting the result.
 
 Bounds: turns, total tokens and wall time from :class:`Settings`. Transient API errors are
-retried by tenacity (the SDK's own retries are off); a refused key fails at once. Every turn,
+retried under the one Anthropic retry policy (:mod:`orchestrator.anthropic_retry`); a refused
+key fails at once. Every turn,
 tool call and token count goes to ``setup.log`` (JSON lines) and to structlog.
 """
 
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import anthropic
 
+from orchestrator import anthropic_retry
+from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.participant.tools_host import install_tools, run_tool
 from orchestrator.sandbox import Sandbox
@@ -26,7 +29,6 @@ from orchestrator.setup.agent.setup_agent import SetupAgent
 from orchestrator.setup.agent.setup_log import SetupLog, cap
 from orchestrator.setup.agent.setup_models import (
     ACTIVATE_PATH,
-    API_TIMEOUT,
     TESTBED,
     TOOL_OUTPUT_LIMIT,
     TOOL_TIMEOUT,
@@ -35,7 +37,6 @@ from orchestrator.setup.agent.setup_models import (
     FinishArgs,
     FinishCheck,
     LlmSetupResult,
-    RetryPolicy,
     SetupFacts,
 )
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, TOOLS
@@ -74,16 +75,11 @@ def _no_key() -> UserError:
 
 
 def make_client(settings: SetupAgentConfig) -> anthropic.Anthropic:
-    """The SDK client, with the SDK's own retries off (tenacity retries instead)."""
+    """The SDK client; its calls are retried by :mod:`orchestrator.anthropic_retry` alone."""
     key = settings.anthropic_key()
     if not key:
         raise _no_key()
-    return anthropic.Anthropic(
-        api_key=key,
-        base_url=settings.anthropic_base_url,
-        max_retries=0,
-        timeout=API_TIMEOUT,
-    )
+    return anthropic_retry.client(key, settings.anthropic_base_url)
 
 
 # ------------------------------------------------------------------------- the sandbox side

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import anthropic
 from pydantic import BaseModel, Field
 
 from orchestrator.models import Instance
@@ -17,26 +16,12 @@ from sandbox_tools.contract import ACTIVATE, TESTBED, VENV
 VENV_PATH = VENV
 ACTIVATE_PATH = ACTIVATE
 RESPONSE_MAX_TOKENS = 8192
-API_TIMEOUT = 600.0
 TOOL_TIMEOUT = 900.0
 TOOL_OUTPUT_LIMIT = 30_000
 
 FailureKind = Literal[
     "", "auth", "turn_limit", "token_limit", "timeout", "api_error", "gave_up", "sandbox"
 ]
-
-# errors worth another attempt: rate limits, overload (529), 5xx, timeouts, dropped connections
-TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
-    anthropic.RateLimitError,
-    anthropic.APIConnectionError,
-    anthropic.InternalServerError,
-    anthropic.RequestTimeoutError,
-    anthropic.ConflictError,
-)
-AUTH_ERRORS: tuple[type[Exception], ...] = (
-    anthropic.AuthenticationError,
-    anthropic.PermissionDeniedError,
-)
 
 FINISH_TOOL: dict[str, Any] = {
     "name": "finish",
@@ -169,14 +154,6 @@ class AgentLimits(BaseModel):
             wall_time=settings.setup_timeout,
             tool_timeout=tool_timeout,
         )
-
-
-class RetryPolicy(BaseModel):
-    """Backoff for transient API errors: exponential from ``initial_wait`` up to ``max_wait``."""
-
-    attempts: int = 8
-    initial_wait: float = 2.0
-    max_wait: float = 60.0
 
 
 class LlmSetupResult(BaseModel):

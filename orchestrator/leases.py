@@ -47,6 +47,16 @@ class Lease:
     why: str = field(default="", compare=False)  # why it is not live
 
 
+def lease_state(host: str, pid: int, heartbeat: float, now: float, ttl: float = LEASE_TTL) -> str:
+    """Why a lease is not live ("" when it is): its process on this host is gone, or its
+    heartbeat is older than ``ttl``."""
+    if host == socket.gethostname() and not _alive(pid):
+        return f"its process {pid} is gone"
+    if now - heartbeat > ttl:
+        return f"no heartbeat for {now - heartbeat:.0f} s"
+    return ""
+
+
 def _alive(pid: int) -> bool:
     if pid <= 0:
         return False
@@ -102,7 +112,6 @@ def hold_lease(
 def read_leases(data_dir: Path, *, now: float | None = None, ttl: float = LEASE_TTL) -> list[Lease]:
     """Every lease file under ``data_dir``, live or expired."""
     now = time.time() if now is None else now
-    here = socket.gethostname()
     found = []
     for path in sorted((Path(data_dir) / LEASES_DIR).glob("*.json")):
         try:
@@ -112,11 +121,7 @@ def read_leases(data_dir: Path, *, now: float | None = None, ttl: float = LEASE_
         except (OSError, ValueError, KeyError, TypeError):
             continue
         pid, host = int(data.get("pid", 0) or 0), str(data.get("host", ""))
-        why = ""
-        if host == here and not _alive(pid):
-            why = f"its process {pid} is gone"
-        elif now - heartbeat > ttl:
-            why = f"no heartbeat for {now - heartbeat:.0f} s"
+        why = lease_state(host, pid, heartbeat, now, ttl)
         found.append(
             Lease(
                 run_id=run_id,
@@ -146,8 +151,9 @@ class LiveSet:
         return run_id in self.runs or name in self.containers
 
 
-def live_set(data_dir: Path, *, now: float | None = None) -> LiveSet:
-    leases = read_leases(data_dir, now=now)
+def live_set_of(leases: Iterable[Lease]) -> LiveSet:
+    """What the live ones of ``leases`` hold (from any number of places)."""
+    leases = list(leases)
     live = [lease for lease in leases if lease.live]
     runs = frozenset(lease.run_id for lease in live)
     return LiveSet(

@@ -122,7 +122,7 @@ def test_a_broken_run_config_and_result_are_misses(tmp_path, kind):
 def test_a_broken_active_run_marker_is_skipped(tmp_path, kind):
     from orchestrator.housekeeping.active import active_runs
 
-    with active_run(tmp_path, "run-1", ["demo__calc-1"]) as marker:
+    with active_run(_NoContainers(), tmp_path, "run-1", ["demo__calc-1"]) as marker:
         marker.write_text(_broken(marker.read_text(), kind))
         assert "run-1" not in active_runs(_NoContainers(), tmp_path)
     assert not (tmp_path / ACTIVE_RUNS_DIR / "run-1.json").exists()

@@ -91,10 +91,12 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
         shell = subprocess.run(
             [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
              kept[0].name],
-            input="echo in-$(basename $PWD); exit\n", capture_output=True, text=True,
+            input="echo in-$(basename $PWD) py=$(command -v python); exit\n",
+            capture_output=True, text=True,
             timeout=60, env=env,
         )  # fmt: skip
-        assert "in-testbed" in shell.stdout, shell.stderr
+        assert "in-testbed py=/opt/swe/" in shell.stdout, shell.stderr  # the environment active
+        assert "Re-run the FAIL_TO_PASS tests: bash /opt/swe/eval/fail_to_pass.sh" in shell.stderr
         assert kept[0].name in shell.stderr and "exited" in shell.stderr
         # the shell's end stops the container inspect started
         assert [c.status for c in list_containers(docker_backend, run_id=run_id)] == ["exited"]
@@ -181,7 +183,7 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
         by_size = plan_prune(docker_backend, data, prefix, max_size=rest + sizes[mid_inst] - 1)
         assert [i.tag for i in by_size.remove] == [old_inst, old_env, mid_inst]
         # a run in progress (its marker) keeps its instance images and their environment
-        with active_run(data, "run-in-progress", ["demo__mid-1"]):
+        with active_run(docker_backend, data, "run-in-progress", ["demo__mid-1"]):
             spared = plan_prune(docker_backend, data, prefix)
         assert {i.tag for i in spared.remove} == {old_inst, old_env, new_inst}
         assert {i.tag: i.protected for i in spared.keep if i.protected} == {

@@ -307,7 +307,7 @@ def test_compare_lists_changes_on_the_common_instances(tmp_path: Path) -> None:
     assert len(c.common) == 5 and not c.same_selection
     assert c.only_in_run == ("flask__flask-1",) and c.only_in_baseline == ("astropy__astropy-1",)
     assert [(x.instance_id, x.after, x.reason) for x in c.lost] == [
-        ("django__django-2", Status.ERROR, "environment")
+        ("django__django-2", Status.ERROR, "environment: install command failed after 16s")
     ]
     assert [(x.instance_id, x.before) for x in c.gained] == [("django__django-3", Status.NO_OP)]
     assert [(x.instance_id, x.before, x.after) for x in c.changed] == [

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.leases import hold_lease, lease_path, live_set, read_leases
+from orchestrator.leases import hold_lease, lease_path, live_set_of, read_leases
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.run.outcome import run_exit_code
 
@@ -30,9 +30,9 @@ def test_a_lease_is_live_while_held_and_expires_when_its_holder_is_gone(tmp_path
         before = path.stat().st_mtime
         time.sleep(0.3)
         assert path.stat().st_mtime > before  # the heartbeat renews it
-        live = live_set(tmp_path)
+        live = live_set_of(read_leases(tmp_path))
         assert "run-a" in live.runs and live.holds("other", "box") and live.holds("run-a", "y")
-    assert not path.exists() and live_set(tmp_path).runs == frozenset()
+    assert not path.exists() and live_set_of(read_leases(tmp_path)).runs == frozenset()
 
     # a crashed holder (kill -9): its process is gone, so its lease has expired
     dead = subprocess.Popen(["sleep", "60"])
@@ -56,7 +56,7 @@ def test_a_lease_is_live_while_held_and_expires_when_its_holder_is_gone(tmp_path
     assert not leases["run-crashed"].live and "gone" in leases["run-crashed"].why
     assert not leases["run-silent"].live and "heartbeat" in leases["run-silent"].why
     assert leases["run-remote"].live
-    live = live_set(tmp_path)
+    live = live_set_of(read_leases(tmp_path))
     assert live.runs == {"run-remote"}
     assert live.expired_runs == {"run-crashed", "run-silent"}
 

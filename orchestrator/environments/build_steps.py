@@ -11,21 +11,27 @@ from filelock import FileLock
 from orchestrator.context.run_context import RunContext
 from orchestrator.dependencies.install import ScriptFailed
 from orchestrator.errors import SandboxError, UserError
+from orchestrator.housekeeping.engine_locks import engine_lock
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.sandbox import Sandbox
 from orchestrator.setup.plan import SetupFailed
 
 
-def image_lock(ctx: RunContext, key: str) -> contextlib.AbstractContextManager[object]:
-    """The host lock under which the image of ``key`` is looked up and built, so that
-    instances needing it at once build it once; none when the backend keeps no images (the
+@contextlib.contextmanager
+def image_lock(ctx: RunContext, key: str) -> Iterator[None]:
+    """The lock under which the image of ``key`` is looked up and built, so that instances
+    needing it at once build it once: a host lock in the data directory, then the engine's
+    (users with other data directories); none when the backend keeps no images (the
     restricted policy: what a build keeps is one instance's host file, reused by none, so
     instances build side by side)."""
     if not ctx.backend.commits:
-        return contextlib.nullcontext()
+        yield
+        return
     locks = ctx.settings.storage.data_dir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(locks / f"{key}.lock"))
+    image = ctx.settings.environment.base_image()
+    with FileLock(str(locks / f"{key}.lock")), engine_lock(ctx.backend, key, image):
+        yield
 
 
 def cached(ctx: RunContext, name: str) -> bool:

@@ -313,10 +313,10 @@ def prune_kept(
     """Keep at most ``cap`` (``serve_max_kept_containers``) stopped participant containers of
     assessments (run ids ``a2a-*``); the oldest go first. Never touches running ones, nor
     those a live lease in ``data_dir`` holds (an assessment in progress)."""
-    from orchestrator.leases import live_set
+    from orchestrator.housekeeping.engine_leases import live_everywhere
 
     try:
-        live = live_set(data_dir) if data_dir is not None else None
+        live = live_everywhere(backend, data_dir)
         kept = [
             info
             for info in list_containers(backend)  # newest first

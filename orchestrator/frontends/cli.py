@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from typing import Annotated, Any
 
@@ -16,6 +15,7 @@ from rich.text import Text
 from orchestrator.errors import UserError
 from orchestrator.frontends.commands import envs_app, instances_app
 from orchestrator.frontends.commands_assess import assess_cmd
+from orchestrator.frontends.commands_inspect import inspect_cmd
 from orchestrator.frontends.commands_report import report_cmd
 from orchestrator.frontends.commands_run import demo_cmd, run_cmd
 from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
@@ -25,7 +25,6 @@ from orchestrator.log import configure_logging
 from orchestrator.participant.reference.cli import app as participant_app
 from orchestrator.run.outcome import EXIT_INTERRUPTED, EXIT_USAGE
 from orchestrator.settings import Settings, config_file, load_settings
-from sandbox_tools.contract import TESTBED
 
 app = typer.Typer(
     help="Self-hosted SWE-bench Verified evaluator (AgentBeats green agent).",
@@ -206,51 +205,6 @@ def sandbox_check(
         raise typer.Exit(1)
 
 
-@app.command("inspect")
-def inspect_cmd(
-    ref: Annotated[str, typer.Argument(help="Instance id, container name or container id.")],
-    run: Annotated[
-        str | None, typer.Option(help="Only this run's containers (its run id).")
-    ] = None,
-    shell: Annotated[str, typer.Option(help="Shell to open.")] = "bash",
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Also open a running container of a run in progress."),
-    ] = False,
-) -> None:
-    """Open an interactive shell in a kept container.
-
-    Of an instance's containers the newest stopped, kept participant container is chosen. A
-    container this command starts is stopped again when the shell exits; while the shell is
-    open, `gc` leaves the container alone.
-    """
-    from orchestrator.housekeeping.inventory import find_container
-    from orchestrator.leases import hold_lease, live_set
-    from orchestrator.sandbox.factory import backend_from
-
-    data_dir = settings().storage.data_dir
-    backend = backend_from(settings())
-    info, how = find_container(backend, ref, run_id=run)
-    running = info.status in ("running", "paused", "restarting")
-    if running and not force and info.run_id in live_set(data_dir).runs:
-        raise UserError(
-            f"{info.name} is a running container of run {info.run_id}, which is in progress.",
-            "wait for the run to end, pass --run with another run, or --force to open it anyway.",
-        )
-    err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
-    holder = f"inspect-{os.getpid()}"
-    with hold_lease(data_dir, holder, containers=[info.name]):
-        if not running:
-            backend.start_container(info.id)
-        try:
-            code = backend.open_shell(info.id, shell, workdir=TESTBED)
-        finally:
-            if not running:
-                backend.stop_container(info.id, timeout=2)
-                err_console.print(f"Stopped {info.name} again.")
-    raise typer.Exit(code)
-
-
 @app.command("gc")
 def gc_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would go.")] = False,
@@ -310,6 +264,7 @@ app.command("validate")(validate_cmd)
 app.command("validation-report")(validation_report_cmd)
 app.command("run")(run_cmd)
 app.command("report")(report_cmd)
+app.command("inspect")(inspect_cmd)
 app.command("demo")(demo_cmd)
 app.command("assess")(assess_cmd)
 app.command("serve")(serve_command)

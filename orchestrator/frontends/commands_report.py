@@ -42,6 +42,14 @@ FidelityNotes = Annotated[
 def report_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     html: Annotated[bool, typer.Option("--html", help="Write report.html.")] = False,
+    viewer: Annotated[
+        bool,
+        typer.Option(
+            "--viewer",
+            help="Write the run viewer (RUN/viewer/index.html, a page per instance; with "
+            "--compare a comparison page).",
+        ),
+    ] = False,
     compare: CompareWith = None,
     official: Official = None,
     fidelity_out: FidelityOut = None,
@@ -75,6 +83,10 @@ def report_cmd(
         _fidelity(RunDir(run), official, fidelity_out, fidelity_notes)
     if html:
         console.print(f"HTML report: {write_html(RunDir(run), comparison)}")
+    if viewer:
+        from orchestrator.frontends.viewer import write_viewer
+
+        console.print(f"run viewer: {write_viewer(RunDir(run), comparison)}")
     if comparison is not None and not comparison.common:
         raise typer.Exit(EXIT_USAGE)
     if comparison is not None and comparison.regressed:

@@ -155,6 +155,7 @@ def _report(plan: RunPlan, run_dir: RunDir, results: list[InstanceResult], log_p
     """The leaderboard entry and the report of a finished run; exit status 3 when it graded
     nothing."""
     from orchestrator.frontends.report import print_report
+    from orchestrator.frontends.viewer import write_viewer
     from orchestrator.run.outcome import run_exit_code
 
     name = plan.participant_id or participant_name(plan.participant or "")
@@ -162,6 +163,7 @@ def _report(plan: RunPlan, run_dir: RunDir, results: list[InstanceResult], log_p
     print_report(run_dir, console=console)
     console.print(f"log: {log_path}")
     console.print(f"results: {path}")
+    console.print(f"viewer: {write_viewer(run_dir)}")
     code = run_exit_code(results)
     if code:
         err_console.print(

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.housekeeping.engine_leases import all_leases, hold_leases
 from orchestrator.housekeeping.inventory import list_containers
-from orchestrator.leases import hold_lease, read_leases
 from orchestrator.sandbox import SandboxBackend
 
 
@@ -20,20 +20,26 @@ class ActiveRun:
 
 
 @contextlib.contextmanager
-def active_run(data_dir: Path, run_id: str, instance_ids: Iterable[str]) -> Iterator[Path]:
-    """Hold the run's lease while the block runs (see :mod:`orchestrator.leases`): ``gc``,
-    ``envs prune`` and the Ray reaper spare its containers and images."""
-    with hold_lease(data_dir, run_id, instances=instance_ids) as path:
+def active_run(
+    backend: SandboxBackend, data_dir: Path, run_id: str, instance_ids: Iterable[str]
+) -> Iterator[Path]:
+    """Hold the run's lease, in ``data_dir`` and on the engine, while the block runs (see
+    :mod:`orchestrator.leases`, :mod:`.engine_leases`): ``gc``, ``envs prune`` and the Ray
+    reaper of any user of the engine spare its containers and images."""
+    with hold_leases(backend, data_dir, run_id, instances=instance_ids) as path:
         yield path
 
 
 def active_runs(backend: SandboxBackend, data_dir: Path) -> dict[str, ActiveRun]:
-    """Runs in progress: those with a live lease, and those with a running container."""
+    """Runs in progress: those with a live lease (here or on the engine), and those with a
+    running container."""
     runs: dict[str, ActiveRun] = {}
-    leases = read_leases(data_dir)
+    leases = all_leases(backend, data_dir)
     for lease in leases:
         if lease.live:
-            runs[lease.run_id] = ActiveRun(lease.run_id, lease.started, lease.instances)
+            known = runs.get(lease.run_id)
+            instances = lease.instances | (known.instances if known else frozenset())
+            runs[lease.run_id] = ActiveRun(lease.run_id, lease.started, instances)
     expired = {lease.run_id for lease in leases if not lease.live} - set(runs)
     for info in list_containers(backend):
         running = info.status == "running" and info.run_id

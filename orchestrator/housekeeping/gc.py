@@ -6,8 +6,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.housekeeping.engine_leases import drop_expired_on_engine, live_everywhere
 from orchestrator.housekeeping.inventory import RUNNING, list_containers, list_images
-from orchestrator.leases import LiveSet, drop_expired, live_set
+from orchestrator.leases import LiveSet, drop_expired
 from orchestrator.sandbox import ContainerInfo, SandboxBackend
 from orchestrator.sandbox.models import LABEL_RUN, LABEL_TOOL, epoch
 
@@ -48,7 +49,7 @@ def gc(
     and images created that long ago. Returns what was removed (or, with ``dry_run``, would be).
     """
     now = time.time() if now is None else now
-    live = live_set(data_dir, now=now) if data_dir is not None else None
+    live = live_everywhere(backend, data_dir, now=now)
     plan = GcPlan()
     gone_runs: set[str] = set()
     containers = list_containers(backend, run_id=run_id)
@@ -76,8 +77,10 @@ def gc(
     labels = {LABEL_TOOL: "1", **({LABEL_RUN: run_id} if run_id else {})}
     before = now - max(older_than or 0.0, IDLE_NETWORK_AGE)
     plan.networks = backend.remove_idle_networks(labels, before, dry_run=dry_run)
-    if not dry_run and data_dir is not None and live is not None:
-        drop_expired(data_dir, live.expired_runs & gone_runs)
+    if not dry_run:
+        if data_dir is not None:
+            drop_expired(data_dir, live.expired_runs & gone_runs)
+        drop_expired_on_engine(backend, live.expired_runs & gone_runs)
     return plan
 
 

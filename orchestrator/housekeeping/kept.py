@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from orchestrator.housekeeping.engine_leases import live_everywhere
 from orchestrator.housekeeping.inventory import RUNNING, STOPPED, list_containers
-from orchestrator.leases import live_set
 from orchestrator.log import get_logger
 from orchestrator.sandbox import Sandbox, SandboxBackend, SandboxError
 
@@ -51,7 +51,7 @@ def _room_to_keep(
             return False
         if len(kept) < per_host:
             return True
-        live = live_set(data_dir)
+        live = live_everywhere(backend, data_dir)
         # a run with a running container is in progress, its lease here or not
         busy = {info.run_id for info in everything if info.status in RUNNING}
         removable = sorted(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from orchestrator.housekeeping.engine_leases import live_everywhere
 from orchestrator.housekeeping.inventory import RUNNING, list_containers
-from orchestrator.leases import live_set
 from orchestrator.log import get_logger
 from orchestrator.sandbox import SandboxBackend
 from orchestrator.sandbox.models import LABEL_NODE
@@ -37,7 +37,7 @@ def remove_dead_node_containers(
     host's runs carry no node and stay, and so do those a live lease in ``data_dir`` holds
     (another run's), unless they are ``own_run``'s. Their names."""
     alive = set(alive_nodes)
-    live = live_set(data_dir) if data_dir is not None else None
+    live = live_everywhere(backend, data_dir)
     removed = []
     for info in backend.containers():
         node = info.labels.get(LABEL_NODE, "")

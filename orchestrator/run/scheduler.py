@@ -226,7 +226,9 @@ async def drive(
         async with limit:
             await one(instance)
 
-    with active_run(ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]):
+    with active_run(
+        ctx.backend, ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]
+    ):
         await _run_all(ctx, runner, [bounded(i) for i in todo], finished)
 
 

@@ -222,7 +222,7 @@ class StatusChange:
     repo: str
     before: Status
     after: Status
-    reason: str  # the reason now (errors), else ""
+    reason: str  # why the status changed (:func:`change_reason`)
 
 
 @dataclass(frozen=True)
@@ -237,6 +237,41 @@ class RepoDelta:
     @property
     def delta(self) -> int:
         return self.resolved_after - self.resolved_before
+
+
+def _first_line(message: str) -> str:
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")
+
+
+def _listed(names: list[str], limit: int = 3) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def change_reason(old: InstanceResult, new: InstanceResult) -> str:
+    """Why ``new``'s status differs from ``old``'s, in one line: an error's reason and first
+    line, the tests that stopped or started passing, else the reason recorded now."""
+    if new.status == Status.ERROR:
+        return f"{new.reason.value or 'error'}: {_first_line(new.message)}".rstrip(": ")
+    if old.status == Status.ERROR:
+        return f"no longer an error (was {old.reason.value or 'error'})"
+    before, after = old.tests, new.tests
+    was_passing = set(before.fail_to_pass_passed) | set(before.pass_to_pass_passed)
+    was_failing = set(before.fail_to_pass_failed) | set(before.pass_to_pass_failed)
+    now_failing = [*after.fail_to_pass_failed, *after.pass_to_pass_failed]
+    now_passing = [*after.fail_to_pass_passed, *after.pass_to_pass_passed]
+    parts = []
+    broke = [name for name in now_failing if name in was_passing]
+    fixed = [name for name in now_passing if name in was_failing]
+    if broke:
+        parts.append(f"now failing: {_listed(broke)}")
+    if fixed:
+        parts.append(f"now passing: {_listed(fixed)}")
+    if not parts and new.reason.value:
+        parts.append(new.reason.value)
+    if not parts and (old.reduced_tests or new.reduced_tests):
+        parts.append("the tests left out by validation differ")
+    return "; ".join(parts)
 
 
 # the leaderboard row's shares, in the order the report shows them
@@ -298,9 +333,8 @@ def compare(
         if old.status == new.status:
             continue
         change = StatusChange(
-            instance_id, repo_of(new), old.status, new.status,
-            new.reason.value if new.status == Status.ERROR else "",
-        )  # fmt: skip
+            instance_id, repo_of(new), old.status, new.status, change_reason(old, new)
+        )
         if old.status == Status.RESOLVED:
             lost.append(change)
         elif new.status == Status.RESOLVED:

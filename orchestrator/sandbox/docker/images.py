@@ -41,11 +41,18 @@ class DockerImages:
     ) -> list[ImageInfo]:
         self._refused("image listing")
         filters = {"label": [f"{k}={v}" for k, v in labels.items()]} if labels else None
-        try:
-            found = self.client.images.list(name=reference, filters=filters)
-        except _ENGINE_ERRORS as exc:
-            raise SandboxError(f"the Docker engine refused to list images ({exc})") from exc
-        return [_image_info(image) for image in found]
+        for attempt in range(5):
+            try:
+                found = self.client.images.list(name=reference, filters=filters)
+            except ImageNotFound:
+                # removed between the listing and its inspection (another user's prune, say)
+                if attempt == 4:
+                    raise SandboxError("the images kept changing while they were listed") from None
+                continue
+            except _ENGINE_ERRORS as exc:
+                raise SandboxError(f"the Docker engine refused to list images ({exc})") from exc
+            return [_image_info(image) for image in found]
+        raise AssertionError("unreachable")
 
     def exists(self, name: str) -> bool:
         try:

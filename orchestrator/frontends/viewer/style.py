@@ -1,0 +1,78 @@
+"""The run viewer's style sheet, written once beside its pages (``viewer.css``).
+
+Every page fits its window: tables take the page's width and wrap their cells, and below
+40rem the instance tables turn each row into a card; diffs and outputs wrap their long lines.
+"""
+
+CSS = """
+:root { font-family: system-ui, sans-serif; color: #1d2330; background: #fff;
+  line-height: 1.4; }
+* { box-sizing: border-box; }
+body { margin: 1rem auto; max-width: 72rem; padding: 0 1rem; overflow-wrap: anywhere; }
+h1 { font-size: 1.35rem; margin: .25rem 0; }
+h2 { font-size: 1.1rem; margin-top: 1.8rem; border-bottom: 1px solid #e3e5ea; }
+h3 { font-size: 1rem; margin-top: 1.2rem; }
+a { color: #1f5fbf; }
+nav.crumbs { font-size: .9rem; margin-bottom: .5rem; }
+.muted { color: #5f6670; }
+.sentence { font-size: 1.05rem; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: .9rem; }
+th, td { padding: .3rem .5rem; border-bottom: 1px solid #e3e5ea; text-align: left;
+  vertical-align: top; overflow-wrap: anywhere; }
+th { font-weight: 600; background: #f6f7f9; }
+.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
+table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
+.status { display: inline-block; padding: 0 .45rem; border-radius: .6rem; color: #fff;
+  font-size: .8rem; max-width: 100%; }
+.outcome { display: inline-block; min-width: 4.2rem; padding: 0 .3rem; border-radius: .3rem;
+  font-size: .75rem; text-align: center; color: #fff; margin-right: .4rem; }
+.outcome.passed { background: #2e9d4f; } .outcome.failed { background: #c8412f; }
+.outcome.excluded { background: #8a8f98; }
+.tiles { display: grid; grid-template-columns: repeat(auto-fill, minmax(9rem, 1fr));
+  gap: .5rem; margin: .5rem 0; }
+.tile { border: 1px solid #e3e5ea; border-radius: .4rem; padding: .4rem .6rem; }
+.tile .label { font-size: .8rem; color: #5f6670; }
+.tile .value { font-size: 1.15rem; font-variant-numeric: tabular-nums; }
+.bars { display: grid; grid-template-columns: minmax(6rem, 10rem) 1fr minmax(5rem, 7rem);
+  gap: .25rem .5rem; align-items: center; font-size: .9rem; }
+.bar { background: #f0f1f4; height: 1rem; border-radius: .2rem; overflow: hidden; }
+.bar span { display: block; height: 100%; }
+.card { border: 1px solid #e3e5ea; border-radius: .4rem; padding: .5rem .75rem;
+  margin: .5rem 0; }
+.card .fix { background: #f3f8f1; border-left: 3px solid #2e9d4f; padding: .25rem .5rem; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f7f9;
+  padding: .5rem; border-radius: .3rem; font-size: .8rem; margin: .25rem 0;
+  max-height: 32rem; overflow-y: auto; }
+details { margin: .2rem 0; }
+details > summary { cursor: pointer; }
+.diff { font-family: ui-monospace, monospace; font-size: .8rem; background: #fafbfc;
+  border: 1px solid #e3e5ea; border-radius: .3rem; margin: .5rem 0; }
+.diff .file { background: #eef1f5; padding: .3rem .5rem; font-weight: 600; }
+.diff .file .left-out { color: #b45309; font-weight: 600; margin-left: .5rem; }
+.diff div.l { white-space: pre-wrap; overflow-wrap: anywhere; padding: 0 .5rem; }
+.diff .add { background: #e6f6ea; } .diff .del { background: #fbe9e7; }
+.diff .hunk { color: #6f42c1; background: #f4f0fb; } .diff .meta { color: #5f6670; }
+.diff.excluded .file { background: #fdf2e3; }
+dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem;
+  font-size: .9rem; }
+dl.kv dt { color: #5f6670; } dl.kv dd { margin: 0; }
+.event .t { color: #5f6670; font-variant-numeric: tabular-nums; margin-right: .4rem; }
+.event .kind { font-weight: 600; margin-right: .4rem; }
+.links a { display: inline-block; margin-right: .6rem; }
+.better { color: #2e9d4f; } .worse { color: #c8412f; }
+#verdict { font-weight: bold; } #verdict.regressed { color: #c8412f; }
+#verdict.ok { color: #2e9d4f; }
+@media (max-width: 40rem) {
+  body { padding: 0 .5rem; }
+  table.cards thead { display: none; }
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block;
+    width: 100%; }
+  table.cards tr { border: 1px solid #e3e5ea; border-radius: .4rem; margin: .5rem 0;
+    padding: .25rem; }
+  table.cards td { border: 0; text-align: left; padding: .1rem .4rem; }
+  table.cards td[data-label]::before { content: attr(data-label) ": "; color: #5f6670; }
+  .bars { grid-template-columns: 6rem 1fr 4.5rem; }
+}
+"""

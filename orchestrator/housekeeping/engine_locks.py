@@ -1,0 +1,74 @@
+"""Build locks on the Docker engine, so that users with their own data directories build an
+image of one key once, one after the other, instead of side by side.
+
+The lock is a container that is created, never started, under the name
+``swe-green-lock-<key>``: the engine lets one container have a name, so creating it is the
+atomic step, and removing it releases the lock. Its labels name its holder, whose engine
+lease (:mod:`.engine_leases`) beats while it holds the lock; a waiter whose holder's lease
+has expired (its process gone, or no heartbeat on the engine's clock for ``LEASE_TTL``)
+removes the stale lock and takes it. The container is not labelled as one of this tool's
+(``gc`` and ``sandbox ls`` do not see it) and is created from an image the engine has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+
+from orchestrator.housekeeping.engine_leases import engine_leases, hold_engine_lease
+from orchestrator.housekeeping.names import NAME_LIMIT, NOT_NAME
+from orchestrator.log import get_logger
+from orchestrator.sandbox import SandboxBackend
+from orchestrator.sandbox.docker.engine_state import create_named, named_labels, remove_named
+
+LABEL_LOCK = "swe-green.lock"  # the key
+LABEL_LOCK_HOLDER = "swe-green.lock.holder"  # the run id of the holder's engine lease
+LOCK_PREFIX = "swe-green-lock-"
+LOCK_POLL = 2.0  # seconds between attempts while another holds the lock
+
+
+def lock_name(key: str) -> str:
+    return (LOCK_PREFIX + NOT_NAME.sub("-", key))[:NAME_LIMIT].rstrip("-.")
+
+
+def _holder_live(backend: SandboxBackend, holder: str) -> bool:
+    return any(lease.live for lease in engine_leases(backend) if lease.run_id == holder)
+
+
+@contextlib.contextmanager
+def engine_lock(
+    backend: SandboxBackend, key: str, image: str, *, poll: float = LOCK_POLL
+) -> Iterator[None]:
+    """Hold the engine-wide lock of ``key`` while the block runs (a lock container created
+    from ``image``, or any image the engine has); a backend without an engine holds none."""
+    client = getattr(backend, "client", None)
+    if client is None:
+        yield
+        return
+
+    name = lock_name(key)
+    holder = f"lock-{uuid.uuid4().hex[:12]}"
+    log = get_logger()
+    with hold_engine_lease(backend, holder):
+        waited = False
+        labels = {LABEL_LOCK: key, LABEL_LOCK_HOLDER: holder}
+        while not create_named(client, image, name, labels):
+            other = named_labels(client, name)
+            if other is None:
+                continue  # released meanwhile
+            if not _holder_live(backend, other.get(LABEL_LOCK_HOLDER, "")):
+                log.warning("lock.stale_taken_over", key=key, holder=other.get(LABEL_LOCK_HOLDER))
+                remove_named(client, name)
+                continue
+            if not waited:
+                log.info("lock.waiting", key=key, holder=other.get(LABEL_LOCK_HOLDER))
+                waited = True
+            time.sleep(poll)
+        try:
+            yield
+        finally:
+            held = named_labels(client, name)
+            if held is not None and held.get(LABEL_LOCK_HOLDER) == holder:
+                remove_named(client, name)

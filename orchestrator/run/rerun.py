@@ -1,0 +1,173 @@
+"""Re-running an instance's grading by hand (``swe-green inspect``): a container in the state
+the tests ran in, the scripts that run its FAIL_TO_PASS tests and the whole eval again, and a
+shell with the environment active.
+
+A kept container is made ready in place (:func:`ready_for_shell`). Without one (a predictions
+run keeps none, a cleaned host, another machine) :func:`recreate` starts a container from the
+instance image, which phases 1-4 take from the cache or build again, and applies the patch
+the run graded (``graded.patch``, else ``patch.diff`` without its test infrastructure) and the
+test patch: the working tree as graded.
+
+In the container: ``/opt/swe/eval/eval.sh`` is the run's own eval script (the one grading ran,
+recorded in the run directory; generated again when the run has none), and
+``/opt/swe/eval/fail_to_pass.sh`` the same script with only the FAIL_TO_PASS tests selected
+where the runner can select by name (pytest node ids and sphinx's tox, sympy's ``-k``,
+django's ``module.Class.method`` labels); elsewhere it runs the instance's test files. Both
+reset the test files and apply the test patch first, and reset them again at the end.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.context.run_context import RunContext
+from orchestrator.context.run_dir import RunDir
+from orchestrator.environments.build import prepare_instance
+from orchestrator.environments.prepared import test_recipe
+from orchestrator.grading.script import TEST_PATCH_PATH, eval_script
+from orchestrator.models import Instance
+from orchestrator.patches.apply import apply_patch
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.archives import files_archive
+from orchestrator.spec.recipes import Recipe, reinstall_needed, test_directives
+from orchestrator.spec.test_infrastructure import drop_test_infrastructure
+from orchestrator.validation.test_selection import runner_kind, selected_directives
+from sandbox_tools.contract import ACTIVATE, EVAL_DIR
+from sandbox_tools.contract import TESTBED as REPO_DIR
+
+F2P_SCRIPT = f"{EVAL_DIR}/fail_to_pass.sh"
+EVAL_SCRIPT = f"{EVAL_DIR}/eval.sh"
+SHELL_RC = f"{EVAL_DIR}/inspect.rc"
+SHELL = f"{EVAL_DIR}/inspect-shell"  # bash with SHELL_RC: what inspect opens
+INSPECT_ROLE = "inspect"
+_DJANGO_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")
+
+
+@dataclass
+class Prepared:
+    """What :func:`recreate` and :func:`ready_for_shell` did, and the commands to run."""
+
+    sandbox: Sandbox
+    said: list[str] = field(default_factory=list)  # what was rebuilt, reused, applied
+    fail_to_pass: str = f"bash {F2P_SCRIPT}"
+    whole_eval: str = f"bash {EVAL_SCRIPT}"
+
+
+def fail_to_pass_directives(recipe: Recipe, instance: Instance) -> tuple[list[str] | None, str]:
+    """What the runner gets to run only the FAIL_TO_PASS tests, and a line saying so; None
+    (the test files) when it cannot select them by name."""
+    names = instance.FAIL_TO_PASS
+    chosen = selected_directives(recipe, instance, names)
+    if chosen is not None:
+        return chosen, f"runs the {len(names)} FAIL_TO_PASS test(s) ({runner_kind(recipe)})"
+    if "runtests.py" in recipe.test_cmd:  # django: module.Class.method labels
+        labels = [_DJANGO_NAME.match(name) for name in names]
+        if names and all(labels):
+            chosen = list(dict.fromkeys(f"{m[2]}.{m[1]}" for m in labels if m))
+            return chosen, f"runs the {len(names)} FAIL_TO_PASS test(s) (django labels)"
+    if names and all("::" in name for name in names) and runner_kind(recipe) == "pytest":
+        return [n.split("[", 1)[0] for n in names], "runs the FAIL_TO_PASS node ids"
+    files = ", ".join(test_directives(instance))
+    return None, f"this runner cannot select tests by name: runs the test files ({files})"
+
+
+def _shell_rc(instance: Instance, prepared: Prepared) -> str:
+    """The shell's start file: the environment active, in the repository, the commands (on
+    stderr: the shell's output stays its own)."""
+    return "\n".join(
+        [
+            "[ -f /etc/bash.bashrc ] && . /etc/bash.bashrc",
+            f"[ -f {ACTIVATE} ] && . {ACTIVATE}",
+            f"cd {REPO_DIR}",
+            f"echo {shlex.quote(f'swe-green inspect: {instance.instance_id}, as graded')} >&2",
+            f"echo {shlex.quote('  FAIL_TO_PASS tests: ' + prepared.fail_to_pass)} >&2",
+            f"echo {shlex.quote('  the whole eval:      ' + prepared.whole_eval)} >&2",
+            "",
+        ]
+    )
+
+
+def ready_for_shell(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, run: RunDir | None, said: list[str]
+) -> Prepared:
+    """Put the eval scripts, the test patch and the shell's start file into ``sandbox``."""
+    recorded = run.path / "instances" / instance.instance_id / "eval.sh" if run else None
+    if recorded is not None and recorded.is_file():
+        whole = recorded.read_text(encoding="utf-8")
+        said.append(f"the whole eval: the run's own eval script ({recorded.name})")
+    else:
+        whole = eval_script(instance, recipe)
+        said.append("the whole eval: the eval script generated again (the run recorded none)")
+    directives, note = fail_to_pass_directives(recipe, instance)
+    said.append(f"FAIL_TO_PASS: {note}")
+    prepared = Prepared(sandbox, said)
+    files: dict[str, tuple[bytes | str, int]] = {
+        "eval/eval.sh": (whole, 0o755),
+        "eval/fail_to_pass.sh": (eval_script(instance, recipe, None, directives=directives), 0o755),
+        "eval/test.patch": (instance.test_patch.encode("utf-8", "surrogateescape"), 0o644),
+        "eval/inspect.rc": (_shell_rc(instance, prepared), 0o644),
+        "eval/inspect-shell": (f'#!/bin/bash\nexec bash --rcfile {SHELL_RC} -i "$@"\n', 0o755),
+    }
+    sandbox.exec(f"mkdir -p {EVAL_DIR}", timeout=60)
+    sandbox.put_archive(str(Path(EVAL_DIR).parent), files_archive(files, dir_mode=0o755))
+    return prepared
+
+
+def graded_patch(run: RunDir, instance: Instance, recipe: Recipe) -> tuple[str, str]:
+    """The patch the run graded, and which file it came from."""
+    directory = run.path / "instances" / instance.instance_id
+    graded = directory / "graded.patch"
+    if graded.is_file():
+        return graded.read_text(encoding="utf-8", errors="surrogateescape"), "graded.patch"
+    raw = directory / "patch.diff"
+    if not raw.is_file():
+        return "", ""
+    text = raw.read_text(encoding="utf-8", errors="surrogateescape")
+    return drop_test_infrastructure(text, instance, recipe)[0], "patch.diff"
+
+
+def recreate(ctx: RunContext, instance: Instance, run: RunDir) -> Prepared:
+    """A new container in the state grading ran the tests in, from the cached images (built
+    again where missing) and the run's patch, ready for a shell."""
+    built = prepare_instance(ctx, instance)
+    said = [
+        "environment image: "
+        + ("from the cache" if built.env_cache_hit else "built again (it was not cached)"),
+        f"instance image {built.instance_image}: "
+        + ("from the cache" if built.instance_cache_hit else "built again (it was not cached)"),
+    ]
+    recipe = test_recipe(built)
+    sandbox = ctx.start_sandbox(built.snapshot, instance, INSPECT_ROLE, network=False)
+    try:
+        patch, source = graded_patch(run, instance, recipe)
+        if not patch.strip():
+            said.append("no patch: the run recorded none (an empty patch), the tree is the base")
+        else:
+            applied = apply_patch(sandbox, patch, repo_dir=REPO_DIR)
+            if not applied.applied:
+                said.append(f"the run's {source} does not apply: {applied.error}")
+            else:
+                said.append(f"applied the run's {source} ({applied.strategy})")
+            changed = [line[6:] for line in patch.splitlines() if line.startswith("+++ b/")]
+            if reinstall_needed(recipe.install, changed):
+                said.append(
+                    "the patch changes what the build reads: grading installed the package "
+                    f"again; run `{recipe.install}` in the shell to do the same"
+                )
+        prepared = ready_for_shell(sandbox, instance, recipe, run, said)
+        result = sandbox.exec(
+            f"cd {REPO_DIR} && git -c core.hooksPath=/dev/null apply {TEST_PATCH_PATH}",
+            timeout=120,
+        )
+        said.append(
+            "applied the test patch"
+            if result.exit_code == 0
+            else f"the test patch does not apply: {result.output.strip()[:300]}"
+        )
+    except BaseException:
+        sandbox.remove()
+        raise
+    return prepared

@@ -1,0 +1,211 @@
+"""Two users of one Docker engine, each with their own data directory: the leases live on
+the engine, so one user's ``envs prune``, ``gc`` and ``inspect`` spare the other's live run;
+a lease whose holder is gone or stopped beating expires."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.container
+
+
+def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
+        capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _wait_for(check, seconds: float, what: str, proc: subprocess.Popen):  # noqa: ANN001, ANN202
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before {what}: {proc.stdout.read()}")
+        time.sleep(1)
+    raise AssertionError(f"no {what} within {seconds} s")
+
+
+def test_engine_leases_beat_and_expire(docker_backend):
+    from orchestrator.housekeeping.engine_leases import (
+        LABEL_HOST,
+        LABEL_LEASE,
+        LABEL_PID,
+        VOLUME_PREFIX,
+        engine_leases,
+        hold_engine_lease,
+        live_everywhere,
+    )
+    from orchestrator.sandbox.models import LABEL_RUN
+
+    from .conftest import TEST_RUN_ID
+
+    run_id = f"{TEST_RUN_ID}-lease"
+
+    def mine() -> dict[str, object]:
+        return {lease.run_id: lease for lease in engine_leases(docker_backend)
+                if lease.run_id.startswith(run_id)}  # fmt: skip
+
+    client = docker_backend.client
+    with hold_engine_lease(docker_backend, run_id, instances=["demo__x-1"], containers=["box"],
+                           beat=0.5):  # fmt: skip
+        first = mine()[run_id]
+        assert first.live and first.instances == {"demo__x-1"} and first.containers == {"box"}
+        time.sleep(2.5)
+        assert mine()[run_id].heartbeat > first.heartbeat  # a new volume every beat
+        volumes = client.volumes.list(filters={"label": f"{LABEL_RUN}={run_id}"})
+        assert len(volumes) == 1  # the one before goes
+        live = live_everywhere(docker_backend, None)
+        assert run_id in live.runs and live.holds("another", "box")
+        # an hour from now, without a heartbeat, it has expired
+        later = {x.run_id: x for x in engine_leases(docker_backend, now=time.time() + 3600)}
+        assert not later[run_id].live and "heartbeat" in later[run_id].why
+    assert run_id not in mine()  # its volumes go with it
+
+    # a holder on this host whose process is gone (kill -9): expired at once
+    dead = subprocess.Popen(["sleep", "60"])
+    dead.kill()
+    dead.wait()
+    crashed = client.volumes.create(
+        name=f"{VOLUME_PREFIX}{run_id}-crashed", labels={
+            LABEL_LEASE: f"{run_id}-crashed", LABEL_RUN: f"{run_id}-crashed",
+            LABEL_PID: str(dead.pid), LABEL_HOST: socket.gethostname(),
+        },
+    )  # fmt: skip
+    try:
+        lease = mine()[f"{run_id}-crashed"]
+        assert not lease.live and "gone" in lease.why
+        assert f"{run_id}-crashed" in live_everywhere(docker_backend, None).expired_runs
+    finally:
+        crashed.remove(force=True)
+
+
+def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
+    env_settings, synthetic_instances, tmp_path, docker_backend, docker_client, make_sandbox
+):
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.environments.build import prepare_instance
+    from orchestrator.housekeeping.inventory import list_containers
+    from orchestrator.participant.reference import running
+    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
+    from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_TOOL
+
+    from .conftest import TEST_RUN_ID, cli_env
+
+    prefix = env_settings.environment.image_prefix
+    data_a, data_b = env_settings.storage.data_dir, tmp_path / "data-b"
+    assert data_a != data_b  # two users: nothing of A's data dir is visible to B
+    env_a = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"}
+    env_b = {**env_a, "SWE_GREEN_DATA_DIR": str(data_b)}
+    ids = ["demo__units-1", "demo__calc-1"]
+    # user A's images for both instances, built before the run (the second waits its turn)
+    ctx = RunContext(env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path / "build"))
+    built = {iid: prepare_instance(ctx, synthetic_instances[iid]) for iid in ids}
+    images = {iid: docker_client.images.get(p.instance_image).id for iid, p in built.items()}
+    envs = {docker_client.images.get(p.env_image).id for p in built.values()}
+    # an instance image nobody uses: what B's prune may take
+    decoy_box = make_sandbox(run_id=f"{TEST_RUN_ID}-decoy", instance_id="demo__decoy-1")
+    decoy_tag = f"{prefix}/instance:demo__decoy-1-0000"
+    decoy_box.container.commit(
+        repository=f"{prefix}/instance", tag="demo__decoy-1-0000",
+        conf={"Labels": {LABEL_TOOL: "1", LABEL_KIND: "instance",
+                         LABEL_INSTANCE: "demo__decoy-1"}},
+    )  # fmt: skip
+    decoy_box.remove()
+
+    slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=40)))
+    run_a = tmp_path / "runs" / "a"
+    with running(slow) as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "run",
+             "--participant", url, *[a for i in ids for a in ("--id", i)], "--concurrency", "1",
+             "--output", str(run_a)],
+            env=env_a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        try:
+            run_id = _wait_for(
+                lambda: (run_a / "config.json").is_file()
+                and json.loads((run_a / "config.json").read_text())["run_id"],
+                300, "run A's config", proc,
+            )  # fmt: skip
+            busy = _wait_for(
+                lambda: [c for c in list_containers(docker_backend, run_id=run_id)
+                         if c.role == "participant" and c.status == "running"],
+                600, "run A's participant container", proc,
+            )[0]  # fmt: skip
+            # B prunes every cached image it may: none of A's, the decoy goes
+            pruned = _swe_green(["envs", "prune"], env_b)
+            assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+            assert decoy_tag in pruned.stdout, pruned.stdout
+            left = {image.id for image in docker_client.images.list()}
+            assert set(images.values()) <= left and envs <= left, pruned.stdout
+            pending = next(i for i in ids if i != busy.instance_id)
+            # the instance still to come is spared by A's lease alone: no container uses it
+            assert f"{built[pending].instance_image}: an instance of run {run_id} in progress" in (
+                pruned.stdout
+            )
+            # B's gc spares A's container; B's inspect refuses it
+            collected = _swe_green(["gc"], env_b)
+            assert collected.returncode == 0, collected.stderr
+            assert busy.name in collected.stdout.partition("in use, left alone")[2]
+            assert f"held by the live lease of run {run_id}" in collected.stdout
+            refused = _swe_green(["inspect", busy.name], env_b)
+            assert refused.returncode == 2 and "in progress" in refused.stderr, refused.stderr
+            out, _ = proc.communicate(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, out
+    results = {p.parent.name: json.loads(p.read_text()) for p in run_a.glob("*/*/result.json")}
+    assert set(results) == set(ids) and all(r["status"] != "error" for r in results.values())
+    # the instance that waited found its images where A left them: nothing was rebuilt
+    assert docker_client.images.get(built[pending].instance_image).id == images[pending]
+
+
+def test_an_engine_lock_serialises_builds_and_a_stale_one_is_taken_over(
+    docker_backend, docker_client, base_image
+):
+    import threading
+
+    from orchestrator.housekeeping.engine_locks import LABEL_LOCK_HOLDER, engine_lock, lock_name
+
+    from .conftest import TEST_RUN_ID
+
+    key = f"env-{TEST_RUN_ID}-lock"
+    events: list[str] = []
+    inside = threading.Event()
+
+    def second() -> None:
+        inside.wait(30)
+        with engine_lock(docker_backend, key, base_image, poll=0.2):
+            events.append("second in")
+
+    other = threading.Thread(target=second)
+    other.start()
+    with engine_lock(docker_backend, key, base_image):
+        inside.set()
+        time.sleep(2)  # the other waits meanwhile
+        events.append("first out")
+        assert docker_client.containers.get(lock_name(key)).status == "created"
+    other.join(60)
+    assert events == ["first out", "second in"]
+    assert not docker_client.containers.list(all=True, filters={"name": lock_name(key)})
+
+    # a lock whose holder holds no live lease (it crashed): taken over at once
+    docker_client.containers.create(
+        base_image, command=["true"], name=lock_name(key),
+        labels={LABEL_LOCK_HOLDER: "lock-crashed-holder"},
+    )  # fmt: skip
+    started = time.monotonic()
+    with engine_lock(docker_backend, key, base_image, poll=0.2):
+        assert time.monotonic() - started < 10
+    assert not docker_client.containers.list(all=True, filters={"name": lock_name(key)})

@@ -361,9 +361,13 @@ def _path_target(path: str, in_docs: bool) -> Path | None:
 
 def broken_path(path: str, name: str | None, in_docs: bool = False) -> str | None:
     """Why the path reference (and its ``:name``) is broken, or None."""
+    if re.search(r"(^|/)[A-Z][A-Z_]*(\.|/|$)", path):
+        return None  # a pattern: NAME stands for any name (bench/NAME.py)
     target = _path_target(path.rstrip("/"), in_docs)
     if target is None:
         return None
+    if not target.exists() and in_docs and (ROOT / "docs" / path).exists():
+        return None  # a file of the documentation, named from docs/ (a snippet it includes)
     if not target.exists():
         return f"no file {path}"
     if name is not None and target.suffix == ".py":

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.frontends.cli_common import console, err_console
 from orchestrator.settings import load_settings
 
@@ -60,7 +61,7 @@ def assess_cmd(
         console.print(outcome.artifact_text, highlight=False, soft_wrap=True)
     if output is not None and outcome.artifact_data is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(outcome.artifact_data, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(output, json.dumps(outcome.artifact_data, indent=2) + "\n")
         console.print(f"result data: {output}")
     if outcome.exit_code:
         reason = outcome.message or outcome.artifact_text

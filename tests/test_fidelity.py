@@ -93,3 +93,14 @@ def test_official_results_that_are_not_reports(tmp_path: Path) -> None:
     bad.write_text('{"a__b-1": {"tests_status": {}}}\n')
     with pytest.raises(UserError, match="a__b-1 is not a report.json"):
         load_official(bad)
+
+
+def test_an_official_report_without_test_outcomes_compares_the_verdict_only():
+    """Some published reports hold ``"tests_status": null`` (the harness recorded no test
+    outcome): the verdict is compared, no test is."""
+    from orchestrator.frontends.report.fidelity import OfficialReport
+
+    report = OfficialReport.model_validate(
+        {"resolved": False, "patch_successfully_applied": True, "tests_status": None}
+    )
+    assert report.tests_status == {} and report.tests("FAIL_TO_PASS", "failure") == []

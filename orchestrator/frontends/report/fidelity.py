@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from orchestrator.errors import UserError
 from orchestrator.models import InstanceResult, Status
@@ -49,8 +49,15 @@ class OfficialReport(BaseModel):
 
     resolved: bool
     patch_successfully_applied: bool | None = None
-    # {"FAIL_TO_PASS": {"success": [...], "failure": [...]}, "PASS_TO_PASS": {...}}
+    # {"FAIL_TO_PASS": {"success": [...], "failure": [...]}, "PASS_TO_PASS": {...}}; a
+    # report without the tests' outcomes (null: the harness recorded none) compares the
+    # verdict only
     tests_status: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+
+    @field_validator("tests_status", mode="before")
+    @classmethod
+    def _none_recorded(cls, value: object) -> object:
+        return {} if value is None else value
 
     def tests(self, group: str, outcome: str) -> list[str]:
         return list(self.tests_status.get(group, {}).get(outcome, []))

@@ -387,7 +387,9 @@ def write_html(
 # --------------------------------------------------------------------------- the comparison
 
 
-def comparison_html(c: Comparison, local: set[str]) -> str:
+def comparison_head(c: Comparison) -> tuple[str, str]:
+    """What a comparison covers (its instances, whether the selections differ) and its
+    verdict paragraph, as the report and the run viewer show them."""
     scope = f"{len(c.common)} instance(s) in both runs"
     if not c.same_selection:
         scope += (
@@ -400,6 +402,11 @@ def comparison_html(c: Comparison, local: set[str]) -> str:
         if c.regressed
         else '<p id="verdict" class="ok">No regression.</p>'
     )
+    return scope, verdict
+
+
+def comparison_html(c: Comparison, local: set[str]) -> str:
+    scope, verdict = comparison_head(c)
     delta_rows = "".join(
         f"<tr><td>{esc(name.removesuffix('_pct'))}</td><td class=num>{pct(before)}</td>"
         f"<td class=num>{pct(after)}</td>"

@@ -4,6 +4,7 @@ row's shares side by side, and each instance whose status changed with the reaso
 from __future__ import annotations
 
 from orchestrator.frontends.report.data import Comparison, StatusChange, pct
+from orchestrator.frontends.report.html import comparison_head
 from orchestrator.frontends.report.text import delta_style, signed
 from orchestrator.frontends.viewer.parts import esc, instance_link, page, status_badge
 
@@ -17,18 +18,7 @@ def comparison_file(baseline: str) -> str:
 
 
 def render_comparison_page(c: Comparison, local: set[str]) -> str:
-    scope = f"{len(c.common)} instance(s) in both runs"
-    if not c.same_selection:
-        scope += (
-            f"; the selections differ ({len(c.only_in_run)} only in {c.run}, "
-            f"{len(c.only_in_baseline)} only in {c.baseline}): compared on the intersection"
-        )
-    verdict = (
-        f'<p id="verdict" class="regressed">Regressed: {len(c.lost)} instance(s) no longer '
-        f"resolved, {sum(row.count for row in c.new_errors)} new error(s).</p>"
-        if c.regressed
-        else '<p id="verdict" class="ok">No regression.</p>'
-    )
+    scope, verdict = comparison_head(c)
     delta_rows = "".join(
         f'<tr><td data-label="share">{esc(name.removesuffix("_pct"))}</td>'
         f'<td class=num data-label="{esc(c.baseline)}">{pct(before)}</td>'

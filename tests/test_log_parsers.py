@@ -731,3 +731,33 @@ def test_pytest_conflicting_reports_fail_stricter_than_officially() -> None:
     assert parse_test_log("pytest", log)["tests/test_a.py::test_x"] == F
     assert stricter_than_official("pytest", log) == ["tests/test_a.py::test_x"]
     assert stricter_than_official("pytest", "PASSED tests/test_a.py::test_x\n") == []
+
+
+def test_sympy_slowest_tests_list_is_no_result():
+    """sympy lists its slowest tests after the results (``test_x - Took N seconds``); a later
+    traceback line that ends in a status word (``..., in f``: a function named f) is no
+    result of that test: it stays passed, and the run's counts match its summary."""
+
+    text = "\n".join(
+        [
+            "sympy/simplify/tests/test_simplify.py[3] ",
+            "test_simplify_expr ok",
+            "test_slow_other ok",
+            "test_issue_17137 E                                                        [FAIL]",
+            "",
+            "________________________________ slowest tests _________________________________",
+            "test_simplify_expr - Took 59.757 seconds",
+            "________________________________________________________________________________",
+            "____________ sympy/simplify/tests/test_simplify.py:test_issue_17137 ____________",
+            "Traceback (most recent call last):",
+            '  File "/testbed/sympy/simplify/fu.py", line 1525, in f',
+            "TypeError: Invalid comparison of complex -I",
+            "",
+            " tests finished: 2 passed, 1 exceptions, in 60.1 seconds ",
+        ]
+    )
+    parsed = parse_test_log("sympy", text)
+    assert parsed["test_simplify_expr"] == TS.PASSED
+    assert parsed["test_issue_17137"] == TS.ERROR
+    summary = runner_summary(text)
+    assert summary is not None and summary.reported == {"PASSED": 2, "ERROR": 1}

@@ -242,6 +242,9 @@ _SYMPY_TEST = re.compile(r"^(test_\w+)(?:\s+(.*))?$")
 _SYMPY_HEADER = re.compile(r"^_{3,} \S+\.py:(test_\w+) _{3,}$")
 # the start of a test file's results: ``sympy/core/tests/test_basic.py[8]`` (8 tests)
 _SYMPY_SECTION = re.compile(r"^(\S+\.py)\[(\d+)\]")
+# a line of the "slowest tests" list after the results (``test_x - Took 59.757 seconds``):
+# no result, and no test whose result is still to come
+_SYMPY_TIMING = re.compile(r"^test_\w+ - Took [\d.]+ seconds$")
 
 
 def _sympy_status(rest: str) -> TestStatus | None:
@@ -269,6 +272,9 @@ def _sympy_reports(text: str) -> Iterator[tuple[str, TestStatus, bool, str | Non
             continue
         if header := _SYMPY_HEADER.match(stripped):
             from_headers.append(header.group(1))
+            continue
+        if _SYMPY_TIMING.match(stripped):
+            pending = None
             continue
         match = _SYMPY_TEST.match(stripped)
         if match:

@@ -32,7 +32,7 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
 from orchestrator.housekeeping.inventory import list_containers
-from orchestrator.models import InstanceResult, Reason, Status
+from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import running
 from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
@@ -1087,6 +1087,17 @@ def _empty_validation_cache(ctx: RunContext, since: float) -> list[Path]:
 
 BETWEEN_RUNS = {"empty_validation_cache": _empty_validation_cache}
 
+
+def _forget_validation(ctx: RunContext, instances: list[Instance]) -> None:
+    """Remove the validation outcomes earlier tests cached for ``instances`` (one file per
+    instance image, named by its tag, which starts with the instance id)."""
+    for instance in instances:
+        for path in (ctx.settings.storage.data_dir / "validation").glob(
+            f"{instance.instance_id}-*"
+        ):
+            path.unlink()
+
+
 CASES += [
     Case(
         "bytecode instead of source (__pycache__, unchecked hash pyc)",
@@ -1410,6 +1421,8 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
         participant = HostileParticipant(group["plans"])
         instances = [synthetic_instances[i] for i in group.get("instances", [CALC])]
         extra: dict[str, Any] = {}
+        if "between_runs" in group:  # the first run writes what happens between the runs
+            _forget_validation(ctx, instances)
         started = time.time() - 1
         with _serve(participant, group.get("subprocess", False)) as url, _RssSampler() as sampler:
             results = asyncio.run(

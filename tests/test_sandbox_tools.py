@@ -333,13 +333,13 @@ def test_missing_and_invalid_arguments_say_what_is_wrong(sb):
     missing = call(sb, "view")
     assert missing.error and "missing required argument 'path'" in missing.output
     wrong_type = call(sb, "view", path="pkg/mod.py", view_range="1:10")
-    assert wrong_type.error and "'view_range' must be an array" in wrong_type.output
+    assert wrong_type.error and "'view_range': Input should be a valid list" in wrong_type.output
     unknown = call(sb, "bash", command="ls", cwd="/tmp")
     assert unknown.error and "unknown argument 'cwd'" in unknown.output
     needs = call(sb, "edit", command="create", path="x.py")
     assert needs.error and "create needs 'file_text'" in needs.output
     bad_enum = call(sb, "edit", command="delete", path="x.py")
-    assert bad_enum.error and "'command' must be one of" in bad_enum.output
+    assert bad_enum.error and "'command': Input should be 'create'" in bad_enum.output
     assert sb.exec("test -e /testbed/x.py").exit_code == 1
 
 

@@ -55,6 +55,10 @@ class _Failed(Exception):
     """The run cannot go on (not the requester's doing): the task ends ``failed``."""
 
 
+# how long a cancel waits for the assessment's instances to remove their containers
+CANCEL_GRACE = 120.0
+
+
 class AssessmentExecutor(AgentExecutor):
     """Runs one assessment per A2A task; see the module docstring for what it streams."""
 
@@ -67,11 +71,15 @@ class AssessmentExecutor(AgentExecutor):
         self.slots = HostSlots(settings.run.concurrency or default_concurrency())
         self.allowed_hosts = split_hosts(settings.serve.serve_allowed_hosts)
         self.allowed_overrides = set(split_keys(settings.serve.serve_allowed_overrides))
+        # the assessments at work, by A2A task id: a cancel ends one before it says so
+        self._working: dict[str, asyncio.Task[object]] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
         await enqueue_task_once(context, event_queue)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if (current := asyncio.current_task()) is not None:
+            self._working[context.task_id] = current
         try:
             await self._assess(context, updater)
         except _Rejected as exc:
@@ -91,9 +99,17 @@ class AssessmentExecutor(AgentExecutor):
             )
             text = f"The green agent failed with an internal error: {type(exc).__name__}: {exc}."
             await updater.failed(updater.new_agent_message([new_text_part(text)]))
+        finally:
+            self._working.pop(context.task_id, None)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the assessment and wait (at most ``CANCEL_GRACE`` seconds) until its
+        instances have cleaned up, so that ``canceled`` means no container of it is left."""
         assert context.task_id and context.context_id
+        working = self._working.get(context.task_id)
+        if working is not None and not working.done():
+            working.cancel()
+            await asyncio.wait([working], timeout=CANCEL_GRACE)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.cancel(updater.new_agent_message([new_text_part("Assessment canceled.")]))
 

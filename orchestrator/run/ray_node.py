@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir, relative_logs
@@ -41,7 +41,10 @@ SCRATCH_DIR = "ray-scratch"
 
 
 class InstanceJob(BaseModel):
-    """What the driver sends a node for one instance."""
+    """What the driver sends a node for one instance (pickled by Ray: the participant is
+    any :class:`Participant`, each kind a model that pickles)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     run_id: str
     settings: Settings

@@ -4,6 +4,7 @@ answer with the summary and the leaderboard row (see :mod:`orchestrator.frontend
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import traceback
 from collections.abc import Awaitable
 from pathlib import Path
@@ -71,15 +72,17 @@ class AssessmentExecutor(AgentExecutor):
         self.slots = HostSlots(settings.run.concurrency or default_concurrency())
         self.allowed_hosts = split_hosts(settings.serve.serve_allowed_hosts)
         self.allowed_overrides = set(split_keys(settings.serve.serve_allowed_overrides))
-        # the assessments at work, by A2A task id: a cancel ends one before it says so
-        self._working: dict[str, asyncio.Task[object]] = {}
+        # the assessments at work, by A2A task id: their task, and an event set once their
+        # work (and its instances' clean-up) has ended; a cancel waits for it
+        self._working: dict[str, tuple[asyncio.Task[object], asyncio.Event]] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
         await enqueue_task_once(context, event_queue)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        ended = asyncio.Event()
         if (current := asyncio.current_task()) is not None:
-            self._working[context.task_id] = current
+            self._working[context.task_id] = (current, ended)
         try:
             await self._assess(context, updater)
         except _Rejected as exc:
@@ -101,17 +104,21 @@ class AssessmentExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([new_text_part(text)]))
         finally:
             self._working.pop(context.task_id, None)
+            ended.set()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the assessment and wait (at most ``CANCEL_GRACE`` seconds) until its
         instances have cleaned up, so that ``canceled`` means no container of it is left."""
         assert context.task_id and context.context_id
-        working = self._working.get(context.task_id)
-        if working is not None and not working.done():
-            working.cancel()
-            await asyncio.wait([working], timeout=CANCEL_GRACE)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        # the state first (the SDK reads it once this returns; the work's end closes its queue)
         await updater.cancel(updater.new_agent_message([new_text_part("Assessment canceled.")]))
+        working = self._working.get(context.task_id)
+        if working is not None:
+            task, ended = working
+            task.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ended.wait(), timeout=CANCEL_GRACE)
 
     async def _assess(self, context: RequestContext, updater: TaskUpdater) -> None:
         assert context.message is not None

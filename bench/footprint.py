@@ -17,7 +17,10 @@ reads the layer list (``docker image inspect``: ``RootFS.Layers`` with the sizes
 - *instance own*: layers of an instance image above its environment image.
 
 It prints the totals and **MB per instance** = (env own + instance own) / instance images,
-i.e. the environment layers amortized over the instances present. ``--smoke`` builds a tiny
+i.e. the environment layers amortized over the instances present. Only environment images
+that a counted instance image is built on are counted (an environment left by an older
+recipe, with no instance image above it, is reported, not counted); ``--ids-file FILE``
+counts only the instance images of those instances (ids one a line). ``--smoke`` builds a tiny
 base → env → instance chain from ``swe-green/base:py3.11`` under a throwaway prefix, measures
 it and removes it (seconds; what CI runs so the script cannot rot).
 """
@@ -30,10 +33,12 @@ import statistics
 import sys
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import docker
 
 KIND = "swe-green.kind"
+INSTANCE = "swe-green.instance"
 MB = 1_000_000
 
 
@@ -45,6 +50,7 @@ class Footprint:
     layer_size: dict[str, int] = field(default_factory=dict)
     env_own: dict[str, set[str]] = field(default_factory=dict)  # env image → its own layers
     instance_own: dict[str, set[str]] = field(default_factory=dict)
+    unused_envs: int = 0  # environment images no counted instance image is built on
 
     def size(self, layers: set[str]) -> int:
         return sum(self.layer_size.get(layer, 0) for layer in layers)
@@ -65,6 +71,7 @@ class Footprint:
             "env_median_mb": round(statistics.median(per_env) / MB, 1) if per_env else 0.0,
             "instance_median_mb": round(statistics.median(per_inst) / MB, 1) if per_inst else 0.0,
             "mb_per_instance": round((env_total + inst_total) / MB / n_inst, 1) if n_inst else 0.0,
+            "envs_not_counted": self.unused_envs,
         }
 
 
@@ -85,7 +92,8 @@ def _empty(entry: dict[str, object]) -> bool:
     return entry.get("Size", 0) == 0 and "#(nop)" in created_by
 
 
-def measure(client: docker.DockerClient, prefix: str) -> Footprint:
+def measure(client: docker.DockerClient, prefix: str, ids: set[str] | None = None) -> Footprint:
+    """The footprint of ``prefix``'s images (of the instances ``ids`` only, when given)."""
     found = Footprint()
     images = client.images.list(name=f"{prefix}/*")
     layer_lists: dict[str, list[tuple[str, int]]] = {}
@@ -95,22 +103,27 @@ def measure(client: docker.DockerClient, prefix: str) -> Footprint:
             found.layer_size[layer] = max(size, found.layer_size.get(layer, 0))
         if any(t.startswith(f"{prefix}/base:") for t in image.tags):
             found.base_layers |= {layer for layer, _ in layer_lists[image.id]}
-    env_layer_sets = []
+    envs: dict[str, set[str]] = {}  # env image → all its layers
     for image in images:
-        kind = (image.labels or {}).get(KIND)
-        own = {layer for layer, _ in layer_lists[image.id]} - found.base_layers
-        name = image.tags[0] if image.tags else image.id
-        if kind == "env":
-            found.env_own[name] = own
-            env_layer_sets.append({layer for layer, _ in layer_lists[image.id]})
+        if (image.labels or {}).get(KIND) == "env":
+            envs[image.tags[0] if image.tags else image.id] = set(
+                layer for layer, _ in layer_lists[image.id]
+            )
+    used: set[str] = set()
     for image in images:
-        if (image.labels or {}).get(KIND) != "instance":
+        labels = image.labels or {}
+        if labels.get(KIND) != "instance" or (ids is not None and labels.get(INSTANCE) not in ids):
             continue
         layers = {layer for layer, _ in layer_lists[image.id]}
-        parents = [s for s in env_layer_sets if s <= layers]
-        below = max(parents, key=len) if parents else found.base_layers
+        parents = [name for name, env_layers in envs.items() if env_layers <= layers]
+        parent = max(parents, key=lambda name: len(envs[name])) if parents else None
+        below = envs[parent] if parent else found.base_layers
+        if parent:
+            used.add(parent)
         name = image.tags[0] if image.tags else image.id
         found.instance_own[name] = layers - below - found.base_layers
+    found.env_own = {name: envs[name] - found.base_layers for name in sorted(used)}
+    found.unused_envs = len(envs) - len(used)
     return found
 
 
@@ -142,7 +155,6 @@ def build(prefix: str, ids: list[str], share: bool, layers: bool = True) -> dict
     (``layers``: setting share_layers)."""
     import tempfile
     import time
-    from pathlib import Path
 
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
@@ -170,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("prefix", nargs="?", help="image prefix (SWE_GREEN_IMAGE_PREFIX)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--ids-file", type=Path, help="count only these instances' images")
     parser.add_argument("--smoke", action="store_true", help="a tiny synthetic chain (CI)")
     parser.add_argument(
         "--build",
@@ -195,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     built = (
         build(args.prefix, args.build, not args.no_share, not args.no_layers) if args.build else {}
     )
-    found = smoke(client) if args.smoke else measure(client, args.prefix)
+    ids = set(args.ids_file.read_text().split()) if args.ids_file else None
+    found = smoke(client) if args.smoke else measure(client, args.prefix, ids)
     summary = found.summary() | built
     if args.json:
         print(json.dumps(summary))

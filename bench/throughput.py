@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -182,10 +183,30 @@ def regrade(
     if tested:
         total = sum(r.timings["total"] for r in tested)
         tests = sum(r.timings["tests"] for r in tested)
-        beyond = statistics.median(r.timings["total"] - r.timings["tests"] for r in tested)
-        print(f"  Σ total / Σ tests = {total:.1f} / {tests:.1f} = {total / tests:.2f}")
-        print(f"  beyond the tests per instance: median {beyond:.2f} s")
+        beyond = [r.timings["total"] - r.timings["tests"] for r in tested]
+        print(f"  Σ total / Σ tests = {total:.1f} / {tests:.1f} = {total / tests:.3f}")
+        print(
+            f"  beyond the tests per instance: median {statistics.median(beyond):.2f} s,"
+            f" mean {statistics.mean(beyond):.2f} s"
+        )
+        print_beyond_split(tested)
     return results
+
+
+def print_beyond_split(tested: list[InstanceResult]) -> None:
+    """Medians per instance of where the time beyond the tests goes: until the participant
+    answered, the grading beyond its test run, and the rest (set-up lookups, the result)."""
+
+    def median(part: Callable[[dict[str, float]], float]) -> float:
+        return statistics.median(part(r.timings) for r in tested)
+
+    participant = median(lambda t: t.get("participant", 0.0))
+    grading = median(lambda t: t.get("grading", 0.0) - t["tests"])
+    rest = median(lambda t: t["total"] - t.get("participant", 0.0) - t.get("grading", 0.0))
+    print(
+        f"  of which (medians): participant {participant:.2f} s, grading beyond the tests"
+        f" {grading:.2f} s, the rest {rest:.2f} s"
+    )
 
 
 def main() -> None:
@@ -215,7 +236,7 @@ def main() -> None:
     instances = [by_id[i] for i in ids]
     root = settings.storage.runs_dir / f"throughput-{time.strftime('%Y%m%d-%H%M%S')}"
     ctx = RunContext(settings, connect(), f"throughput-{uuid.uuid4().hex[:8]}", RunDir(root))
-    print(f"sample: {len(instances)} instances, runs {args.runs}, run dir {root}")
+    print(f"sample: {len(instances)} instances, runs {args.runs}, run dir {root.name}")
     if not args.no_compare:
         try:
             baseline = None if args.only == "after" else load_baseline(args.baseline_ref)

@@ -24,7 +24,7 @@ from orchestrator.grading.evaluation import (
     no_op_groups,
     run_tests,
 )
-from orchestrator.grading.script import writable_paths
+from orchestrator.grading.script import BEFORE_LIST, unexplained_directories, writable_paths
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.models import TestStatus as TS
 from orchestrator.patches.apply import apply_patch
@@ -325,6 +325,32 @@ def test_a_directory_where_the_tests_made_and_removed_something_is_writable():
     ]
     # the root itself, when nothing listed explains its change
     assert writable_paths(before, before, [""]) == ["."]
+
+
+def test_a_directory_that_gained_only_directories_is_unexplained():
+    """pylint's pyreverse tests write classes_No_Name.dot at the root and remove it, beside a
+    new .benchmarks directory: the listings show only the new directory, so whether the
+    root itself must be open is for validation to find out (in grading's layout)."""
+    before = ["d ", "d pylint", "f pylint/a.py", "d tests", "f tests/t.py", "d out"]
+    after = [*before, "d .benchmarks", "f .benchmarks/x", "d out/new", "f tests/t2.py"]
+    changed = ["", ".benchmarks", "out", "tests", "pylint"]
+    # tests gained a file, pylint changed with no listed change: both open already
+    assert writable_paths(before, after, changed) == [".benchmarks/", "out/new/", "pylint", "tests"]
+    assert unexplained_directories(before, after, changed) == [".", "out"]
+    assert unexplained_directories(before, after, ["tests"]) == []
+    assert unexplained_directories(before, before, [""]) == []
+    # inside an output directory (made beforehand, open whole): nothing to explain
+    cache = [*before, "d .pytest_cache"]
+    assert unexplained_directories(cache, [*cache, "d .pytest_cache/v"], [".pytest_cache"]) == []
+
+
+def test_a_recording_run_makes_the_default_output_directories_first(instances, recipes):
+    """Grading makes .pytest_cache beforehand: a recording run does too, so that the runner's
+    own cache does not make the root look written to."""
+    instance = instances[CALC.instance_id]
+    script = eval_script(instance, recipes[instance.repo], "nobody", record=True)
+    made = script.index("mkdir -p /testbed/.pytest_cache /testbed/.hypothesis")
+    assert made < script.index(f"> {BEFORE_LIST}")
 
 
 def test_the_eval_script_opens_only_the_writable_paths(instances, recipes):

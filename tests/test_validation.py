@@ -133,3 +133,36 @@ def test_a_fail_to_pass_test_passing_in_the_selection_is_confirmed_by_the_whole_
     assert sorted(check.timings) == ["base", "base_all", "gold"]
     base = (out / "validation_base_output.txt").read_text()
     assert "test_mul_negative" in base  # the whole file ran, not only the selection
+
+
+def test_a_write_the_listings_cannot_show_opens_its_directory(run_ctx, synthetic_instances):
+    """The tests make a directory at the root and a file there that they remove again (as
+    pylint's pyreverse tests do): the recording shows only the new directory. In grading's
+    layout the root is closed and the tests fail; validation sees this, opens the root, and
+    the tests pass as grading will run them."""
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    recipe = recipe_of(prepared)
+    writes = recipe.model_copy(
+        update={"test_cmd": f"mkdir -p made && touch junk && rm junk && {recipe.test_cmd}"}
+    )
+    check, out = _validate(run_ctx, instance, prepared, recipe=writes, runs=1)
+    assert check.ok, check.message
+    assert "." in check.writable and "made/" in check.writable, check.writable
+    assert "layout" in check.timings
+    assert (
+        "PASSED tests/test_calc.py::test_mul_negative"
+        in (out / "validation_layout_output.txt").read_text()
+    )
+
+
+def test_no_layout_run_when_the_listings_explain_every_write(run_ctx, synthetic_instances):
+    """The runner's cache at the root is made beforehand, as grading makes it: nothing is
+    unexplained, and the tests do not run a third time."""
+    instance = synthetic_instances["demo__calc-1"]
+    prepared = prepare_instance(run_ctx, instance)
+    check, out = _validate(run_ctx, instance, prepared, runs=1)
+    assert check.ok, check.message
+    assert sorted(check.timings) == ["base", "gold"]
+    assert "." not in check.writable
+    assert not (out / "validation_layout_output.txt").exists()

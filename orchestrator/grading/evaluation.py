@@ -64,6 +64,7 @@ from orchestrator.grading.script import (
     TEST_PATCH_FAILED,
     TEST_PATCH_PATH,
     eval_script,
+    unexplained_directories,
     writable_paths,
 )
 from orchestrator.grading.tamper_check import tamper_reasons
@@ -110,6 +111,8 @@ class TestRun(BaseModel):
     duration: float = 0.0
     # where the tests wrote in the repository (a recording run as the test user only)
     writable: list[str] = Field(default_factory=list)
+    # where the listings cannot tell whether the tests wrote (script.unexplained_directories)
+    unexplained: list[str] = Field(default_factory=list)
     audit: AuditReport | None = None  # what the patch's code did (a run set up to audit)
 
 
@@ -179,10 +182,11 @@ def run_tests(
     crash = None
     if not result.timed_out and forged is None:
         crash = _crash(output, too_large, exit_code, section, outcomes)
+    written = _recorded_writes(sandbox) if record and test_user else ([], [])
     return TestRun(
         outcomes=outcomes, section=section, exit_code=exit_code, forged=forged,
         output=_cap(output, OUTPUT_KEEP), timed_out=result.timed_out, crash=crash,
-        duration=duration, writable=_recorded_writes(sandbox) if record and test_user else [],
+        duration=duration, writable=written[0], unexplained=written[1],
         audit=audit_report(sandbox, exit_code, log_dir) if audit is not None else None,
     )  # fmt: skip
 
@@ -214,15 +218,16 @@ def _crash(
     return detect_test_crash(exit_code, section, outcomes)
 
 
-def _recorded_writes(sandbox: Sandbox) -> list[str]:
-    """Where a recording run's tests wrote (:func:`.script.writable_paths`)."""
+def _recorded_writes(sandbox: Sandbox) -> tuple[list[str], list[str]]:
+    """Where a recording run's tests wrote (:func:`.script.writable_paths`), and where its
+    listings cannot tell (:func:`.script.unexplained_directories`)."""
     listings = []
     for path in (BEFORE_LIST, AFTER_LIST, CHANGED_LIST):
         try:
             listings.append(sandbox.read_file(path).decode("utf-8", "replace").splitlines())
         except SandboxError:
-            return []  # the script ended before the tests (the test patch did not apply)
-    return writable_paths(*listings)
+            return [], []  # the script ended before the tests (the test patch did not apply)
+    return writable_paths(*listings), unexplained_directories(*listings)
 
 
 def grade(

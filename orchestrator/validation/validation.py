@@ -26,8 +26,19 @@ What each run costs, and why it is needed:
   the first run ran them. A selected rerun that crashes or does not report every selected
   test is replaced by the whole files (its flaky tests are still sought among those).
 
+- **Layout** (tests run as an unprivileged user): grading closes the repository but for
+  the paths the recording runs saw the tests write (:mod:`orchestrator.grading.script`).
+  Where a directory's entries changed and the listings show only new directories, they
+  cannot tell whether the tests also made a file there and removed it again
+  (:func:`~orchestrator.grading.script.unexplained_directories`). Then the tests that
+  passed with the gold patch run again as grading runs them; if one fails there, those
+  directories are opened too, and the run repeated; a test that still fails only there is
+  left out as flaky (a FAIL_TO_PASS one invalidates the instance). Without such a
+  directory grading's layout shows the tests nothing the recording did not, and this run
+  is skipped.
+
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
-that fell back, ``gold``, ``gold_rerun``). Outcomes are cached per instance image under
+that fell back, ``gold``, ``gold_rerun``, ``layout``). Outcomes are cached per instance image under
 ``data_dir/validation``.
 """
 
@@ -78,19 +89,19 @@ class Validation(BaseModel):
     writable: list[str] = Field(default_factory=list)
     f2p_passing_at_base: list[str] = Field(default_factory=list)
     duration: float = 0.0
-    # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun
+    # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun, layout
     timings: dict[str, float] = Field(default_factory=dict)
     cached: bool = False
 
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
-    # one outcome per way of running the tests: how many gold runs, and as which user (uw2:
-    # the writable paths include the directories where the tests made and removed something;
-    # outcomes recorded before that are not reused)
+    # one outcome per way of running the tests: how many gold runs, and as which user (uw3:
+    # the writable paths are checked in grading's layout; outcomes recorded before that are
+    # not reused)
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation.validation_runs
     suffix = ("" if runs == 1 else f"-r{runs}") + (
-        "-uw2" if ctx.settings.grading.unprivileged_tests else ""
+        "-uw3" if ctx.settings.grading.unprivileged_tests else ""
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
@@ -158,13 +169,20 @@ class _Runs:
         self.writable: set[str] = set()  # where any run's tests wrote (grading.script)
 
     def _run(
-        self, phase: str, sandbox: Sandbox, directives: list[str] | None, output: str
+        self,
+        phase: str,
+        sandbox: Sandbox,
+        directives: list[str] | None,
+        output: str,
+        record: bool = True,
     ) -> TestRun:
-        """One test run; ``directives``: a selection of tests (None: the whole test files)."""
+        """One test run; ``directives``: a selection of tests (None: the whole test files).
+        ``record``: every directory open, and where the tests wrote is kept; else grading's
+        layout, open only where the runs so far saw them write."""
         started = time.monotonic()
         run = run_tests(
             sandbox, self.instance, self.recipe, timeout=self.timeout, test_user=self.user,
-            record=True, directives=directives,
+            record=record, writable=sorted(self.writable), directives=directives,
         )  # fmt: skip
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
         atomic_write_text(self.out_dir / output, run.output, errors="replace")
@@ -221,6 +239,10 @@ class _Runs:
             golds = [self._run("gold", sandbox, None, "validation_gold_output.txt")]
             result = _judge(instance, base, True, "", golds[0], log_format)
             names, rerun = self._rerun(golds[0], result)
+            if result.ok and self.user and golds[0].unexplained:
+                closed = self._layout(sandbox, golds[0], names, rerun)
+                if closed:
+                    return _with_flaky(instance, result, closed)
             # the eval script restores the test files: it can run again
             for number in range(2, self.ctx.settings.validation.validation_runs + 1):
                 if not result.ok or golds[-1].timed_out or golds[-1].crash:
@@ -235,6 +257,25 @@ class _Runs:
             sandbox.remove()
         flaky = flaky_tests([run.outcomes for run in golds], names)
         return _with_flaky(instance, result, flaky) if result.ok and flaky else result
+
+    def _layout(
+        self, sandbox: Sandbox, first: TestRun, names: list[str] | None, rerun: list[str] | None
+    ) -> list[str]:
+        """The listed tests that passed in ``first`` run again in grading's layout; where one
+        fails, ``first``'s unexplained directories are opened and the run repeated. Returns
+        the tests that still fail only there."""
+        listed = names or [*self.instance.FAIL_TO_PASS, *self.instance.PASS_TO_PASS]
+        passed = set(grade_tests(listed, [], first.outcomes).fail_to_pass_passed)
+        lost: list[str] = []
+        for attempt in (1, 2):
+            if attempt == 2:
+                self.writable.update(first.unexplained)
+            run = self._run("layout", sandbox, rerun, "validation_layout_output.txt", record=False)
+            kept = set(grade_tests(listed, [], run.outcomes).fail_to_pass_passed)
+            lost = sorted(passed - kept)
+            if not lost:
+                break
+        return lost
 
     def _rerun(
         self, first: TestRun, result: Validation

@@ -271,3 +271,34 @@ def test_validation_report_merges_run_directories_and_records_files(tmp_path):
     missing = swe_green("validation-report", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "No sweep at" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_validation_report_names_no_path_of_this_host(tmp_path):
+    """Given absolute paths, the page's command names them relative to the root of the
+    repository that holds the page, or, outside it, by their names alone."""
+    from orchestrator.validation.sweep import SweepRecord, save_records
+
+    repo = tmp_path / "checkout"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    record = SweepRecord(instance_id="o__r-1", repo="o/r", version="1.0", ok=True, stage="done",
+                         cause="", message="", timings={})  # fmt: skip
+    inside, outside = repo / "runs" / "sweep.jsonl", tmp_path / "elsewhere" / "old.jsonl"
+    for records in (inside, outside):
+        records.parent.mkdir(parents=True)
+        save_records([record], records)
+    notes = repo / "docs" / "notes.md"
+    notes.write_text("by hand\n")
+    for out, command in (
+        (repo / "docs" / "validation.md",
+         "validation-report runs/sweep.jsonl old.jsonl --out docs/validation.md"
+         " --notes docs/notes.md"),
+        (tmp_path / "page.md",
+         "validation-report sweep.jsonl old.jsonl --out page.md --notes notes.md"),
+    ):  # fmt: skip
+        done = swe_green("validation-report", str(inside), str(outside), "--out", str(out),
+                         "--notes", str(notes))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        text = out.read_text()
+        assert command in text
+        assert str(tmp_path) not in text and f"/{tmp_path.parts[1]}/" not in text

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from orchestrator.context.run_dir import RunDir
 from orchestrator.errors import UserError
 from orchestrator.frontends.report.fidelity import (
     APPLIED_DIFFERENTLY,
@@ -18,6 +20,7 @@ from orchestrator.frontends.report.fidelity import (
 )
 from orchestrator.frontends.report.fidelity_text import render_markdown, summary_lines
 from orchestrator.models import InstanceResult, Reason, Status, TestGroups
+from tests.cli_in_process import swe_green
 
 OFFICIAL = Path(__file__).parent / "fixtures" / "official"
 
@@ -104,3 +107,27 @@ def test_an_official_report_without_test_outcomes_compares_the_verdict_only():
         {"resolved": False, "patch_successfully_applied": True, "tests_status": None}
     )
     assert report.tests_status == {} and report.tests("FAIL_TO_PASS", "failure") == []
+
+
+def test_the_fidelity_page_names_no_path_of_this_host(tmp_path: Path) -> None:
+    """Given absolute paths, the page names the official results and the predictions relative
+    to the root of the repository that holds the page, or, outside it, by their names alone."""
+    repo = tmp_path / "checkout"
+    (repo / ".git").mkdir(parents=True)
+    official = repo / "replay" / "official"
+    shutil.copytree(OFFICIAL, official)
+    run = RunDir(repo / "runs" / "run-1")
+    run.write_config({"run_id": "run-1", "predictions": str(repo / "replay" / "preds.jsonl")})
+    for result in RESULTS:
+        run.write_result(result)
+    for out, official_name, predictions_name in (
+        (repo / "docs" / "fidelity.md", "replay/official", "replay/preds.jsonl"),
+        (tmp_path / "fidelity.md", "official", "preds.jsonl"),
+    ):
+        done = swe_green("report", str(run.path), "--official", str(official),
+                         "--fidelity-out", str(out))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        text = out.read_text()
+        assert f"graded `{predictions_name}`" in text
+        assert f"Official results: `{official_name}`" in text
+        assert str(tmp_path) not in text and f"/{tmp_path.parts[1]}/" not in text

@@ -374,9 +374,11 @@ def test_a_run_that_reached_no_participant_exits_3(env_settings, tmp_path, card_
     url, state = card_server
     state["status"] = 200
     run_dir = tmp_path / "runs" / "unreachable"
+    # the run's id is its own, not the session's: a container it kept would outlive the tests
+    env = {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250",
+           "SWE_GREEN_KEEP_CONTAINERS": "never"}  # fmt: skip
     proc = run_cli(
-        ["run", "--participant", url, "--id", "demo__units-1", "--output", str(run_dir)],
-        {**cli_env(env_settings, tmp_path / "runs"), "COLUMNS": "250"},
+        ["run", "--participant", url, "--id", "demo__units-1", "--output", str(run_dir)], env
     )
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 3, out

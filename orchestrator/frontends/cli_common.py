@@ -3,6 +3,7 @@ run."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -156,3 +157,19 @@ def read_json(path: Path) -> dict:
     import json
 
     return json.loads(path.read_text())
+
+
+def path_in_doc(path: Path | str, page: Path | str) -> str:
+    """How a generated page names a path it was given, without this host's layout.
+
+    The rule: relative to the root of the repository that holds the page (the nearest folder
+    above ``page`` with a ``.git``), as a command run from that root would take it, when the
+    path lies inside that repository; else the path's last name alone (a run directory's
+    name, a file's name). Paths are compared as written first (a ``runs`` link in the
+    repository stays ``runs/…``), then with links resolved."""
+    for absolute in (lambda p: Path(os.path.abspath(p)), lambda p: Path(p).resolve()):
+        target = absolute(path)
+        root = next((d for d in absolute(page).parents if (d / ".git").exists()), None)
+        if root is not None and target.is_relative_to(root):
+            return target.relative_to(root).as_posix()
+    return Path(os.path.abspath(path)).name

@@ -20,6 +20,7 @@ from orchestrator.frontends.cli_common import (
     check_writable,
     console,
     err_console,
+    path_in_doc,
     read_json,
     select_instances,
     start_cli_run,
@@ -149,7 +150,10 @@ def validation_report_cmd(
         typer.Option(help="Also write the merged records here (JSON lines), e.g. to commit."),
     ] = None,
 ) -> None:
-    """The Markdown report of a validation sweep (docs/validation.md)."""
+    """The Markdown report of a validation sweep (docs/validation.md).
+
+    The page's command names the runs and files relative to the root of the repository that
+    holds the page, or by their names alone when outside it: no path of this host."""
     from orchestrator.frontends.report.validation import validation_markdown
     from orchestrator.validation.sweep import load_records, merge_records
     from orchestrator.validation.sweep import save_records as write_records
@@ -163,12 +167,14 @@ def validation_report_cmd(
         raise UserError(f"No validation records in {joined}.", "run `swe-green validate` first.")
     if save_records is not None:
         write_records(records, save_records)
-    run_paths = " ".join(map(str, runs))
     if notes is not None and not notes.is_file():
         raise UserError(f"No notes file at {notes}.", "pass a Markdown file, or leave --notes out.")
-    command = f"swe-green validation-report {run_paths} --out {out or 'docs/validation.md'}" + (
-        f" --notes {notes}" if notes else ""
-    )
+    page = out or Path("docs/validation.md")  # where the page goes when it is written
+    command = " ".join(
+        ["swe-green validation-report", *(path_in_doc(run, page) for run in runs),
+         "--out", path_in_doc(out, out) if out else str(page),
+         *(["--notes", path_in_doc(notes, page)] if notes else [])]
+    )  # fmt: skip
     text = validation_markdown(
         records, title, command, selection_total=total,
         notes=notes.read_text() if notes else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -16,6 +17,7 @@ from orchestrator.frontends.report.data import (
     STATUS_COLOURS,
     STATUS_ORDER,
     Comparison,
+    StatusChange,
     TriageRow,
     duration,
     format_seconds,
@@ -405,13 +407,52 @@ def comparison_head(c: Comparison) -> tuple[str, str]:
     return scope, verdict
 
 
+@dataclass(frozen=True)
+class ShareDelta:
+    """One share of the leaderboard row in a comparison, as the report and the run viewer
+    show it: texts, not yet escaped."""
+
+    share: str  # the row's field, without its ``_pct``
+    before: str  # the baseline's share, a percentage
+    after: str  # the run's
+    delta: str  # run − baseline, signed, in percentage points
+    style: str  # the delta's class: better, worse, or empty when it depends
+
+
+@dataclass(frozen=True)
+class ChangeGroup:
+    """The instances whose status changed one way between the baseline and the run."""
+
+    table_id: str  # lost, gained, changed: the HTML id of its table
+    title: str
+    changes: tuple[StatusChange, ...]
+
+
+def comparison_deltas(c: Comparison) -> tuple[list[ShareDelta], list[ChangeGroup]]:
+    """What a comparison shows changed, for the report and the run viewer alike: each share
+    of the leaderboard row, and the instances whose status changed, in three groups (lost,
+    gained, other; empty ones too)."""
+    shares = [
+        ShareDelta(name.removesuffix("_pct"), pct(before), pct(after), signed(change),
+                   delta_style(name, change))
+        for name, before, after, change in c.row_delta()
+    ]  # fmt: skip
+    groups = [
+        ChangeGroup("lost", "Resolved → not resolved", c.lost),
+        ChangeGroup("gained", "Not resolved → resolved", c.gained),
+        ChangeGroup("changed", "Other status changes", c.changed),
+    ]
+    return shares, groups
+
+
 def comparison_html(c: Comparison, local: set[str]) -> str:
     scope, verdict = comparison_head(c)
+    shares, groups = comparison_deltas(c)
     delta_rows = "".join(
-        f"<tr><td>{esc(name.removesuffix('_pct'))}</td><td class=num>{pct(before)}</td>"
-        f"<td class=num>{pct(after)}</td>"
-        f'<td class="num {delta_style(name, change)}">{esc(signed(change))}</td></tr>'
-        for name, before, after, change in c.row_delta()
+        f"<tr><td>{esc(d.share)}</td><td class=num>{esc(d.before)}</td>"
+        f"<td class=num>{esc(d.after)}</td>"
+        f'<td class="num {d.style}">{esc(d.delta)}</td></tr>'
+        for d in shares
     )
     parts = [
         f"<h2>Compared with {esc(c.baseline)}</h2>",
@@ -421,31 +462,27 @@ def comparison_html(c: Comparison, local: set[str]) -> str:
         f"<th class=num>{esc(c.run)}</th><th class=num>delta</th></tr></thead>"
         f"<tbody>{delta_rows}</tbody></table>",
     ]
-    parts += _changes_html(c, local)
+    parts += _changes_html(c, groups, local)
     if c.new_errors:
         parts += ["<h3>New errors by cause</h3>", triage_html("new-errors", c.new_errors, local)]
     parts.append(_repo_delta_html(c))
     return "\n".join(parts)
 
 
-def _changes_html(c: Comparison, local: set[str]) -> list[str]:
+def _changes_html(c: Comparison, groups: list[ChangeGroup], local: set[str]) -> list[str]:
     """One table per kind of status change (lost, gained, other), those with any rows."""
     parts = []
-    for table_id, title, changes in (
-        ("lost", "Resolved → not resolved", c.lost),
-        ("gained", "Not resolved → resolved", c.gained),
-        ("changed", "Other status changes", c.changed),
-    ):
-        if not changes:
+    for g in groups:
+        if not g.changes:
             continue
         rows = "".join(
             f"<tr><td>{instance_links((ch.instance_id,), local)}</td><td>{esc(ch.repo)}</td>"
             f"<td>{status_badge(ch.before)}</td><td>{status_badge(ch.after)}</td>"
             f"<td>{esc(ch.reason)}</td></tr>"
-            for ch in changes
+            for ch in g.changes
         )
         parts.append(
-            f'<h3>{esc(title)}</h3><table id="{table_id}"><thead><tr><th>instance</th>'
+            f'<h3>{esc(g.title)}</h3><table id="{g.table_id}"><thead><tr><th>instance</th>'
             f"<th>repository</th><th>{esc(c.baseline)}</th><th>{esc(c.run)}</th><th>reason</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )

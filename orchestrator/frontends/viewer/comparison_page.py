@@ -3,9 +3,8 @@ row's shares side by side, and each instance whose status changed with the reaso
 
 from __future__ import annotations
 
-from orchestrator.frontends.report.data import Comparison, StatusChange, pct
-from orchestrator.frontends.report.html import comparison_head
-from orchestrator.frontends.report.text import delta_style, signed
+from orchestrator.frontends.report.data import Comparison, StatusChange
+from orchestrator.frontends.report.html import comparison_deltas, comparison_head
 from orchestrator.frontends.viewer.parts import esc, instance_link, page, status_badge
 
 DEPTH = 0
@@ -19,13 +18,13 @@ def comparison_file(baseline: str) -> str:
 
 def render_comparison_page(c: Comparison, local: set[str]) -> str:
     scope, verdict = comparison_head(c)
+    shares, groups = comparison_deltas(c)
     delta_rows = "".join(
-        f'<tr><td data-label="share">{esc(name.removesuffix("_pct"))}</td>'
-        f'<td class=num data-label="{esc(c.baseline)}">{pct(before)}</td>'
-        f'<td class=num data-label="{esc(c.run)}">{pct(after)}</td>'
-        f'<td class="num {delta_style(name, change)}" data-label="delta">'
-        f"{esc(signed(change))}</td></tr>"
-        for name, before, after, change in c.row_delta()
+        f'<tr><td data-label="share">{esc(d.share)}</td>'
+        f'<td class=num data-label="{esc(c.baseline)}">{esc(d.before)}</td>'
+        f'<td class=num data-label="{esc(c.run)}">{esc(d.after)}</td>'
+        f'<td class="num {d.style}" data-label="delta">{esc(d.delta)}</td></tr>'
+        for d in shares
     )
     body = [
         '<nav class="crumbs"><a href="index.html">← run overview</a></nav>',
@@ -37,13 +36,9 @@ def render_comparison_page(c: Comparison, local: set[str]) -> str:
         f"<th class=num>{esc(c.baseline)}</th><th class=num>{esc(c.run)}</th>"
         f"<th class=num>delta</th></tr></thead><tbody>{delta_rows}</tbody></table>",
     ]
-    for table_id, title, changes in (
-        ("lost", "Resolved → not resolved", c.lost),
-        ("gained", "Not resolved → resolved", c.gained),
-        ("changed", "Other status changes", c.changed),
-    ):
-        body.append(f'<h2 id="{table_id}-title">{esc(title)} ({len(changes)})</h2>')
-        body.append(_changes(table_id, changes, c, local) if changes else "<p>None.</p>")
+    for g in groups:
+        body.append(f'<h2 id="{g.table_id}-title">{esc(g.title)} ({len(g.changes)})</h2>')
+        body.append(_changes(g.table_id, g.changes, c, local) if g.changes else "<p>None.</p>")
     if c.fixed_errors:
         body.append(
             '<h2 id="fixed">Errors no longer</h2><p>'

@@ -1,6 +1,5 @@
 """Whether a graded verdict gets its deciding tests run again, and with what
-(:mod:`orchestrator.grading.flaky_reruns`): the run's settings, and validation's selection of
-tests by name."""
+(:mod:`orchestrator.grading.flaky_reruns`): the run's settings."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from orchestrator.grading.flaky_reruns import Reruns, rerun_deciding_tests
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
-from orchestrator.validation.test_selection import selected_directives
 
 # a test run alone may take this long at least, and twice the graded run's time at most
 MIN_RERUN_TIMEOUT = 120.0
@@ -59,5 +57,4 @@ def rerun_deciding(
         grader, instance, recipe, groups, run.outcomes, times=grading.flaky_reruns,
         timeout=min(grading.test_timeout, max(MIN_RERUN_TIMEOUT, 2 * run.duration)),
         test_user=test_user, writable=writable, log_dir=instance_dir,
-        select=lambda names: selected_directives(recipe, instance, names),
     )  # fmt: skip

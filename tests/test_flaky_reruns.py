@@ -14,11 +14,11 @@ from orchestrator.grading.flaky_reruns import (
     MAX_DECIDING,
     changed,
     deciding_tests,
+    rerun_deciding,
     rerun_deciding_tests,
 )
 from orchestrator.models import Instance, Reason, Status, TestGroups
 from orchestrator.models import TestStatus as TS
-from orchestrator.run.flaky_check import rerun_deciding
 from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_selection import django_label, selected_directives
 from sandbox_tools.contract import ACTIVATE, TESTBED
@@ -157,5 +157,5 @@ def test_which_verdicts_are_not_re_run(status, reason, logs, ran) -> None:
         status=status, reason=reason, logs=logs, groups=TestGroups(pass_to_pass_failed=["p"]),
         test_run=TestRun(outcomes={"p": TS.FAILED}) if ran else None,
     )  # fmt: skip
-    found = rerun_deciding(None, None, None, None, evaluation, (), None, None)
+    found = rerun_deciding(None, None, None, evaluation, times=TIMES, timeout=TIMEOUT)
     assert found.runs == 0 and found.flaky == {}

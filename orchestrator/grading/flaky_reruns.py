@@ -27,11 +27,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestrator.atomic import atomic_write_text
-from orchestrator.grading.evaluation import run_tests
+from orchestrator.grading.evaluation import Evaluation, run_tests
 from orchestrator.grading.log_parsers import PASSING, match_expected
-from orchestrator.models import Instance, TestGroups, TestStatus
+from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_selection import selected_directives
@@ -41,6 +42,8 @@ MAX_DECIDING = 5
 MISSING = "MISSING"  # the test is not in the output
 TIMED_OUT = "TIMEOUT"
 HASH_SEED = "PYTHONHASHSEED"  # exported by the eval script, as a recipe's environment is
+# a test run alone may take this long at least, and twice the graded run's time at most
+MIN_RERUN_TIMEOUT = 120.0
 
 
 def deciding_tests(groups: TestGroups) -> list[str]:
@@ -118,3 +121,22 @@ def rerun_deciding_tests(
             log_dir / "flaky_reruns.log", summary + "".join(f"{ln}\n" for ln in lines)
         )
     return found
+
+
+def rerun_deciding(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, evaluation: Evaluation, *,
+    timeout: float, **options: Any,
+) -> Reruns:  # fmt: skip
+    """The deciding tests of a verdict against the patch, run again alone in ``sandbox`` (the
+    patch applied; ``timeout``: the graded run's; ``options``: :func:`rerun_deciding_tests`'s,
+    ``times`` first). No re-run for a resolved patch, an error or output that cannot be trusted
+    (a reason), or after a reinstall (the tests ran in another sandbox)."""
+    run, groups = evaluation.test_run, evaluation.groups
+    if run is None or groups is None or evaluation.reason != Reason.NONE:
+        return Reruns()
+    if evaluation.status == Status.RESOLVED or "reinstall" in evaluation.logs:
+        return Reruns()
+    return rerun_deciding_tests(
+        sandbox, instance, recipe, groups, run.outcomes,
+        timeout=min(timeout, max(MIN_RERUN_TIMEOUT, 2 * run.duration)), **options,
+    )  # fmt: skip

@@ -18,9 +18,9 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.environments.build import prepare_instance
+from orchestrator.grading import grade
 from orchestrator.grading.evaluation import (
     eval_script,
-    grade,
     no_op_groups,
     run_tests,
 )

@@ -12,17 +12,15 @@ from orchestrator.grading.classify import classify, grade_tests
 from orchestrator.grading.evaluation import Evaluation, TestRun, run_tests
 from orchestrator.grading.flaky_reruns import (
     MAX_DECIDING,
-    alone_directives,
     changed,
     deciding_tests,
-    django_label,
+    rerun_deciding,
     rerun_deciding_tests,
 )
-from orchestrator.models import Reason, Status, TestGroups
+from orchestrator.models import Instance, Reason, Status, TestGroups
 from orchestrator.models import TestStatus as TS
-from orchestrator.run.flaky_check import rerun_deciding
 from orchestrator.spec.recipes import Recipe
-from orchestrator.validation.test_selection import selected_directives
+from orchestrator.spec.test_selection import django_label, selected_directives
 from sandbox_tools.contract import ACTIVATE, TESTBED
 
 from .test_evaluation import CALC_FIXED, TIMEOUT, grading, instance_image, instances, recipes
@@ -48,10 +46,16 @@ def test_django_labels_and_selection() -> None:
         repo="d/d", version="1", python="3.9", install="", test_cmd="./runtests.py",
         log_format="django",
     )  # fmt: skip
-    assert alone_directives(django, "test_x (a.B)", lambda names: None) == ["a.B.test_x"]
+    instance = Instance(
+        instance_id="d__d-1", repo="d/d", base_commit="b", environment_setup_commit="e",
+        test_patch="diff --git a/t.py b/t.py\n--- a/t.py\n+++ b/t.py\n@@ -1 +1 @@\n-x\n+y\n",
+    )  # fmt: skip
+    alone = selected_directives(django, instance, ["test_x (a.B)"], django_labels=True)
+    assert alone == ["a.B.test_x"]
+    assert selected_directives(django, instance, ["test_x (a.B)"]) is None  # validation's
     pytest_recipe = django.model_copy(update={"test_cmd": "pytest -rA", "log_format": "pytest"})
-    selected = alone_directives(pytest_recipe, "t.py::a", lambda names: ["x", *names])
-    assert selected == ["x", "t.py::a"]
+    selected = selected_directives(pytest_recipe, instance, ["t.py::a"], django_labels=True)
+    assert selected == selected_directives(pytest_recipe, instance, ["t.py::a"]) == ["t.py::a"]
 
 
 def test_changed_compares_passing_not_the_exact_outcome() -> None:
@@ -125,9 +129,8 @@ def test_a_test_failing_by_hash_seed_is_found_flaky(grading, flaky: bool) -> Non
     assert groups.pass_to_pass_failed == [ADD_TEST], groups
     assert classify(groups) == Status.BREAKING_RESOLVED
     found = rerun_deciding_tests(
-        sandbox, instance, recipe, groups, run.outcomes, times=TIMES, timeout=TIMEOUT,
-        select=lambda names: selected_directives(recipe, instance, names),
-    )  # fmt: skip
+        sandbox, instance, recipe, groups, run.outcomes, times=TIMES, timeout=TIMEOUT
+    )
     if flaky:
         first_pass = next(i for i, s in enumerate(later) if not hashes[s][key])
         assert found.flaky == {ADD_TEST: ["FAILED"] * (first_pass + 1) + ["PASSED"]}
@@ -154,5 +157,5 @@ def test_which_verdicts_are_not_re_run(status, reason, logs, ran) -> None:
         status=status, reason=reason, logs=logs, groups=TestGroups(pass_to_pass_failed=["p"]),
         test_run=TestRun(outcomes={"p": TS.FAILED}) if ran else None,
     )  # fmt: skip
-    found = rerun_deciding(None, None, None, None, evaluation, (), None, None)
+    found = rerun_deciding(None, None, None, evaluation, times=TIMES, timeout=TIMEOUT)
     assert found.runs == 0 and found.flaky == {}

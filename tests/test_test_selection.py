@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator.models import Instance
 from orchestrator.spec.recipes import Recipe, test_command
-from orchestrator.validation.test_selection import (
+from orchestrator.spec.test_selection import (
     runner_kind,
     selected_arguments,
     selected_directives,

@@ -3,8 +3,37 @@ image, reinstalls what the patch's build inputs change in a container of its own
 (:mod:`.reinstall`), runs the instance's tests with the network off as an unprivileged user
 (:mod:`.script`, between the markers of :mod:`.markers`), watches what the code under test
 does (:mod:`.audit`), parses the log (:mod:`.log_parsers`) and classifies the result
-(:mod:`.classify`)."""
+(:mod:`.classify`); then the tests that decided a verdict against the patch run again
+(:mod:`.flaky_reruns`)."""
 
-from orchestrator.grading.evaluation import grade
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.grading.evaluation import Evaluation, evaluate
+from orchestrator.grading.flaky_reruns import rerun_deciding
+from orchestrator.models import Instance
+from orchestrator.sandbox import Sandbox
+from orchestrator.spec.recipes import Recipe
 
 __all__ = ["grade"]
+
+
+def grade(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str | None, *,
+    flaky_reruns: int = 0, **options: Any,
+) -> Evaluation:  # fmt: skip
+    """Grade ``patch`` with ``options`` (:func:`.evaluation.evaluate`), then run each test
+    that decided a verdict against it again, up to ``flaky_reruns`` times, in the same
+    container (:func:`.flaky_reruns.rerun_deciding`): those whose outcome changed are the
+    evaluation's ``flaky_tests``."""
+    evaluation = evaluate(sandbox, instance, recipe, patch, **options)
+    reruns = rerun_deciding(
+        sandbox, instance, recipe, evaluation, timeout=options["timeout"], times=flaky_reruns,
+        test_user=options.get("test_user"), writable=options.get("writable", ()),
+        log_dir=options.get("log_dir"),
+    )  # fmt: skip
+    if reruns.runs:
+        evaluation.flaky_tests, evaluation.rerun_seconds = reruns.flaky, reruns.seconds
+        evaluation.logs["flaky_reruns"] = "flaky_reruns.log"
+    return evaluation

@@ -77,7 +77,7 @@ from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runn
 from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = [
-    "Evaluation", "TestRun", "eval_script", "grade", "no_op_groups",
+    "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",
     "run_tests",
 ]  # fmt: skip
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024  # a test run printing more is a crash, not read in
@@ -131,6 +131,9 @@ class Evaluation(BaseModel):
     # expected tests whose conflicting reports count as failing here (officially: the last)
     stricter_than_official: list[str] = Field(default_factory=list)
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
+    # the deciding tests whose outcome changed when run again (.flaky_reruns): their outcomes
+    flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
+    rerun_seconds: float | None = None  # what the re-runs took; None when none ran
 
 
 def run_tests(
@@ -230,7 +233,7 @@ def _recorded_writes(sandbox: Sandbox) -> tuple[list[str], list[str]]:
     return writable_paths(*listings), unexplained_directories(*listings)
 
 
-def grade(
+def evaluate(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
@@ -245,7 +248,8 @@ def grade(
     writable: Sequence[str] = (),
     successor: Successor | None = None,
 ) -> Evaluation:
-    """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit).
+    """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit) on one
+    run of the tests (:func:`orchestrator.grading.grade` runs the deciding ones again).
 
     The tests run as ``test_user`` when given, the repository read-only to that user but
     for ``writable`` (what validation saw the gold run write; see :mod:`.script`). A

@@ -14,7 +14,8 @@ verdict against the patch with at most :data:`MAX_DECIDING` deciding tests (more
 than that are no flake); each run pays the script's fixed cost (test patch, bytecode sweep)
 and one test's time. The time spent is the result's ``timings["flaky_reruns"]``.
 
-A test runs alone where its runner selects by name: pytest (its node id, every
+A test runs alone where its runner selects by name
+(:func:`orchestrator.spec.test_selection.selected_directives`): pytest (its node id, every
 parametrization), sympy's ``bin/test`` (its file(s) and ``-k name``), django's
 ``runtests.py`` (``module.Class.test_name`` from ``test_name (module.Class)``). Other tests
 (django names with a docstring line, runners that cannot select) are not re-run.
@@ -22,27 +23,27 @@ parametrization), sympy's ``bin/test`` (its file(s) and ``-k name``), django's
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestrator.atomic import atomic_write_text
-from orchestrator.grading.evaluation import run_tests
+from orchestrator.grading.evaluation import Evaluation, run_tests
 from orchestrator.grading.log_parsers import PASSING, match_expected
-from orchestrator.models import Instance, TestGroups, TestStatus
+from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
+from orchestrator.spec.test_selection import selected_directives
 
 # more deciding tests than this: the patch broke them, no flake decides the verdict
 MAX_DECIDING = 5
 MISSING = "MISSING"  # the test is not in the output
 TIMED_OUT = "TIMEOUT"
 HASH_SEED = "PYTHONHASHSEED"  # exported by the eval script, as a recipe's environment is
-_DJANGO_NAME = re.compile(r"(?P<test>\w+) \((?P<case>[\w.]+)\)")
-
-Select = Callable[[list[str]], list[str] | None]
+# a test run alone may take this long at least, and twice the graded run's time at most
+MIN_RERUN_TIMEOUT = 120.0
 
 
 def deciding_tests(groups: TestGroups) -> list[str]:
@@ -53,22 +54,6 @@ def deciding_tests(groups: TestGroups) -> list[str]:
     if len(groups.fail_to_pass_failed) == 1:
         tests += groups.fail_to_pass_failed
     return tests if len(tests) <= MAX_DECIDING else []
-
-
-def django_label(name: str) -> str | None:
-    """The runner's label of a django test name (``test_x (app.tests.Case)`` ->
-    ``app.tests.Case.test_x``); None for a name in another form."""
-    match = _DJANGO_NAME.fullmatch(name)
-    return f"{match['case']}.{match['test']}" if match else None
-
-
-def alone_directives(recipe: Recipe, name: str, select: Select) -> list[str] | None:
-    """What the runner gets to run ``name`` alone, or None when it cannot select it
-    (``select``: the pytest and sympy selection of validation's base run)."""
-    if recipe.log_format == "django":
-        label = django_label(name)
-        return [label] if label else None
-    return select([name])
 
 
 def outcome(name: str, outcomes: Mapping[str, TestStatus]) -> str:
@@ -101,7 +86,6 @@ def rerun_deciding_tests(
     *,
     times: int,
     timeout: float,
-    select: Select,
     test_user: str | None = None,
     writable: Sequence[str] = (),
     log_dir: Path | None = None,
@@ -111,7 +95,7 @@ def rerun_deciding_tests(
     found = Reruns()
     started = time.monotonic()
     for name in deciding_tests(groups) if times > 0 else []:
-        directives = alone_directives(recipe, name, select)
+        directives = selected_directives(recipe, instance, [name], django_labels=True)
         if directives is None:
             continue
         seen = found.seen[name] = [outcome(name, first)]
@@ -137,3 +121,22 @@ def rerun_deciding_tests(
             log_dir / "flaky_reruns.log", summary + "".join(f"{ln}\n" for ln in lines)
         )
     return found
+
+
+def rerun_deciding(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, evaluation: Evaluation, *,
+    timeout: float, **options: Any,
+) -> Reruns:  # fmt: skip
+    """The deciding tests of a verdict against the patch, run again alone in ``sandbox`` (the
+    patch applied; ``timeout``: the graded run's; ``options``: :func:`rerun_deciding_tests`'s,
+    ``times`` first). No re-run for a resolved patch, an error or output that cannot be trusted
+    (a reason), or after a reinstall (the tests ran in another sandbox)."""
+    run, groups = evaluation.test_run, evaluation.groups
+    if run is None or groups is None or evaluation.reason != Reason.NONE:
+        return Reruns()
+    if evaluation.status == Status.RESOLVED or "reinstall" in evaluation.logs:
+        return Reruns()
+    return rerun_deciding_tests(
+        sandbox, instance, recipe, groups, run.outcomes,
+        timeout=min(timeout, max(MIN_RERUN_TIMEOUT, 2 * run.duration)), **options,
+    )  # fmt: skip

@@ -9,7 +9,8 @@ Each phase is a package with one entry, and :func:`run_instance` reads as their 
  +   validate (validation/): the environment can run the instance's tests
 5    dispatch (participant/): the participant works, in its own container if it needs one
 6    take_patch (patches/): from the answer, else the container's diff; test files dropped
-7    grade (grading/): apply, run the tests with the network off, classify
+7    grade (grading/): apply, run the tests with the network off, classify; the tests that
+     decided a verdict against the patch run again
 
 How the path is concurrent, and how its containers are cleaned up, is :mod:`.instance_scope`.
 """
@@ -30,6 +31,7 @@ from orchestrator.dependencies.bytecode import drop_manifest_command
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.errors import SandboxError, UserError
+from orchestrator.grading import grade
 from orchestrator.grading.evaluation import Evaluation
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
@@ -40,7 +42,6 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
-from orchestrator.run.flaky_check import grade_and_rerun, record_reruns
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
@@ -277,18 +278,17 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
-        evaluation, reruns = await self.scope.blocking(
-            grade_and_rerun, ctx, grader, instance, test_recipe(prepared), patch,
+        evaluation = await self.scope.blocking(
+            grade, grader, instance, test_recipe(prepared), patch,
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
             excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
             excluded_f2p=excluded.f2p, writable=excluded.writable,
-            successor=successor(ctx, instance, "grading"),
+            successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
         )  # fmt: skip
         self.timings["grading"] = time.monotonic() - t
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
-        record_reruns(self.result, self.timings, reruns)
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result
@@ -305,6 +305,9 @@ class _InstanceRun:
         result.stricter_than_official = evaluation.stricter_than_official
         result.logs.update(evaluation.logs)
         result.message = evaluation.message
+        if evaluation.rerun_seconds is not None:  # deciding tests ran again
+            self.timings["flaky_reruns"] = evaluation.rerun_seconds
+            result.flaky_tests = evaluation.flaky_tests
 
     def record(self, status: Status, reason: Reason, message: str) -> None:
         self.result.status, self.result.reason, self.result.message = status, reason, message

@@ -18,7 +18,6 @@ reset the test files and apply the test patch first, and reset them again at the
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.archives import files_archive
 from orchestrator.spec.recipes import Recipe, reinstall_needed, test_directives
 from orchestrator.spec.test_infrastructure import drop_test_infrastructure
-from orchestrator.validation.test_selection import runner_kind, selected_directives
+from orchestrator.spec.test_selection import runner_kind, selected_directives
 from sandbox_tools.contract import ACTIVATE, EVAL_DIR
 from sandbox_tools.contract import TESTBED as REPO_DIR
 
@@ -43,7 +42,6 @@ EVAL_SCRIPT = f"{EVAL_DIR}/eval.sh"
 SHELL_RC = f"{EVAL_DIR}/inspect.rc"
 SHELL = f"{EVAL_DIR}/inspect-shell"  # bash with SHELL_RC: what inspect opens
 INSPECT_ROLE = "inspect"
-_DJANGO_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")
 
 
 @dataclass
@@ -60,14 +58,10 @@ def fail_to_pass_directives(recipe: Recipe, instance: Instance) -> tuple[list[st
     """What the runner gets to run only the FAIL_TO_PASS tests, and a line saying so; None
     (the test files) when it cannot select them by name."""
     names = instance.FAIL_TO_PASS
-    chosen = selected_directives(recipe, instance, names)
+    chosen = selected_directives(recipe, instance, names, django_labels=True)
     if chosen is not None:
-        return chosen, f"runs the {len(names)} FAIL_TO_PASS test(s) ({runner_kind(recipe)})"
-    if "runtests.py" in recipe.test_cmd:  # django: module.Class.method labels
-        labels = [_DJANGO_NAME.match(name) for name in names]
-        if names and all(labels):
-            chosen = list(dict.fromkeys(f"{m[2]}.{m[1]}" for m in labels if m))
-            return chosen, f"runs the {len(names)} FAIL_TO_PASS test(s) (django labels)"
+        kind = "django labels" if recipe.log_format == "django" else runner_kind(recipe)
+        return chosen, f"runs the {len(names)} FAIL_TO_PASS test(s) ({kind})"
     if names and all("::" in name for name in names) and runner_kind(recipe) == "pytest":
         return [n.split("[", 1)[0] for n in names], "runs the FAIL_TO_PASS node ids"
     files = ", ".join(test_directives(instance))

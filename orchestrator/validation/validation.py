@@ -7,10 +7,11 @@ container from the instance image, never in the participant's.
 What each run costs, and why it is needed:
 
 - **Base**: only the FAIL_TO_PASS tests' outcome counts there, so where the runner selects
-  tests by name only they run (pytest node ids, sympy's ``-k``; :mod:`.test_selection`
-  decides per runner). When that run does not report every FAIL_TO_PASS test, or crashes,
-  the whole test files run in a fresh container, exactly as without a selection: a crash
-  at the base and a test the runner never reached are judged on the whole run.
+  tests by name only they run (pytest node ids, sympy's ``-k``;
+  :mod:`orchestrator.spec.test_selection` decides per runner). When that run does not
+  report every FAIL_TO_PASS test, or crashes, the whole test files run in a fresh
+  container, exactly as without a selection: a crash at the base and a test the runner
+  never reached are judged on the whole run.
 - **Gold**: every listed test, the test files the grading runs, in one run (the test files
   run once per run, never once per test group). It is skipped when the base run alone fails
   validation (timed out, unusable output, tests that cannot run at all).
@@ -60,11 +61,8 @@ from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.spec.recipes import Recipe
-from orchestrator.validation.test_selection import (
-    rerun_names,
-    runner_kind,
-    selected_directives,
-)
+from orchestrator.spec.test_selection import runner_kind, selected_directives
+from orchestrator.validation.test_selection import rerun_names
 from sandbox_tools.contract import TEST_USER
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):

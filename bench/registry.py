@@ -52,6 +52,7 @@ from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
 from orchestrator.environments.env_image import ensure_env_image  # noqa: E402
 from orchestrator.environments.image_registry import registry_reference  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
+from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.sandbox.docker import DockerBackend, connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from orchestrator.setup.plan import plan_environment  # noqa: E402
@@ -254,6 +255,7 @@ def main() -> None:
     parser.add_argument("--no-real", action="store_true", help="the synthetic image only")
     parser.add_argument("--smoke", action="store_true", help="one tiny image, seconds")
     args = parser.parse_args()
+    configure_logging(level="WARNING")  # the figures alone on stdout
     missing = [p for p in ("dockerd", "docker-registry", "ip") if shutil.which(p) is None]
     if os.geteuid() != 0 or missing:
         why = f"it needs {', '.join(missing)}" if missing else "it starts a second dockerd"

@@ -21,6 +21,7 @@ from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.instances import load_instances
 from orchestrator.environments.build import prepare_instance
 from orchestrator.housekeeping.gc import gc
+from orchestrator.log import configure_logging
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
 from orchestrator.settings import Settings
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="one run")
     args = parser.parse_args()
+    configure_logging(level="WARNING")  # the figures alone on stdout
     if args.smoke:
         args.runs = 1
     backend = connect()

@@ -1,0 +1,31 @@
+"""The twin as data: where in which test file one expected value is changed, and to what."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Twin(BaseModel):
+    """One impossible twin: the FAIL_TO_PASS test ``test`` with the source segment
+    ``[start, end)`` of ``path`` (the file as the test patch leaves it) replaced by
+    ``replacement``; ``line`` is that segment's first line (1-based), ``original`` and
+    ``mutated`` the line before and after, ``kind`` what was changed (``int``, ``str``,
+    ``list``, ``exception``, ``match``, ...)."""
+
+    test: str
+    path: str
+    line: int
+    start: int
+    end: int
+    replacement: str
+    original: str
+    mutated: str
+    kind: str
+
+
+class TwinCandidates(BaseModel):
+    """What the generator proposes: per FAIL_TO_PASS test its candidate twins, the most
+    natural first, and for each test without one the reason."""
+
+    by_test: dict[str, list[Twin]] = Field(default_factory=dict)
+    missing: dict[str, str] = Field(default_factory=dict)

@@ -29,7 +29,14 @@ from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox import Snapshot
-from orchestrator.setup.plan import EnvPlan, SetupFailed, instance_image_name, plan_environment
+from orchestrator.setup.plan import (
+    EnvPlan,
+    SetupFailed,
+    fallback_note,
+    instance_image_name,
+    llm_fallback_available,
+    plan_environment,
+)
 
 
 class Environment(BaseModel):
@@ -40,17 +47,35 @@ class Environment(BaseModel):
     seconds: float = 0.0
 
 
-def environment(ctx: RunContext, instance: Instance) -> Environment:
+def environment(
+    ctx: RunContext, instance: Instance, fallback_from: str | None = None
+) -> Environment:
     """Phases 1-3 for one instance (:func:`~orchestrator.environments.env_image.ensure_env_image`
-    runs check_out, set_up and install_dependencies when no cache has the image)."""
+    runs check_out, set_up and install_dependencies when no cache has the image).
+
+    Strategy ``auto``: an inferred environment that cannot be built is handed, with its
+    failure, to the LLM agent when an API key is set; ``fallback_from`` (an inferred
+    environment's plan and how it failed) asks the agent directly."""
     started = time.monotonic()
-    plan = plan_environment(ctx, instance)
+    if fallback_from is not None:
+        plan = plan_environment(ctx, instance, "llm")
+        plan = plan.model_copy(update={"fallback_from": fallback_from})
+    else:
+        plan = plan_environment(ctx, instance)
     if not cached(ctx, instance_image_name(ctx, instance, plan)):
         try:
             check_complete(ctx.settings, instance)
         except UserError as exc:
             raise SetupFailed(f"checkout: {exc}") from exc
-    image = ensure_env_image(ctx, instance, plan, _log_path(ctx, instance))
+    log_path = _log_path(ctx, instance)
+    try:
+        image = ensure_env_image(ctx, instance, plan, log_path)
+    except SetupFailed as exc:
+        if plan.strategy != "infer" or not llm_fallback_available(ctx.settings):
+            raise
+        note = fallback_note(plan, f"environment set-up: {exc}")
+        append_text(log_path, "the inferred environment failed; the LLM setup agent takes over\n")
+        return environment(ctx, instance, note)
     return Environment(plan=plan, image=image, seconds=time.monotonic() - started)
 
 
@@ -89,9 +114,12 @@ def base_commit(ctx: RunContext, instance: Instance, env: Environment) -> Prepar
     )
 
 
-def prepare_instance(ctx: RunContext, instance: Instance) -> PreparedInstance:
-    """Phases 1-4 for one instance, from the caches where possible (a sweep, a benchmark)."""
-    return base_commit(ctx, instance, environment(ctx, instance))
+def prepare_instance(
+    ctx: RunContext, instance: Instance, fallback_from: str | None = None
+) -> PreparedInstance:
+    """Phases 1-4 for one instance, from the caches where possible (a sweep, a benchmark);
+    ``fallback_from``: the LLM agent's, from an inferred environment that failed."""
+    return base_commit(ctx, instance, environment(ctx, instance, fallback_from))
 
 
 def _log_path(ctx: RunContext, instance: Instance) -> Path:

@@ -76,11 +76,12 @@ def tools_key(base_image_id: str) -> str:
 
 
 def uses_tools(ctx: RunContext, plan: EnvPlan) -> bool:
-    """Whether this environment is built on the tools image: recipes on a base image's
-    Python (a fetched Python makes its own virtual environment), setting share_layers."""
+    """Whether this environment is built on the tools image: recipes (shipped or
+    inferred) on a base image's Python (a fetched Python makes its own virtual
+    environment), setting share_layers."""
     return (
         ctx.settings.environment.share_layers
-        and plan.strategy == "recipe"
+        and plan.strategy in ("recipe", "infer")
         and not plan.fetch_python
         and ctx.backend.commits
     )

@@ -25,6 +25,8 @@ from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
     from orchestrator.housekeeping.prune import PrunePlan
+    from orchestrator.models import Instance
+    from orchestrator.settings import Settings
 
 instances_app = typer.Typer(help="Benchmark instances.", no_args_is_help=True)
 envs_app = typer.Typer(help="The environment image cache.", no_args_is_help=True)
@@ -74,16 +76,24 @@ def envs_ls() -> None:
 def envs_plan(
     instance_id: Annotated[str, typer.Argument(help="The instance whose environment to show.")],
     as_json: Annotated[bool, typer.Option("--json", help="The steps as JSON data.")] = False,
+    strategy: Annotated[
+        str | None,
+        typer.Option(help="recipe, or infer: the environment inferred from the repository."),
+    ] = None,
+    dataset: Dataset = None,
 ) -> None:
     """Show how a recipe builds an instance's environment: the steps of phase 2 (the Python,
     the virtual environment, the activate script) and phase 3 (build tools, pins, install),
-    each with the bash it runs."""
+    each with the bash it runs. With ``--strategy infer`` (or ``auto`` and no recipe), the
+    environment inferred from the repository's files at the instance's environment commit,
+    and why each part is what it is: a plan to read, or to freeze as a recipe (its
+    ``recipe`` in the JSON)."""
     from orchestrator.dependencies.install import install_script
     from orchestrator.setup.plan import find_recipe
     from orchestrator.setup.scripts import environment_script
     from orchestrator.spec.recipes import pins_for
 
-    settings = load_settings()
+    settings = load_settings(dataset=dataset, setup_strategy=strategy)
     chosen = select_instances(settings, [instance_id], None, None, None, None)
     if not chosen:
         raise UserError(
@@ -91,10 +101,15 @@ def envs_plan(
         )
     instance = chosen[0]
     recipe = find_recipe(settings, instance)
+    wanted = settings.environment.setup_strategy
+    if wanted == "infer" or (wanted == "auto" and recipe is None):
+        _print_inferred(settings, instance, as_json)
+        return
     if recipe is None:
         raise UserError(
-            f"No recipe for {instance.repo} {instance.version}: the LLM setup agent builds it.",
-            "add a recipe with SWE_GREEN_RECIPES_FILE, or use setup strategy llm.",
+            f"No recipe for {instance.repo} {instance.version}.",
+            "show the inferred environment (--strategy infer), or add a recipe with "
+            "SWE_GREEN_RECIPES_FILE.",
         )
     pins = pins_for(recipe, instance)
     scripts = [environment_script(recipe, pins), install_script(recipe, pins)]
@@ -106,6 +121,33 @@ def envs_plan(
         for step in script.steps:
             console.rule(f"{phase} ({script.name}): {step.title}")
             console.print(step.bash or "(nothing)", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_inferred(settings: Settings, instance: Instance, as_json: bool) -> None:
+    """The environment inferred for ``instance``, on the Pythons of this host's base images
+    (the published ones when there are none yet), with the scripts that would build it."""
+    from orchestrator.dependencies.install import install_script
+    from orchestrator.errors import SandboxError
+    from orchestrator.sandbox.factory import backend_from
+    from orchestrator.setup.images import SUITES, base_pythons
+    from orchestrator.setup.infer import InferenceFailed, infer_environment
+    from orchestrator.setup.scripts import environment_script
+
+    try:
+        available = base_pythons(backend_from(settings), settings.environment)
+    except (SandboxError, UserError):
+        available = []
+    try:
+        plan = infer_environment(settings, instance, available or list(SUITES))
+    except InferenceFailed as exc:
+        raise UserError(str(exc), "check the repository's mirror (SWE_GREEN_MIRROR_DIR).") from exc
+    scripts = [environment_script(plan.recipe, []), install_script(plan.recipe, [])]
+    if as_json:
+        data = plan.model_dump(mode="json") | {"scripts": [s.model_dump() for s in scripts]}
+        print(json.dumps(data, indent=2))
+        return
+    console.print(f"{instance.instance_id}: inferred environment", markup=False)
+    console.print(plan.text(), markup=False, highlight=False, soft_wrap=True)
 
 
 @envs_app.command("prune")

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from orchestrator.validation.sweep import SweepRecord
 
-Strategy = Annotated[str | None, typer.Option(help="auto, recipe or llm.")]
+Strategy = Annotated[str | None, typer.Option(help="auto, recipe, infer or llm.")]
 Concurrency = Annotated[int, typer.Option(help="Instances at once.", callback=check_concurrency)]
 GoldRuns = Annotated[
     int | None, typer.Option(help="Gold test runs per instance (flaky tests differ).")

@@ -15,7 +15,7 @@ from orchestrator.settings.base import ComponentConfig
 _REGISTRY = r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
 _PYTHON = r"\d+\.\d+"
 
-SetupStrategy = Literal["auto", "recipe", "llm"]
+SetupStrategy = Literal["auto", "recipe", "infer", "llm"]
 
 
 class EnvironmentConfig(ComponentConfig):
@@ -25,7 +25,11 @@ class EnvironmentConfig(ComponentConfig):
         None, description="Extra recipes (JSON list of Recipe objects) that override shipped ones."
     )
     setup_strategy: SetupStrategy = Field(
-        "auto", description="auto tries recipe, then llm (when an API key is set)."
+        "auto",
+        description="recipe: the shipped or user recipe of (repo, version); infer: inferred "
+        "from the repository's own files, no recipe nor LLM; llm: the setup agent; auto: "
+        "recipe, else infer, then llm (when an API key is set) for an inferred environment "
+        "that fails.",
     )
     fetch_python: bool = Field(
         False,

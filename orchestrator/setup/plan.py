@@ -1,5 +1,5 @@
-"""Planning an instance's environment: the strategy (recipe or LLM), the Python, the base
-image, and the cache keys of the environment and instance images."""
+"""Planning an instance's environment: the strategy (recipe, inferred or LLM), the Python,
+the base image, and the cache keys of the environment and instance images."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.settings import Settings
 from orchestrator.setup.images import base_pythons, ensure_image
+from orchestrator.setup.infer import INFER_VERSION, InferenceFailed, InferredPlan, infer_environment
 from orchestrator.spec.recipes import Recipe, load_recipes, pins_for, recipe_key
 
 
@@ -32,8 +33,13 @@ class SetupFailed(Exception):
 class EnvPlan(BaseModel):
     """How the environment of one instance is built, and the cache keys that follow."""
 
-    strategy: Literal["recipe", "llm"]
-    recipe: Recipe | None = None
+    strategy: Literal["recipe", "infer", "llm"]
+    recipe: Recipe | None = None  # a recipe's, or the inferred one
+    # the inferred plan's account of itself (strategy infer): what it read and why
+    inferred: InferredPlan | None = None
+    # why the plan is not the strategy auto tried first (an inferred environment that
+    # failed: the LLM agent starts from it)
+    fallback_from: str | None = None
     python: str
     python_exact: bool = True
     base_image: str
@@ -80,11 +86,15 @@ def find_recipe(settings: Settings, instance: Instance) -> Recipe | None:
     return load_recipes().get((instance.repo, instance.version))
 
 
-def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
-    """Pick the strategy, the Python and the base image; compute the cache key."""
+def plan_environment(
+    ctx: RunContext,
+    instance: Instance,
+    forced: Literal["infer", "llm"] | None = None,
+) -> EnvPlan:
+    """Pick the strategy (``forced``: this one, not the setting's), the Python and the
+    base image; compute the cache key."""
     settings = ctx.settings
     recipe = find_recipe(settings, instance)
-    strategy = _strategy(settings, instance, recipe)
     available = base_pythons(ctx.backend, settings.environment)
     if not available:
         raise UserError(
@@ -92,7 +102,17 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
             "run `swe-green images build --python 3.11`, or set SWE_GREEN_BASE_IMAGE_REGISTRY "
             "to where the base images are published.",
         )
-    if strategy == "recipe":
+    strategy = forced or _strategy(settings, instance, recipe)
+    pins: list[str] = []
+    if strategy == "llm":
+        _check_llm(settings, instance)
+    inferred = None
+    if strategy == "infer":
+        inferred = infer(settings, instance, available)
+        recipe = inferred.recipe
+        python, exact = recipe.python, True
+        identity = {"strategy": "infer", "recipe": recipe_key(recipe), "infer": INFER_VERSION}
+    elif strategy == "recipe":
         assert recipe is not None
         python, exact = recipe.nearest_python(available)
         pins = pins_for(recipe, instance)
@@ -105,9 +125,9 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
             if settings.environment.base_python in available
             else available[-1]
         )
-        exact, pins = True, []
+        exact = True
         identity = {"strategy": "llm", "model": settings.setup_agent.setup_model}
-    family_key, own = None, []
+    family_key, own = None, list[str]()
     if strategy == "recipe" and settings.environment.share_layers:
         assert recipe is not None
         own = own_pins(recipe, instance)
@@ -117,7 +137,8 @@ def plan_environment(ctx: RunContext, instance: Instance) -> EnvPlan:
     ensure_image(ctx.backend, base_image)  # pulled from the registry when missing
     return EnvPlan(
         strategy=strategy,
-        recipe=recipe if strategy == "recipe" else None,
+        recipe=recipe if strategy in ("recipe", "infer") else None,
+        inferred=inferred,
         python=python,
         python_exact=exact,
         base_image=base_image,
@@ -153,32 +174,54 @@ def own_pins(recipe: Recipe, instance: Instance) -> list[str]:
     return own
 
 
+def infer(settings: Settings, instance: Instance, available: list[str]) -> InferredPlan:
+    """The inferred environment of ``instance`` (SetupFailed when its files cannot be read)."""
+    try:
+        return infer_environment(settings, instance, available)
+    except InferenceFailed as exc:
+        raise SetupFailed(f"inference: {exc}") from exc
+
+
 def _strategy(
     settings: Settings, instance: Instance, recipe: Recipe | None
-) -> Literal["recipe", "llm"]:
-    """The set-up strategy: the setting, ``auto`` resolved (a recipe when there is one);
-    SetupFailed when the strategy cannot set this instance up."""
+) -> Literal["recipe", "infer", "llm"]:
+    """The set-up strategy: the setting, ``auto`` resolved (a recipe when there is one,
+    else the inferred environment); SetupFailed when the strategy cannot set this instance
+    up."""
     strategy = settings.environment.setup_strategy
     if strategy == "auto":
-        strategy = "recipe" if recipe else "llm"
-    if strategy == "llm":
-        from orchestrator.setup.agent.setup_llm import (
-            check_llm_settings,
-            llm_available,
-        )
-
-        if not llm_available(settings.setup_agent):
-            raise SetupFailed(
-                f"no recipe for {instance.repo} version {instance.version!r} and no API key "
-                "for the LLM setup agent (set ANTHROPIC_API_KEY)"
-            )
-        check_llm_settings(settings)
+        strategy = "recipe" if recipe else "infer"
     if strategy == "recipe" and recipe is None:
         raise SetupFailed(
             f"no recipe for {instance.repo} version {instance.version!r}; "
-            "use setup_strategy=llm or auto with an API key"
+            "use setup_strategy=infer, auto, or llm with an API key"
         )
     return strategy
+
+
+def fallback_note(plan: EnvPlan, failure: str) -> str:
+    """What the LLM agent is told of the inferred environment it starts from."""
+    inferred = plan.inferred.text() if plan.inferred is not None else "(no inferred plan)"
+    return f"{inferred}\n\nIt failed: {failure}"
+
+
+def llm_fallback_available(settings: Settings) -> bool:
+    """Whether ``auto`` may ask the LLM agent when the inferred environment fails."""
+    from orchestrator.setup.agent.setup_llm import llm_available
+
+    return settings.environment.setup_strategy == "auto" and llm_available(settings.setup_agent)
+
+
+def _check_llm(settings: Settings, instance: Instance) -> None:
+    """SetupFailed when the LLM agent cannot run (no API key); a UserError for bad settings."""
+    from orchestrator.setup.agent.setup_llm import check_llm_settings, llm_available
+
+    if not llm_available(settings.setup_agent):
+        raise SetupFailed(
+            f"no recipe for {instance.repo} version {instance.version!r} and no API key "
+            "for the LLM setup agent (set ANTHROPIC_API_KEY)"
+        )
+    check_llm_settings(settings)
 
 
 def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:

@@ -4,6 +4,8 @@ says what phase 3 installs; :func:`setup_strategy` picks one for an instance's p
 - :class:`RecipeStrategy`: a known recipe for ``(repo, version)``: the Python, a virtual
   environment and the activate script (:mod:`.scripts`); phase 3 installs the recipe's pins
   and runs its install commands.
+- :class:`InferredStrategy`: the recipe inferred from the repository's own files
+  (:mod:`.infer`), built as a recipe is.
 - :class:`LlmStrategy`: the setup agent (:mod:`.agent`) reads the packaging files and builds
   the environment with tool use, phase 3's install included.
 """
@@ -66,19 +68,26 @@ class RecipeStrategy:
         return SetUp(install=install_script(self.recipe, plan.pins))
 
 
+class InferredStrategy(RecipeStrategy):
+    """The inferred recipe's Python and virtual environment; its install is phase 3's."""
+
+    name = "infer"
+
+
 class LlmStrategy:
-    """The setup agent: phases 2 and 3 in its own loop, bounded by turns, tokens and time."""
+    """The setup agent: phases 2 and 3 in its own loop, bounded by turns, tokens and time;
+    from the inferred environment and its failure when ``auto`` falls back to it."""
 
     name = "llm"
 
-    def __init__(self, ctx: RunContext, instance: Instance) -> None:
-        self.ctx, self.instance = ctx, instance
+    def __init__(self, ctx: RunContext, instance: Instance, plan: EnvPlan) -> None:
+        self.ctx, self.instance, self.plan = ctx, instance, plan
 
     def set_up(self, sandbox: Sandbox, log_path: Path, venv_ready: bool) -> SetUp:
         from orchestrator.setup.agent.setup_llm import run_llm_setup
         from orchestrator.setup.agent.setup_models import SetupFacts
 
-        facts = SetupFacts.from_instance(self.instance)
+        facts = SetupFacts.from_instance(self.instance, self.plan.fallback_from or "")
         result = run_llm_setup(sandbox, facts, self.ctx.settings.setup_agent, log_path.parent)
         if not result.success:
             raise ScriptFailed(result.failure_reason or "the setup agent did not finish")
@@ -90,10 +99,12 @@ class LlmStrategy:
 
 
 def setup_strategy(ctx: RunContext, instance: Instance, plan: EnvPlan) -> SetupStrategy:
-    """The strategy the plan chose (``auto`` settles to one of the two when planned)."""
+    """The strategy the plan chose (``auto`` settles to one of the three when planned)."""
     if plan.strategy == "recipe":
         return RecipeStrategy(ctx, plan)
-    return LlmStrategy(ctx, instance)
+    if plan.strategy == "infer":
+        return InferredStrategy(ctx, plan)
+    return LlmStrategy(ctx, instance, plan)
 
 
 def _put_python_mirror(ctx: RunContext, sandbox: Sandbox) -> dict[str, str]:

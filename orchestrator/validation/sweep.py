@@ -46,6 +46,9 @@ class SweepRecord(BaseModel):
     instance_cache_hit: bool = False
     validation_cached: bool = False
     timings: dict[str, float] = Field(default_factory=dict)
+    setup_strategy: str = ""  # what made the environment: recipe, infer or llm
+    # a set-up that failed: its failing step ("install: install command"), else ""
+    failed_step: str = ""
 
     @property
     def p2p_excluded_share(self) -> float:
@@ -141,7 +144,13 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
     from orchestrator.environments.build import prepare_instance
     from orchestrator.environments.prepared import test_recipe
-    from orchestrator.setup.plan import SetupFailed, find_recipe, plan_environment
+    from orchestrator.setup.plan import (
+        SetupFailed,
+        fallback_note,
+        find_recipe,
+        llm_fallback_available,
+        plan_environment,
+    )
     from orchestrator.validation.validation import validate
 
     recipe = find_recipe(ctx.settings, instance)
@@ -155,15 +164,16 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     try:
         prepared = prepare_instance(ctx, instance)
     except SetupFailed as exc:
-        cause, used = root_cause(str(exc)), ""
+        cause, used, strategy = root_cause(str(exc)), "", ""
         with contextlib.suppress(SetupFailed):
             plan = plan_environment(ctx, instance)
-            used = plan.python
+            used, strategy = plan.python, plan.strategy
             if cause == "install failed" and not plan.python_exact:
                 cause = PYTHON_UNAVAILABLE  # it failed on a stand-in for the spec's Python
         return SweepRecord(
-            **base, ok=False, stage="setup", message=str(exc), cause=cause, python_used=used
-        )
+            **base, ok=False, stage="setup", message=str(exc), cause=cause, python_used=used,
+            setup_strategy=strategy, failed_step=failed_step(str(exc)),
+        )  # fmt: skip
     common = base | {
         "python_used": prepared.python_used or prepared.plan.python,
         "env_cache_hit": prepared.env_cache_hit,
@@ -176,6 +186,20 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     finally:
         prepared.discard()
     timings["validation"] = time.monotonic() - started
+    if not check.ok and prepared.plan.strategy == "infer" and llm_fallback_available(ctx.settings):
+        # auto: the LLM agent starts from the inferred environment that failed validation
+        note = fallback_note(prepared.plan, f"environment validation: {check.message}")
+        try:
+            prepared = prepare_instance(ctx, instance, note)
+        except SetupFailed as exc:
+            return SweepRecord(
+                **common, ok=False, stage="setup", message=str(exc), cause=root_cause(str(exc)),
+                setup_strategy="llm", failed_step=failed_step(str(exc)),
+            )  # fmt: skip
+        try:
+            check = validate(ctx, instance, prepared.snapshot, test_recipe(prepared))
+        finally:
+            prepared.discard()
     return SweepRecord(
         **common,
         ok=check.ok,
@@ -188,7 +212,18 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
         f2p_at_base=check.f2p_passing_at_base,
         validation_cached=check.cached,
         timings={k: round(v, 1) for k, v in timings.items()},
+        setup_strategy=prepared.plan.strategy,
     )
+
+
+def failed_step(message: str) -> str:
+    """The set-up step a failure message names (``install: install command`` from
+    "install failed (install command): ..."), else ""."""
+    match = re.search(r"\b([\w-]+) (?:failed|timed out) \(([^)]*)\)", message)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    match = re.search(r"\b([\w-]+) timed out after", message)
+    return f"{match.group(1)}: timed out" if match else ""
 
 
 def breadth_first(instances: list[Instance]) -> list[Instance]:

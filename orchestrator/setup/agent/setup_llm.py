@@ -162,7 +162,13 @@ def first_message(facts: SetupFacts, probe: str) -> str:
         f"Instance: {facts.instance_id or 'unknown'}\n"
         f"Checked out commit: {facts.environment_setup_commit or 'unknown'} (in {TESTBED})\n\n"
         f"What the container has:\n{probe.strip()}\n\n"
-        f"Set up the environment at {VENV_PATH} and call finish."
+        + (
+            "An environment inferred from the repository's packaging files was tried first "
+            f"and failed; start from it and fix what failed:\n{facts.starting_point.strip()}\n\n"
+            if facts.starting_point
+            else ""
+        )
+        + f"Set up the environment at {VENV_PATH} and call finish."
     )
 
 

@@ -108,14 +108,17 @@ class SetupFacts(BaseModel):
     version: str = ""
     instance_id: str = ""
     environment_setup_commit: str = ""
+    # the inferred environment the agent starts from, and how it failed (strategy auto)
+    starting_point: str = ""
 
     @classmethod
-    def from_instance(cls, instance: Instance) -> SetupFacts:
+    def from_instance(cls, instance: Instance, starting_point: str = "") -> SetupFacts:
         return cls(
             repo=instance.repo,
             version=instance.version,
             instance_id=instance.instance_id,
             environment_setup_commit=instance.environment_setup_commit,
+            starting_point=starting_point,
         )
 
 

@@ -1,0 +1,479 @@
+"""An environment inferred from a repository's own files at one commit (pure functions of
+:class:`~.repo_files.RepoFiles`-like readers): the Python, the install command, the test
+extras and requirements, the build needs, the test runner and its log format, as a
+:class:`~orchestrator.spec.recipes.Recipe` that the recipe machinery builds.
+
+Dependencies are resolved as they were on the commit's date: the install runs
+``uv pip install --exclude-newer <commit time>`` (PyPI serves every file's upload time;
+an index that does not, e.g. a plain file mirror, leaves uv nothing older than the cut-off
+for those files: the resolution fails and the next cut-off is tried). Where the commit is
+older than the chosen Python, packages of its day may have no wheel for it and no longer
+build on it: the install then tries again as of the date that Python had been out half a
+year, and last without a cut-off. The build tools (setuptools, wheel) and the test runner
+(pytest and its own dependencies) are exempt up to the oldest release that runs on the
+chosen Python.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import Protocol
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, Field
+
+from orchestrator.setup.infer.packaging_files import (
+    Packaging,
+    ci_pythons,
+    read_pyproject,
+    read_setup_cfg,
+    read_setup_py,
+    read_tox_ini,
+    requirement_name,
+    requirements_file,
+)
+from orchestrator.spec.recipes import Recipe
+
+# Bump when the inference changes what it infers: part of an inferred environment's key.
+INFER_VERSION = 1
+
+PYTHON_RELEASES = {
+    "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
+    "3.9": date(2020, 10, 5), "3.10": date(2021, 10, 4), "3.11": date(2022, 10, 24),
+    "3.12": date(2023, 10, 2), "3.13": date(2024, 10, 7), "3.14": date(2025, 10, 7),
+}  # fmt: skip
+# the oldest pytest that runs on each Python, and when it was released
+RUNNER_FLOORS = {
+    "3.8": ("5.0.0", date(2019, 6, 28)), "3.9": ("6.2.0", date(2020, 12, 12)),
+    "3.10": ("6.2.5", date(2021, 8, 29)), "3.11": ("7.2.0", date(2022, 10, 23)),
+    "3.12": ("7.4.0", date(2023, 6, 23)), "3.13": ("8.2.0", date(2024, 4, 27)),
+    "3.14": ("8.4.0", date(2025, 6, 2)),
+}  # fmt: skip
+RUNNER_PACKAGES = ("pytest", "pluggy", "iniconfig", "exceptiongroup", "tomli", "py")
+# the build tools' cut-off: setuptools 75.1.0, the newest the build constraints allow
+BUILD_TOOLS_DATE = date(2024, 9, 30)
+# a Python's first half year: packages of that age have wheels for it
+PYTHON_SETTLED = timedelta(days=183)
+
+# what sympy's own runner is told to keep quiet about (old sources on a newer Python)
+SYMPY_WARNINGS = "ignore::UserWarning,ignore::SyntaxWarning"
+TEST_EXTRAS = ("test", "tests", "testing")
+DEV_EXTRAS = ("dev", "develop", "development")
+# test and dev requirements that no test needs (linters, coverage upload, docs, release)
+NOT_FOR_TESTS = re.compile(
+    r"^(coverage|pytest-cov|codecov|coveralls|python-coveralls|tox|nox|pre-commit|flake8.*|pyflakes|"
+    r"pycodestyle|pep8|black|isort|mypy|ruff|pylint|twine|wheel|setuptools|pip|pip-tools|"
+    r"check-manifest|sphinx.*|readme-renderer|bump2?version|ipython|ipdb|jupyter.*|types-.*|"
+    r"towncrier|docutils|restructuredtext-lint|pyroma|zest-releaser)$"
+)
+# setup.py's imports -> the distribution that provides them
+MODULE_DISTRIBUTIONS = {
+    "Cython": "cython", "numpy": "numpy", "pybind11": "pybind11", "cffi": "cffi",
+    "setuptools_scm": "setuptools-scm", "extension_helpers": "extension-helpers",
+    "pkgconfig": "pkgconfig", "yaml": "pyyaml", "skbuild": "scikit-build", "six": "six",
+    "toml": "toml", "packaging": "packaging", "setuptools_rust": "setuptools-rust",
+}  # fmt: skip
+REQUIREMENT_FILE = re.compile(
+    r"^(?:[^/]+/){0,2}[^/]*(?:requirement|reqs)[^/]*(?:/[^/]+)?\.txt$|"
+    r"^(?:tests?|ci)/(?:[^/]+/)?requirements[^/]*\.txt$"
+)
+WORKFLOWS = re.compile(r"^(\.github/workflows/[^/]+\.ya?ml|\.travis\.yml|azure-pipelines\.yml)$")
+
+
+class Files(Protocol):
+    """What the inference reads: a commit's paths, text and time."""
+
+    commit: str
+    commit_time: datetime
+
+    @property
+    def paths(self) -> list[str]: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def read(self, path: str) -> str | None: ...
+
+
+class InferredPlan(BaseModel):
+    """An environment inferred from a repository's files, and why each part is what it is."""
+
+    recipe: Recipe
+    commit: str
+    commit_time: datetime
+    cutoffs: list[str] = Field(default_factory=list)  # --exclude-newer tried in turn; "" none
+    requirements: list[str] = Field(default_factory=list)
+    build_first: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+
+    def text(self) -> str:
+        """The plan as a person reads it (``swe-green envs plan``)."""
+        r = self.recipe
+        lines = [
+            f"{r.repo} {r.version} at {self.commit[:12]} ({self.commit_time:%Y-%m-%d %H:%M} UTC)",
+            f"  python:       {r.python}",
+            f"  test command: {r.test_cmd}   (log format {r.log_format})",
+            f"  resolved as of: {', then '.join(c or 'no cut-off' for c in self.cutoffs)}",
+            f"  requirements: {' '.join(self.requirements) or '-'}",
+        ]
+        if self.build_first:
+            lines.append(f"  build first:  {' '.join(self.build_first)}")
+        lines.append(f"  read:         {', '.join(self.sources) or 'nothing'}")
+        lines += ["  why:"] + [f"    - {reason}" for reason in self.reasons]
+        lines += ["  install:"] + [f"    {line}" for line in r.install.splitlines()]
+        return "\n".join(lines)
+
+
+def read_packaging(files: Files) -> Packaging:
+    """Every packaging fact the repository's files give (see :mod:`.packaging_files`)."""
+    facts = Packaging()
+    if (text := files.read("pyproject.toml")) is not None:
+        read_pyproject(text, facts)
+    if (text := files.read("setup.cfg")) is not None:
+        read_setup_cfg(text, facts)
+    if (text := files.read("setup.py")) is not None:
+        read_setup_py(text, facts, own_modules(files.paths))
+    if (text := files.read("pytest.ini")) is not None:
+        facts.pytest_configured = True
+        facts.sources.append("pytest.ini")
+        match = re.search(r"^addopts\s*=\s*(.*)$", text, re.MULTILINE)
+        facts.pytest_addopts = facts.pytest_addopts or (match.group(1) if match else "")
+    for path in files.paths:
+        if WORKFLOWS.match(path) and (text := files.read(path)) is not None:
+            found = ci_pythons(text)
+            if found:
+                facts.declared_pythons += found
+                facts.sources.append(path)
+    return facts
+
+
+def own_modules(paths: Iterable[str]) -> set[str]:
+    """The repository's top-level modules and packages (a setup.py importing them imports
+    its own code, not a build requirement)."""
+    found: set[str] = set()
+    for path in paths:
+        parts = path.split("/")
+        if parts[0] == "src" and len(parts) > 2:
+            parts = parts[1:]
+        if len(parts) == 1 and path.endswith(".py"):
+            found.add(parts[0].removesuffix(".py"))
+        elif len(parts) > 1:
+            found.add(parts[0])
+    return found
+
+
+def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> InferredPlan:
+    """The environment of ``repo`` at ``files.commit``, on one of the ``available`` Pythons."""
+    facts = read_packaging(files)
+    reasons: list[str] = []
+    tox = files.read("tox.ini")
+    tox_deps = read_tox_ini(tox, facts, files.read) if tox is not None else []
+    python, python_why = choose_python(facts, files.commit_time, available)
+    reasons.append(f"python {python}: {python_why}")
+    runner = test_runner(files, facts)
+    reasons.append(runner.why)
+    extras, requirements, test_why = test_requirements(files, facts, tox_deps, runner)
+    build_first, build_why = build_needs(files, facts)
+    reasons += test_why + build_why
+    cutoffs = resolution_cutoffs(files.commit_time, python)
+    reasons.append(
+        "dependencies as of the commit's date (uv --exclude-newer), then "
+        + ", then ".join(f"as of {c}" if c else "without a cut-off" for c in cutoffs[1:])
+        + " when that fails"
+    )
+    target = "." + (f"[{','.join(extras)}]" if extras else "")
+    install = install_command(
+        target, requirements, build_first, cutoffs, exempt_until(files.commit_time, python),
+        facts.name,
+    )  # fmt: skip
+    recipe = Recipe(
+        repo=repo,
+        version=version,
+        python=python,
+        install=install,
+        test_cmd=runner.test_cmd,
+        log_format=runner.log_format,
+    )
+    return InferredPlan(
+        recipe=recipe,
+        commit=files.commit,
+        commit_time=files.commit_time,
+        cutoffs=cutoffs,
+        requirements=[target, *requirements],
+        build_first=build_first,
+        reasons=reasons,
+        sources=list(dict.fromkeys(facts.sources)),
+    )
+
+
+# --------------------------------------------------------------------------- Python
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = (re.findall(r"\d+", version) + ["0", "0"])[:2]
+    return int(major), int(minor)
+
+
+def choose_python(facts: Packaging, commit_time: datetime, available: list[str]) -> tuple[str, str]:
+    """The available Python the project ran on at the commit, and why: the newest one its
+    ``python_requires`` allows among the versions it declares (classifiers, tox envlist,
+    CI matrix); else the nearest to the newest it declares; else the newest released half
+    a year before the commit; else the oldest available."""
+    ordered = sorted(available, key=_minor)
+    allowed, requires = ordered, facts.python_requires.strip()
+    if requires:
+        try:
+            spec = SpecifierSet(requires)
+            allowed = [p for p in ordered if spec.contains(f"{p}.0", prereleases=True)] or ordered
+        except InvalidSpecifier:
+            requires = ""
+    limit = f" (python_requires {requires!r})" if requires else ""
+    declared = sorted(set(facts.declared_pythons), key=_minor)
+    if declared:
+        supported = [p for p in allowed if p in declared]
+        if supported:
+            return supported[-1], f"the newest available it declares ({', '.join(declared)}){limit}"
+        newest = _minor(declared[-1])
+        near = min(allowed, key=lambda p: (abs(_minor(p)[1] - newest[1]), _minor(p)))
+        return near, f"the nearest available to the newest it declares ({declared[-1]}){limit}"
+    day = commit_time.date()
+    released = [
+        p for p in allowed if p in PYTHON_RELEASES and PYTHON_RELEASES[p] + PYTHON_SETTLED <= day
+    ]
+    if released:
+        return released[-1], f"the newest available released half a year before the commit{limit}"
+    return allowed[0], f"the oldest available: none was released before the commit{limit}"
+
+
+def resolution_cutoffs(commit_time: datetime, python: str) -> list[str]:
+    """The ``--exclude-newer`` cut-offs tried in turn: the commit's time, the date the
+    Python had been out half a year (when later), and none ("")."""
+    cutoffs = [_stamp(commit_time)]
+    settled = PYTHON_RELEASES.get(python)
+    if settled is not None and settled + PYTHON_SETTLED > commit_time.date():
+        cutoffs.append(_stamp(_day(settled + PYTHON_SETTLED)))
+    return [*cutoffs, ""]
+
+
+def exempt_until(commit_time: datetime, python: str) -> dict[str, str]:
+    """Per-package cut-offs later than the commit's: the build tools (to the release the
+    build constraints allow) and the test runner (to the oldest pytest that runs on the
+    Python, plus three months of its fixes)."""
+    exempt: dict[str, str] = {}
+    day = commit_time.date()
+    if BUILD_TOOLS_DATE > day:
+        exempt |= dict.fromkeys(("setuptools", "wheel"), _stamp(_day(BUILD_TOOLS_DATE)))
+    floor = RUNNER_FLOORS.get(python)
+    if floor is not None and floor[1] + timedelta(days=90) > day:
+        exempt |= dict.fromkeys(RUNNER_PACKAGES, _stamp(_day(floor[1] + timedelta(days=90))))
+    return exempt
+
+
+def _day(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------- test runner
+
+
+class Runner(BaseModel):
+    test_cmd: str
+    log_format: str
+    why: str
+    name: str = "pytest"
+
+
+def test_runner(files: Files, facts: Packaging) -> Runner:
+    """The repository's own test runner where it has one SWE-bench knows the output of
+    (sympy's ``bin/test``, django's ``tests/runtests.py``), else pytest."""
+    bin_test = files.read("bin/test") or ""
+    if "sympy" in bin_test:
+        return Runner(
+            name="sympy",
+            test_cmd=f"PYTHONWARNINGS={shlex.quote(SYMPY_WARNINGS)} bin/test -C --verbose",
+            log_format="sympy",
+            why="test runner: the repository's bin/test (sympy's runner)",
+        )
+    if "django" in (files.read("tests/runtests.py") or ""):
+        return Runner(
+            name="django",
+            test_cmd="./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1",
+            log_format="django",
+            why="test runner: the repository's tests/runtests.py (django's runner)",
+        )
+    if facts.pytest_configured:
+        why = "test runner: pytest (configured in " + _pytest_config_file(files) + ")"
+    elif _tests_import_pytest(files):
+        why = "test runner: pytest (the tests import it)"
+    else:
+        why = "test runner: pytest (no configuration found; it runs unittest tests too)"
+    return Runner(test_cmd="pytest -rA", log_format="pytest", why=why)
+
+
+def _pytest_config_file(files: Files) -> str:
+    for path in ("pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"):
+        text = files.read(path) or ""
+        if re.search(r"^\[(tool:)?pytest\]|^\[tool\.pytest", text, re.MULTILINE):
+            return path
+    return "pytest.ini"
+
+
+def _tests_import_pytest(files: Files) -> bool:
+    tests = [p for p in files.paths if re.search(r"(^|/)tests?/.*\.py$|(^|/)test_[^/]*\.py$", p)]
+    return any(
+        re.search(r"^\s*(import|from) pytest\b", files.read(p) or "", re.MULTILINE)
+        for p in tests[:40]
+    )
+
+
+# --------------------------------------------------------------------------- requirements
+
+
+def test_requirements(
+    files: Files, facts: Packaging, tox_deps: list[str], runner: Runner
+) -> tuple[list[str], list[str], list[str]]:
+    """The extras to install the project with, the other requirements, and why: extras
+    named test/tests/testing (else dev), ``tests_require``, test and dev requirements
+    files, tox's deps; minus linters, coverage upload, docs and release tools, minus the
+    project itself; pytest at least the oldest release that runs on the Python."""
+    why: list[str] = []
+    extras = [e for e in facts.extras if e.lower() in TEST_EXTRAS]
+    if not extras:
+        extras = [e for e in facts.extras if e.lower() in DEV_EXTRAS][:1]
+    if extras:
+        why.append(f"extras: {', '.join(extras)} (of {', '.join(sorted(facts.extras))})")
+    found: list[str] = list(facts.tests_require)
+    if facts.tests_require:
+        why.append("tests_require of setup.py/setup.cfg")
+    req_files = [] if extras and extras[0] in TEST_EXTRAS else requirement_files(files.paths)
+    if runner.name == "django":
+        req_files = [p for p in req_files if p.startswith("tests/requirements/")]
+    if not facts.install_requires and files.exists("requirements.txt"):
+        req_files.insert(0, "requirements.txt")
+    for path in req_files:
+        listed = requirements_file(path, files.read)
+        if listed:
+            found += listed
+            facts.sources.append(path)
+    if req_files:
+        why.append(f"requirements files: {', '.join(req_files)}")
+    if tox_deps:
+        found += tox_deps
+        why.append("tox.ini [testenv] deps")
+    own = requirement_name(facts.name) if facts.name else ""
+    keep_cov = "--cov" in facts.pytest_addopts
+    kept = for_tests(found, own, keep_cov)
+    if runner.name == "pytest" and own != "pytest":
+        kept["pytest"] = "pytest"
+    if keep_cov and "pytest-cov" not in kept:
+        kept["pytest-cov"] = "pytest-cov"
+        why.append("pytest-cov: pytest's addopts use --cov")
+    return extras, list(kept.values()), why
+
+
+def for_tests(requirements: list[str], own: str, keep_cov: bool) -> dict[str, str]:
+    """The requirements the tests need, by name (the first of each name): not the project
+    itself, nor the runner's own packages (they follow from the pytest that runs on the
+    Python), nor linters, coverage, docs and release tools (coverage when pytest's addopts
+    use it)."""
+    kept: dict[str, str] = {}
+    for req in requirements:
+        name = requirement_name(req)
+        if not name or name == own or name in kept or name in RUNNER_PACKAGES:
+            continue
+        if NOT_FOR_TESTS.match(name) and not (keep_cov and name in ("coverage", "pytest-cov")):
+            continue
+        kept[name] = req
+    return kept
+
+
+def requirement_files(paths: list[str]) -> list[str]:
+    """The test requirements files: those named for tests, else those named for
+    development; never docs, nor the oldest-versions variants (``tests-min.txt``)."""
+    candidates = [
+        p for p in paths
+        if REQUIREMENT_FILE.match(p)
+        and not re.search(r"doc|min|oldest|lowest|lint|pre.?commit|typing|mypy", p, re.IGNORECASE)
+    ]  # fmt: skip
+    tests = [p for p in candidates if re.search(r"test", p, re.IGNORECASE)]
+    return tests or [p for p in candidates if re.search(r"dev", p, re.IGNORECASE)]
+
+
+def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
+    """What must be in the environment before the project builds, and why: the
+    third-party modules a setup.py imports when no ``[build-system]`` declares them (the
+    project is then built without isolation, on them); Cython for ``.pyx`` sources."""
+    why: list[str] = []
+    extensions = any(p.endswith((".pyx", ".c", ".cpp")) for p in files.paths) or "Extension(" in (
+        files.read("setup.py") or ""
+    )
+    if extensions:
+        why.append(
+            "compiled extensions: built in the container with the base image's compiler "
+            "and Python headers"
+        )
+    if facts.build_requires:
+        backend = f", backend {facts.build_backend}" if facts.build_backend else ""
+        why.append(
+            f"build requirements: {', '.join(facts.build_requires)} (pyproject.toml{backend}); "
+            "built in isolation"
+        )
+        return [], why
+    needs = [MODULE_DISTRIBUTIONS.get(m, m) for m in facts.setup_imports]
+    if any(p.endswith(".pyx") for p in files.paths) and "cython" not in needs:
+        needs.append("cython")
+    if needs:
+        why.append(f"built on {', '.join(needs)} (setup.py imports them; no [build-system])")
+    return needs, why
+
+
+# --------------------------------------------------------------------------- install
+
+
+def install_command(
+    target: str,
+    requirements: list[str],
+    build_first: list[str],
+    cutoffs: list[str],
+    exempt: dict[str, str],
+    name: str,
+) -> str:
+    """Bash that installs the project editable with its requirements, as of each cut-off
+    in turn until one resolves (uv; pip without a cut-off where the image has no uv)."""
+    words = " ".join(shlex.quote(r) for r in requirements)
+    project = f"-e {shlex.quote(target)} {words}".strip()
+    first = " ".join(shlex.quote(b) for b in build_first)
+    isolation, pip_isolation = "", ""
+    if build_first:
+        isolation = f"--no-build-isolation-package {shlex.quote(name)}" if name else ""
+        isolation = isolation or "--no-build-isolation"
+        pip_isolation = "--no-build-isolation "
+    exempted = " ".join(
+        f"--exclude-newer-package {shlex.quote(f'{k}={v}')}" for k, v in exempt.items()
+    )
+    uv = 'uv pip install "${when[@]}" -b "$PIP_CONSTRAINT"'
+    uv_first = f"{uv} {first} && " if build_first else ""
+    pip_first = f"python -m pip install {first} && " if build_first else ""
+    cutoff_words = " ".join(c or "none" for c in cutoffs)
+    return f"""if ! command -v uv >/dev/null; then
+  echo "no uv in the image: installing with pip, without a date cut-off"
+  {pip_first}python -m pip install {pip_isolation}{project}
+  exit $?
+fi
+for cutoff in {cutoff_words}; do
+  when=()
+  [ "$cutoff" = none ] || when=(--exclude-newer "$cutoff" {exempted})
+  echo ">>> resolving as of $cutoff"
+  if {uv_first}{uv} {isolation} {project}; then
+    echo ">>> installed as of $cutoff"
+    exit 0
+  fi
+done
+exit 1"""

@@ -1,0 +1,394 @@
+"""What a repository's packaging files say, read as data (pure functions of their text):
+``pyproject.toml`` (``tomllib``), ``setup.cfg`` and ``tox.ini`` (``configparser``),
+``setup.py`` (``ast``: its ``setup(...)`` call's literal arguments, never executed),
+requirements files, CI workflows and ``.travis.yml`` (YAML)."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from pydantic import BaseModel, Field
+
+Reader = Callable[[str], str | None]
+
+
+class Packaging(BaseModel):
+    """The facts the inference uses, each from the files named in ``sources``."""
+
+    name: str = ""
+    python_requires: str = ""
+    declared_pythons: list[str] = Field(default_factory=list)  # classifiers, tox, CI: "3.9"
+    install_requires: list[str] = Field(default_factory=list)
+    extras: dict[str, list[str]] = Field(default_factory=dict)
+    tests_require: list[str] = Field(default_factory=list)
+    build_requires: list[str] = Field(default_factory=list)
+    build_backend: str = ""
+    setup_imports: list[str] = Field(default_factory=list)  # third-party modules setup.py imports
+    pytest_addopts: str = ""
+    pytest_configured: bool = False
+    sources: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- requirements
+
+
+def requirement_name(text: str) -> str:
+    """The canonical distribution name of a requirement ("" when it is not one)."""
+    try:
+        return canonicalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return ""
+
+
+def requirements_file(path: str, read: Reader, seen: set[str] | None = None) -> list[str]:
+    """The requirements a requirements file lists, following ``-r`` includes inside the
+    repository; editable, URL and option lines (``-e .``, ``git+https://``, ``-c``, ``-i``)
+    are left out (the project itself is installed on its own; nothing but the index is
+    reachable)."""
+    seen = set() if seen is None else seen
+    if path in seen:
+        return []
+    seen.add(path)
+    text = read(path)
+    if text is None:
+        return []
+    folder = path.rpartition("/")[0]
+    found: list[str] = []
+    for raw in _logical_lines(text):
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        include = re.match(r"^(-r|--requirement)[\s=]+(\S+)$", line)
+        if include:
+            target = include.group(2)
+            found += requirements_file(_join(folder, target), read, seen)
+            continue
+        if not line or line.startswith("-") or "://" in line or line.startswith("."):
+            continue
+        line = re.sub(r"\s+--hash=\S+", "", line)
+        if requirement_name(line):
+            found.append(line)
+    return found
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    """Lines with backslash continuations joined."""
+    yield from re.sub(r"\\\r?\n", " ", text).splitlines()
+
+
+def _join(folder: str, target: str) -> str:
+    parts = [p for p in (folder.split("/") if folder else []) + target.split("/") if p != "."]
+    out: list[str] = []
+    for part in parts:
+        if part == ".." and out:
+            out.pop()
+        elif part != "..":
+            out.append(part)
+    return "/".join(out)
+
+
+# --------------------------------------------------------------------------- pyproject.toml
+
+
+def read_pyproject(text: str, facts: Packaging) -> None:
+    """``[project]`` and ``[build-system]`` of a pyproject.toml, and its pytest section."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    facts.sources.append("pyproject.toml")
+    build = data.get("build-system") or {}
+    facts.build_requires = [r for r in build.get("requires", []) if isinstance(r, str)]
+    facts.build_backend = str(build.get("build-backend", ""))
+    project = data.get("project") or {}
+    facts.name = facts.name or str(project.get("name", ""))
+    facts.python_requires = facts.python_requires or str(project.get("requires-python", ""))
+    facts.install_requires += [r for r in project.get("dependencies", []) if isinstance(r, str)]
+    for extra, reqs in (project.get("optional-dependencies") or {}).items():
+        facts.extras.setdefault(extra, []).extend(r for r in reqs if isinstance(r, str))
+    facts.declared_pythons += classifier_pythons(project.get("classifiers", []))
+    pytest = ((data.get("tool") or {}).get("pytest") or {}).get("ini_options")
+    if isinstance(pytest, dict):
+        facts.pytest_configured = True
+        addopts = pytest.get("addopts", "")
+        facts.pytest_addopts = " ".join(addopts) if isinstance(addopts, list) else str(addopts)
+    poetry = (data.get("tool") or {}).get("poetry") or {}
+    if poetry:
+        facts.name = facts.name or str(poetry.get("name", ""))
+        python = (poetry.get("dependencies") or {}).get("python")
+        if isinstance(python, str) and not facts.python_requires:
+            facts.python_requires = _poetry_spec(python)
+
+
+def _poetry_spec(text: str) -> str:
+    """Poetry's ``^3.8`` / ``~3.8`` as a PEP 440 specifier (``>=3.8``)."""
+    return re.sub(r"[\^~](\d)", r">=\1", text)
+
+
+def classifier_pythons(classifiers: object) -> list[str]:
+    """The ``3.X`` versions the trove classifiers name."""
+    if not isinstance(classifiers, list):
+        return []
+    found = (
+        re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", str(c).strip())
+        for c in classifiers
+    )
+    return [m.group(1) for m in found if m]
+
+
+# --------------------------------------------------------------------------- setup.cfg
+
+
+def read_setup_cfg(text: str, facts: Packaging) -> None:
+    """``[metadata]``, ``[options]``, ``[options.extras_require]`` and pytest's section."""
+    config = _ini(text)
+    if config is None:
+        return
+    facts.sources.append("setup.cfg")
+    get = _getter(config)
+    facts.name = facts.name or get("metadata", "name")
+    facts.python_requires = facts.python_requires or get("options", "python_requires")
+    facts.install_requires += _listed(get("options", "install_requires"))
+    facts.tests_require += _listed(get("options", "tests_require"))
+    facts.declared_pythons += classifier_pythons(_listed(get("metadata", "classifiers")))
+    if config.has_section("options.extras_require"):
+        for extra, value in config.items("options.extras_require", raw=True):
+            facts.extras.setdefault(extra, []).extend(_listed(value))
+    for section in ("tool:pytest", "pytest"):
+        if config.has_section(section):
+            facts.pytest_configured = True
+            facts.pytest_addopts = facts.pytest_addopts or get(section, "addopts")
+
+
+def _ini(text: str) -> configparser.RawConfigParser | None:
+    config = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        config.read_string(text)
+    except configparser.Error:
+        return None
+    return config
+
+
+def _getter(config: configparser.RawConfigParser) -> Callable[[str, str], str]:
+    def get(section: str, key: str) -> str:
+        if config.has_option(section, key):
+            return str(config.get(section, key, raw=True)).strip()
+        return ""
+
+    return get
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    """A setup.cfg list: one item a line, or separated by ``;`` / ``,`` on one line."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    lines = [
+        ln.strip() for ln in value.splitlines() if ln.strip() and not ln.strip().startswith("#")
+    ]
+    if len(lines) == 1 and "\n" not in value.strip() and ";" not in lines[0]:
+        lines = (
+            [p.strip() for p in lines[0].split(",") if p.strip()] if "==" not in lines[0] else lines
+        )
+    return lines
+
+
+# --------------------------------------------------------------------------- setup.py
+
+
+def read_setup_py(text: str, facts: Packaging, own_modules: set[str]) -> None:
+    """The literal arguments of setup.py's ``setup(...)`` call (names bound to literals at
+    module level resolved), and the third-party modules it imports (build requirements of
+    a legacy build). Parsed with ``ast``, never run."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return
+    facts.sources.append("setup.py")
+    facts.setup_imports = sorted(_third_party_imports(tree, own_modules))
+    values = _module_literals(tree)
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if _called_name(call) != "setup":
+            continue
+        for keyword in call.keywords:
+            value = _literal(keyword.value, values)
+            _take_setup_keyword(keyword.arg or "", value, facts)
+
+
+def _take_setup_keyword(name: str, value: Any, facts: Packaging) -> None:  # noqa: C901
+    """One ``setup()`` keyword into the facts (a rule table)."""
+    strings = [str(v) for v in value] if isinstance(value, list | tuple) else []
+    if name == "name" and isinstance(value, str):
+        facts.name = facts.name or value
+    elif name == "python_requires" and isinstance(value, str):
+        facts.python_requires = facts.python_requires or value
+    elif name == "install_requires":
+        facts.install_requires += strings or _listed(value if isinstance(value, str) else "")
+    elif name == "tests_require":
+        facts.tests_require += strings
+    elif name == "classifiers":
+        facts.declared_pythons += classifier_pythons(strings)
+    elif name == "extras_require" and isinstance(value, dict):
+        for extra, reqs in value.items():
+            listed = [str(r) for r in reqs] if isinstance(reqs, list | tuple) else []
+            facts.extras.setdefault(str(extra), []).extend(listed)
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+_UNKNOWN = object()
+
+
+def _module_literals(tree: ast.Module) -> dict[str, Any]:
+    """Module-level names bound to literal values (``install_requires = [...]``)."""
+    values: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                value = _literal(node.value, values)
+                if value is not _UNKNOWN:
+                    values[target.id] = value
+    return values
+
+
+def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911
+    """The value of a literal expression, with known names and list ``+`` (else _UNKNOWN)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return values.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        items = [_literal(e, values) for e in node.elts]
+        return [i for i in items if i is not _UNKNOWN]
+    if isinstance(node, ast.Dict):
+        pairs = (
+            (_literal(k, values) if k else _UNKNOWN, _literal(v, values))
+            for k, v in zip(node.keys, node.values, strict=True)
+        )
+        return {k: v for k, v in pairs if k is not _UNKNOWN and v is not _UNKNOWN}
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left, values), _literal(node.right, values)
+        if isinstance(left, list) and isinstance(right, list):
+            return left + right
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+    return _UNKNOWN
+
+
+def _unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements a module runs whatever happens: its top level and its ``if`` blocks
+    (not functions, classes, nor ``try`` blocks, whose imports are optional)."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If):
+            yield from _unconditional(node.body)
+            yield from _unconditional(node.orelse)
+
+
+def _third_party_imports(tree: ast.Module, own_modules: set[str]) -> set[str]:
+    """Top-level modules a setup.py imports that are neither the standard library, the
+    build tools every environment has, nor the project's own packages."""
+    found: set[str] = set()
+    for node in _unconditional(tree.body):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    builtin = {"setuptools", "distutils", "pkg_resources", "wheel", "__future__", "pip"}
+    return {
+        m for m in found
+        if m not in sys.stdlib_module_names and m not in builtin and m not in own_modules
+    }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- tox, CI
+
+
+def read_tox_ini(text: str, facts: Packaging, read: Reader) -> list[str]:
+    """tox's envlist (``py39`` -> 3.9), pytest's section, and ``[testenv]``'s deps (one a
+    line; ``-r`` files followed; factor-conditional lines kept unless only for Python 2 or
+    PyPy; substitutions skipped)."""
+    config = _ini(text)
+    if config is None:
+        return []
+    facts.sources.append("tox.ini")
+    get = _getter(config)
+    facts.declared_pythons += tox_pythons(get("tox", "envlist"))
+    if config.has_section("pytest"):
+        facts.pytest_configured = True
+        facts.pytest_addopts = facts.pytest_addopts or get("pytest", "addopts")
+    deps: list[str] = []
+    for line in get("testenv", "deps").splitlines():
+        line = line.strip()
+        factors, sep, rest = line.partition(":")
+        if sep and re.fullmatch(r"[\w,!\-{} ]+", factors) and not rest.startswith("/"):
+            continue  # only for some of tox's environments (oldest versions, Python 2...)
+        if "{" in line or not line:
+            continue
+        include = re.match(r"^(-r|--requirement)\s*(\S+)$", line)
+        if include:
+            deps += requirements_file(include.group(2), read)
+        elif not line.startswith("-") and requirement_name(line):
+            deps.append(line)
+    return deps
+
+
+def tox_pythons(envlist: str) -> list[str]:
+    """``py37,py38`` / ``py{37,38}-django`` / ``py3.10`` -> ["3.7", "3.8", "3.10"]."""
+    expanded: list[str] = []
+    for item in re.split(r"[\s,]+(?![^{]*\})", envlist):
+        brace = re.match(r"^(.*?)\{([^}]*)\}(.*)$", item)
+        if brace:
+            expanded += [f"{brace[1]}{part.strip()}{brace[3]}" for part in brace[2].split(",")]
+        else:
+            expanded.append(item)
+    found = []
+    for env in expanded:
+        match = re.match(r"^py(3)\.?(\d+)\b", env.strip())
+        if match:
+            found.append(f"3.{match[2]}")
+    return found
+
+
+def ci_pythons(text: str) -> list[str]:
+    """The CPython 3 versions a CI file (GitHub workflow, .travis.yml) tests on: every
+    ``python-version`` / ``python`` value in it, lists included."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return []
+    found: list[str] = []
+    for key, value in _walk_yaml(data):
+        if key in ("python-version", "python_version", "python", "python-versions"):
+            for item in value if isinstance(value, list) else [value]:
+                item = "3.10" if item == 3.1 else item  # YAML reads an unquoted 3.10 as 3.1
+                match = re.fullmatch(
+                    r"(?:cpython-?)?(3\.\d+)(?:\.\d+)?(?:-dev)?", str(item).strip()
+                )
+                if match:
+                    found.append(match.group(1))
+    return found
+
+
+def _walk_yaml(data: object) -> Iterator[tuple[str, object]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield str(key), value
+            yield from _walk_yaml(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _walk_yaml(item)

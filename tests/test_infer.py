@@ -1,0 +1,255 @@
+"""The inferred set-up strategy on small synthetic repositories (real git repositories made
+in a temporary directory, read at a commit through git as the product reads its mirrors)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from orchestrator.setup.infer.inference import (
+    exempt_until,
+    infer_plan,
+    resolution_cutoffs,
+)
+from orchestrator.setup.infer.packaging_files import ci_pythons, requirements_file, tox_pythons
+from orchestrator.setup.infer.repo_files import RepoFiles
+from tests.cli_in_process import swe_green
+
+AVAILABLE = ["3.9", "3.11", "3.13"]
+
+
+def git(*args: str, cwd: Path, when: str = "2020-01-01T00:00:00Z") -> str:
+    env = os.environ | {
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when,
+    }  # fmt: skip
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+    return done.stdout.decode().strip()
+
+
+def make_repo(root: Path, files: dict[str, str], when: str) -> str:
+    """A commit of ``files`` (on top of what the repository has) at ``when``; its id."""
+    if not (root / ".git").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        git("init", "-q", "-b", "main", cwd=root)
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git("add", "-A", cwd=root)
+    git("commit", "-q", "-m", "c", cwd=root, when=when)
+    return git("rev-parse", "HEAD", cwd=root)
+
+
+def plan_of(root: Path, commit: str, available: list[str] = AVAILABLE):  # noqa: ANN201
+    return infer_plan(RepoFiles(root, commit), "acme/widget", "1.0", available)
+
+
+PYPROJECT = """
+[build-system]
+requires = ["setuptools>=64", "setuptools-scm>=8"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "widget"
+requires-python = ">=3.10"
+dependencies = ["attrs>=21"]
+classifiers = [
+  "Programming Language :: Python :: 3.10",
+  "Programming Language :: Python :: 3.11",
+  "Programming Language :: Python :: 3.12",
+]
+
+[project.optional-dependencies]
+test = ["hypothesis", "pytest>=7"]
+docs = ["sphinx"]
+
+[tool.pytest.ini_options]
+addopts = "-ra"
+"""
+
+
+def test_pyproject_project_gets_its_newest_declared_python_and_test_extra(tmp_path: Path) -> None:
+    commit = make_repo(tmp_path, {"pyproject.toml": PYPROJECT, "widget/__init__.py": ""},
+                       "2024-03-01T10:00:00Z")  # fmt: skip
+    plan = plan_of(tmp_path, commit)
+    recipe = plan.recipe
+    assert recipe.python == "3.11"  # 3.13 is not declared, 3.9 not allowed
+    assert "-e '.[test]'" in recipe.install
+    assert (recipe.test_cmd, recipe.log_format) == ("pytest -rA", "pytest")
+    assert plan.cutoffs == ["2024-03-01T10:00:00Z", ""]  # 3.11 was out long before
+    assert '--exclude-newer "$cutoff"' in recipe.install
+    assert "sphinx" not in recipe.install  # the docs extra is not the tests'
+    assert plan.build_first == []  # the [build-system] is built in isolation
+    assert any("configured in pyproject.toml" in r for r in plan.reasons)
+    assert "pyproject.toml" in plan.sources
+
+
+SETUP_PY = """
+import os
+import numpy
+from setuptools import setup, Extension
+try:
+    from Cython.Build import cythonize
+except ImportError:
+    cythonize = None
+
+open(os.path.join(os.path.dirname(__file__) or ".", "SETUP_RAN"), "w").write("ran")
+REQUIRES = ["six", "numpy>=1.8"]
+
+def helper():
+    import pytest
+
+setup(
+    name="widget",
+    install_requires=REQUIRES,
+    tests_require=["mock"] + ["nose"],
+    extras_require={"testing": ["pytest", "flake8"]},
+    ext_modules=[Extension("widget._speed", ["widget/_speed.c"])],
+)
+"""
+
+
+def test_setup_py_is_read_without_running_it(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    commit = make_repo(work, {"setup.py": SETUP_PY, "widget/__init__.py": "",
+                              "widget/_speed.c": ""}, "2016-05-02T08:00:00Z")  # fmt: skip
+    plan = plan_of(work, commit)
+    assert not (work / "SETUP_RAN").exists()
+    assert not list(tmp_path.rglob("SETUP_RAN"))
+    # numpy is imported at the top: built without isolation on it; Cython is optional (try)
+    # and pytest only imported in a function
+    assert plan.build_first == ["numpy"]
+    assert "--no-build-isolation-package widget" in plan.recipe.install
+    assert "-e '.[testing]'" in plan.recipe.install
+    assert "mock" in plan.requirements and "nose" in plan.requirements
+    # 2016: no available Python was out yet: the oldest, then its settled date
+    assert plan.recipe.python == "3.9"
+    assert plan.cutoffs == ["2016-05-02T08:00:00Z", "2021-04-06T00:00:00Z", ""]
+    assert any("compiled extensions" in r for r in plan.reasons)
+
+
+def test_tox_and_requirements_files_give_the_test_requirements(tmp_path: Path) -> None:
+    files = {
+        "setup.cfg": "[metadata]\nname = widget\n[options]\npython_requires = >=3.8\n"
+        "install_requires =\n    requests\n",
+        "setup.py": "from setuptools import setup\nsetup()\n",
+        "tox.ini": "[tox]\nenvlist = py{38,39}, lint\n[testenv]\ndeps =\n"
+        "    -rrequirements-test.txt\n    py38: oldlib==1.0\n    responses\n"
+        "    {[base]deps}\n[pytest]\naddopts = --cov=widget\n",
+        "requirements-test.txt": "# tests\n-e .\npytest==3.0\nfreezegun>=0.3 \\\n"
+        "  --hash=sha256:abc\ngit+https://example.com/x.git#egg=x\nflake8\n-r more.txt\n",
+        "more.txt": "trustme\n",
+        "requirements-docs.txt": "sphinx\n",
+    }
+    commit = make_repo(tmp_path, files, "2021-02-01T00:00:00Z")
+    plan = plan_of(tmp_path, commit)
+    assert plan.recipe.python == "3.9"  # declared 3.8, 3.9; 3.11 was not
+    reqs = plan.requirements
+    assert "freezegun>=0.3" in reqs and "trustme" in reqs and "responses" in reqs
+    assert "oldlib==1.0" not in reqs  # only for one tox environment
+    assert not any(r.startswith(("flake8", "sphinx", "git+")) for r in reqs)
+    assert "pytest" in reqs and "pytest==3.0" not in reqs  # the runner follows the Python
+    assert "pytest-cov" in reqs  # addopts use --cov
+    assert "requirements-test.txt" in plan.sources
+
+
+def test_ci_matrix_decides_the_python(tmp_path: Path) -> None:
+    workflow = (
+        "jobs:\n  test:\n    strategy:\n      matrix:\n"
+        "        python-version: [3.9, 3.10, '3.11']\n"
+    )
+    setup = "from setuptools import setup\nsetup(name='w')\n"
+    files = {".github/workflows/ci.yml": workflow, "setup.py": setup}
+    commit = make_repo(tmp_path, files, "2023-06-01T00:00:00Z")
+    plan = plan_of(tmp_path, commit)
+    assert plan.recipe.python == "3.11"
+    assert ".github/workflows/ci.yml" in plan.sources
+    # without 3.11 on the host, the nearest declared one
+    assert plan_of(tmp_path, commit, ["3.13"]).recipe.python == "3.13"
+
+
+def test_repository_runners_are_recognised(tmp_path: Path) -> None:
+    sympy = make_repo(tmp_path / "s", {"bin/test": "#!/usr/bin/env python\nimport sympy\n",
+                                       "setup.py": "from setuptools import setup\nsetup()\n"},
+                      "2019-01-01T00:00:00Z")  # fmt: skip
+    recipe = plan_of(tmp_path / "s", sympy).recipe
+    assert recipe.log_format == "sympy" and "bin/test -C --verbose" in recipe.test_cmd
+    django = make_repo(
+        tmp_path / "d",
+        {"tests/runtests.py": "import django\n", "tests/requirements/py3.txt": "asgiref\n",
+         "setup.py": "from setuptools import setup\nsetup(name='Django')\n"},
+        "2020-01-01T00:00:00Z",
+    )  # fmt: skip
+    plan = plan_of(tmp_path / "d", django)
+    assert plan.recipe.log_format == "django"
+    assert plan.recipe.test_cmd.startswith("./tests/runtests.py")
+    assert "asgiref" in plan.requirements and "pytest" not in plan.requirements
+
+
+def test_the_commit_not_the_branch_is_read(tmp_path: Path) -> None:
+    old = make_repo(tmp_path, {"setup.cfg": "[options]\npython_requires = >=3.12\n"},
+                    "2025-01-01T00:00:00Z")  # fmt: skip
+    make_repo(tmp_path, {"setup.cfg": "[options]\npython_requires = <3.10\n"},
+              "2025-02-01T00:00:00Z")  # fmt: skip
+    files = RepoFiles(tmp_path, old)
+    assert files.commit_time == datetime(2025, 1, 1, tzinfo=UTC)
+    assert plan_of(tmp_path, old).recipe.python == "3.13"
+
+
+def test_install_command_is_valid_bash(tmp_path: Path) -> None:
+    commit = make_repo(tmp_path, {"setup.py": SETUP_PY}, "2016-05-02T08:00:00Z")
+    install = plan_of(tmp_path, commit).recipe.install
+    subprocess.run(["bash", "-n", "-c", install], check=True)
+
+
+def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
+    old = datetime(2015, 6, 1, tzinfo=UTC)
+    assert resolution_cutoffs(old, "3.11") == ["2015-06-01T00:00:00Z", "2023-04-25T00:00:00Z", ""]
+    exempt = exempt_until(old, "3.11")
+    assert exempt["setuptools"] == "2024-09-30T00:00:00Z"
+    assert exempt["pytest"] == "2023-01-21T00:00:00Z"  # pytest 7.2.0 plus three months
+    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC), "3.11") == {}
+
+
+def test_packaging_readers() -> None:
+    assert tox_pythons("py{37,38}-django, py310,pypy3, py3.11") == ["3.7", "3.8", "3.10", "3.11"]
+    assert ci_pythons("python:\n  - '2.7'\n  - '3.6'\n  - 3.10\n  - pypy3\n") == ["3.6", "3.10"]
+    texts = {"a/req.txt": "-r ../b.txt\nx>=1\n", "b.txt": "-r a/req.txt\ny\n"}
+    assert requirements_file("a/req.txt", texts.get) == ["y", "x>=1"]  # cycles end
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_envs_plan_prints_the_inferred_plan(tmp_path: Path, as_json: bool) -> None:
+    work = tmp_path / "work"
+    commit = make_repo(work, {"pyproject.toml": PYPROJECT}, "2024-03-01T10:00:00Z")
+    mirrors = tmp_path / "mirrors"
+    mirrors.mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(mirrors / "acme__widget.git")],
+                   check=True)  # fmt: skip
+    row = {"instance_id": "acme__widget-1", "repo": "acme/widget", "version": "1.0",
+           "base_commit": commit, "environment_setup_commit": commit}  # fmt: skip
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps(row) + "\n")
+    env = {
+        "SWE_GREEN_MIRROR_DIR": str(mirrors),
+        "SWE_GREEN_DATA_DIR": str(tmp_path / "data"),
+        "SWE_GREEN_DATASET": str(dataset),
+        "SWE_GREEN_IMAGE_PREFIX": "swe-green-test-none",  # no base image: the published ones
+    }
+    args = ["envs", "plan", "--strategy", "infer", "acme__widget-1"] + (
+        ["--json"] if as_json else []
+    )
+    done = swe_green(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    if as_json:
+        data = json.loads(done.stdout)
+        assert data["recipe"]["python"] == "3.11" and data["commit"] == commit
+        assert [s["name"] for s in data["scripts"]] == ["setup", "install"]
+    else:
+        assert "python:       3.11" in done.stdout and "why:" in done.stdout

@@ -141,6 +141,8 @@ class InstanceResult(BaseModel):
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     python_spec: str = ""  # the Python the SWE-bench spec asks for
     python_used: str = ""  # the Python the environment ran (nearest base image, or exact)
+    # what made the environment: recipe, infer (from the repository's files) or llm
+    setup_strategy: str = ""
     tool_calls: int = 0
     logs: dict[str, str] = Field(default_factory=dict)
     container: str | None = None

@@ -271,7 +271,10 @@ def test_malformed_requests(text: str, expected: str) -> None:
         ({"count": True}, "count: expected a number, not true/false"),
         ({"concurrency": -1}, "concurrency: Input should be greater than or equal to 1"),
         ({"instance_timeout": 0}, "instance_timeout: Input should be greater than 0"),
-        ({"setup_strategy": "magic"}, "setup_strategy: Input should be 'auto', 'recipe' or 'llm'"),
+        (
+            {"setup_strategy": "magic"},
+            "setup_strategy: Input should be 'auto', 'recipe', 'infer' or 'llm'",
+        ),
         ({"instance_ids": []}, "instance_ids: no instance id given"),
         ({"instance_ids": ""}, "instance_ids: no instance id given"),
         ({"validate": "perhaps"}, "validate: Input should be a valid boolean"),

@@ -219,7 +219,7 @@ BAD = [
     ("SWE_GREEN_DISK_LIMIT", "-5g", "cannot be negative"),
     ("SWE_GREEN_BASE_PYTHON", "three", "should match pattern"),
     ("SWE_GREEN_REGISTRY_PYTHONS", "3.9;3.11", "should match pattern"),
-    ("SWE_GREEN_SETUP_STRATEGY", "magic", "'auto', 'recipe' or 'llm'"),
+    ("SWE_GREEN_SETUP_STRATEGY", "magic", "'auto', 'recipe', 'infer' or 'llm'"),
     ("SWE_GREEN_KEEP_CONTAINERS", "sometimes", "'on_failure', 'always' or 'never'"),
     ("SWE_GREEN_ENV_IMAGE_REGISTRY", "http://r:5000", "no scheme"),
     ("SWE_GREEN_CONCURRENCY", "0", "greater than or equal to 1"),

@@ -4,7 +4,8 @@ spends more of the operator's resources or money than the operator's own setting
 The rule, key by key (:func:`refused_overrides`):
 
 - ``setup_strategy``: a strategy that may call the paid LLM API more than the operator's does
-  (``recipe`` < ``auto``, which calls it when no recipe fits < ``llm``) is refused;
+  (``recipe`` = ``infer``, which never call it, < ``auto``, which calls it when neither a
+  recipe nor the inferred environment serves < ``llm``) is refused;
 - ``instance_timeout``, ``tool_timeout``, ``test_timeout``, ``participant_timeout``,
   ``max_tool_calls``: a value above the operator's is refused;
 - ``validate``: validation the operator turned off (a gold run per instance) is refused;
@@ -26,7 +27,7 @@ from orchestrator.frontends.assessment import SETTINGS_KEYS, AssessmentConfig
 from orchestrator.settings.serve import REQUESTER_OVERRIDES
 
 # how much of the paid LLM API a set-up strategy may spend, in order
-_LLM_SPEND = {"recipe": 0, "auto": 1, "llm": 2}
+_LLM_SPEND = {"recipe": 0, "infer": 0, "auto": 1, "llm": 2}
 # what asking for more of each key spends
 _WHY = {
     "setup_strategy": "it may call the paid LLM API at the operator's expense",

@@ -45,7 +45,7 @@ from orchestrator.patches.extract import extract_patch
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
-from orchestrator.setup.plan import SetupFailed
+from orchestrator.setup.plan import SetupFailed, fallback_note, llm_fallback_available
 from orchestrator.spec.recipes import test_files
 from orchestrator.validation import validate
 from sandbox_tools.contract import TEST_USER, TESTBED
@@ -92,7 +92,7 @@ async def run_instance(
     try:
         env = await run.environment()  # phases 1-3
         prepared = await run.base_commit(env)  # phase 4
-        excluded = await run.validate(prepared)  # the environment runs the tests
+        prepared, excluded = await run.validate(prepared)  # the environment runs the tests
         outcome = await run.dispatch(prepared)  # phase 5
         patch = await run.take_patch(outcome)  # phase 6
         await run.grade(prepared, patch, excluded)  # phase 7
@@ -131,10 +131,10 @@ class _InstanceRun:
         if self.on_phase:
             self.on_phase(self.instance.instance_id, name)
 
-    async def environment(self) -> Environment:
+    async def environment(self, fallback_from: str | None = None) -> Environment:
         self.phase("setup")
         try:
-            return await self.scope.blocking(environment, self.ctx, self.instance)
+            return await self.scope.blocking(environment, self.ctx, self.instance, fallback_from)
         except SetupFailed as exc:
             raise _Failed(Reason.ENVIRONMENT, str(exc), exc.container) from exc
 
@@ -153,24 +153,33 @@ class _InstanceRun:
         result.setup_tokens = prepared.setup_tokens
         if prepared.plan.recipe is not None:
             result.python_spec = prepared.plan.recipe.python
+        result.setup_strategy = prepared.plan.strategy
         result.python_used = prepared.python_used or prepared.plan.python
         result.logs["setup"] = "setup.log"
         return prepared
 
-    async def validate(self, prepared: PreparedInstance) -> Excluded:
-        """The tests left out of grading: PASS_TO_PASS and FAIL_TO_PASS (validation off:
-        none)."""
+    async def validate(self, prepared: PreparedInstance) -> tuple[PreparedInstance, Excluded]:
+        """The environment the instance runs in, and the tests left out of grading:
+        PASS_TO_PASS and FAIL_TO_PASS (validation off: none). Strategy ``auto``: an inferred
+        environment that fails is handed with its failure to the LLM agent (an API key
+        set), whose environment is validated in its place."""
         if not self.ctx.settings.validation.validate_env:
-            return Excluded()
+            return prepared, Excluded()
         self.phase("validation")
         t = time.monotonic()
         check = await self.scope.blocking(
             validate, self.ctx, self.instance, prepared.snapshot, test_recipe(prepared)
         )
         self.timings["validation"] = time.monotonic() - t
+        if not check.ok and prepared.plan.strategy == "infer":
+            if llm_fallback_available(self.ctx.settings):
+                failure = f"environment validation: {check.message}"
+                env = await self.environment(fallback_note(prepared.plan, failure))
+                return await self.validate(await self.base_commit(env))
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
+        excluded = Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
+        return prepared, excluded
 
     async def dispatch(self, prepared: PreparedInstance) -> ParticipantOutcome:
         """Phase 5; a participant that needs no container (a predictions file) answers at

@@ -221,7 +221,7 @@ def read_setup_py(text: str, facts: Packaging, own_modules: set[str]) -> None:
             _take_setup_keyword(keyword.arg or "", value, facts)
 
 
-def _take_setup_keyword(name: str, value: Any, facts: Packaging) -> None:  # noqa: C901
+def _take_setup_keyword(name: str, value: Any, facts: Packaging) -> None:  # noqa: C901 - a rule table, one branch a keyword
     """One ``setup()`` keyword into the facts (a rule table)."""
     strings = [str(v) for v in value] if isinstance(value, list | tuple) else []
     if name == "name" and isinstance(value, str):
@@ -265,7 +265,7 @@ def _module_literals(tree: ast.Module) -> dict[str, Any]:
     return values
 
 
-def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911
+def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911 - one return a node type
     """The value of a literal expression, with known names and list ``+`` (else _UNKNOWN)."""
     if isinstance(node, ast.Constant):
         return node.value

@@ -1,0 +1,149 @@
+"""The inferred set-up strategy against the recipes, on the same instances: the share each
+validates, per repository and version, the time per environment built, and every failure
+class of the inferred environments with its cause.
+
+Reads two ``swe-green validate`` sweeps (run directories, each instance's
+``validation.json``; or records files, JSON lines, e.g. ``docs/validation-records.jsonl``):
+``INFERRED`` made with ``--strategy infer`` (no recipe is read: the environments come from
+the repositories' own files), ``RECIPES`` with ``--strategy recipe``. Only the instances of
+the inferred sweep count; an instance the recipe sweep lacks is shown as ``-`` and left out
+of the shares. Time per environment: the set-up (phases 1-3) of the instances that built
+their environment (not a cache hit), inferred over recipe.
+
+Run: ``python bench/infer_sweep.py INFERRED RECIPES``; ``--smoke``: two made-up sweeps
+(what CI runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from orchestrator.validation.sweep import ROOT_CAUSES, SweepRecord, load_records
+
+CAUSES = {category: fix for category, _, fix in ROOT_CAUSES}
+
+
+def _records(source: Path) -> dict[str, SweepRecord]:
+    return {r.instance_id: r for r in load_records(source)}
+
+
+def _built(record: SweepRecord) -> float | None:
+    """The seconds of phases 1-3 when this instance built its environment, else None."""
+    if record.env_cache_hit or "setup" not in record.timings:
+        return None
+    return record.timings["setup"]
+
+
+def _mean(values: list[float]) -> str:
+    return f"{statistics.mean(values):.0f}" if values else "-"
+
+
+def report(inferred: dict[str, SweepRecord], recipes: dict[str, SweepRecord]) -> None:
+    pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for iid, record in sorted(inferred.items()):
+        pairs[(record.repo, record.version)].append(iid)
+    print("| repository | version | instances | inferred valid | recipe valid | "
+          "inferred build s | recipe build s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    both = [i for i in inferred if i in recipes]
+    for (repo, version), ids in sorted(pairs.items()):
+        mine = sum(inferred[i].ok for i in ids)
+        theirs = [recipes[i].ok for i in ids if i in recipes]
+        builds = [b for i in ids if (b := _built(inferred[i])) is not None]
+        recipe_builds = [b for i in ids if i in recipes and (b := _built(recipes[i])) is not None]
+        print(
+            f"| {repo} | {version} | {len(ids)} | {mine} | "
+            f"{sum(theirs) if theirs else '-'} | {_mean(builds)} | {_mean(recipe_builds)} |"
+        )
+    mine = sum(inferred[i].ok for i in both)
+    theirs = sum(recipes[i].ok for i in both)
+    both_ok = sum(inferred[i].ok and recipes[i].ok for i in both)
+    print(
+        f"\non the {len(both)} instances both sweeps hold: inferred valid {mine}, recipes "
+        f"valid {theirs}; inferred valid on {both_ok} of the recipes' {theirs} "
+        f"({both_ok / theirs:.0%})"
+        if theirs
+        else f"\n{len(both)} instances in both sweeps"
+    )
+    builds = [b for i in both if (b := _built(inferred[i])) is not None]
+    recipe_builds = [b for i in both if (b := _built(recipes[i])) is not None]
+    if builds and recipe_builds:
+        ratio = statistics.mean(builds) / statistics.mean(recipe_builds)
+        print(
+            f"time per environment built (phases 1-3): inferred {_mean(builds)} s over "
+            f"{len(builds)}, recipes {_mean(recipe_builds)} s over {len(recipe_builds)}: "
+            f"ratio {ratio:.2f}"
+        )
+    used = defaultdict(int)
+    for record in inferred.values():
+        used[record.setup_strategy or "?"] += 1
+    print("environments made by: " + ", ".join(f"{k} {v}" for k, v in sorted(used.items())))
+    failures(inferred)
+
+
+def failures(inferred: dict[str, SweepRecord]) -> None:
+    """One row per failure class of the inferred sweep: the class, the failing step, how
+    many, an example, and the cause's fix (the sweep's root-cause table)."""
+    classes: dict[tuple[str, str], list[SweepRecord]] = defaultdict(list)
+    for record in inferred.values():
+        if not record.ok:
+            classes[(record.cause or "other", record.failed_step or record.stage)].append(record)
+    if not classes:
+        print("no inferred environment failed")
+        return
+    print("\n| failure class | step | instances | example | cause |\n|---|---|---|---|---|")
+    for (cause, step), records in sorted(classes.items(), key=lambda kv: -len(kv[1])):
+        example = records[0]
+        message = " ".join(example.message.split())[:160].replace("|", "/")
+        fix = CAUSES.get(cause, "see the example's set-up log")
+        print(f"| {cause} | {step} | {len(records)} | {example.instance_id}: {message} | {fix} |")
+
+
+def smoke() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        made = {
+            "inferred": [("a__a-1", True, 60.0, "infer", ""), ("a__a-2", False, 70.0, "infer",
+                          "environment setup: install failed (install command): no solution")],
+            "recipes": [("a__a-1", True, 40.0, "recipe", ""), ("a__a-2", True, 50.0, "recipe", "")],
+        }  # fmt: skip
+        sources = {}
+        for name, rows in made.items():
+            path = Path(tmp) / f"{name}.jsonl"
+            records = [
+                SweepRecord(
+                    instance_id=iid, repo="a/a", version="1", ok=ok,
+                    stage="done" if ok else "setup", message=message,
+                    cause="" if ok else "install failed", timings={"setup": setup},
+                    setup_strategy=strategy,
+                    failed_step="" if ok else "install: install command",
+                )
+                for iid, ok, setup, strategy, message in rows
+            ]  # fmt: skip
+            path.write_text("".join(r.model_dump_json() + "\n" for r in records))
+            sources[name] = _records(path)
+        assert [r.ok for r in sources["inferred"].values()] == [True, False]
+        report(sources["inferred"], sources["recipes"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("inferred", nargs="?", type=Path, help="the --strategy infer sweep")
+    parser.add_argument("recipes", nargs="?", type=Path, help="the --strategy recipe sweep")
+    parser.add_argument("--smoke", action="store_true", help="two made-up sweeps (CI)")
+    args = parser.parse_args()
+    if args.smoke:
+        smoke()
+        return
+    if args.inferred is None or args.recipes is None:
+        parser.error("give the inferred and the recipe sweeps, or --smoke")
+    report(_records(args.inferred), _records(args.recipes))
+
+
+if __name__ == "__main__":
+    main()

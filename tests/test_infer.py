@@ -253,3 +253,34 @@ def test_envs_plan_prints_the_inferred_plan(tmp_path: Path, as_json: bool) -> No
         assert [s["name"] for s in data["scripts"]] == ["setup", "install"]
     else:
         assert "python:       3.11" in done.stdout and "why:" in done.stdout
+
+
+# ------------------------------------------------------------------------- auto's fallback
+
+
+def test_auto_asks_the_llm_only_with_a_key_and_tells_it_the_inferred_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.settings import Settings
+    from orchestrator.setup.agent.setup_llm import first_message
+    from orchestrator.setup.agent.setup_models import SetupFacts
+    from orchestrator.setup.plan import EnvPlan, fallback_note, llm_fallback_available
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert not llm_fallback_available(Settings(setup_strategy="auto"))
+    assert not llm_fallback_available(Settings(setup_strategy="infer", anthropic_api_key="k"))
+    assert llm_fallback_available(Settings(setup_strategy="auto", anthropic_api_key="k"))
+
+    commit = make_repo(tmp_path, {"pyproject.toml": PYPROJECT}, "2024-03-01T10:00:00Z")
+    inferred = plan_of(tmp_path, commit)
+    plan = EnvPlan(
+        strategy="infer", recipe=inferred.recipe, inferred=inferred, python="3.11",
+        base_image="b", env_key="k",
+    )  # fmt: skip
+    note = fallback_note(plan, "environment validation: FAIL_TO_PASS tests pass at the base")
+    facts = SetupFacts(repo="acme/widget", starting_point=note)
+    message = first_message(facts, "probe")
+    assert "tried first and failed" in message
+    assert "FAIL_TO_PASS tests pass at the base" in message
+    assert "python:       3.11" in message  # the inferred plan itself
+    assert "tried first" not in first_message(SetupFacts(repo="acme/widget"), "probe")

@@ -143,7 +143,9 @@ def _instance_lists(records: list[SweepRecord]) -> list[str]:
     ok = [r for r in records if r.ok]
     lines = ["", "## Instances that do not validate", ""]
     for r in sorted((r for r in records if not r.ok), key=lambda r: r.instance_id):
-        lines.append(f"- `{r.instance_id}` ({r.cause}, at {r.stage}): {_one_line(r.message)}")
+        where = f"at {r.stage}" + (f", step {r.failed_step}" if r.failed_step else "")
+        made = f", environment by {r.setup_strategy}" if r.setup_strategy else ""
+        lines.append(f"- `{r.instance_id}` ({r.cause}, {where}{made}): {_one_line(r.message)}")
     at_base = [r for r in ok if r.f2p_at_base]
     if at_base:
         lines += ["", "## FAIL_TO_PASS tests that already pass at the base", "",

@@ -83,7 +83,7 @@ def test_pyproject_project_gets_its_newest_declared_python_and_test_extra(tmp_pa
     assert "-e '.[test]'" in recipe.install
     assert (recipe.test_cmd, recipe.log_format) == ("pytest -rA", "pytest")
     assert plan.cutoffs == ["2024-03-01T10:00:00Z", ""]  # 3.11 was out long before
-    assert '--exclude-newer "$cutoff"' in recipe.install
+    assert '--exclude-newer "$1"' in recipe.install
     assert "sphinx" not in recipe.install  # the docs extra is not the tests'
     assert plan.build_first == []  # the [build-system] is built in isolation
     assert any("configured in pyproject.toml" in r for r in plan.reasons)
@@ -202,10 +202,44 @@ def test_the_commit_not_the_branch_is_read(tmp_path: Path) -> None:
     assert plan_of(tmp_path, old).recipe.python == "3.13"
 
 
-def test_install_command_is_valid_bash(tmp_path: Path) -> None:
-    commit = make_repo(tmp_path, {"setup.py": SETUP_PY}, "2016-05-02T08:00:00Z")
-    install = plan_of(tmp_path, commit).recipe.install
-    subprocess.run(["bash", "-n", "-c", install], check=True)
+FAKE_UV = """#!/bin/bash
+# uv as the install sees it: every call logged; what is newer than 2020 or names bad-lib fails
+echo "$*" >> "$UV_CALLS"
+case "$*" in *"--exclude-newer 2016"*|*bad-lib*) exit 1;; esac
+"""
+
+
+def _run_install(tmp_path: Path, install: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "uv").write_text(FAKE_UV)
+    (bin_dir / "uv").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "UV_CALLS": str(calls),
+                        "PIP_CONSTRAINT": "/c.txt"}  # fmt: skip
+    done = subprocess.run(["bash", "-c", install], env=env, capture_output=True, text=True)
+    return done, calls.read_text()
+
+
+def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> None:
+    work = tmp_path / "repo"
+    setup = "import numpy\nfrom setuptools import setup\nsetup(name='widget')\n"
+    files = {"setup.py": setup, "requirements-test.txt": "bad-lib\nok-lib\n"}
+    commit = make_repo(work, files, "2016-05-02T08:00:00Z")
+    install = plan_of(work, commit).recipe.install
+    done, calls = _run_install(tmp_path, install)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    # the commit's date fails (the fake's rule), the Python's settled date fails (bad-lib),
+    # so does no cut-off; then the project alone as of the first date that installs it
+    assert ">>> resolving as of 2016-05-02T08:00:00Z" in out
+    assert ">>> resolving as of none" in out
+    assert ">>> the project installed as of 2021-04-06T00:00:00Z" in out
+    assert ">>> dropped requirement bad-lib" in out
+    assert "dropped requirement ok-lib" not in out
+    assert "--exclude-newer-package setuptools=2024-09-30T00:00:00Z" in calls
+    assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
+    assert "numpy" in calls.splitlines()[0]  # the build requirement first
 
 
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:

@@ -38,7 +38,7 @@ from orchestrator.setup.infer.packaging_files import (
 from orchestrator.spec.recipes import Recipe
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 1
+INFER_VERSION = 2
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -67,7 +67,8 @@ NOT_FOR_TESTS = re.compile(
     r"^(coverage|pytest-cov|codecov|coveralls|python-coveralls|tox|nox|pre-commit|flake8.*|pyflakes|"
     r"pycodestyle|pep8|black|isort|mypy|ruff|pylint|twine|wheel|setuptools|pip|pip-tools|"
     r"check-manifest|sphinx.*|readme-renderer|bump2?version|ipython|ipdb|jupyter.*|types-.*|"
-    r"towncrier|docutils|restructuredtext-lint|pyroma|zest-releaser)$"
+    r"towncrier|docutils|restructuredtext-lint|pyroma|zest-releaser|invoke|fabric|paver|"
+    r"pip-compile-multi|build|virtualenv|tbump|contributors-txt|bandit)$"
 )
 # setup.py's imports -> the distribution that provides them
 MODULE_DISTRIBUTIONS = {
@@ -185,9 +186,11 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
         + " when that fails"
     )
     target = "." + (f"[{','.join(extras)}]" if extras else "")
+    own = requirement_name(facts.name) if facts.name else ""
+    extra_reqs = [r for e in extras for r in facts.extras.get(e, []) if requirement_name(r) != own]
     install = install_command(
         target, requirements, build_first, cutoffs, exempt_until(files.commit_time, python),
-        facts.name,
+        facts.name, extra_reqs,
     )  # fmt: skip
     recipe = Recipe(
         repo=repo,
@@ -444,11 +447,16 @@ def install_command(
     cutoffs: list[str],
     exempt: dict[str, str],
     name: str,
+    extra_requirements: list[str] | None = None,
 ) -> str:
     """Bash that installs the project editable with its requirements, as of each cut-off
-    in turn until one resolves (uv; pip without a cut-off where the image has no uv)."""
-    words = " ".join(shlex.quote(r) for r in requirements)
-    project = f"-e {shlex.quote(target)} {words}".strip()
+    in turn until one resolves (uv; pip without a cut-off where the image has no uv). When
+    no cut-off installs them together, the project alone (no extras) as of the first that
+    installs it, then each requirement on its own (its extras' too), as of that cut-off; a
+    requirement that does not install is dropped and the log says so: validation decides
+    whether the tests needed it."""
+    quoted = " ".join(shlex.quote(r) for r in requirements)
+    one_by_one = " ".join(shlex.quote(r) for r in [*(extra_requirements or []), *requirements])
     first = " ".join(shlex.quote(b) for b in build_first)
     isolation, pip_isolation = "", ""
     if build_first:
@@ -458,21 +466,35 @@ def install_command(
     exempted = " ".join(
         f"--exclude-newer-package {shlex.quote(f'{k}={v}')}" for k, v in exempt.items()
     )
-    uv = 'uv pip install "${when[@]}" -b "$PIP_CONSTRAINT"'
-    uv_first = f"{uv} {first} && " if build_first else ""
-    pip_first = f"python -m pip install {first} && " if build_first else ""
     cutoff_words = " ".join(c or "none" for c in cutoffs)
-    return f"""if ! command -v uv >/dev/null; then
+    built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
+    return f"""reqs=({quoted})
+each=({one_by_one})
+first=({first})
+if ! command -v uv >/dev/null; then
   echo "no uv in the image: installing with pip, without a date cut-off"
-  {pip_first}python -m pip install {pip_isolation}{project}
+  {{ [ ${{#first[@]}} -eq 0 ] || python -m pip install "${{first[@]}}"; }} \
+    && python -m pip install {pip_isolation}-e {shlex.quote(target)} "${{reqs[@]}}"
   exit $?
 fi
+as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted}); }}
+add() {{ uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@"; }}
 for cutoff in {cutoff_words}; do
-  when=()
-  [ "$cutoff" = none ] || when=(--exclude-newer "$cutoff" {exempted})
+  as_of "$cutoff"
   echo ">>> resolving as of $cutoff"
-  if {uv_first}{uv} {isolation} {project}; then
+  if {built_first} && add {isolation} -e {shlex.quote(target)} "${{reqs[@]}}"; then
     echo ">>> installed as of $cutoff"
+    exit 0
+  fi
+done
+echo ">>> no cut-off installs it all: the project alone, then each requirement"
+for cutoff in {cutoff_words}; do
+  as_of "$cutoff"
+  if {built_first} && add {isolation} -e .; then
+    echo ">>> the project installed as of $cutoff"
+    for req in "${{each[@]}}"; do
+      add "$req" || echo ">>> dropped requirement $req: it does not install as of $cutoff"
+    done
     exit 0
   fi
 done

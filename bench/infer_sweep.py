@@ -10,8 +10,8 @@ the inferred sweep count; an instance the recipe sweep lacks is shown as ``-`` a
 of the shares. Time per environment: the set-up (phases 1-3) of the instances that built
 their environment (not a cache hit), inferred over recipe.
 
-Run: ``python bench/infer_sweep.py INFERRED RECIPES``; ``--smoke``: two made-up sweeps
-(what CI runs).
+Run: ``python bench/infer_sweep.py INFERRED RECIPES [--recipe-times RUN]``; ``--smoke``:
+two made-up sweeps (what CI runs).
 """
 
 from __future__ import annotations
@@ -42,7 +42,11 @@ def _mean(values: list[float]) -> str:
     return f"{statistics.mean(values):.0f}" if values else "-"
 
 
-def report(inferred: dict[str, SweepRecord], recipes: dict[str, SweepRecord]) -> None:
+def report(
+    inferred: dict[str, SweepRecord],
+    recipes: dict[str, SweepRecord],
+    recipe_times: dict[str, SweepRecord] | None = None,
+) -> None:
     pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
     for iid, record in sorted(inferred.items()):
         pairs[(record.repo, record.version)].append(iid)
@@ -69,12 +73,15 @@ def report(inferred: dict[str, SweepRecord], recipes: dict[str, SweepRecord]) ->
         if theirs
         else f"\n{len(both)} instances in both sweeps"
     )
-    builds = [b for i in both if (b := _built(inferred[i])) is not None]
-    recipe_builds = [b for i in both if (b := _built(recipes[i])) is not None]
+    timed = recipes if recipe_times is None else recipe_times
+    both_timed = [i for i in inferred if i in timed]
+    builds = [b for i in both_timed if (b := _built(inferred[i])) is not None]
+    recipe_builds = [b for i in both_timed if (b := _built(timed[i])) is not None]
     if builds and recipe_builds:
         ratio = statistics.mean(builds) / statistics.mean(recipe_builds)
         print(
-            f"time per environment built (phases 1-3): inferred {_mean(builds)} s over "
+            f"time per environment built (phases 1-3), on the {len(both_timed)} instances "
+            f"the timed recipe sweep holds: inferred {_mean(builds)} s over "
             f"{len(builds)}, recipes {_mean(recipe_builds)} s over {len(recipe_builds)}: "
             f"ratio {ratio:.2f}"
         )
@@ -135,6 +142,11 @@ def main() -> None:
     )
     parser.add_argument("inferred", nargs="?", type=Path, help="the --strategy infer sweep")
     parser.add_argument("recipes", nargs="?", type=Path, help="the --strategy recipe sweep")
+    parser.add_argument(
+        "--recipe-times", type=Path,
+        help="a recipe sweep run beside the inferred one (same host, same load): the time "
+        "per environment comes from it (its instances only); its outcomes replace RECIPES'",
+    )  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="two made-up sweeps (CI)")
     args = parser.parse_args()
     if args.smoke:
@@ -142,7 +154,11 @@ def main() -> None:
         return
     if args.inferred is None or args.recipes is None:
         parser.error("give the inferred and the recipe sweeps, or --smoke")
-    report(_records(args.inferred), _records(args.recipes))
+    recipes, times = _records(args.recipes), None
+    if args.recipe_times is not None:
+        times = _records(args.recipe_times)
+        recipes |= times
+    report(_records(args.inferred), recipes, times)
 
 
 if __name__ == "__main__":

@@ -382,6 +382,8 @@ def test_the_keys_a_requester_may_spend_with_are_config_keys_that_become_setting
         ("recipe", "auto", False),
         ("auto", "auto", False),
         ("auto", "llm", False),
+        ("infer", "recipe", False),  # no LLM either way
+        ("auto", "infer", True),
     ],
 )
 def test_a_set_up_strategy_that_may_call_the_llm_more_is_refused(asked, operator, refused) -> None:

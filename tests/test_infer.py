@@ -251,6 +251,22 @@ def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC), "3.11") == {}
 
 
+def test_nox_and_conda_files_give_pythons_and_requirements(tmp_path: Path) -> None:
+    noxfile = (
+        "import nox\nPYTHONS = ['3.10', '3.11']\n\n@nox.session(python=PYTHONS)\n"
+        "def tests(session):\n    session.install('-e', '.')\n"
+        "    session.install('pytest-mock', 'responses>=0.20')\n"
+    )
+    conda = "dependencies:\n  - python=3.11\n  - numpy\n  - pip:\n    - trustme\n"
+    files = {"noxfile.py": noxfile, "environment.yml": conda,
+             "setup.py": "from setuptools import setup\nsetup(name='widget')\n"}  # fmt: skip
+    plan = plan_of(tmp_path, make_repo(tmp_path, files, "2024-01-01T00:00:00Z"))
+    assert plan.recipe.python == "3.11"
+    assert {"pytest-mock", "responses>=0.20", "trustme"} <= set(plan.requirements)
+    assert "numpy" not in plan.requirements  # a conda name, not necessarily PyPI's
+    assert {"noxfile.py", "environment.yml"} <= set(plan.sources)
+
+
 def test_packaging_readers() -> None:
     assert tox_pythons("py{37,38}-django, py310,pypy3, py3.11") == ["3.7", "3.8", "3.10", "3.11"]
     assert ci_pythons("python:\n  - '2.7'\n  - '3.6'\n  - 3.10\n  - pypy3\n") == ["3.6", "3.10"]

@@ -28,6 +28,8 @@ from pydantic import BaseModel, Field
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
     ci_pythons,
+    read_environment_yml,
+    read_noxfile,
     read_pyproject,
     read_setup_cfg,
     read_setup_py,
@@ -170,13 +172,20 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
     """The environment of ``repo`` at ``files.commit``, on one of the ``available`` Pythons."""
     facts = read_packaging(files)
     reasons: list[str] = []
-    tox = files.read("tox.ini")
-    tox_deps = read_tox_ini(tox, facts, files.read) if tox is not None else []
+    listed: dict[str, list[str]] = {}  # test requirements by the file that lists them
+    if (text := files.read("tox.ini")) is not None:
+        listed["tox.ini [testenv] deps"] = read_tox_ini(text, facts, files.read)
+    if (text := files.read("noxfile.py")) is not None:
+        listed["noxfile.py installs"] = read_noxfile(text, facts)
+    for name in ("environment.yml", "environment.yaml", "ci/environment.yml"):
+        if (text := files.read(name)) is not None:
+            listed[f"{name} pip list"] = read_environment_yml(text, facts)
+            break
     python, python_why = choose_python(facts, files.commit_time, available)
     reasons.append(f"python {python}: {python_why}")
     runner = test_runner(files, facts)
     reasons.append(runner.why)
-    extras, requirements, test_why = test_requirements(files, facts, tox_deps, runner)
+    extras, requirements, test_why = test_requirements(files, facts, listed, runner)
     build_first, build_why = build_needs(files, facts)
     reasons += test_why + build_why
     cutoffs = resolution_cutoffs(files.commit_time, python)
@@ -340,12 +349,13 @@ def _tests_import_pytest(files: Files) -> bool:
 
 
 def test_requirements(
-    files: Files, facts: Packaging, tox_deps: list[str], runner: Runner
+    files: Files, facts: Packaging, listed: dict[str, list[str]], runner: Runner
 ) -> tuple[list[str], list[str], list[str]]:
     """The extras to install the project with, the other requirements, and why: extras
     named test/tests/testing (else dev), ``tests_require``, test and dev requirements
-    files, tox's deps; minus linters, coverage upload, docs and release tools, minus the
-    project itself; pytest at least the oldest release that runs on the Python."""
+    files, tox's deps, a noxfile's installs, environment.yml's pip list; minus linters,
+    coverage upload, docs and release tools, minus the project itself; pytest at least the
+    oldest release that runs on the Python."""
     why: list[str] = []
     extras = [e for e in facts.extras if e.lower() in TEST_EXTRAS]
     if not extras:
@@ -355,21 +365,12 @@ def test_requirements(
     found: list[str] = list(facts.tests_require)
     if facts.tests_require:
         why.append("tests_require of setup.py/setup.cfg")
-    req_files = [] if extras and extras[0] in TEST_EXTRAS else requirement_files(files.paths)
-    if runner.name == "django":
-        req_files = [p for p in req_files if p.startswith("tests/requirements/")]
-    if not facts.install_requires and files.exists("requirements.txt"):
-        req_files.insert(0, "requirements.txt")
-    for path in req_files:
-        listed = requirements_file(path, files.read)
-        if listed:
-            found += listed
-            facts.sources.append(path)
-    if req_files:
-        why.append(f"requirements files: {', '.join(req_files)}")
-    if tox_deps:
-        found += tox_deps
-        why.append("tox.ini [testenv] deps")
+    if not (extras and extras[0] in TEST_EXTRAS):
+        listed = _from_requirement_files(files, facts, runner) | listed
+    for source, deps in listed.items():
+        if deps:
+            found += deps
+            why.append(source)
     own = requirement_name(facts.name) if facts.name else ""
     keep_cov = "--cov" in facts.pytest_addopts
     kept = for_tests(found, own, keep_cov)
@@ -379,6 +380,24 @@ def test_requirements(
         kept["pytest-cov"] = "pytest-cov"
         why.append("pytest-cov: pytest's addopts use --cov")
     return extras, list(kept.values()), why
+
+
+def _from_requirement_files(files: Files, facts: Packaging, runner: Runner) -> dict[str, list[str]]:
+    """The test requirements files' requirements (:func:`requirement_files`; django's
+    under tests/requirements/), and requirements.txt when the packaging lists no
+    dependencies."""
+    paths = requirement_files(files.paths)
+    if runner.name == "django":
+        paths = [p for p in paths if p.startswith("tests/requirements/")]
+    if not facts.install_requires and files.exists("requirements.txt"):
+        paths.insert(0, "requirements.txt")
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        reqs = requirements_file(path, files.read)
+        if reqs:
+            found[f"requirements file {path}"] = reqs
+            facts.sources.append(path)
+    return found
 
 
 def for_tests(requirements: list[str], own: str, keep_cov: bool) -> dict[str, str]:

@@ -392,3 +392,55 @@ def _walk_yaml(data: object) -> Iterator[tuple[str, object]]:
     elif isinstance(data, list):
         for item in data:
             yield from _walk_yaml(item)
+
+
+def read_noxfile(text: str, facts: Packaging) -> list[str]:
+    """A noxfile's sessions: the Pythons of ``@nox.session(python=...)`` and the literal
+    requirements its sessions ``session.install(...)`` (not ``-e``/``-r``/paths), parsed
+    with ``ast``, never run."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    facts.sources.append("noxfile.py")
+    values = _module_literals(tree)
+    found: list[str] = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = _called_name(call)
+        if name == "session":
+            for keyword in call.keywords:
+                if keyword.arg == "python":
+                    value = _literal(keyword.value, values)
+                    pythons = value if isinstance(value, list) else [value]
+                    facts.declared_pythons += [
+                        str(p) for p in pythons if re.fullmatch(r"3\.\d+", str(p))
+                    ]
+        elif name == "install":
+            for arg in call.args:
+                value = _literal(arg, values)
+                if isinstance(value, str) and not value.startswith(("-", ".")):
+                    if requirement_name(value):
+                        found.append(value)
+    return found
+
+
+def read_environment_yml(text: str, facts: Packaging) -> list[str]:
+    """A conda ``environment.yml``: its Python (``python=3.9``) and its ``pip:``
+    requirements (conda's own packages have conda names, often not PyPI's: left out)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return []
+    deps = data.get("dependencies") if isinstance(data, dict) else None
+    if not isinstance(deps, list):
+        return []
+    facts.sources.append("environment.yml")
+    found: list[str] = []
+    for dep in deps:
+        if isinstance(dep, str):
+            match = re.fullmatch(r"python\s*[=<>~]*=?\s*(3\.\d+)(\.[\d*]+)?", dep.strip())
+            if match:
+                facts.declared_pythons.append(match.group(1))
+        elif isinstance(dep, dict) and isinstance(dep.get("pip"), list):
+            found += [p for p in dep["pip"] if isinstance(p, str) and requirement_name(p)]
+    return found

@@ -15,6 +15,7 @@ from orchestrator.setup.infer.inference import (
     exempt_until,
     infer_plan,
     resolution_cutoffs,
+    runner_install,
 )
 from orchestrator.setup.infer.packaging_files import ci_pythons, requirements_file, tox_pythons
 from orchestrator.setup.infer.repo_files import RepoFiles
@@ -154,7 +155,9 @@ def test_tox_and_requirements_files_give_the_test_requirements(tmp_path: Path) -
     assert "freezegun>=0.3" in reqs and "trustme" in reqs and "responses" in reqs
     assert "oldlib==1.0" not in reqs  # only for one tox environment
     assert not any(r.startswith(("flake8", "sphinx", "git+")) for r in reqs)
-    assert "pytest" in reqs and "pytest==3.0" not in reqs  # the runner follows the Python
+    assert not any(r.startswith("pytest==") for r in reqs)  # the runner follows the Python
+    assert plan.runner == "pytest>=6.2.0 as of 2021-03-12T00:00:00Z"
+    assert "add 'pytest>=6.2.0'" in plan.recipe.install
     assert "pytest-cov" in reqs  # addopts use --cov
     assert "requirements-test.txt" in plan.sources
 
@@ -245,10 +248,12 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     old = datetime(2015, 6, 1, tzinfo=UTC)
     assert resolution_cutoffs(old, "3.11") == ["2015-06-01T00:00:00Z", "2023-04-25T00:00:00Z", ""]
-    exempt = exempt_until(old, "3.11")
-    assert exempt["setuptools"] == "2024-09-30T00:00:00Z"
-    assert exempt["pytest"] == "2023-01-21T00:00:00Z"  # pytest 7.2.0 plus three months
-    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC), "3.11") == {}
+    assert exempt_until(old) == dict.fromkeys(("setuptools", "wheel"), "2024-09-30T00:00:00Z")
+    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC)) == {}
+    # pytest 7.2.0 plus three months on 3.11; a newer commit's own date
+    assert runner_install(old, "3.11") == ("pytest>=7.2.0", "2023-01-21T00:00:00Z")
+    new = datetime(2024, 6, 1, tzinfo=UTC)
+    assert runner_install(new, "3.11") == ("pytest>=7.2.0", "2024-06-01T00:00:00Z")
 
 
 def test_nox_and_conda_files_give_pythons_and_requirements(tmp_path: Path) -> None:

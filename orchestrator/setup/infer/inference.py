@@ -40,7 +40,7 @@ from orchestrator.setup.infer.packaging_files import (
 from orchestrator.spec.recipes import Recipe
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 2
+INFER_VERSION = 3
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -54,6 +54,8 @@ RUNNER_FLOORS = {
     "3.12": ("7.4.0", date(2023, 6, 23)), "3.13": ("8.2.0", date(2024, 4, 27)),
     "3.14": ("8.4.0", date(2025, 6, 2)),
 }  # fmt: skip
+# pytest and its own dependencies: the installed runner brings them (a project's pins of
+# them were made for the pytest of its day)
 RUNNER_PACKAGES = ("pytest", "pluggy", "iniconfig", "exceptiongroup", "tomli", "py")
 # the build tools' cut-off: setuptools 75.1.0, the newest the build constraints allow
 BUILD_TOOLS_DATE = date(2024, 9, 30)
@@ -109,6 +111,7 @@ class InferredPlan(BaseModel):
     cutoffs: list[str] = Field(default_factory=list)  # --exclude-newer tried in turn; "" none
     requirements: list[str] = Field(default_factory=list)
     build_first: list[str] = Field(default_factory=list)
+    runner: str = ""  # the test runner installed last, and as of when
     reasons: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
 
@@ -122,6 +125,8 @@ class InferredPlan(BaseModel):
             f"  resolved as of: {', then '.join(c or 'no cut-off' for c in self.cutoffs)}",
             f"  requirements: {' '.join(self.requirements) or '-'}",
         ]
+        if self.runner:
+            lines.append(f"  test runner:  {self.runner}")
         if self.build_first:
             lines.append(f"  build first:  {' '.join(self.build_first)}")
         lines.append(f"  read:         {', '.join(self.sources) or 'nothing'}")
@@ -197,9 +202,16 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
     target = "." + (f"[{','.join(extras)}]" if extras else "")
     own = requirement_name(facts.name) if facts.name else ""
     extra_reqs = [r for e in extras for r in facts.extras.get(e, []) if requirement_name(r) != own]
+    runner_step = None
+    if runner.name == "pytest" and own != "pytest":
+        runner_step = runner_install(files.commit_time, python)
+        reasons.append(
+            f"test runner installed as {runner_step[0]} as of {runner_step[1]}: the oldest "
+            f"pytest that runs on Python {python}, or the commit's"
+        )
     install = install_command(
-        target, requirements, build_first, cutoffs, exempt_until(files.commit_time, python),
-        facts.name, extra_reqs,
+        target, requirements, build_first, cutoffs, exempt_until(files.commit_time),
+        facts.name, extra_reqs, runner_step,
     )  # fmt: skip
     recipe = Recipe(
         repo=repo,
@@ -216,6 +228,7 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
         cutoffs=cutoffs,
         requirements=[target, *requirements],
         build_first=build_first,
+        runner=f"{runner_step[0]} as of {runner_step[1]}" if runner_step else "",
         reasons=reasons,
         sources=list(dict.fromkeys(facts.sources)),
     )
@@ -270,18 +283,23 @@ def resolution_cutoffs(commit_time: datetime, python: str) -> list[str]:
     return [*cutoffs, ""]
 
 
-def exempt_until(commit_time: datetime, python: str) -> dict[str, str]:
-    """Per-package cut-offs later than the commit's: the build tools (to the release the
-    build constraints allow) and the test runner (to the oldest pytest that runs on the
-    Python, plus three months of its fixes)."""
-    exempt: dict[str, str] = {}
-    day = commit_time.date()
-    if BUILD_TOOLS_DATE > day:
-        exempt |= dict.fromkeys(("setuptools", "wheel"), _stamp(_day(BUILD_TOOLS_DATE)))
+def exempt_until(commit_time: datetime) -> dict[str, str]:
+    """Per-package cut-offs later than the commit's: the build tools, to the release the
+    build constraints allow (older ones do not run on the base images' Pythons)."""
+    if BUILD_TOOLS_DATE <= commit_time.date():
+        return {}
+    return dict.fromkeys(("setuptools", "wheel"), _stamp(_day(BUILD_TOOLS_DATE)))
+
+
+def runner_install(commit_time: datetime, python: str) -> tuple[str, str]:
+    """pytest as the tests run it: at least the oldest release that runs on the Python, as
+    of the commit's date or, when later, that release's plus three months of fixes (with
+    its own dependencies of that date)."""
     floor = RUNNER_FLOORS.get(python)
-    if floor is not None and floor[1] + timedelta(days=90) > day:
-        exempt |= dict.fromkeys(RUNNER_PACKAGES, _stamp(_day(floor[1] + timedelta(days=90))))
-    return exempt
+    if floor is None:
+        return "pytest", _stamp(commit_time)
+    version, released = floor
+    return f"pytest>={version}", _stamp(max(commit_time, _day(released + timedelta(days=90))))
 
 
 def _day(day: date) -> datetime:
@@ -374,8 +392,6 @@ def test_requirements(
     own = requirement_name(facts.name) if facts.name else ""
     keep_cov = "--cov" in facts.pytest_addopts
     kept = for_tests(found, own, keep_cov)
-    if runner.name == "pytest" and own != "pytest":
-        kept["pytest"] = "pytest"
     if keep_cov and "pytest-cov" not in kept:
         kept["pytest-cov"] = "pytest-cov"
         why.append("pytest-cov: pytest's addopts use --cov")
@@ -467,13 +483,15 @@ def install_command(
     exempt: dict[str, str],
     name: str,
     extra_requirements: list[str] | None = None,
+    runner: tuple[str, str] | None = None,
 ) -> str:
     """Bash that installs the project editable with its requirements, as of each cut-off
     in turn until one resolves (uv; pip without a cut-off where the image has no uv). When
     no cut-off installs them together, the project alone (no extras) as of the first that
     installs it, then each requirement on its own (its extras' too), as of that cut-off; a
     requirement that does not install is dropped and the log says so: validation decides
-    whether the tests needed it."""
+    whether the tests needed it. ``runner``: the test runner's requirement and cut-off,
+    installed last (over what the project's requirements brought)."""
     quoted = " ".join(shlex.quote(r) for r in requirements)
     one_by_one = " ".join(shlex.quote(r) for r in [*(extra_requirements or []), *requirements])
     first = " ".join(shlex.quote(b) for b in build_first)
@@ -487,13 +505,20 @@ def install_command(
     )
     cutoff_words = " ".join(c or "none" for c in cutoffs)
     built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
+    runner_step, pip_runner = ":", ""
+    if runner is not None:
+        spec, cutoff = (shlex.quote(part) for part in runner)
+        pip_runner = spec
+        runner_step = (
+            f'as_of {cutoff}; add {spec} || echo ">>> the test runner {spec} does not install"'
+        )
     return f"""reqs=({quoted})
 each=({one_by_one})
 first=({first})
 if ! command -v uv >/dev/null; then
   echo "no uv in the image: installing with pip, without a date cut-off"
   {{ [ ${{#first[@]}} -eq 0 ] || python -m pip install "${{first[@]}}"; }} \
-    && python -m pip install {pip_isolation}-e {shlex.quote(target)} "${{reqs[@]}}"
+    && python -m pip install {pip_isolation}-e {shlex.quote(target)} "${{reqs[@]}}" {pip_runner}
   exit $?
 fi
 as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted}); }}
@@ -503,6 +528,7 @@ for cutoff in {cutoff_words}; do
   echo ">>> resolving as of $cutoff"
   if {built_first} && add {isolation} -e {shlex.quote(target)} "${{reqs[@]}}"; then
     echo ">>> installed as of $cutoff"
+    {runner_step}
     exit 0
   fi
 done
@@ -514,6 +540,7 @@ for cutoff in {cutoff_words}; do
     for req in "${{each[@]}}"; do
       add "$req" || echo ">>> dropped requirement $req: it does not install as of $cutoff"
     done
+    {runner_step}
     exit 0
   fi
 done

@@ -17,6 +17,7 @@ two made-up sweeps (what CI runs).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import tempfile
 from collections import defaultdict
@@ -25,6 +26,23 @@ from pathlib import Path
 from orchestrator.validation.sweep import ROOT_CAUSES, SweepRecord, load_records
 
 CAUSES = {category: fix for category, _, fix in ROOT_CAUSES}
+# what an inferred environment's failure message says of its cause, before the sweep's
+# root causes (which speak of recipes)
+INFERRED_CAUSES: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(r"No solution found|unsatisfiable", re.I),
+        "the requirements the repository lists do not resolve together, as of any cut-off",
+    ),
+    (
+        re.compile(r"Failed to build|build backend returned an error|use_2to3", re.I),
+        "a dependency of the commit's day has no wheel for the Python and its sources no "
+        "longer build on it",
+    ),
+    (
+        re.compile(r"install failed|install command", re.I),
+        "the inferred install fails: see the example's set-up log",
+    ),
+]
 
 
 def _records(source: Path) -> dict[str, SweepRecord]:
@@ -106,7 +124,10 @@ def failures(inferred: dict[str, SweepRecord]) -> None:
     for (cause, step), records in sorted(classes.items(), key=lambda kv: -len(kv[1])):
         example = records[0]
         message = " ".join(example.message.split())[:160].replace("|", "/")
-        fix = CAUSES.get(cause, "see the example's set-up log")
+        fix = next(
+            (why for pattern, why in INFERRED_CAUSES if pattern.search(example.message)),
+            CAUSES.get(cause, "see the example's set-up log"),
+        )
         print(f"| {cause} | {step} | {len(records)} | {example.instance_id}: {message} | {fix} |")
 
 

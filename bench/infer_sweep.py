@@ -112,23 +112,25 @@ def report(
 
 def failures(inferred: dict[str, SweepRecord]) -> None:
     """One row per failure class of the inferred sweep: the class, the failing step, how
-    many, an example, and the cause's fix (the sweep's root-cause table)."""
-    classes: dict[tuple[str, str], list[SweepRecord]] = defaultdict(list)
+    many, an example, and the cause (from the message, else the sweep's root-cause
+    table)."""
+    classes: dict[tuple[str, str, str], list[SweepRecord]] = defaultdict(list)
     for record in inferred.values():
         if not record.ok:
-            classes[(record.cause or "other", record.failed_step or record.stage)].append(record)
+            cause = record.cause or "other"
+            why = next(
+                (why for pattern, why in INFERRED_CAUSES if pattern.search(record.message)),
+                CAUSES.get(cause, "see the example's set-up log"),
+            )
+            classes[(cause, record.failed_step or record.stage, why)].append(record)
     if not classes:
         print("no inferred environment failed")
         return
     print("\n| failure class | step | instances | example | cause |\n|---|---|---|---|---|")
-    for (cause, step), records in sorted(classes.items(), key=lambda kv: -len(kv[1])):
+    for (cause, step, why), records in sorted(classes.items(), key=lambda kv: -len(kv[1])):
         example = records[0]
         message = " ".join(example.message.split())[:160].replace("|", "/")
-        fix = next(
-            (why for pattern, why in INFERRED_CAUSES if pattern.search(example.message)),
-            CAUSES.get(cause, "see the example's set-up log"),
-        )
-        print(f"| {cause} | {step} | {len(records)} | {example.instance_id}: {message} | {fix} |")
+        print(f"| {cause} | {step} | {len(records)} | {example.instance_id}: {message} | {why} |")
 
 
 def smoke() -> None:

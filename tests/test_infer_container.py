@@ -30,3 +30,37 @@ def test_an_inferred_environment_that_fails_validation_says_why(run_ctx, synthet
     assert not record.ok
     assert (record.stage, record.setup_strategy) == ("validation", "infer")
     assert record.cause and record.message
+
+
+def test_auto_hands_a_failing_inferred_environment_to_the_llm_agent(run_ctx, synthetic_instances):
+    """No recipe (auto, no recipes file): the inferred environment is built and fails
+    validation; the LLM agent (a fake API) is then asked, its first message holding the
+    inferred plan and the failure, and its environment is the one validated."""
+    from .fake_anthropic import FakeAnthropic, Reply, bash, text, tool_use
+
+    install = "pip install -q --no-build-isolation --no-index --no-use-pep517 -e ."
+    script = [
+        bash(f"python3 -m venv /opt/swe/venv && cd /testbed && /opt/swe/venv/bin/{install}"),
+        Reply([text("Ready."), tool_use("finish", {
+            "python_version": "3.11", "venv_path": "/opt/swe/venv",
+            "test_command": "python runtests.py --verbosity 2", "install_commands": [install],
+        })]),
+    ]  # fmt: skip
+    with FakeAnthropic(script) as fake:
+        run_ctx.settings = run_ctx.settings.replace(
+            **{
+                "setup_strategy": "auto",
+                "recipes_file": None,
+                "anthropic_api_key": "test",
+                "anthropic_base_url": fake.url,
+                "setup_model": "claude-test-infer-fallback",  # a cache key of its own
+            }
+        )
+        record = sweep_instance(run_ctx, synthetic_instances["demo__textkit-1"])
+        assert len(fake.requests) == 2
+    first = fake.requests[0]["messages"][0]["content"]
+    first = first if isinstance(first, str) else " ".join(c.get("text", "") for c in first)
+    assert "tried first and failed" in first
+    assert "It failed: environment validation:" in first
+    assert "test command: pytest -rA" in first  # the inferred plan it starts from
+    assert record.setup_strategy == "llm"

@@ -4,9 +4,10 @@ extras and requirements, the build needs, the test runner and its log format, as
 :class:`~orchestrator.spec.recipes.Recipe` that the recipe machinery builds.
 
 Dependencies are resolved as they were on the commit's date: the install runs
-``uv pip install --exclude-newer <commit time>`` (PyPI serves every file's upload time;
-an index that does not, e.g. a plain file mirror, leaves uv nothing older than the cut-off
-for those files: the resolution fails and the next cut-off is tried). Where the commit is
+``uv pip install --exclude-newer <commit time>`` (PyPI serves every file's upload time,
+PEP 700; uv treats a file whose index does not, e.g. a plain file mirror, as unavailable
+under a cut-off: the dated tries fail and the last, without a cut-off, installs today's
+versions). Where the commit is
 older than the chosen Python, packages of its day may have no wheel for it and no longer
 build on it: the install then tries again as of the date that Python had been out half a
 year, and last without a cut-off. The build tools (setuptools, wheel) and the test runner

@@ -22,6 +22,7 @@ from orchestrator.spec.recipes import (
 
 from .reference_data import (
     ENVIRONMENTS,
+    SHARED_DATA,
     SHARED_ENVIRONMENTS,
     SHARED_SPECS,
     SHARED_VERIFIED,
@@ -416,3 +417,16 @@ def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
     diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
     instance = patch_instance("sphinx-doc/sphinx", diff)
     assert test_command(recipe, instance).endswith("-- -rA tests/test_intl.py")
+
+
+@shared_data
+def test_the_bundled_recipes_are_what_make_recipes_makes_of_the_reference_data(tmp_path):
+    """orchestrator/data/recipes.json is scripts/make_recipes.py's output, unedited (its paths
+    are the contract's: tests/test_contract.py)."""
+    out = tmp_path / "recipes.json"
+    script = ROOT / "scripts" / "make_recipes.py"
+    subprocess.run(
+        [sys.executable, str(script), "--data", str(SHARED_DATA), "--out", str(out)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.read_text() == (ROOT / "orchestrator" / "data" / "recipes.json").read_text()

@@ -256,6 +256,17 @@ def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     assert runner_install(new, "3.11") == ("pytest>=7.2.0", "2024-06-01T00:00:00Z")
 
 
+def test_tests_reading_httpbin_url_get_a_local_httpbin(tmp_path: Path) -> None:
+    test = "import os\nHTTPBIN = os.environ.get('HTTPBIN_URL', 'http://httpbin.org/')\n"
+    files = {"test_widget.py": test, "setup.py": "from setuptools import setup\nsetup()\n"}
+    recipe = plan_of(tmp_path, make_repo(tmp_path, files, "2014-01-01T00:00:00Z")).recipe
+    assert recipe.env == {"HTTPBIN_URL": "http://127.0.0.1:8765/"}
+    assert [s.port for s in recipe.services] == [8765] and recipe.service_setup
+    other = tmp_path / "other"
+    files = {"test_widget.py": "URL = 'http://httpbin.org/'\n"}
+    assert not plan_of(other, make_repo(other, files, "2014-01-01T00:00:00Z")).recipe.services
+
+
 def test_nox_and_conda_files_give_pythons_and_requirements(tmp_path: Path) -> None:
     noxfile = (
         "import nox\nPYTHONS = ['3.10', '3.11']\n\n@nox.session(python=PYTHONS)\n"

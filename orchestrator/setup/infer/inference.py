@@ -38,10 +38,11 @@ from orchestrator.setup.infer.packaging_files import (
     requirement_name,
     requirements_file,
 )
-from orchestrator.spec.recipes import Recipe
+from orchestrator.spec.recipes import Recipe, Service
+from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 3
+INFER_VERSION = 4
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -214,6 +215,9 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
         target, requirements, build_first, cutoffs, exempt_until(files.commit_time),
         facts.name, extra_reqs, runner_step,
     )  # fmt: skip
+    service = service_for(files)
+    if service is not None:
+        reasons.append(service.why)
     recipe = Recipe(
         repo=repo,
         version=version,
@@ -221,6 +225,9 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
         install=install,
         test_cmd=runner.test_cmd,
         log_format=runner.log_format,
+        service_setup=service.setup if service else [],
+        services=service.services if service else [],
+        env=service.env if service else {},
     )
     return InferredPlan(
         recipe=recipe,
@@ -356,12 +363,60 @@ def _pytest_config_file(files: Files) -> str:
     return "pytest.ini"
 
 
+_TEST_FILE = re.compile(r"(^|/)tests?/.*\.py$|(^|/)test_[^/]*\.py$")
+
+
 def _tests_import_pytest(files: Files) -> bool:
-    tests = [p for p in files.paths if re.search(r"(^|/)tests?/.*\.py$|(^|/)test_[^/]*\.py$", p)]
+    tests = [p for p in files.paths if _TEST_FILE.search(p)]
     return any(
         re.search(r"^\s*(import|from) pytest\b", files.read(p) or "", re.MULTILINE)
         for p in tests[:40]
     )
+
+
+# --------------------------------------------------------------------------- services
+
+
+class KnownService(BaseModel):
+    """A local service the tests reach through an environment variable, served on loopback
+    (the network is off when tests run)."""
+
+    setup: list[str]
+    services: list[Service]
+    env: dict[str, str]
+    why: str
+
+
+_HTTPBIN = f"{SERVICES_DIR}/httpbin"
+# the services tests name by a well-known variable: httpbin (HTTPBIN_URL, httpbin.org by
+# default), in a virtual environment of its own
+KNOWN_SERVICES = {
+    "HTTPBIN_URL": KnownService(
+        setup=[
+            f"python3 -m venv {_HTTPBIN}",
+            f"{_HTTPBIN}/bin/python -m pip install -q pip==24.2 httpbin==0.10.4 "
+            "flask==3.1.3 werkzeug==3.1.9",
+        ],
+        services=[
+            Service(
+                command=f"{_HTTPBIN}/bin/python -m httpbin.core --host 127.0.0.1 --port 8765",
+                port=8765,
+            )
+        ],
+        env={"HTTPBIN_URL": "http://127.0.0.1:8765/"},
+        why="tests read HTTPBIN_URL (httpbin.org by default): a local httpbin serves them",
+    ),
+}
+
+
+def service_for(files: Files) -> KnownService | None:
+    """The known service whose variable the test files read from the environment."""
+    tests = [p for p in files.paths if _TEST_FILE.search(p)][:200]
+    for variable, service in KNOWN_SERVICES.items():
+        wanted = re.compile(rf"environ(\.get\(|\[)\s*['\"]{variable}['\"]")
+        if any(wanted.search(files.read(p) or "") for p in tests):
+            return service
+    return None
 
 
 # --------------------------------------------------------------------------- requirements

@@ -45,8 +45,17 @@ INFERRED_CAUSES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+# a set-up killed by the host (exit 137: out of memory on a loaded host): no verdict on the
+# environment, in either sweep; such an instance is left out of the comparison and listed
+KILLED = re.compile(r"\(exit 137\)")
+
+
 def _records(source: Path) -> dict[str, SweepRecord]:
     return {r.instance_id: r for r in load_records(source)}
+
+
+def _killed(records: dict[str, SweepRecord]) -> set[str]:
+    return {i for i, r in records.items() if not r.ok and KILLED.search(r.message)}
 
 
 def _built(record: SweepRecord) -> float | None:
@@ -65,6 +74,14 @@ def report(
     recipes: dict[str, SweepRecord],
     recipe_times: dict[str, SweepRecord] | None = None,
 ) -> None:
+    killed = _killed(inferred) | _killed(recipes) | _killed(recipe_times or {})
+    if killed:
+        print(f"left out, a set-up killed by the host (exit 137, out of memory): "
+              f"{', '.join(sorted(killed))}\n")  # fmt: skip
+    inferred = {i: r for i, r in inferred.items() if i not in killed}
+    recipes = {i: r for i, r in recipes.items() if i not in killed}
+    if recipe_times is not None:
+        recipe_times = {i: r for i, r in recipe_times.items() if i not in killed}
     pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
     for iid, record in sorted(inferred.items()):
         pairs[(record.repo, record.version)].append(iid)

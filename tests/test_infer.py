@@ -81,7 +81,7 @@ def test_pyproject_project_gets_its_newest_declared_python_and_test_extra(tmp_pa
     plan = plan_of(tmp_path, commit)
     recipe = plan.recipe
     assert recipe.python == "3.11"  # 3.13 is not declared, 3.9 not allowed
-    assert "-e '.[test]'" in recipe.install
+    assert "-C editable_mode=compat -e '.[test]'" in recipe.install  # sys.path, as develop
     assert (recipe.test_cmd, recipe.log_format) == ("pytest -rA", "pytest")
     assert plan.cutoffs == ["2024-03-01T10:00:00Z", ""]  # 3.11 was out long before
     assert '--exclude-newer "$1"' in recipe.install

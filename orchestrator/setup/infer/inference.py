@@ -42,7 +42,7 @@ from orchestrator.spec.recipes import Recipe, Service
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 4
+INFER_VERSION = 5
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -530,6 +530,12 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
 
 # --------------------------------------------------------------------------- install
 
+# setuptools' editable install puts the source directory on sys.path (a .pth file), as
+# `setup.py develop` did, not an import hook: tools that find modules by walking sys.path
+# (pylint's astroid) see the checkout (other build backends ignore the setting)
+COMPAT = "-C editable_mode=compat"
+PIP_COMPAT = "--config-settings editable_mode=compat"
+
 
 def install_command(
     target: str,
@@ -561,6 +567,7 @@ def install_command(
     )
     cutoff_words = " ".join(c or "none" for c in cutoffs)
     built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
+    pip_project = f'-e {shlex.quote(target)} "${{reqs[@]}}"'
     runner_step, pip_runner = ":", ""
     if runner is not None:
         spec, cutoff = (shlex.quote(part) for part in runner)
@@ -574,7 +581,7 @@ first=({first})
 if ! command -v uv >/dev/null; then
   echo "no uv in the image: installing with pip, without a date cut-off"
   {{ [ ${{#first[@]}} -eq 0 ] || python -m pip install "${{first[@]}}"; }} \
-    && python -m pip install {pip_isolation}-e {shlex.quote(target)} "${{reqs[@]}}" {pip_runner}
+    && python -m pip install {pip_isolation}{PIP_COMPAT} {pip_project} {pip_runner}
   exit $?
 fi
 as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted}); }}
@@ -582,7 +589,7 @@ add() {{ uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@"; }}
 for cutoff in {cutoff_words}; do
   as_of "$cutoff"
   echo ">>> resolving as of $cutoff"
-  if {built_first} && add {isolation} -e {shlex.quote(target)} "${{reqs[@]}}"; then
+  if {built_first} && add {isolation} {COMPAT} -e {shlex.quote(target)} "${{reqs[@]}}"; then
     echo ">>> installed as of $cutoff"
     {runner_step}
     exit 0
@@ -591,7 +598,7 @@ done
 echo ">>> no cut-off installs it all: the project alone, then each requirement"
 for cutoff in {cutoff_words}; do
   as_of "$cutoff"
-  if {built_first} && add {isolation} -e .; then
+  if {built_first} && add {isolation} {COMPAT} -e .; then
     echo ">>> the project installed as of $cutoff"
     for req in "${{each[@]}}"; do
       add "$req" || echo ">>> dropped requirement $req: it does not install as of $cutoff"

@@ -42,7 +42,7 @@ from orchestrator.spec.recipes import Recipe, Service
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 5
+INFER_VERSION = 6
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -388,14 +388,17 @@ class KnownService(BaseModel):
 
 
 _HTTPBIN = f"{SERVICES_DIR}/httpbin"
+_HTTPBIN_PINS = "httpbin==0.10.4 flask==3.1.3 werkzeug==3.1.9"
 # the services tests name by a well-known variable: httpbin (HTTPBIN_URL, httpbin.org by
 # default), in a virtual environment of its own
 KNOWN_SERVICES = {
     "HTTPBIN_URL": KnownService(
         setup=[
             f"python3 -m venv {_HTTPBIN}",
-            f"{_HTTPBIN}/bin/python -m pip install -q pip==24.2 httpbin==0.10.4 "
-            "flask==3.1.3 werkzeug==3.1.9",
+            # uv where the image has it (the venv's own old pip resolves these in gigabytes)
+            f"uv pip install -q --python {_HTTPBIN}/bin/python {_HTTPBIN_PINS} || "
+            f"{{ {_HTTPBIN}/bin/python -m pip install -q pip==24.2 && "
+            f"{_HTTPBIN}/bin/python -m pip install -q {_HTTPBIN_PINS}; }}",
         ],
         services=[
             Service(

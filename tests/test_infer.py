@@ -256,6 +256,24 @@ def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     assert runner_install(new, "3.11") == ("pytest>=7.2.0", "2024-06-01T00:00:00Z")
 
 
+def test_a_build_system_pinning_an_old_setuptools_builds_on_the_environments(
+    tmp_path: Path,
+) -> None:
+    pyproject = (
+        '[build-system]\nrequires = ["setuptools~=62.6", "wheel~=0.37.1"]\n'
+        'build-backend = "setuptools.build_meta"\n[project]\nname = "widget"\n'
+    )
+    plan = plan_of(
+        tmp_path, make_repo(tmp_path, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z")
+    )
+    assert plan.build_first == ["wheel~=0.37.1"]
+    assert "--no-build-isolation-package widget" in plan.recipe.install
+    other = tmp_path / "other"
+    pyproject = pyproject.replace("~=62.6", ">=61")
+    plan = plan_of(other, make_repo(other, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z"))
+    assert plan.build_first == [] and "no-build-isolation" not in plan.recipe.install
+
+
 def test_tests_reading_httpbin_url_get_a_local_httpbin(tmp_path: Path) -> None:
     test = "import os\nHTTPBIN = os.environ.get('HTTPBIN_URL', 'http://httpbin.org/')\n"
     files = {"test_widget.py": test, "setup.py": "from setuptools import setup\nsetup()\n"}

@@ -23,7 +23,9 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
 from orchestrator.setup.infer.packaging_files import (
@@ -42,7 +44,7 @@ from orchestrator.spec.recipes import Recipe, Service
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 6
+INFER_VERSION = 7
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -503,6 +505,19 @@ def requirement_files(paths: list[str]) -> list[str]:
     return tests or [p for p in candidates if re.search(r"dev", p, re.IGNORECASE)]
 
 
+def _editable_capable(build_requires: list[str]) -> bool:
+    """Whether the setuptools the build requirements allow includes one with editable
+    builds (PEP 660, setuptools 64)."""
+    for req in build_requires:
+        try:
+            parsed = Requirement(req)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(parsed.name) == "setuptools" and parsed.specifier:
+            return any(parsed.specifier.contains(v) for v in ("64.0.0", "68.0.0", "75.1.0"))
+    return True
+
+
 def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
     """What must be in the environment before the project builds, and why: the
     third-party modules a setup.py imports when no ``[build-system]`` declares them (the
@@ -516,6 +531,14 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
             "compiled extensions: built in the container with the base image's compiler "
             "and Python headers"
         )
+    if facts.build_requires and not _editable_capable(facts.build_requires):
+        needs = [r for r in facts.build_requires if requirement_name(r) != "setuptools"]
+        why.append(
+            f"build requirements: {', '.join(facts.build_requires)} (pyproject.toml) pin a "
+            "setuptools older than editable builds (64): built without isolation, on the "
+            "environment's own setuptools"
+        )
+        return needs or ["wheel"], why
     if facts.build_requires:
         backend = f", backend {facts.build_backend}" if facts.build_backend else ""
         why.append(

@@ -73,15 +73,13 @@ def report(
     inferred: dict[str, SweepRecord],
     recipes: dict[str, SweepRecord],
     recipe_times: dict[str, SweepRecord] | None = None,
+    evidence: Path | None = None,
 ) -> None:
-    killed = _killed(inferred) | _killed(recipes) | _killed(recipe_times or {})
+    killed = _killed(inferred)
     if killed:
-        print(f"left out, a set-up killed by the host (exit 137, out of memory): "
+        print(f"left out, the inferred set-up killed by the host (exit 137, out of memory): "
               f"{', '.join(sorted(killed))}\n")  # fmt: skip
     inferred = {i: r for i, r in inferred.items() if i not in killed}
-    recipes = {i: r for i, r in recipes.items() if i not in killed}
-    if recipe_times is not None:
-        recipe_times = {i: r for i, r in recipe_times.items() if i not in killed}
     pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
     for iid, record in sorted(inferred.items()):
         pairs[(record.repo, record.version)].append(iid)
@@ -93,7 +91,10 @@ def report(
         mine = sum(inferred[i].ok for i in ids)
         theirs = [recipes[i].ok for i in ids if i in recipes]
         builds = [b for i in ids if (b := _built(inferred[i])) is not None]
-        recipe_builds = [b for i in ids if i in recipes and (b := _built(recipes[i])) is not None]
+        timed_rows = recipes if recipe_times is None else recipe_times
+        recipe_builds = [
+            b for i in ids if i in timed_rows and (b := _built(timed_rows[i])) is not None
+        ]
         print(
             f"| {repo} | {version} | {len(ids)} | {mine} | "
             f"{sum(theirs) if theirs else '-'} | {_mean(builds)} | {_mean(recipe_builds)} |"
@@ -124,10 +125,29 @@ def report(
     for record in inferred.values():
         used[record.setup_strategy or "?"] += 1
     print("environments made by: " + ", ".join(f"{k} {v}" for k, v in sorted(used.items())))
-    failures(inferred)
+    failures(inferred, evidence)
 
 
-def failures(inferred: dict[str, SweepRecord]) -> None:
+ERROR_LINE = re.compile(r"^(E\s+)?[\w.]*(Error|Exception)\b.*\S")
+
+
+def _evidence(run_dir: Path | None, iid: str) -> str:
+    """The last error line of a failed instance's test output or set-up log (a run
+    directory only): what the runner or the install died of."""
+    if run_dir is None or not run_dir.is_dir():
+        return ""
+    folder = run_dir / "instances" / iid
+    for name in ("validation_gold_output.txt", "validation_base_output.txt", "setup.log"):
+        path = folder / name
+        if path.is_file():
+            lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
+            found = [ln for ln in lines if ERROR_LINE.match(ln)]
+            if found:
+                return found[-1][:140].replace("|", "/")
+    return ""
+
+
+def failures(inferred: dict[str, SweepRecord], evidence: Path | None = None) -> None:
     """One row per failure class of the inferred sweep: the class, the failing step, how
     many, an example, and the cause (from the message, else the sweep's root-cause
     table)."""
@@ -148,6 +168,13 @@ def failures(inferred: dict[str, SweepRecord]) -> None:
         example = records[0]
         message = " ".join(example.message.split())[:160].replace("|", "/")
         print(f"| {cause} | {step} | {len(records)} | {example.instance_id}: {message} | {why} |")
+    died = [
+        (r.instance_id, _evidence(evidence, r.instance_id)) for rs in classes.values() for r in rs
+    ]
+    if any(line for _, line in died):
+        print("\nwhat each failed instance's tests or install died of (its last error line):")
+        for iid, line in sorted(died):
+            print(f"- {iid}: {line or '(no error line)'}")
 
 
 def smoke() -> None:
@@ -195,10 +222,11 @@ def main() -> None:
     if args.inferred is None or args.recipes is None:
         parser.error("give the inferred and the recipe sweeps, or --smoke")
     recipes, times = _records(args.recipes), None
-    if args.recipe_times is not None:
+    if args.recipe_times is not None:  # its killed set-ups are no verdict: RECIPES' stand
         times = _records(args.recipe_times)
+        times = {i: r for i, r in times.items() if i not in _killed(times)}
         recipes |= times
-    report(_records(args.inferred), recipes, times)
+    report(_records(args.inferred), recipes, times, args.inferred)
 
 
 if __name__ == "__main__":

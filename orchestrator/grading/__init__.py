@@ -4,7 +4,8 @@ image, reinstalls what the patch's build inputs change in a container of its own
 (:mod:`.script`, between the markers of :mod:`.markers`), watches what the code under test
 does (:mod:`.audit`), parses the log (:mod:`.log_parsers`) and classifies the result
 (:mod:`.classify`); then the tests that decided a verdict against the patch run again
-(:mod:`.flaky_reruns`)."""
+(:mod:`.flaky_reruns`), and a verdict that some FAIL_TO_PASS test passed is checked with
+impossible twins in a fresh container (:mod:`.twins.check`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from orchestrator.grading.evaluation import Evaluation, evaluate
 from orchestrator.grading.flaky_reruns import rerun_deciding
+from orchestrator.grading.twins.check import Fresh, TwinSet, check_twins
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
@@ -21,12 +23,15 @@ __all__ = ["grade"]
 
 def grade(
     sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str | None, *,
-    flaky_reruns: int = 0, **options: Any,
+    flaky_reruns: int = 0, twins: TwinSet | None = None, fresh: Fresh | None = None,
+    **options: Any,
 ) -> Evaluation:  # fmt: skip
     """Grade ``patch`` with ``options`` (:func:`.evaluation.evaluate`), then run each test
     that decided a verdict against it again, up to ``flaky_reruns`` times, in the same
     container (:func:`.flaky_reruns.rerun_deciding`): those whose outcome changed are the
-    evaluation's ``flaky_tests``."""
+    evaluation's ``flaky_tests``. Then, when a FAIL_TO_PASS test passed, grade it again in
+    a ``fresh`` container with impossible twins in place of the tests (``twins``:
+    validation's, None when validation is off; :func:`.twins.check.check_twins`)."""
     evaluation = evaluate(sandbox, instance, recipe, patch, **options)
     reruns = rerun_deciding(
         sandbox, instance, recipe, evaluation, timeout=options["timeout"], times=flaky_reruns,
@@ -36,4 +41,4 @@ def grade(
     if reruns.runs:
         evaluation.flaky_tests, evaluation.rerun_seconds = reruns.flaky, reruns.seconds
         evaluation.logs["flaky_reruns"] = "flaky_reruns.log"
-    return evaluation
+    return check_twins(instance, recipe, patch, evaluation, twins, fresh, options)

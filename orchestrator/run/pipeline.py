@@ -18,9 +18,10 @@ How the path is concurrent, and how its containers are cleaned up, is :mod:`.ins
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import structlog
@@ -33,6 +34,7 @@ from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading import grade
 from orchestrator.grading.evaluation import Evaluation
+from orchestrator.grading.twins.check import Fresh, TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -76,6 +78,8 @@ class Excluded:
     p2p: list[str] = field(default_factory=list)
     f2p: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
+    # the effective impossible twins (None: validation is off, no verdict is twin-checked)
+    twins: TwinSet | None = None
 
 
 async def run_instance(
@@ -160,6 +164,7 @@ class _InstanceRun:
     async def validate(self, prepared: PreparedInstance) -> Excluded:
         """The tests left out of grading: PASS_TO_PASS and FAIL_TO_PASS (validation off:
         none)."""
+        grading = self.ctx.settings.grading
         if not self.ctx.settings.validation.validate_env:
             return Excluded()
         self.phase("validation")
@@ -170,7 +175,10 @@ class _InstanceRun:
         self.timings["validation"] = time.monotonic() - t
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        return Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
+        return Excluded(
+            p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
+            twins=check.twin_set() if grading.twin_check else None,
+        )  # fmt: skip
 
     async def dispatch(self, prepared: PreparedInstance) -> ParticipantOutcome:
         """Phase 5; a participant that needs no container (a predictions file) answers at
@@ -284,11 +292,29 @@ class _InstanceRun:
             excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
             excluded_f2p=excluded.f2p, writable=excluded.writable,
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
+            twins=excluded.twins if grading.twin_check else None,
+            fresh=self._fresh_grading(prepared.snapshot),
         )  # fmt: skip
-        self.timings["grading"] = time.monotonic() - t
+        self.timings["grading"] = time.monotonic() - t - (evaluation.twin_seconds or 0.0)
+        if evaluation.twin_seconds is not None:
+            self.timings["twins"] = evaluation.twin_seconds
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+
+    def _fresh_grading(self, image: Snapshot) -> Fresh:
+        """Fresh grading containers from ``image`` (the graded run's came from it), each
+        removed when done: where the twin run grades the patch again (:mod:`.grading.twins`)."""
+
+        @contextlib.contextmanager
+        def fresh() -> Iterator[Sandbox]:
+            sandbox = self.ctx.start_sandbox(image, self.instance, "grading", network=False)
+            try:
+                yield sandbox
+            finally:
+                sandbox.remove()
+
+        return fresh
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result
@@ -305,6 +331,7 @@ class _InstanceRun:
         result.stricter_than_official = evaluation.stricter_than_official
         result.logs.update(evaluation.logs)
         result.message = evaluation.message
+        result.twin_check = evaluation.twin_check
         if evaluation.rerun_seconds is not None:  # deciding tests ran again
             self.timings["flaky_reruns"] = evaluation.rerun_seconds
             result.flaky_tests = evaluation.flaky_tests

@@ -38,9 +38,14 @@ What each run costs, and why it is needed:
   directory grading's layout shows the tests nothing the recording did not, and this run
   is skipped.
 
+- **Twins** (setting ``twin_check``): when the gold run validates, the impossible twins of the
+  FAIL_TO_PASS tests that the gold patch fails, twice, by the mutated assertion, in a fresh
+  container with the gold patch (:mod:`.twins`): ``Validation.twins``, and per test without
+  one the reason (``twin_gaps``). Grading runs them (:mod:`orchestrator.grading.twins.check`).
+
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
-that fell back, ``gold``, ``gold_rerun``, ``layout``). Outcomes are cached per instance image under
-``data_dir/validation``.
+that fell back, ``gold``, ``gold_rerun``, ``layout``, ``twins``). Outcomes are cached per
+instance image under ``data_dir/validation``.
 """
 
 from __future__ import annotations
@@ -57,12 +62,15 @@ from orchestrator.grading.evaluation import TestRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.grading.reinstall.contained import reinstall_after_patch
+from orchestrator.grading.twins.check import TwinSet
+from orchestrator.grading.twins.model import Twin
 from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_selection import runner_kind, selected_directives
 from orchestrator.validation.test_selection import rerun_names
+from orchestrator.validation.twins import RUNS, effective_twins, read_test_files
 from sandbox_tools.contract import TEST_USER
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
@@ -90,16 +98,28 @@ class Validation(BaseModel):
     # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun, layout
     timings: dict[str, float] = Field(default_factory=dict)
     cached: bool = False
+    # the effective impossible twins (.twins), at most one per FAIL_TO_PASS test, and the
+    # test patch's files they change: after the test patch, and at the base (None: created)
+    twins: list[Twin] = Field(default_factory=list)
+    twin_gaps: dict[str, str] = Field(default_factory=dict)  # test -> why it has no twin
+    twin_files: dict[str, str] = Field(default_factory=dict)
+    twin_base_files: dict[str, str | None] = Field(default_factory=dict)
+
+    def twin_set(self) -> TwinSet:
+        """What grading needs of the twins."""
+        return TwinSet(twins=self.twins, files=self.twin_files, base_files=self.twin_base_files)
 
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user (uw3:
     # the writable paths are checked in grading's layout; outcomes recorded before that are
-    # not reused)
+    # not reused), and whether it holds the effective twins (tw1)
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation.validation_runs
-    suffix = ("" if runs == 1 else f"-r{runs}") + (
-        "-uw3" if ctx.settings.grading.unprivileged_tests else ""
+    suffix = (
+        ("" if runs == 1 else f"-r{runs}")
+        + ("-uw3" if ctx.settings.grading.unprivileged_tests else "")
+        + ("-tw1" if ctx.settings.grading.twin_check else "")
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
@@ -124,6 +144,8 @@ def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Re
         result = _judge(instance, base, True, "", None, recipe.log_format)
     else:
         result = runs.gold(base)
+        if result.ok and ctx.settings.grading.twin_check:
+            result = runs.twins(result)
     result.timings = {name: round(seconds, 1) for name, seconds in runs.timings.items()}
     result.writable = sorted(runs.writable)
     result.duration = time.monotonic() - started
@@ -173,6 +195,7 @@ class _Runs:
         directives: list[str] | None,
         output: str,
         record: bool = True,
+        test_patch: str | None = None,
     ) -> TestRun:
         """One test run; ``directives``: a selection of tests (None: the whole test files).
         ``record``: every directory open, and where the tests wrote is kept; else grading's
@@ -181,6 +204,7 @@ class _Runs:
         run = run_tests(
             sandbox, self.instance, self.recipe, timeout=self.timeout, test_user=self.user,
             record=record, writable=sorted(self.writable), directives=directives,
+            test_patch=test_patch,
         )  # fmt: skip
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
         atomic_write_text(self.out_dir / output, run.output, errors="replace")
@@ -255,6 +279,54 @@ class _Runs:
             sandbox.remove()
         flaky = flaky_tests([run.outcomes for run in golds], names)
         return _with_flaky(instance, result, flaky) if result.ok and flaky else result
+
+    def twins(self, result: Validation) -> Validation:
+        """``result`` with the effective twins of the FAIL_TO_PASS tests it keeps, found in a
+        fresh container with the gold patch (:mod:`.twins`)."""
+        instance = self.instance
+        tests = [t for t in instance.FAIL_TO_PASS if t not in set(result.excluded_f2p)]
+        directives = selected_directives(self.recipe, instance, tests)
+        started = time.monotonic()
+        sandbox = self._sandbox()
+        try:
+            applied = apply_patch(
+                sandbox, instance.patch, fuzz=self.ctx.settings.grading.patch_fuzz
+            )
+            reinstalled = (
+                reinstall_after_patch(sandbox, self.recipe, instance.patch, self.timeout)
+                if applied.applied
+                else None
+            )
+            if not applied.applied or (reinstalled is not None and not reinstalled[0]):
+                gaps = {t: "the gold patch could not be applied again" for t in tests}
+                return result.model_copy(update={"twin_gaps": gaps})
+            base_files, files = read_test_files(sandbox, instance)
+
+            def run_twins(test_patch: str) -> list[TestRun]:
+                return [
+                    self._run(
+                        "twins",
+                        sandbox,
+                        directives,
+                        f"validation_twins_output_{n}.txt",
+                        record=False,
+                        test_patch=test_patch,
+                    )  # fmt: skip
+                    for n in range(1, RUNS + 1)
+                ]
+
+            twins, gaps = effective_twins(
+                instance, tests, base_files, files, run_twins, self.recipe.log_format
+            )
+        finally:
+            sandbox.remove()
+            self.timings["twins"] = time.monotonic() - started
+        return result.model_copy(
+            update={
+                "twins": twins, "twin_gaps": gaps, "twin_files": files if twins else {},
+                "twin_base_files": base_files if twins else {},
+            }
+        )  # fmt: skip
 
     def _layout(
         self, sandbox: Sandbox, first: TestRun, names: list[str] | None, rerun: list[str] | None

@@ -31,7 +31,14 @@ from orchestrator.frontends.report.data import (
     triage,
 )
 from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
-from orchestrator.frontends.report.text import caveats, delta_style, signed, tamper_rows
+from orchestrator.frontends.report.text import (
+    caveats,
+    delta_style,
+    signed,
+    tamper_rows,
+    twin_line,
+    twin_rows,
+)
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Reason, Status
 
@@ -269,6 +276,7 @@ def render_html(
                 if row.flaky_count
                 else ""
             ),
+            _twin_note(row, results),
             comparison_html(comparison, local) if comparison else "",
             _config_html(config),
             "<h2>Leaderboard row</h2>",
@@ -279,6 +287,12 @@ def render_html(
             *_labels_html(results, local),
             *_caveats_html(results),
             *_tamper_html(results),
+            *_linked_list(
+                "Twin passed (a FAIL_TO_PASS test's impossible twin passed: the test counted "
+                "as failing)",
+                "twin-passed",
+                twin_rows(results),
+            ),  # fmt: skip
             "<h2>Repositories</h2>",
             _repositories_html(results),
             "<h2>Instances</h2>",
@@ -351,6 +365,12 @@ def _config_html(config: list[tuple[str, str]]) -> str:
         if config
         else ""
     )
+
+
+def _twin_note(row: LeaderboardRow, results: list[InstanceResult]) -> str:
+    """The footnote on the verdicts checked with impossible twins (nothing if none needed)."""
+    line = twin_line(row, results)
+    return f'<p class="muted" id=twins>{esc(line.plain)}</p>' if line is not None else ""
 
 
 def _caveats_html(results: list[InstanceResult]) -> list[str]:

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from orchestrator.frontends.report.validation import twin_coverage
 from orchestrator.grading.evaluation import Evaluation, TestRun
 from orchestrator.grading.twins.check import (
     NO_F2P_PASSED,
@@ -28,6 +29,7 @@ from orchestrator.models import TestStatus as TS
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
 from orchestrator.validation import twins as validation_twins
+from orchestrator.validation.sweep import SweepRecord
 from orchestrator.validation.twins import at_mutated_line, effective_twins, ineffective
 
 FILE = (
@@ -228,3 +230,24 @@ def test_tests_without_an_effective_twin_keep_their_reason(monkeypatch: pytest.M
     assert found == []
     assert gaps[DIV] == "no expected value"
     assert gaps[MUL].startswith("the gold patch passes it (tests/test_calc.py:5:")
+
+
+def test_validation_report_gives_twin_coverage_per_repository() -> None:
+    def rec(iid: str, repo: str, twins: int, gaps: dict[str, str]) -> SweepRecord:
+        return SweepRecord(
+            instance_id=iid, repo=repo, version="1", ok=True, stage="done", twins=twins,
+            twin_gaps=gaps,
+        )  # fmt: skip
+
+    lines = twin_coverage(
+        [
+            rec("a-1", "o/a", 2, {}),
+            rec("a-2", "o/a", 0, {"t": "the gold patch passes it (x.py:3: == 4)"}),
+            rec("b-1", "o/b", 1, {"u": "no expected value"}),
+            rec("c-1", "o/c", 0, {}),  # validated before twins: not counted
+        ]
+    )
+    assert "| o/a | 2 | 1 | 50 % | the gold patch passes it (1) |" in lines
+    assert "| o/b | 1 | 1 | 100 % | – |" in lines
+    assert not any(line.startswith("| o/c") for line in lines)
+    assert twin_coverage([rec("c-1", "o/c", 0, {})]) == []

@@ -302,18 +302,22 @@ class _Runs:
                 return result.model_copy(update={"twin_gaps": gaps})
             base_files, files = read_test_files(sandbox, instance)
 
+            selection = [directives]
+
             def run_twins(test_patch: str) -> list[TestRun]:
-                return [
-                    self._run(
-                        "twins",
-                        sandbox,
-                        directives,
-                        f"validation_twins_output_{n}.txt",
-                        record=False,
+                runs: list[TestRun] = []
+                while len(runs) < RUNS:
+                    output = f"validation_twins_output_{len(runs) + 1}.txt"
+                    run = self._run(
+                        "twins", sandbox, selection[0], output, record=False,
                         test_patch=test_patch,
                     )  # fmt: skip
-                    for n in range(1, RUNS + 1)
-                ]
+                    if selection[0] is not None and not _answers(run, tests):
+                        selection[0] = None  # the selection failed: the whole files from now
+                        runs.clear()
+                        continue
+                    runs.append(run)
+                return runs
 
             twins, gaps = effective_twins(
                 instance, tests, base_files, files, run_twins, self.recipe.log_format

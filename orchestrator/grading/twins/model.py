@@ -10,7 +10,8 @@ class Twin(BaseModel):
     ``[start, end)`` of ``path`` (the file as the test patch leaves it) replaced by
     ``replacement``; ``line`` is that segment's first line (1-based), ``original`` and
     ``mutated`` the line before and after, ``kind`` what was changed (``int``, ``str``,
-    ``list``, ``exception``, ``match``, ...)."""
+    ``list``, ``exception``, ``match``, ...), ``function`` the test function it lives in
+    (``Class.test_x``)."""
 
     test: str
     path: str
@@ -21,6 +22,7 @@ class Twin(BaseModel):
     original: str
     mutated: str
     kind: str
+    function: str = ""
 
 
 class TwinCandidates(BaseModel):

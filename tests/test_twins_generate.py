@@ -305,8 +305,10 @@ def test_a_test_without_a_twin_says_why(name: str, files: dict[str, str], reason
 def test_a_name_assigned_a_literal_once_stands_for_it():
     source = "def test_x():\n    expected = [1, 'a']\n    assert f() == expected\n"
     assert _firsts(source)[0] == "expected = [1, 'b']"
-    twice = "def test_x():\n    e = 1\n    e = 2\n    assert f() == e\n"
-    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": twice})
+    twice = "def test_x():\n    e = 'a'\n    assert f() == e\n    e = 'b'\n    assert g() == e\n"
+    assert _firsts(twice)[:2] == ["e = 'b'", "e = 'c'"]
+    looped = "def test_x():\n    e = 1\n    for e in f():\n        assert g() == e\n"
+    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": looped})
     assert found.missing == {"t/test_x.py::test_x": COMPUTED}
 
 

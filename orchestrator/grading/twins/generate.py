@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from orchestrator.grading.twins.locate import Located, locate, parse_files
 from orchestrator.grading.twins.model import Twin, TwinCandidates
+from orchestrator.grading.twins.params import case_values
 from orchestrator.grading.twins.sites import Edit, Sites, Source
 from orchestrator.models import Instance
 from orchestrator.patches.diff import GIT_STARTS, bare, split_patch
@@ -58,7 +59,7 @@ def _twins(
         source = sources[where.path]
         lines = added.get(where.path, set())
         nth: dict[int, int] = {}
-        for edit in Sites(where.node, source).edits:
+        for edit in Sites(where.node, source, case_values(where.node, name)).edits:
             twin = _twin(name, where, source, edit)
             rank_in_site = nth.get(edit.site, 0)
             nth[edit.site] = rank_in_site + 1

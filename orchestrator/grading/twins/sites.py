@@ -8,8 +8,9 @@ same function gives the expected side. Pure: a tree and its text in, :class:`Edi
 from __future__ import annotations
 
 import ast
+import collections
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from orchestrator.grading.twins import mutate
@@ -40,6 +41,16 @@ _MESSAGE_SECOND = {"assertRaisesMessage", "assertWarnsMessage"}
 _REGEX_MESSAGE_SECOND = {"assertRaisesRegex", "assertRaisesRegexp", "assertWarnsRegex",
                          "assert_raises_regex"}  # fmt: skip
 _NEGATIVE = re.compile(r"Not|not_|False|IsNone|True|_no_|Raises|Warns|raises|warns|Logs|NoLogs")
+_FIRST_PATTERNS = {"fnmatch_lines", "re_match_lines", "fnmatch_lines_random",
+                   "re_match_lines_random"}  # fmt: skip
+# keywords of a helper's call that give what it checks against (``assert_outcomes(passed=1)``,
+# pylint's ``_runtest(args, code=0)``)
+_EXPECTED_KEYWORD = re.compile(
+    r"^(expected\w*|\w*_expected|code|exit_code|returncode|ret|status_code|passed|failed|"
+    r"errors|error|skipped|xfailed|xpassed|warnings|deselected|count)$"
+)
+# a name that says it holds the expected value
+_EXPECTED_NAME = re.compile(r"expect|^exp(_|$)|want|desired|correct|^ref|answer|^should", re.I)
 _REGEX_FUNCS = {"search", "match", "fullmatch", "findall"}
 _CONSTRUCTORS = {"set", "frozenset", "tuple", "list", "dict"}
 
@@ -61,12 +72,22 @@ class Edit:
 class Sites:
     """The candidate edits of one test function (and the functions it defines inside)."""
 
-    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef, source: Source) -> None:
+    def __init__(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, source: Source,
+        parameters: Mapping[str, ast.expr] | None = None,
+    ) -> None:  # fmt: skip
+        """``parameters``: the values the test's parametrization gives parameters (only
+        those the body reads once: in the assertion, not as an input)."""
         self.function = function
         self.source = source
         self.edits: list[Edit] = []
         self._site = 0
-        self._assigned = _single_assignments(function)
+        self._names = _Assignments(function)
+        reads = collections.Counter(
+            n.id for n in _walk_body(function) if isinstance(n, ast.Name)
+        )  # fmt: skip
+        self._parameters = {k: v for k, v in (parameters or {}).items() if reads[k] == 1}
+        self._compared_only = _compared_only(function)
         for node in _walk_body(function):
             self._visit(node)
 
@@ -76,6 +97,15 @@ class Sites:
             self._assertion(node.test)
         elif isinstance(node, ast.Call):
             self._call(node)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            # a helper called for its checks: its keywords that name an expected value
+            for keyword in node.value.keywords:
+                if (
+                    keyword.arg
+                    and _EXPECTED_KEYWORD.match(keyword.arg)
+                    and not _is_bool(keyword.value)
+                ):
+                    self._value(self._resolved(keyword.value), tier=2)
 
     def _assertion(self, test: ast.expr) -> None:
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
@@ -88,15 +118,32 @@ class Sites:
                 self._expected_of_pair(left, right)
             elif isinstance(op, ast.Is) and _is_bool(right):
                 self._value(right, tier=0)
+            elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
+                self._add([(right, "False")], kind="none", tier=2)
             elif isinstance(op, ast.In):
-                self._value(left, tier=0, in_check=True)
+                self._value(self._resolved(left), tier=0, in_check=True)
             return
         if isinstance(test, ast.Call) and not _negated(test):
-            name = _call_name(test)
-            regex = name in _REGEX_FUNCS
-            for arg in test.args:
-                if _tier(arg) == 0 and not _is_bool(arg):
-                    self._value(arg, tier=2, regex=regex, in_check=True)
+            self._truthy_call(test)
+
+    def _truthy_call(self, test: ast.Call) -> None:
+        """``assert isinstance(x, T)``, ``assert a.equals(b)``, ``assert s.startswith('x')``,
+        ``assert re.search(r'...', s)``."""
+        name = _call_name(test)
+        if name == "isinstance" and len(test.args) == 2:
+            kind = test.args[1]
+            if isinstance(kind, ast.Name | ast.Attribute):
+                other = "bytes" if ast.unparse(kind) == "str" else "str"
+                self._add([(kind, other)], kind="class", tier=2)
+            return
+        if name == "equals" and isinstance(test.func, ast.Attribute) and len(test.args) == 1:
+            self._expected_of_pair(test.func.value, test.args[0])
+            return
+        regex = name in _REGEX_FUNCS
+        for arg in test.args:
+            arg = self._resolved(arg)
+            if _tier(arg) == 0 and not _is_bool(arg):
+                self._value(arg, tier=2, regex=regex, in_check=True)
 
     def _expected_of_pair(self, left: ast.expr, right: ast.expr) -> None:
         """The expected one of two compared values: the more literal, the right on a tie; a
@@ -111,8 +158,28 @@ class Sites:
             self._value(right, tier=2)
 
     def _resolved(self, node: ast.expr) -> ast.expr:
-        if isinstance(node, ast.Name) and node.id in self._assigned:
-            return self._assigned[node.id]
+        """What stands for a name: the parametrization's value of a parameter the body reads
+        once; the literal the last assignment before this use gives it (``expected = [...]``;
+        a value built with calls only for a name that says it is the expected one); for
+        ``expected.strip()``, the literal of ``expected``."""
+        root = node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            root = node.func.value
+        if not isinstance(root, ast.Name):
+            return node
+        if root.id in self._parameters:
+            return self._parameters[root.id] if root is node else node
+        value = self._names.before(root)
+        if value is None:
+            return node
+        tier = _tier(value)
+        compared_only = root.id in self._compared_only or _EXPECTED_NAME.search(root.id)
+        if tier == 0 or (tier <= 2 and root is node and compared_only):
+            return value
         return node
 
     def _call(self, call: ast.Call) -> None:
@@ -130,14 +197,24 @@ class Sites:
         elif name in _SECOND and len(args) >= 2:
             self._value(args[1], tier=_literal_tier(args[1]), regex=name in _REGEX_SECOND,
                         in_check=True)  # fmt: skip
+        elif name in _FIRST_PATTERNS and args:
+            self._value(args[0], tier=_literal_tier(args[0]), regex=True, in_check=True)
         elif name in _FIRST_COUNT and args:
             self._value(args[0], tier=_literal_tier(args[0]))
         elif _TWO_VALUES.match(name) and len(args) >= 2:
             self._expected_of_pair(args[0], args[1])
         elif name.lower().startswith(("assert", "check")) and not _NEGATIVE.search(name):
-            literal = [arg for arg in args if _tier(arg) <= 1]
-            for arg in reversed(literal[-2:]):
-                self._value(arg, tier=2)
+            self._helper(call, args)
+
+    def _helper(self, call: ast.Call, args: list[ast.expr]) -> None:
+        """A project's own assertion helper: its expected values come after the value it
+        checks (``assert_node(node, [nodes.paragraph, 'text'], refdomain='py')``)."""
+        values = [arg for arg in args[1:] if _tier(arg) <= 2] if len(args) > 1 else args
+        for arg in reversed(values[-2:]):
+            self._value(arg, tier=2)
+        for keyword in call.keywords:
+            if keyword.arg and _tier(keyword.value) <= 1:
+                self._value(self._resolved(keyword.value), tier=2)
 
     def _raises(self, call: ast.Call, name: str) -> None:
         message: ast.expr | None = None
@@ -267,35 +344,65 @@ def _preorder(node: ast.AST) -> Iterator[ast.AST]:
         yield from _preorder(child)
 
 
-def _single_assignments(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
-    """The names the function assigns exactly once, to a literal value (``expected = [...]``),
-    and that are neither its parameters nor loop variables."""
-    counts: dict[str, int] = {}
-    values: dict[str, ast.expr] = {}
+class _Assignments:
+    """The plain assignments of a function (``name = value``), to read the last one before a
+    use; a name that is also bound otherwise (parameter, loop, ``with``, unpacking,
+    augmented assignment) has none."""
+
+    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.values: dict[str, list[tuple[tuple[int, int], ast.expr]]] = {}
+        blocked: set[str] = set()
+        for node in _walk_body(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    where = (node.lineno, node.col_offset)
+                    self.values.setdefault(target.id, []).append((where, node.value))
+                    continue
+            for bound in _bound_names(node):
+                blocked.add(bound)
+        arguments = function.args
+        blocked.update(a.arg for a in [*arguments.posonlyargs, *arguments.args,
+                                       *arguments.kwonlyargs])  # fmt: skip
+        for name in blocked:
+            self.values.pop(name, None)
+
+    def before(self, use: ast.Name) -> ast.expr | None:
+        where = (use.lineno, use.col_offset)
+        earlier = [value for at, value in self.values.get(use.id, []) if at < where]
+        return earlier[-1] if earlier else None
+
+
+def _compared_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names the function reads only as a compared value (``assert f(m) == hnf``,
+    ``assert_equal(hnf, f(m))``): what they hold is an expected value, not an input."""
+    compared: set[int] = set()
     for node in _walk_body(function):
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            targets, value = [node.target], None
-        elif isinstance(node, ast.For | ast.comprehension | ast.With | ast.NamedExpr):
-            targets = [node.target] if not isinstance(node, ast.With) else [
-                item.optional_vars for item in node.items if item.optional_vars is not None
-            ]  # fmt: skip
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    counts[name.id] = counts.get(name.id, 0) + 1
-                    if value is not None and name is target:
-                        values[name.id] = value
-    arguments = function.args
-    params = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
-    return {
-        name: value
-        for name, value in values.items()
-        if counts[name] == 1 and name not in params and _tier(value) <= 1
-    }
+        if isinstance(node, ast.Compare):
+            compared.update(id(side) for side in [node.left, *node.comparators])
+        elif isinstance(node, ast.Call) and (_call_name(node) or "").lower().startswith("assert"):
+            compared.update(id(arg) for arg in node.args)
+    reads: dict[str, bool] = {}
+    for node in _walk_body(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads[node.id] = reads.get(node.id, True) and id(node) in compared
+    return {name for name, only in reads.items() if only}
+
+
+def _bound_names(node: ast.AST) -> Iterator[str]:
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        targets = [node.target]
+    elif isinstance(node, ast.comprehension | ast.NamedExpr):
+        targets = [node.target]
+    elif isinstance(node, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    for target in targets:
+        for name in ast.walk(target):
+            if isinstance(name, ast.Name):
+                yield name.id
 
 
 def _call_name(call: ast.Call) -> str | None:
@@ -338,11 +445,12 @@ def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, 
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         return _tier(node.operand)
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        return max((_tier(e) for e in node.elts), default=0)
+        return _symbolic_tier(node, max((_tier(e) for e in node.elts), default=0))
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             return 3
-        return max((_tier(e) for e in [*node.keys, *node.values] if e is not None), default=0)
+        parts = [e for e in [*node.keys, *node.values] if e is not None]
+        return _symbolic_tier(node, max((_tier(e) for e in parts), default=0))
     if isinstance(node, ast.Call) and _dotted(node.func):
         if _call_name(node) in _CONSTRUCTORS and not node.args:
             return 0
@@ -350,13 +458,19 @@ def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, 
         if not parts:
             return 3
         inner = max(_tier(p) for p in parts)
-        return 1 if inner <= 1 else inner
+        return 1 if inner <= 1 else _symbolic_tier(node, inner)
     if isinstance(node, ast.BinOp):
         inner = max(_tier(node.left), _tier(node.right))
         return 1 if inner <= 1 else 2 if _has_constant(node) else 3
     if isinstance(node, ast.Name | ast.Attribute):
         return 3
     return 3 if not _has_constant(node) or not _symbolic(node) else 2
+
+
+def _symbolic_tier(node: ast.expr, inner: int) -> int:
+    if inner < 3:
+        return inner
+    return 2 if _has_constant(node) and _symbolic(node) else 3
 
 
 def _dotted(node: ast.expr) -> bool:
@@ -381,10 +495,14 @@ def _symbolic(node: ast.AST) -> bool:
 
 def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]]:
     """The constants of an expected value that an edit may change, in source order: not
-    ``None``, not a keyword argument's value (``evaluate=False``, ``dtype='i8'``)."""
+    ``None``, not a keyword argument's scalar value (``evaluate=False``, ``dtype='i8'``)."""
     skip: set[int] = set()
     for inner in ast.walk(node):
-        if isinstance(inner, ast.keyword):
+        if (
+            isinstance(inner, ast.keyword)
+            and _tier(inner.value) == 0
+            and not isinstance(inner.value, ast.List | ast.Tuple | ast.Set | ast.Dict)
+        ):  # an option (``evaluate=False``, ``dtype='i8'``), not data (``coords={...}``)
             skip.update(id(n) for n in ast.walk(inner.value))
         if isinstance(inner, ast.JoinedStr):
             skip.update(id(n) for n in ast.walk(inner) if n is not inner)

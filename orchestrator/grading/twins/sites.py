@@ -1,0 +1,519 @@
+"""Where a test function states an expected value, and the edits that change it: the literal
+side of ``assert a == b`` (the right one when both are), the substring of ``assert 'x' in
+out``, the expected argument of unittest's, numpy's, xarray's, django's and the projects'
+own ``assert*`` helpers, the class and the message of ``pytest.raises`` / ``raises`` /
+``assertRaises*`` / ``pytest.warns``, a literal that an ``expected = ...`` assignment in the
+same function gives the expected side. Pure: a tree and its text in, :class:`Edit` out."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from orchestrator.grading.twins import mutate
+
+# the assertion helpers whose arguments are (actual, expected[, ...]) or (expected, actual):
+# only the first two arguments are values, the rest are messages or tolerances
+_TWO_VALUES = re.compile(
+    r"^(assert(Equals?|AlmostEquals?|ListEqual|TupleEqual|SetEqual|DictEqual|CountEqual|"
+    r"ItemsEqual|SequenceEqual|MultiLineEqual|HTMLEqual|XMLEqual|JSONEqual|XMLNotEqual_|"
+    r"QuerysetEqual|QuerySetEqual|Is|Greater|Less|GreaterEqual|LessEqual|DictContainsSubset)|"
+    r"assert_(equal|array_equal|allclose|almost_equal|array_almost_equal|"
+    r"array_almost_equal_nulp|approx_equal|identical|equal_nan|series_equal|frame_equal|"
+    r"index_equal|quantity_allclose|duckarray_equal|duckarray_allclose|array_less|"
+    r"array_max_ulp|string_equal|extension_array_equal)|eq_|assert_eq)$"
+)
+# (member, container): the member is the expected value
+_MEMBER_FIRST = {"assertIn", "assertInHTML"}
+# (response-or-text, expected, ...)
+_SECOND = {"assertContains", "assertRegex", "assertRegexpMatches", "assertRedirects",
+           "assertTemplateUsed", "assertFormError", "assertFormsetError", "assertStartsWith",
+           "assertEndsWith"}  # fmt: skip
+_REGEX_SECOND = {"assertRegex", "assertRegexpMatches"}
+_FIRST_COUNT = {"assertNumQueries"}
+_RAISES = {"raises", "assertRaises", "assert_raises", "warns", "assertWarns", "assert_warns",
+           "assertRaisesMessage", "assertRaisesRegex", "assertRaisesRegexp", "assertWarnsMessage",
+           "assertWarnsRegex", "assert_raises_regex"}  # fmt: skip
+_MESSAGE_SECOND = {"assertRaisesMessage", "assertWarnsMessage"}
+_REGEX_MESSAGE_SECOND = {"assertRaisesRegex", "assertRaisesRegexp", "assertWarnsRegex",
+                         "assert_raises_regex"}  # fmt: skip
+_NEGATIVE = re.compile(r"Not|not_|False|IsNone|True|_no_|Raises|Warns|raises|warns|Logs|NoLogs")
+_FIRST_PATTERNS = {"fnmatch_lines", "re_match_lines", "fnmatch_lines_random",
+                   "re_match_lines_random"}  # fmt: skip
+# keywords of a helper's call that give what it checks against (``assert_outcomes(passed=1)``,
+# pylint's ``_runtest(args, code=0)``)
+_EXPECTED_KEYWORD = re.compile(
+    r"^(expected\w*|\w*_expected|code|exit_code|returncode|ret|status_code|passed|failed|"
+    r"errors|error|skipped|xfailed|xpassed|warnings|deselected|count)$"
+)
+# a name that says it holds the expected value
+_EXPECTED_NAME = re.compile(r"expect|^exp(_|$)|want|desired|correct|^ref|answer|^should", re.I)
+_REGEX_FUNCS = {"search", "match", "fullmatch", "findall"}
+_CONSTRUCTORS = {"set", "frozenset", "tuple", "list", "dict"}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One candidate change: the node's source segment becomes ``text``; ``tier`` orders the
+    kinds of site (0: a literal expected side, 1: an exception or its message, 2: a
+    constant inside a computed expected expression), ``site`` groups the edits of one
+    assertion."""
+
+    node: ast.AST
+    text: str
+    kind: str
+    tier: int
+    site: int
+
+
+class Sites:
+    """The candidate edits of one test function (and the functions it defines inside)."""
+
+    def __init__(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, source: Source,
+        parameters: Mapping[str, ast.expr] | None = None,
+    ) -> None:  # fmt: skip
+        """``parameters``: the values the test's parametrization gives parameters (only
+        those the body reads once: in the assertion, not as an input)."""
+        self.function = function
+        self.source = source
+        self.edits: list[Edit] = []
+        self._site = 0
+        self._names = _Assignments(function)
+        reads = collections.Counter(
+            n.id for n in _walk_body(function) if isinstance(n, ast.Name)
+        )  # fmt: skip
+        self._parameters = {k: v for k, v in (parameters or {}).items() if reads[k] == 1}
+        self._compared_only = _compared_only(function)
+        for node in _walk_body(function):
+            self._visit(node)
+
+    # ------------------------------------------------------------------ visiting
+    def _visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assert):
+            self._assertion(node.test)
+        elif isinstance(node, ast.Call):
+            self._call(node)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            # a helper called for its checks: its keywords that name an expected value
+            for keyword in node.value.keywords:
+                if (
+                    keyword.arg
+                    and _EXPECTED_KEYWORD.match(keyword.arg)
+                    and not _is_bool(keyword.value)
+                ):
+                    self._value(self._resolved(keyword.value), tier=2)
+
+    def _assertion(self, test: ast.expr) -> None:
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            for value in test.values:
+                self._assertion(value)
+            return
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            if isinstance(op, ast.Eq):
+                self._expected_of_pair(left, right)
+            elif isinstance(op, ast.Is) and _is_bool(right):
+                self._value(right, tier=0)
+            elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
+                self._add([(right, "False")], kind="none", tier=2)
+            elif isinstance(op, ast.In):
+                self._value(self._resolved(left), tier=0, in_check=True)
+            return
+        if isinstance(test, ast.Call) and not _negated(test):
+            self._truthy_call(test)
+
+    def _truthy_call(self, test: ast.Call) -> None:
+        """``assert isinstance(x, T)``, ``assert a.equals(b)``, ``assert s.startswith('x')``,
+        ``assert re.search(r'...', s)``."""
+        name = _call_name(test)
+        if name == "isinstance" and len(test.args) == 2:
+            kind = test.args[1]
+            if isinstance(kind, ast.Name | ast.Attribute):
+                other = "bytes" if ast.unparse(kind) == "str" else "str"
+                self._add([(kind, other)], kind="class", tier=2)
+            return
+        if name == "equals" and isinstance(test.func, ast.Attribute) and len(test.args) == 1:
+            self._expected_of_pair(test.func.value, test.args[0])
+            return
+        regex = name in _REGEX_FUNCS
+        for arg in test.args:
+            arg = self._resolved(arg)
+            if _tier(arg) == 0 and not _is_bool(arg):
+                self._value(arg, tier=2, regex=regex, in_check=True)
+
+    def _expected_of_pair(self, left: ast.expr, right: ast.expr) -> None:
+        """The expected one of two compared values: the more literal, the right on a tie; a
+        name assigned a literal once in the function stands for that literal."""
+        left, right = self._resolved(left), self._resolved(right)
+        tl, tr = _tier(left), _tier(right)
+        if tr <= 1 and tr <= tl:
+            self._value(right, tier=tr)
+        elif tl <= 1:
+            self._value(left, tier=tl)
+        elif tr == 2:
+            self._value(right, tier=2)
+
+    def _resolved(self, node: ast.expr) -> ast.expr:
+        """What stands for a name: the parametrization's value of a parameter the body reads
+        once; the literal the last assignment before this use gives it (``expected = [...]``;
+        a value built with calls only for a name that says it is the expected one); for
+        ``expected.strip()``, the literal of ``expected``."""
+        root = node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            root = node.func.value
+        if not isinstance(root, ast.Name):
+            return node
+        if root.id in self._parameters:
+            return self._parameters[root.id] if root is node else node
+        value = self._names.before(root)
+        if value is None:
+            return node
+        tier = _tier(value)
+        compared_only = root.id in self._compared_only or _EXPECTED_NAME.search(root.id)
+        if tier == 0 or (tier <= 2 and root is node and compared_only):
+            return value
+        return node
+
+    def _call(self, call: ast.Call) -> None:
+        name = _call_name(call)
+        if name is None:
+            return
+        if name in _RAISES:
+            self._raises(call, name)
+            return
+        args = [self._resolved(arg) for arg in call.args]
+        if name in ("assertTrue", "assert_") and args:
+            self._assertion(args[0])
+        elif name in _MEMBER_FIRST and args:
+            self._value(args[0], tier=_literal_tier(args[0]), in_check=True)
+        elif name in _SECOND and len(args) >= 2:
+            self._value(args[1], tier=_literal_tier(args[1]), regex=name in _REGEX_SECOND,
+                        in_check=True)  # fmt: skip
+        elif name in _FIRST_PATTERNS and args:
+            self._value(args[0], tier=_literal_tier(args[0]), regex=True, in_check=True)
+        elif name in _FIRST_COUNT and args:
+            self._value(args[0], tier=_literal_tier(args[0]))
+        elif _TWO_VALUES.match(name) and len(args) >= 2:
+            self._expected_of_pair(args[0], args[1])
+        elif name.lower().startswith(("assert", "check")) and not _NEGATIVE.search(name):
+            self._helper(call, args)
+
+    def _helper(self, call: ast.Call, args: list[ast.expr]) -> None:
+        """A project's own assertion helper: its expected values come after the value it
+        checks (``assert_node(node, [nodes.paragraph, 'text'], refdomain='py')``)."""
+        values = [arg for arg in args[1:] if _tier(arg) <= 2] if len(args) > 1 else args
+        for arg in reversed(values[-2:]):
+            self._value(arg, tier=2)
+        for keyword in call.keywords:
+            if keyword.arg and _tier(keyword.value) <= 1:
+                self._value(self._resolved(keyword.value), tier=2)
+
+    def _raises(self, call: ast.Call, name: str) -> None:
+        message: ast.expr | None = None
+        regex = True
+        for keyword in call.keywords:
+            if keyword.arg in ("match", "expected_regex", "expected_message"):
+                message = keyword.value
+        if name in _MESSAGE_SECOND | _REGEX_MESSAGE_SECOND and len(call.args) >= 2:
+            message, regex = call.args[1], name not in _MESSAGE_SECOND
+        if message is not None and _is_string(message):
+            self._value(message, tier=1, regex=regex, in_check=True, kind="match")
+        if call.args:
+            self._exception(call.args[0])
+
+    def _exception(self, node: ast.expr) -> None:
+        if isinstance(node, ast.Name):
+            last = node.id
+        elif isinstance(node, ast.Attribute):
+            last = node.attr
+        else:
+            return
+        texts = mutate.exception_names(last)
+        self._add([(node, text) for text in texts], kind="exception", tier=1)
+
+    # ------------------------------------------------------------------ values
+    def _value(
+        self, node: ast.expr, *, tier: int, regex: bool = False, in_check: bool = False,
+        kind: str | None = None,
+    ) -> None:  # fmt: skip
+        """The edits of one expected value: each of its constants changed (the last one
+        first: the tail of a list, the value of the last key), a list or tuple one element
+        longer, an empty container given an element."""
+        edits: list[tuple[ast.AST, str, str]] = []
+        if (empty := mutate.empty_container_texts(self.source.segment(node))) and not in_check:
+            edits.extend((node, text, "container") for text in empty)
+        leaves = list(_leaves(node))
+        order = leaves[::-1] if len(leaves) <= 2 else [leaves[-1], leaves[0], *leaves[1:-1][::-1]]
+        for leaf, leaf_kind in order:
+            for text in self._leaf_texts(leaf, regex=regex):
+                edits.append((leaf, text, kind or leaf_kind))
+        if isinstance(node, ast.List | ast.Tuple) and node.elts and not in_check:
+            last = node.elts[-1]
+            if not isinstance(last, ast.Starred):
+                edits.append((last, f"{self.source.segment(last)}, {self.source.segment(last)}",
+                              "longer"))  # fmt: skip
+        if not edits and isinstance(node, ast.Constant) and node.value is None and not in_check:
+            edits.append((node, "0", "none"))
+        # the first text of each leaf first, the second texts after them
+        seen: set[int] = set()
+        firsts: list[tuple[ast.AST, str, str]] = []
+        rest: list[tuple[ast.AST, str, str]] = []
+        for edit in edits:
+            (rest if id(edit[0]) in seen else firsts).append(edit)
+            seen.add(id(edit[0]))
+        self._add([(n, t) for n, t, _ in firsts + rest], kinds=[k for _, _, k in firsts + rest],
+                  tier=tier)  # fmt: skip
+
+    def _leaf_texts(self, leaf: ast.Constant | ast.JoinedStr, *, regex: bool) -> list[str]:
+        text = self.source.segment(leaf)
+        if isinstance(leaf, ast.JoinedStr):
+            return mutate.string_texts(text, regex=regex)
+        value = leaf.value
+        if isinstance(value, bool):
+            return mutate.bool_texts(text)
+        if isinstance(value, str | bytes):
+            return mutate.string_texts(text, regex=regex)
+        if isinstance(value, int | float | complex):
+            return mutate.number_texts(text, value)
+        return []
+
+    def _add(
+        self, pairs: list[tuple[ast.AST, str]], *, tier: int, kind: str = "",
+        kinds: list[str] | None = None,
+    ) -> None:  # fmt: skip
+        if not pairs:
+            return
+        for i, (node, text) in enumerate(pairs):
+            self.edits.append(Edit(node, text, kinds[i] if kinds else kind, tier, self._site))
+        self._site += 1
+
+
+class Source:
+    """A file's text with character offsets for ast positions (which count UTF-8 bytes)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0]
+        self.lines = re.split(r"\r\n|\r|\n", text)
+        for line, ending in zip(self.lines, re.findall(r"\r\n|\r|\n", text), strict=False):
+            self.starts.append(self.starts[-1] + len(line) + len(ending))
+
+    def offset(self, lineno: int, col: int) -> int:
+        line = self.lines[lineno - 1]
+        chars = col if line.isascii() else len(line.encode()[:col].decode(errors="replace"))
+        return self.starts[lineno - 1] + chars
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return start, end
+
+    def segment(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def line_of(self, offset: int) -> int:
+        low, high = 0, len(self.starts) - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.starts[mid] <= offset:
+                low = mid
+            else:
+                high = mid - 1
+        return low + 1
+
+
+# ---------------------------------------------------------------------- helpers
+def _walk_body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """Every node of the function's body in source order (not its decorators or defaults)."""
+    for statement in function.body:
+        yield from _preorder(statement)
+
+
+def _preorder(node: ast.AST) -> Iterator[ast.AST]:
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _preorder(child)
+
+
+class _Assignments:
+    """The plain assignments of a function (``name = value``), to read the last one before a
+    use; a name that is also bound otherwise (parameter, loop, ``with``, unpacking,
+    augmented assignment) has none."""
+
+    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.values: dict[str, list[tuple[tuple[int, int], ast.expr]]] = {}
+        blocked: set[str] = set()
+        for node in _walk_body(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    where = (node.lineno, node.col_offset)
+                    self.values.setdefault(target.id, []).append((where, node.value))
+                    continue
+            for bound in _bound_names(node):
+                blocked.add(bound)
+        arguments = function.args
+        blocked.update(a.arg for a in [*arguments.posonlyargs, *arguments.args,
+                                       *arguments.kwonlyargs])  # fmt: skip
+        for name in blocked:
+            self.values.pop(name, None)
+
+    def before(self, use: ast.Name) -> ast.expr | None:
+        where = (use.lineno, use.col_offset)
+        earlier = [value for at, value in self.values.get(use.id, []) if at < where]
+        return earlier[-1] if earlier else None
+
+
+def _compared_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names the function reads only as a compared value (``assert f(m) == hnf``,
+    ``assert_equal(hnf, f(m))``): what they hold is an expected value, not an input."""
+    compared: set[int] = set()
+    for node in _walk_body(function):
+        if isinstance(node, ast.Compare):
+            compared.update(id(side) for side in [node.left, *node.comparators])
+        elif isinstance(node, ast.Call) and (_call_name(node) or "").lower().startswith("assert"):
+            compared.update(id(arg) for arg in node.args)
+    reads: dict[str, bool] = {}
+    for node in _walk_body(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads[node.id] = reads.get(node.id, True) and id(node) in compared
+    return {name for name, only in reads.items() if only}
+
+
+def _bound_names(node: ast.AST) -> Iterator[str]:
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        targets = [node.target]
+    elif isinstance(node, ast.comprehension | ast.NamedExpr):
+        targets = [node.target]
+    elif isinstance(node, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    for target in targets:
+        for name in ast.walk(target):
+            if isinstance(name, ast.Name):
+                yield name.id
+
+
+def _call_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _negated(call: ast.Call) -> bool:
+    name = _call_name(call) or ""
+    return bool(re.match(r"(not_|is_not|isnot|no_)", name))
+
+
+def _is_bool(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def _is_string(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str | bytes)
+    return isinstance(node, ast.JoinedStr)
+
+
+def _literal_tier(node: ast.expr) -> int:
+    return min(_tier(node), 2)
+
+
+def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, a table
+    """0: constants and containers of constants (``-1``, ``[1, 'a']``, f-strings); 1: the
+    same built with calls (``S(3)``, ``np.array([1, 2])``, ``pytest.approx(1.5)``) or
+    operators; 2: an expression with names and at least one constant (``x**2 + 1``); 3:
+    nothing to change (a bare name, a call without constants)."""
+    if isinstance(node, ast.Constant):
+        return 0
+    if isinstance(node, ast.JoinedStr):
+        return 0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _tier(node.operand)
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return _symbolic_tier(node, max((_tier(e) for e in node.elts), default=0))
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            return 3
+        parts = [e for e in [*node.keys, *node.values] if e is not None]
+        return _symbolic_tier(node, max((_tier(e) for e in parts), default=0))
+    if isinstance(node, ast.Call) and _dotted(node.func):
+        if _call_name(node) in _CONSTRUCTORS and not node.args:
+            return 0
+        parts = [*node.args, *(k.value for k in node.keywords)]
+        if not parts:
+            return 3
+        inner = max(_tier(p) for p in parts)
+        return 1 if inner <= 1 else _symbolic_tier(node, inner)
+    if isinstance(node, ast.BinOp):
+        inner = max(_tier(node.left), _tier(node.right))
+        return 1 if inner <= 1 else 2 if _has_constant(node) else 3
+    if isinstance(node, ast.Name | ast.Attribute):
+        return 3
+    return 3 if not _has_constant(node) or not _symbolic(node) else 2
+
+
+def _symbolic_tier(node: ast.expr, inner: int) -> int:
+    if inner < 3:
+        return inner
+    return 2 if _has_constant(node) and _symbolic(node) else 3
+
+
+def _dotted(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _has_constant(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Constant) and n.value is not None for n in ast.walk(node))
+
+
+def _symbolic(node: ast.AST) -> bool:
+    """Built of names, constants, operators, containers and calls only (``x**2 + 1``,
+    ``Matrix([[1, x]])``): no subscripts, lambdas, comprehensions or attribute reads of
+    computed values."""
+    allowed = (ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Call,
+               ast.List, ast.Tuple, ast.Set, ast.Dict, ast.keyword, ast.operator, ast.unaryop,
+               ast.expr_context, ast.Starred)  # fmt: skip
+    return all(isinstance(n, allowed) for n in ast.walk(node))
+
+
+def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]]:
+    """The constants of an expected value that an edit may change, in source order: not
+    ``None``, not a keyword argument's scalar value (``evaluate=False``, ``dtype='i8'``)."""
+    skip: set[int] = set()
+    for inner in ast.walk(node):
+        if (
+            isinstance(inner, ast.keyword)
+            and _tier(inner.value) == 0
+            and not isinstance(inner.value, ast.List | ast.Tuple | ast.Set | ast.Dict)
+        ):  # an option (``evaluate=False``, ``dtype='i8'``), not data (``coords={...}``)
+            skip.update(id(n) for n in ast.walk(inner.value))
+        if isinstance(inner, ast.JoinedStr):
+            skip.update(id(n) for n in ast.walk(inner) if n is not inner)
+    found: list[ast.Constant | ast.JoinedStr] = []
+    for inner in ast.walk(node):
+        if id(inner) in skip:
+            continue
+        if isinstance(inner, ast.JoinedStr):
+            found.append(inner)
+        elif isinstance(inner, ast.Constant) and inner.value is not None and inner.value is not ...:
+            found.append(inner)
+    found.sort(key=lambda n: (n.lineno, n.col_offset))
+    for leaf in found:
+        yield leaf, "str" if isinstance(leaf, ast.JoinedStr) else type(leaf.value).__name__

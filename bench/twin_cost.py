@@ -1,13 +1,14 @@
 """What the impossible twins cost: grading with and without the twin run, validation with and
 without finding the effective twins, from one run.
 
-A result's ``timings`` hold the graded run's grading (``grading``: apply, reinstall, tests,
-flaky re-runs) and the twin run apart (``twins``: a fresh container, the same grading with the
-twin test patch); the validation record of each instance image holds its phases (``base``,
-``gold``, ..., ``twins``). Per instance: grading seconds, twin seconds, their ratio
-``(grading + twins) / grading``, validation seconds without and with the twins phase, and the
-twin check (checked, twins used, passed, why not). Then the sums over the instances whose
-verdict was twin-checked (the ones that need it) and over all.
+A result's ``timings`` hold the whole of grading (``grading``), the twin run's own seconds
+(``twins``: a fresh container, the same grading with the twin test patch, beside the graded
+run) and what grading waited for it after its own runs (``twins_wait``): grading without the
+twins took ``grading - twins_wait``. The validation record of each instance image holds its
+phases (``base``, ``gold``, ..., ``twins``). Per instance: grading without and with the
+twins, their ratio, the twin run's seconds (the extra CPU), validation seconds without and
+with the twins phase, and the twin check (checked, twins used, passed, why not). Then the
+sums over the instances whose verdict was twin-checked (the ones that need it) and over all.
 
 Run (after ``swe-green run --predictions gold`` with validation on):
 ``python bench/twin_cost.py RUN_DIR [--data-dir DIR]`` (``--data-dir``: where the validation
@@ -58,8 +59,9 @@ def rows(run_dir: Path, data_dir: Path | None) -> list[dict[str, Any]]:
     out = []
     for path in sorted(run_dir.glob("instances/*/result.json")):
         result = InstanceResult.model_validate_json(path.read_text())
-        grading = result.timings.get("grading", 0.0)
+        grading = result.timings.get("grading", 0.0) - result.timings.get("twins_wait", 0.0)
         twins = result.timings.get("twins", 0.0)
+        wait = result.timings.get("twins_wait", 0.0)
         validation = _validation_of(result.instance_id, records)
         check = result.twin_check
         out.append(
@@ -68,8 +70,9 @@ def rows(run_dir: Path, data_dir: Path | None) -> list[dict[str, Any]]:
                 "status": result.status.value,
                 "reason": result.reason.value,
                 "grading": round(grading, 1),
+                "with_twins": round(grading + wait, 1),
                 "twins": round(twins, 1),
-                "ratio": round((grading + twins) / grading, 3) if grading else None,
+                "ratio": round((grading + wait) / grading, 3) if grading else None,
                 "validation_without": round(
                     sum(v for k, v in validation.items() if k != "twins"), 1
                 ),
@@ -85,14 +88,16 @@ def rows(run_dir: Path, data_dir: Path | None) -> list[dict[str, Any]]:
 
 def _sums(selected: list[dict[str, Any]], label: str) -> str:
     grading = sum(r["grading"] for r in selected)
+    with_twins = sum(r["with_twins"] for r in selected)
     twins = sum(r["twins"] for r in selected)
     without = sum(r["validation_without"] for r in selected)
     found = sum(r["validation_twins"] for r in selected)
-    ratio = f"{(grading + twins) / grading:.3f}x" if grading else "-"
+    ratio = f"{with_twins / grading:.3f}x" if grading else "-"
     vratio = f"{(without + found) / without:.3f}x" if without else "-"
     return (
-        f"{label} ({len(selected)}): grading {grading:.1f} s, with twins {grading + twins:.1f} s "
-        f"({ratio}); validation {without:.1f} s, with twins {without + found:.1f} s ({vratio})"
+        f"{label} ({len(selected)}): grading {grading:.1f} s, with twins {with_twins:.1f} s "
+        f"({ratio}; the twin runs {twins:.1f} s beside); validation {without:.1f} s, with "
+        f"twins {without + found:.1f} s ({vratio})"
     )
 
 
@@ -102,7 +107,8 @@ def _smoke(directory: Path) -> tuple[Path, Path]:
                         original="== 1", mutated="== 2")])  # fmt: skip
     for name, twins, check in (("a__a-1", 2.0, checked), ("b__b-1", 0.0, TwinCheck())):
         result = InstanceResult(
-            instance_id=name, status=Status.RESOLVED, timings={"grading": 10.0, "twins": twins},
+            instance_id=name, status=Status.RESOLVED,
+            timings={"grading": 10.0 + twins, "twins": 2 * twins, "twins_wait": twins},
             twin_check=check,
         )  # fmt: skip
         (directory / "instances" / name).mkdir(parents=True)
@@ -125,6 +131,7 @@ def main() -> None:
             run_dir, data_dir = _smoke(Path(tmp))
             table = rows(run_dir, data_dir)
             assert [r["ratio"] for r in table] == [1.2, 1.0], table
+            assert [r["twins"] for r in table] == [4.0, 0.0], table
             assert table[0]["validation_without"] == 8.0, table
             _print(table)
         return
@@ -138,11 +145,13 @@ def main() -> None:
 
 
 def _print(table: list[dict[str, Any]]) -> None:
-    head = ("instance", "status", "grading", "twins", "ratio", "val", "val+twins", "checked")
+    head = ("instance", "status", "grading", "+twins", "ratio", "twin run", "val", "val+twins",
+            "checked")  # fmt: skip
     print("  ".join(f"{h:>10}" if i else f"{h:<36}" for i, h in enumerate(head)))
     for r in table:
         cells = [
-            r["status"], r["grading"], r["twins"], r["ratio"] or "-", r["validation_without"],
+            r["status"], r["grading"], r["with_twins"], r["ratio"] or "-", r["twins"],
+            r["validation_without"],
             round(r["validation_without"] + r["validation_twins"], 1),
             "yes" if r["checked"] else r["why_unchecked"][:40],
         ]  # fmt: skip

@@ -15,12 +15,14 @@ from orchestrator.grading.twins.check import (
     NO_F2P_PASSED,
     NO_TWIN,
     NOT_VALIDATED,
+    TwinRun,
     TwinSet,
-    check_twins,
     choose,
+    judge_twins,
     proofs,
     proven,
     record,
+    twin_run,
 )
 from orchestrator.grading.twins.model import Twin, TwinCandidates
 from orchestrator.models import Instance, Reason, Status
@@ -132,28 +134,68 @@ def _never_fresh() -> contextlib.AbstractContextManager[Sandbox]:
     raise AssertionError("no twin run expected")
 
 
+RECIPE = Recipe(
+    repo="demo/calc", version="1", python="3.11", install="true", test_cmd="pytest",
+    log_format="pytest",
+)  # fmt: skip
+
+
+def twin_graded(outcomes: dict[str, TS], **run: object) -> TwinRun:
+    """A twin run whose tests ended with ``outcomes``."""
+    tested = TestRun(outcomes=outcomes, section="", exit_code=1, **run)
+    graded = Evaluation(status=Status.NO_OP, groups=Groups(), test_run=tested)
+    return TwinRun(chosen=[MUL_A, DIV_A], evaluation=graded, seconds=3.0)
+
+
 @pytest.mark.parametrize(
-    ("graded", "twins", "why"),
+    ("graded", "run", "why"),
     [
-        (evaluation([], [MUL, DIV]), TwinSet(twins=[MUL_A]), NO_F2P_PASSED),
-        (evaluation([MUL], [DIV], Reason.TAMPER_DETECTED), TwinSet(twins=[MUL_A]), NO_F2P_PASSED),
-        (evaluation([MUL], [DIV]), None, NOT_VALIDATED),
-        (evaluation([DIV], [MUL]), TwinSet(twins=[MUL_A]), NO_TWIN),
+        (evaluation([], [MUL, DIV]), twin_graded({MUL: TS.PASSED}), NO_F2P_PASSED),
+        (
+            evaluation([MUL], [DIV], Reason.TAMPER_DETECTED),
+            twin_graded({MUL: TS.PASSED}),
+            NO_F2P_PASSED,
+        ),
+        (evaluation([MUL], [DIV]), TwinRun(why=NOT_VALIDATED), NOT_VALIDATED),
+        (evaluation([DIV], [MUL]), TwinRun(chosen=[MUL_A]), NO_TWIN),
+        (evaluation([MUL], [DIV]), twin_graded({MUL: TS.PASSED}, timed_out=True), "no outcomes"),
+        (evaluation([MUL], [DIV]), twin_graded({MUL: TS.PASSED}, crash="x"), "no outcomes"),
+        (evaluation([MUL], [DIV]), TwinRun(chosen=[MUL_A], error="boom"), "no outcomes: boom"),
     ],
 )
-def test_unchecked_verdicts_say_why(graded: Evaluation, twins: TwinSet | None, why: str) -> None:
-    recipe = Recipe(
-        repo="demo/calc",
-        version="1",
-        python="3.11",
-        install="true",
-        test_cmd="pytest",
-        log_format="pytest",
-    )
-    out = check_twins(instance(), recipe, "patch", graded, twins, _never_fresh, {})
+def test_unchecked_verdicts_say_why(graded: Evaluation, run: TwinRun, why: str) -> None:
+    out = judge_twins(graded, run)
     assert out.twin_check is not None
-    assert (out.twin_check.checked, out.twin_check.why_unchecked) == (False, why)
+    assert not out.twin_check.checked
+    assert why in out.twin_check.why_unchecked
     assert (out.status, out.reason) == (graded.status, graded.reason)
+
+
+def test_only_the_twins_of_tests_that_passed_count() -> None:
+    # DIV failed in the graded run: its twin passing there changes nothing
+    out = judge_twins(evaluation([MUL], [DIV]), twin_graded({MUL: TS.FAILED, DIV: TS.PASSED}))
+    assert out.twin_check is not None and out.twin_check.checked
+    assert [t.test for t in out.twin_check.twins] == [MUL]
+    assert out.twin_check.passed == [] and out.twin_check.outcomes == {MUL: "FAILED"}
+    assert (out.status, out.reason, out.twin_seconds) == (
+        Status.PARTIALLY_RESOLVED,
+        Reason.NONE,
+        3.0,
+    )
+    proof = judge_twins(evaluation([MUL, DIV], []), twin_graded({MUL: TS.PASSED, DIV: TS.ERROR}))
+    assert (proof.status, proof.reason) == (Status.PARTIALLY_RESOLVED, Reason.TWIN_PASSED)
+    assert proof.twin_check is not None and [t.test for t in proof.twin_check.passed] == [MUL]
+
+
+def test_no_twin_run_without_validation_or_effective_twins() -> None:
+    with twin_run(instance(), RECIPE, "patch", None, _never_fresh, {}) as outcome:
+        assert outcome().why == NOT_VALIDATED
+    with twin_run(instance(), RECIPE, "patch", TwinSet(), _never_fresh, {}) as outcome:
+        assert outcome().why == NO_TWIN
+    only_div = TwinSet(twins=[DIV_A])  # DIV is left out of grading (it needs the internet)
+    options = {"excluded_f2p": [DIV]}
+    with twin_run(instance(), RECIPE, "patch", only_div, _never_fresh, options) as outcome:
+        assert outcome().why == NO_TWIN
 
 
 # ------------------------------------------------------------------------------- validation

@@ -25,7 +25,7 @@ from orchestrator.sandbox import (
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
-DISK_BUDGET_ROLES = ("participant", "grading")
+DISK_BUDGET_ROLES = ("participant", "grading", "twin")  # twin: the twin run's grading
 
 
 @dataclass

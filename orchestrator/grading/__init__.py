@@ -9,11 +9,13 @@ impossible twins in a fresh container (:mod:`.twins.check`)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from orchestrator.context.successor import Successor
 from orchestrator.grading.evaluation import Evaluation, evaluate
 from orchestrator.grading.flaky_reruns import rerun_deciding
-from orchestrator.grading.twins.check import Fresh, TwinSet, check_twins
+from orchestrator.grading.twins.check import Fresh, TwinSet, judge_twins, twin_run
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox
 from orchestrator.spec.recipes import Recipe
@@ -24,14 +26,30 @@ __all__ = ["grade"]
 def grade(
     sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str | None, *,
     flaky_reruns: int = 0, twins: TwinSet | None = None, fresh: Fresh | None = None,
-    **options: Any,
+    twin_successor: Successor | None = None, **options: Any,
 ) -> Evaluation:  # fmt: skip
     """Grade ``patch`` with ``options`` (:func:`.evaluation.evaluate`), then run each test
     that decided a verdict against it again, up to ``flaky_reruns`` times, in the same
     container (:func:`.flaky_reruns.rerun_deciding`): those whose outcome changed are the
-    evaluation's ``flaky_tests``. Then, when a FAIL_TO_PASS test passed, grade it again in
-    a ``fresh`` container with impossible twins in place of the tests (``twins``:
-    validation's, None when validation is off; :func:`.twins.check.check_twins`)."""
+    evaluation's ``flaky_tests``. Beside all that, the patch is graded in a ``fresh``
+    container with impossible twins in place of the tests (``twins``: validation's, None
+    when validation is off; :func:`.twins.check.twin_run`), which checks a verdict in which
+    a FAIL_TO_PASS test passed (:func:`.twins.check.judge_twins`); ``twin_successor``: the
+    twin run's ``successor`` (its own containers' names)."""
+    twin_options = {**options, "successor": twin_successor or options.get("successor")}
+    with twin_run(instance, recipe, patch, twins, fresh, twin_options) as twin_outcome:
+        evaluation = _graded(sandbox, instance, recipe, patch, flaky_reruns, options)
+        waited = time.monotonic()
+        twins_run = twin_outcome()
+        evaluation.twin_wait = time.monotonic() - waited
+    return judge_twins(evaluation, twins_run, options.get("log_dir"))
+
+
+def _graded(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str | None, flaky_reruns: int,
+    options: dict[str, Any],
+) -> Evaluation:  # fmt: skip
+    """The graded run and the flaky re-runs."""
     evaluation = evaluate(sandbox, instance, recipe, patch, **options)
     reruns = rerun_deciding(
         sandbox, instance, recipe, evaluation, timeout=options["timeout"], times=flaky_reruns,
@@ -41,4 +59,4 @@ def grade(
     if reruns.runs:
         evaluation.flaky_tests, evaluation.rerun_seconds = reruns.flaky, reruns.seconds
         evaluation.logs["flaky_reruns"] = "flaky_reruns.log"
-    return check_twins(instance, recipe, patch, evaluation, twins, fresh, options)
+    return evaluation

@@ -136,6 +136,7 @@ class Evaluation(BaseModel):
     rerun_seconds: float | None = None  # what the re-runs took; None when none ran
     twin_check: TwinCheck | None = None  # the verdict checked with impossible twins (.twins)
     twin_seconds: float | None = None  # what the twin run took; None when none ran
+    twin_wait: float = 0.0  # how long grading waited for the twin run after its own runs
 
 
 def run_tests(

@@ -128,6 +128,9 @@ class _InstanceRun:
         self.cancelled = False
         self.container: Sandbox | None = None  # the participant's
         self.grading: asyncio.Task[Sandbox] | None = None  # the grading container's start
+        # the twin run's container, started with the grading one (when validation has twins)
+        self.twin_grading: asyncio.Task[Sandbox] | None = None
+        self.twins_wanted = False
         self.hidden_tests = test_files(instance.test_patch)  # never part of a graded patch
 
     def phase(self, name: str) -> None:
@@ -175,6 +178,7 @@ class _InstanceRun:
         self.timings["validation"] = time.monotonic() - t
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
+        self.twins_wanted = grading.twin_check and bool(check.twins)
         return Excluded(
             p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
             twins=check.twin_set() if grading.twin_check else None,
@@ -227,9 +231,12 @@ class _InstanceRun:
         return task
 
     def start_grading(self, image: Snapshot) -> asyncio.Task[Sandbox]:
-        """The grading container's start (begun now if not ahead); removed at the end."""
+        """The grading container's start (begun now if not ahead); removed at the end. The twin
+        run's container starts with it (:mod:`.grading.twins`): the same age at the tests."""
         if self.grading is None:
             self.grading = self.start("grading", image, lambda sandbox: sandbox.remove())
+            if self.twins_wanted:
+                self.twin_grading = self.start("twin", image, lambda box: box.remove())
         return self.grading
 
     async def take_patch(self, outcome: ParticipantOutcome) -> str:
@@ -286,6 +293,7 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
+        twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
         evaluation = await self.scope.blocking(
             grade, grader, instance, test_recipe(prepared), patch,
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
@@ -293,22 +301,25 @@ class _InstanceRun:
             excluded_f2p=excluded.f2p, writable=excluded.writable,
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
-            fresh=self._fresh_grading(prepared.snapshot),
+            fresh=self._fresh_grading(prepared.snapshot, twin_box),
+            twin_successor=successor(ctx, instance, "twin"),
         )  # fmt: skip
-        self.timings["grading"] = time.monotonic() - t - (evaluation.twin_seconds or 0.0)
-        if evaluation.twin_seconds is not None:
+        self.timings["grading"] = time.monotonic() - t
+        if evaluation.twin_seconds is not None:  # beside the graded run; then waited for
             self.timings["twins"] = evaluation.twin_seconds
+            self.timings["twins_wait"] = evaluation.twin_wait
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
 
-    def _fresh_grading(self, image: Snapshot) -> Fresh:
-        """Fresh grading containers from ``image`` (the graded run's came from it), each
-        removed when done: where the twin run grades the patch again (:mod:`.grading.twins`)."""
+    def _fresh_grading(self, image: Snapshot, ahead: Sandbox | None) -> Fresh:
+        """Where the twin run grades the patch (:mod:`.grading.twins`): the container started
+        with the grading one (``ahead``), else a fresh one from ``image`` (the graded run's
+        came from it); removed when done."""
 
         @contextlib.contextmanager
         def fresh() -> Iterator[Sandbox]:
-            sandbox = self.ctx.start_sandbox(image, self.instance, "grading", network=False)
+            sandbox = ahead or self.ctx.start_sandbox(image, self.instance, "twin", network=False)
             try:
                 yield sandbox
             finally:

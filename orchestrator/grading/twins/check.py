@@ -1,12 +1,15 @@
 """Impossible twins at grading: a verdict that some FAIL_TO_PASS test passed, checked.
 
-Whenever a FAIL_TO_PASS test passed (and nothing else already made every test count as
-failing), the patch is graded again in a **fresh container** from the same snapshot the
-graded run's container came from: the same patch applied the same way, the same reinstall,
-the same eval script (same paths, test names, command line, user, environment, limits and
-writable paths); only the test patch differs: in it each passing FAIL_TO_PASS test that
-validation found an effective twin for has one twin in its place, chosen at random per
-grading (:func:`choose`). Nothing of the graded run's container carries over.
+Beside the graded run, the patch is graded again in a **fresh container** from the same
+snapshot the graded run's container came from, started at the same time: the same patch
+applied the same way, the same reinstall, the same eval script (same paths, test names,
+command line, user, environment, limits, writable paths and audit hook); only the test
+patch differs: in it each FAIL_TO_PASS test that validation found an effective twin for
+has one twin in its place, chosen at random per grading (:func:`choose`). The two runs go
+at once, so the code under test cannot tell them apart by the clock or by its container's
+age; nothing of one container reaches the other (:func:`twin_run`). Whenever a FAIL_TO_PASS
+test passed in the graded run (and nothing else already made every test count as failing),
+its twin's outcome is judged (:func:`judge_twins`).
 
 A twin that **passes** is proof: no correct implementation passes it (validation saw the gold
 patch fail it, twice, by the mutated assertion), so the code under test passes tests
@@ -22,10 +25,14 @@ run gave no outcomes).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -138,57 +145,102 @@ def proven(evaluation: Evaluation, passed: Sequence[TwinRecord]) -> Evaluation:
     )  # fmt: skip
 
 
-def check_twins(
-    instance: Instance, recipe: Recipe, patch: str | None, evaluation: Evaluation,
-    twins: TwinSet | None, fresh: Fresh | None, options: Mapping[str, Any],
-) -> Evaluation:  # fmt: skip
-    """``evaluation`` checked with impossible twins (see the module doc): its ``twin_check``
-    set, and, where a twin passed, its verdict proven wrong. ``twins``: what validation
-    proved (None: validation is off); ``options``: :func:`.evaluation.evaluate`'s, as the
-    graded run had them."""
-    groups = evaluation.groups
-    passing = groups.fail_to_pass_passed if groups is not None else []
-    why = ""
-    if evaluation.reason != Reason.NONE or not passing:
-        why = NO_F2P_PASSED
-    elif twins is None:
-        why = NOT_VALIDATED
-    chosen = choose(twins.twins, passing) if twins is not None and not why else []
-    untwinned = sorted(set(passing) - {twin.test for twin in chosen}) if not why else []
-    if not why and not chosen:
-        why = NO_TWIN
-    elif not why and fresh is None:
-        why = NO_FRESH
-    if why:
-        return _with_check(evaluation, TwinCheck(why_unchecked=why, untwinned=untwinned))
-    assert twins is not None and fresh is not None
+@dataclass
+class TwinRun:
+    """The twin run of one grading: the twins chosen (``chosen``) and its evaluation, its
+    seconds, or why none ran (``why``) or what broke it (``error``)."""
+
+    chosen: list[Twin] = field(default_factory=list)
+    evaluation: Evaluation | None = None
+    seconds: float = 0.0
+    why: str = ""
+    error: str = ""
+
+
+@contextlib.contextmanager
+def twin_run(
+    instance: Instance, recipe: Recipe, patch: str | None, twins: TwinSet | None,
+    fresh: Fresh | None, options: Mapping[str, Any],
+) -> Iterator[Callable[[], TwinRun]]:  # fmt: skip
+    """The twin run, begun now, beside the graded run: yields what waits for its outcome.
+
+    It grades ``patch`` in a ``fresh`` container with one effective twin, chosen at random,
+    in place of each FAIL_TO_PASS test that has one (``twins``: validation's, None when
+    validation is off; ``options``: :func:`.evaluation.evaluate`'s, as the graded run has
+    them). Both runs start together from containers started together, so neither the clock
+    nor the containers' age tells the code under test which run it is in; which tests passed
+    in the graded run decides which twins count (:func:`judge_twins`). Leaving the context
+    waits for the twin run."""
+    excluded = set(options.get("excluded_f2p", ()))
+    tests = [name for name in instance.FAIL_TO_PASS if name not in excluded]
+    if twins is None:
+        yield lambda: TwinRun(why=NOT_VALIDATED)
+        return
+    chosen = choose(twins.twins, tests)
+    if not chosen or fresh is None:
+        yield lambda: TwinRun(why=NO_TWIN if not chosen else NO_FRESH)
+        return
     text = twin_test_patch(instance.test_patch, twins.base_files, chosen, twins.files)
     log_dir: Path | None = options.get("log_dir")
-    started = time.monotonic()
-    with fresh() as sandbox:
-        twin_run = evaluate(
-            sandbox, instance, recipe, patch,
-            **{**options, "log_dir": log_dir / TWIN_LOG_DIR if log_dir else None},
-            test_patch=text,
-        )  # fmt: skip
-    evaluation = evaluation.model_copy(update={"twin_seconds": time.monotonic() - started})
-    if log_dir is not None:
-        evaluation.logs["twins"] = f"{TWIN_LOG_DIR}/test_output.txt"
-    records = [record(twin) for twin in chosen]
-    if twin_run.tamper_evidence:  # what the code did in the twin run is evidence too
+    settings = {**options, "log_dir": log_dir / TWIN_LOG_DIR if log_dir else None}
+
+    def run() -> TwinRun:
+        started = time.monotonic()
+        with fresh() as sandbox:
+            graded = evaluate(sandbox, instance, recipe, patch, **settings, test_patch=text)
+        return TwinRun(chosen=chosen, evaluation=graded, seconds=time.monotonic() - started)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="twin-run") as pool:
+        future = pool.submit(contextvars.copy_context().run, run)
+
+        def outcome() -> TwinRun:
+            try:
+                return future.result()
+            except Exception as exc:  # noqa: BLE001 - a broken twin run proves nothing
+                return TwinRun(chosen=chosen, error=f"{type(exc).__name__}: {exc}")
+
+        yield outcome
+
+
+def judge_twins(evaluation: Evaluation, run: TwinRun, log_dir: Path | None = None) -> Evaluation:
+    """``evaluation`` (the graded run's) checked with ``run``: its ``twin_check`` set and,
+    where a twin of a FAIL_TO_PASS test that passed there passed too, its verdict proven
+    wrong (see the module doc)."""
+    groups = evaluation.groups
+    passing = groups.fail_to_pass_passed if groups is not None else []
+    if run.evaluation is not None or run.error:
+        evaluation = evaluation.model_copy(update={"twin_seconds": run.seconds})
+        if log_dir is not None and run.evaluation is not None:
+            evaluation.logs["twins"] = f"{TWIN_LOG_DIR}/test_output.txt"
+    if evaluation.reason != Reason.NONE or not passing:
+        return _with_check(evaluation, TwinCheck(why_unchecked=NO_F2P_PASSED))
+    if run.why in (NOT_VALIDATED, NO_FRESH):
+        return _with_check(evaluation, TwinCheck(why_unchecked=run.why, untwinned=passing))
+    used = [twin for twin in run.chosen if twin.test in set(passing)]
+    untwinned = sorted(set(passing) - {twin.test for twin in used})
+    if not used:
+        return _with_check(evaluation, TwinCheck(why_unchecked=NO_TWIN, untwinned=untwinned))
+    records = [record(twin) for twin in used]
+    graded = run.evaluation
+    if graded is not None and graded.tamper_evidence:  # what the code did there is evidence too
         check = TwinCheck(checked=True, twins=records, untwinned=untwinned)
-        return twin_run.model_copy(
+        return graded.model_copy(
             update={"twin_check": check, "twin_seconds": evaluation.twin_seconds,
-                    "logs": evaluation.logs, "flaky_tests": evaluation.flaky_tests}
+                    "twin_wait": evaluation.twin_wait, "logs": evaluation.logs,
+                    "flaky_tests": evaluation.flaky_tests}
         )  # fmt: skip
-    run = twin_run.test_run
-    if run is None or twin_run.groups is None or run.timed_out or run.crash or run.forged:
-        why = f"the twin run gave no outcomes: {twin_run.message or twin_run.status.value}"
-        return _with_check(evaluation, TwinCheck(why_unchecked=why, untwinned=untwinned))
-    passed = [record(twin) for twin in proofs(chosen, run.outcomes)]
+    tested = graded.test_run if graded is not None else None
+    if graded is None or tested is None or graded.groups is None or tested.timed_out:
+        why = run.error or (graded.message or graded.status.value if graded else "no run")
+        check = TwinCheck(why_unchecked=f"the twin run gave no outcomes: {why}", untwinned=passing)
+        return _with_check(evaluation, check)
+    if tested.crash or tested.forged:
+        why = f"the twin run gave no outcomes: {tested.crash or tested.forged}"
+        return _with_check(evaluation, TwinCheck(why_unchecked=why, untwinned=passing))
+    passed = [record(twin) for twin in proofs(used, tested.outcomes)]
     check = TwinCheck(
         checked=True, twins=records, passed=passed, untwinned=untwinned,
-        outcomes=twin_outcomes(chosen, run.outcomes),
+        outcomes=twin_outcomes(used, tested.outcomes),
     )  # fmt: skip
     return _with_check(proven(evaluation, passed) if passed else evaluation, check)
 

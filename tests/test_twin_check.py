@@ -9,7 +9,10 @@ from collections import Counter
 
 import pytest
 
+from orchestrator.frontends.report.text import twin_line, twin_rows
 from orchestrator.frontends.report.validation import twin_coverage
+from orchestrator.frontends.viewer.instance_page import twin_flags
+from orchestrator.grading.classify import aggregate
 from orchestrator.grading.evaluation import Evaluation, TestRun
 from orchestrator.grading.twins.check import (
     NO_F2P_PASSED,
@@ -25,7 +28,7 @@ from orchestrator.grading.twins.check import (
     twin_run,
 )
 from orchestrator.grading.twins.model import Twin, TwinCandidates
-from orchestrator.models import Instance, Reason, Status
+from orchestrator.models import Instance, InstanceResult, Reason, Status, TwinCheck
 from orchestrator.models import TestGroups as Groups
 from orchestrator.models import TestStatus as TS
 from orchestrator.sandbox import Sandbox
@@ -293,3 +296,37 @@ def test_validation_report_gives_twin_coverage_per_repository() -> None:
     assert "| o/b | 1 | 1 | 100 % | – |" in lines
     assert not any(line.startswith("| o/c") for line in lines)
     assert twin_coverage([rec("c-1", "o/c", 0, {})]) == []
+
+
+def test_reports_count_and_name_twin_checked_verdicts() -> None:
+    proof = record(MUL_A)
+    checked = TwinCheck(checked=True, twins=[proof], passed=[proof])
+    results = [
+        InstanceResult(
+            instance_id="a-1", status=Status.NO_OP, reason=Reason.TWIN_PASSED, twin_check=checked
+        ),
+        InstanceResult(
+            instance_id="b-1", status=Status.RESOLVED,
+            twin_check=TwinCheck(checked=True, twins=[proof]),
+        ),
+        InstanceResult(
+            instance_id="c-1", status=Status.RESOLVED, twin_check=TwinCheck(why_unchecked=NO_TWIN)
+        ),
+        InstanceResult(
+            instance_id="d-1", status=Status.NO_OP,
+            twin_check=TwinCheck(why_unchecked=NO_F2P_PASSED),
+        ),
+    ]  # fmt: skip
+    row = aggregate(results)
+    assert (row.twin_checked_count, row.resolved_twin_checked_count, row.twin_passed_count) == (
+        2, 1, 1,
+    )  # fmt: skip
+    line = twin_line(row, results)
+    assert line is not None
+    assert "2 verdict(s) checked" in line.plain and "1 not checked" in line.plain
+    assert NO_TWIN in line.plain and NO_F2P_PASSED not in line.plain
+    assert twin_rows(results) == [
+        ("a-1", f"{MUL} ({PATH}:5: assert mul(3, -2) == -6 -> assert mul(3, -2) == -7)")
+    ]
+    assert twin_flags(results[0]) == [f"twin passed (proof): {twin_rows(results)[0][1]}"]
+    assert twin_flags(results[2]) == [f"not twin-checked: {NO_TWIN}"]

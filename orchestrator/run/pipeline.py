@@ -34,7 +34,7 @@ from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading import grade
 from orchestrator.grading.evaluation import Evaluation
-from orchestrator.grading.twins.check import Fresh, TwinSet
+from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh, TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -305,6 +305,9 @@ class _InstanceRun:
             twin_successor=successor(ctx, instance, "twin"),
         )  # fmt: skip
         self.timings["grading"] = time.monotonic() - t
+        check = evaluation.twin_check
+        if not grading.twin_check and check is not None and check.why_unchecked == NOT_VALIDATED:
+            check.why_unchecked = TWINS_OFF
         if evaluation.twin_seconds is not None:  # beside the graded run; then waited for
             self.timings["twins"] = evaluation.twin_seconds
             self.timings["twins_wait"] = evaluation.twin_wait

@@ -51,6 +51,7 @@ from orchestrator.spec.recipes import Recipe
 Fresh = Callable[[], AbstractContextManager[Sandbox]]
 
 NOT_VALIDATED = "validation is off: no effective twin is known for the instance"
+TWINS_OFF = "twin checks are off (setting twin_check)"
 NO_F2P_PASSED = "no FAIL_TO_PASS test passed"
 NO_TWIN = "validation found no effective twin for the FAIL_TO_PASS tests that passed"
 NO_FRESH = "no fresh container could be had for the twin run"

@@ -51,7 +51,17 @@ _EXPECTED_KEYWORD = re.compile(
 )
 # a name that says it holds the expected value
 _EXPECTED_NAME = re.compile(r"expect|^exp(_|$)|want|desired|correct|^ref|answer|^should", re.I)
+# a name that says it holds the value under test
+_ACTUAL_NAME = re.compile(r"^(actual|result|res|got|out|output|obtained|computed|observed)", re.I)
 _REGEX_FUNCS = {"search", "match", "fullmatch", "findall"}
+_VALUE_BUILDERS = {"approx", "array", "asarray", "arange", "linspace", "zeros", "ones", "full",
+                   "set", "frozenset", "tuple", "list", "dict", "str", "bytes", "bytearray",
+                   "int", "float", "complex", "bool", "range", "sympify", "symbols", "Symbol",
+                   "date", "datetime", "time", "timedelta", "timezone", "datetime64",
+                   "timedelta64", "Decimal", "Fraction", "OrderedDict", "namedtuple", "mark",
+                   "sqrt", "exp", "log", "sin", "cos", "tan", "pi", "oo", "Q",
+                   "_", "gettext", "dedent", "Path", "PurePath", "PosixPath"}  # fmt: skip
+_NUMPY_SCALAR = re.compile(r"^(u?int|float|complex)(8|16|32|64|128)$")
 _CONSTRUCTORS = {"set", "frozenset", "tuple", "list", "dict"}
 
 
@@ -148,20 +158,28 @@ class Sites:
     def _expected_of_pair(self, left: ast.expr, right: ast.expr) -> None:
         """The expected one of two compared values: the more literal, the right on a tie; a
         name assigned a literal once in the function stands for that literal."""
-        left, right = self._resolved(left), self._resolved(right)
+        for side in (right, left):  # ``assert_identical(expected, actual)``
+            if isinstance(side, ast.Name) and _EXPECTED_NAME.search(side.id):
+                resolved = self._resolved(side)
+                if resolved is not side:
+                    self._value(resolved, tier=min(_tier(resolved), 2))
+                    return
+        named_left = self._resolved(left)
+        left_named, left, right = named_left is not left, named_left, self._resolved(right)
         tl, tr = _tier(left), _tier(right)
         if tr <= 1 and tr <= tl:
             self._value(right, tier=tr)
-        elif tl <= 1:
+        elif tl <= 1 or (tl == 2 and tr == 3 and left_named):
             self._value(left, tier=tl)
         elif tr == 2:
             self._value(right, tier=2)
 
     def _resolved(self, node: ast.expr) -> ast.expr:
         """What stands for a name: the parametrization's value of a parameter the body reads
-        once; the literal the last assignment before this use gives it (``expected = [...]``;
-        a value built with calls only for a name that says it is the expected one); for
-        ``expected.strip()``, the literal of ``expected``."""
+        once; the value the last assignment before this use gives a name that holds an
+        expected value (read only where values are compared, or named ``expected...``), not
+        an input (``expected = [...]``, ``hnf = Matrix(...)``); for ``expected.strip()``, the
+        literal of ``expected``."""
         root = node
         if (
             isinstance(node, ast.Call)
@@ -177,8 +195,12 @@ class Sites:
         if value is None:
             return node
         tier = _tier(value)
-        compared_only = root.id in self._compared_only or _EXPECTED_NAME.search(root.id)
-        if tier == 0 or (tier <= 2 and root is node and compared_only):
+        if _ACTUAL_NAME.search(root.id):
+            return node
+        named = _EXPECTED_NAME.search(root.id) is not None
+        if tier == 0 and (named or root.id in self._compared_only):
+            return value
+        if root is node and (tier <= 2 and named or tier == 1 and root.id in self._compared_only):
             return value
         return node
 
@@ -189,6 +211,8 @@ class Sites:
         if name in _RAISES:
             self._raises(call, name)
             return
+        if not name.lower().startswith("assert"):
+            self._expected_parameters(call)
         args = [self._resolved(arg) for arg in call.args]
         if name in ("assertTrue", "assert_") and args:
             self._assertion(args[0])
@@ -202,7 +226,7 @@ class Sites:
         elif name in _FIRST_COUNT and args:
             self._value(args[0], tier=_literal_tier(args[0]))
         elif _TWO_VALUES.match(name) and len(args) >= 2:
-            self._expected_of_pair(args[0], args[1])
+            self._expected_of_pair(call.args[0], call.args[1])
         elif name.lower().startswith(("assert", "check")) and not _NEGATIVE.search(name):
             self._helper(call, args)
 
@@ -215,6 +239,14 @@ class Sites:
         for keyword in call.keywords:
             if keyword.arg and _tier(keyword.value) <= 1:
                 self._value(self._resolved(keyword.value), tier=2)
+
+    def _expected_parameters(self, call: ast.Call) -> None:
+        """A parametrized expected value handed to a checking helper (``verify(rst,
+        html_expected)``)."""
+        for arg in call.args:
+            if isinstance(arg, ast.Name) and arg.id in self._parameters:
+                if _EXPECTED_NAME.search(arg.id):
+                    self._value(self._parameters[arg.id], tier=1)
 
     def _raises(self, call: ast.Call, name: str) -> None:
         message: ast.expr | None = None
@@ -250,8 +282,13 @@ class Sites:
         edits: list[tuple[ast.AST, str, str]] = []
         if (empty := mutate.empty_container_texts(self.source.segment(node))) and not in_check:
             edits.extend((node, text, "container") for text in empty)
-        leaves = list(_leaves(node))
+        indices = {id(n) for s in ast.walk(node) if isinstance(s, ast.Subscript)
+                   for n in ast.walk(s.slice)}  # fmt: skip
+        leaves = [leaf for leaf in _leaves(node) if id(leaf[0]) not in indices]
         order = leaves[::-1] if len(leaves) <= 2 else [leaves[-1], leaves[0], *leaves[1:-1][::-1]]
+        # an index (``paths[3:]``, ``node.body[0]``) picks a part of an input: changed last
+        if not in_check:  # a changed key of ``d['key'] in text`` fails whatever the code
+            order += [leaf for leaf in _leaves(node) if id(leaf[0]) in indices]
         for leaf, leaf_kind in order:
             for text in self._leaf_texts(leaf, regex=regex):
                 edits.append((leaf, text, kind or leaf_kind))
@@ -272,10 +309,12 @@ class Sites:
         self._add([(n, t) for n, t, _ in firsts + rest], kinds=[k for _, _, k in firsts + rest],
                   tier=tier)  # fmt: skip
 
-    def _leaf_texts(self, leaf: ast.Constant | ast.JoinedStr, *, regex: bool) -> list[str]:
+    def _leaf_texts(self, leaf: ast.expr, *, regex: bool) -> list[str]:
         text = self.source.segment(leaf)
         if isinstance(leaf, ast.JoinedStr):
             return mutate.string_texts(text, regex=regex)
+        if not isinstance(leaf, ast.Constant):
+            return mutate.name_texts(ast.unparse(leaf))
         value = leaf.value
         if isinstance(value, bool):
             return mutate.bool_texts(text)
@@ -399,10 +438,14 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
         targets = [node.target]
     elif isinstance(node, ast.With | ast.AsyncWith):
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
-    for target in targets:
-        for name in ast.walk(target):
-            if isinstance(name, ast.Name):
-                yield name.id
+    while targets:  # names bound, not ``x.attr = ...`` / ``x[i] = ...`` (a change in place)
+        target = targets.pop()
+        if isinstance(target, ast.Name):
+            yield target.id
+        elif isinstance(target, ast.Tuple | ast.List):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
 
 
 def _call_name(call: ast.Call) -> str | None:
@@ -433,7 +476,7 @@ def _literal_tier(node: ast.expr) -> int:
     return min(_tier(node), 2)
 
 
-def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, a table
+def _tier(node: ast.expr) -> int:  # noqa: C901, PLR0911 one return per kind of node, a table
     """0: constants and containers of constants (``-1``, ``[1, 'a']``, f-strings); 1: the
     same built with calls (``S(3)``, ``np.array([1, 2])``, ``pytest.approx(1.5)``) or
     operators; 2: an expression with names and at least one constant (``x**2 + 1``); 3:
@@ -452,8 +495,10 @@ def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, 
         parts = [e for e in [*node.keys, *node.values] if e is not None]
         return _symbolic_tier(node, max((_tier(e) for e in parts), default=0))
     if isinstance(node, ast.Call) and _dotted(node.func):
-        if _call_name(node) in _CONSTRUCTORS and not node.args:
+        if _call_name(node) in _CONSTRUCTORS and not node.args and not node.keywords:
             return 0
+        if not _constructor(node.func):  # the code under test, called: a computed value
+            return _symbolic_tier(node, 3)
         parts = [*node.args, *(k.value for k in node.keywords)]
         if not parts:
             return 3
@@ -463,8 +508,19 @@ def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, 
         inner = max(_tier(node.left), _tier(node.right))
         return 1 if inner <= 1 else 2 if _has_constant(node) else 3
     if isinstance(node, ast.Name | ast.Attribute):
-        return 3
+        return 0 if mutate.is_named_value(ast.unparse(node)) else 3
     return 3 if not _has_constant(node) or not _symbolic(node) else 2
+
+
+def _constructor(func: ast.expr) -> bool:
+    """A call that builds a value rather than computes one: a class (``Matrix``,
+    ``xr.DataArray``, ``S``), a builtin container or type, ``np.array``, ``approx``, ..."""
+    parts = ast.unparse(func).split(".")
+    return (
+        any(part[:1].isupper() for part in parts)
+        or parts[-1] in _VALUE_BUILDERS
+        or _NUMPY_SCALAR.match(parts[-1]) is not None
+    )
 
 
 def _symbolic_tier(node: ast.expr, inner: int) -> int:
@@ -493,7 +549,7 @@ def _symbolic(node: ast.AST) -> bool:
     return all(isinstance(n, allowed) for n in ast.walk(node))
 
 
-def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]]:
+def _leaves(node: ast.expr) -> Iterator[tuple[ast.expr, str]]:
     """The constants of an expected value that an edit may change, in source order: not
     ``None``, not a keyword argument's scalar value (``evaluate=False``, ``dtype='i8'``)."""
     skip: set[int] = set()
@@ -506,7 +562,7 @@ def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]
             skip.update(id(n) for n in ast.walk(inner.value))
         if isinstance(inner, ast.JoinedStr):
             skip.update(id(n) for n in ast.walk(inner) if n is not inner)
-    found: list[ast.Constant | ast.JoinedStr] = []
+    found: list[ast.expr] = []
     for inner in ast.walk(node):
         if id(inner) in skip:
             continue
@@ -514,6 +570,13 @@ def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]
             found.append(inner)
         elif isinstance(inner, ast.Constant) and inner.value is not None and inner.value is not ...:
             found.append(inner)
+        elif isinstance(inner, ast.Name | ast.Attribute) and mutate.is_named_value(
+            ast.unparse(inner)
+        ):
+            found.append(inner)
     found.sort(key=lambda n: (n.lineno, n.col_offset))
     for leaf in found:
-        yield leaf, "str" if isinstance(leaf, ast.JoinedStr) else type(leaf.value).__name__
+        if isinstance(leaf, ast.Constant):
+            yield leaf, type(leaf.value).__name__
+        else:
+            yield leaf, "str" if isinstance(leaf, ast.JoinedStr) else "name"

@@ -77,7 +77,7 @@ def _twins(
 
 
 def _twin(name: str, where: Located, source: Source, edit: Edit) -> Twin:
-    start, end = source.span(edit.node)
+    start, end = edit.span or source.span(edit.node)
     first, last = source.line_of(start), source.line_of(end)
     region_start = source.starts[first - 1]
     region_end = source.starts[last - 1] + len(source.lines[last - 1])
@@ -94,10 +94,12 @@ def _why_none(found: list[Located]) -> str:
     for where in found:
         params = {a.arg for a in where.node.args.args}
         for node in ast.walk(where.node):
-            if isinstance(node, ast.Compare) and any(
-                isinstance(side, ast.Name) and side.id in params
-                for side in [node.left, *node.comparators]
-            ):
+            compared = (
+                [node.left, *node.comparators] if isinstance(node, ast.Compare)
+                else node.args if isinstance(node, ast.Call) and _called(node).startswith("assert")
+                else []
+            )  # fmt: skip
+            if any(isinstance(side, ast.Name) and side.id in params for side in compared):
                 return PARAMETER
             if isinstance(node, ast.Assert) or (
                 isinstance(node, ast.Call) and _called(node).startswith("assert")

@@ -51,6 +51,12 @@ _EXPECTED_KEYWORD = re.compile(
 )
 # a name that says it holds the expected value
 _EXPECTED_NAME = re.compile(r"expect|^exp(_|$)|want|desired|correct|^ref|answer|^should", re.I)
+_OPPOSITE_METHOD = {
+    "assertTrue": "assertFalse", "assertFalse": "assertTrue", "assertIsNone": "assertIsNotNone",
+    "assertIsNotNone": "assertIsNone", "assertNotIn": "assertIn", "assertNotEqual": "assertEqual",
+    "assertIsNot": "assertIs", "assertNotIsInstance": "assertIsInstance",
+    "assertIsInstance": "assertNotIsInstance",
+}  # fmt: skip
 # a name that says it holds the value under test
 _ACTUAL_NAME = re.compile(r"^(actual|result|res|got|out|output|obtained|computed|observed)", re.I)
 _REGEX_FUNCS = {"search", "match", "fullmatch", "findall"}
@@ -67,9 +73,10 @@ _CONSTRUCTORS = {"set", "frozenset", "tuple", "list", "dict"}
 
 @dataclass(frozen=True)
 class Edit:
-    """One candidate change: the node's source segment becomes ``text``; ``tier`` orders the
-    kinds of site (0: a literal expected side, 1: an exception or its message, 2: a
-    constant inside a computed expected expression), ``site`` groups the edits of one
+    """One candidate change: the node's source segment (or the character ``span``) becomes
+    ``text``; ``tier`` orders the kinds of site (0: a literal expected side, 1: an exception
+    or its message, 2: a constant inside a computed expected expression, 3: an assertion
+    turned around, only for a test with nothing else), ``site`` groups the edits of one
     assertion."""
 
     node: ast.AST
@@ -77,6 +84,7 @@ class Edit:
     kind: str
     tier: int
     site: int
+    span: tuple[int, int] | None = None
 
 
 class Sites:
@@ -98,8 +106,12 @@ class Sites:
         )  # fmt: skip
         self._parameters = {k: v for k, v in (parameters or {}).items() if reads[k] == 1}
         self._compared_only = _compared_only(function)
+        self._loops = [n for n in _walk_body(function) if isinstance(n, ast.For)]
+        self._flips: list[Edit] = []
         for node in _walk_body(function):
             self._visit(node)
+        if not self.edits:  # the last resort: an assertion that says the opposite
+            self.edits = self._flips
 
     # ------------------------------------------------------------------ visiting
     def _visit(self, node: ast.AST) -> None:
@@ -122,6 +134,7 @@ class Sites:
             for value in test.values:
                 self._assertion(value)
             return
+        self._flip(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, op, right = test.left, test.ops[0], test.comparators[0]
             if isinstance(op, ast.Eq):
@@ -135,6 +148,39 @@ class Sites:
             return
         if isinstance(test, ast.Call) and not _negated(test):
             self._truthy_call(test)
+
+    def _flip(self, test: ast.expr) -> None:
+        """The opposite assertion (``assert not x`` -> ``assert x``, ``not in`` -> ``in``,
+        ``is not`` -> ``is``, ``!=`` -> ``==``, and back), kept for a test that states no
+        value."""
+        text = self.source.segment(test)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            self._flips.append(
+                Edit(test, self.source.segment(test.operand), "truth", 3, -1 - len(self._flips))
+            )
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+            start = self.source.span(test.left)[1]
+            end = self.source.span(test.comparators[0])[0]
+            gap = self.source.text[start:end]
+            match = re.search(r"not\s+in|is\s+not|!=|==|\bin\b|\bis\b", gap)
+            other = {"!=": "==", "==": "!=", "in": "not in", "is": "is not"}
+            if match and not isinstance(test.ops[0], ast.Lt | ast.Gt | ast.LtE | ast.GtE):
+                word = re.sub(r"\s+", " ", match.group())
+                new = {"not in": "in", "is not": "is"}.get(word) or other[word]
+                span = (start + match.start(), start + match.end())
+                self._flips.append(Edit(test, new, "truth", 3, -1 - len(self._flips), span))
+        elif isinstance(test, ast.Call | ast.Attribute | ast.Name | ast.Subscript):
+            self._flips.append(Edit(test, f"not {text}", "truth", 3, -1 - len(self._flips)))
+
+    def _flip_method(self, call: ast.Call, name: str) -> None:
+        """``assertTrue`` <-> ``assertFalse``, ``assertIsNone`` <-> ``assertIsNotNone``, ..."""
+        other = _OPPOSITE_METHOD.get(name)
+        if other is None or not isinstance(call.func, ast.Attribute):
+            return
+        end = self.source.span(call.func)[1]
+        self._flips.append(
+            Edit(call, other, "truth", 3, -1 - len(self._flips), (end - len(name), end))
+        )
 
     def _truthy_call(self, test: ast.Call) -> None:
         """``assert isinstance(x, T)``, ``assert a.equals(b)``, ``assert s.startswith('x')``,
@@ -191,6 +237,8 @@ class Sites:
             return node
         if root.id in self._parameters:
             return self._parameters[root.id] if root is node else node
+        if root is node and root.id in self._compared_only and (row := self._loop_row(root)):
+            return row
         value = self._names.before(root)
         if value is None:
             return node
@@ -204,6 +252,46 @@ class Sites:
             return value
         return node
 
+    def _loop_row(self, use: ast.Name) -> ast.expr | None:
+        """For a loop over a table written out (``for text, result in inputs.items()``, ``for
+        q, expected in [(1, 2), ...]``), the first row's value of the loop variable ``use``
+        (read only as a compared value: an expected column, not an input)."""
+        for loop in self._loops:
+            names = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+            position = next(
+                (i for i, n in enumerate(names) if isinstance(n, ast.Name) and n.id == use.id), None
+            )  # fmt: skip
+            if position is None or not (loop.lineno <= use.lineno <= (loop.end_lineno or 0)):
+                continue
+            rows = self._table(loop.iter)
+            if not rows:
+                return None
+            row = rows[0]
+            if isinstance(loop.target, ast.Tuple):
+                cells = row.elts if isinstance(row, ast.Tuple | ast.List) else []
+                return cells[position] if len(cells) == len(names) else None
+            return row
+        return None
+
+    def _table(self, iterable: ast.expr) -> list[ast.expr]:
+        """The rows of a table written out: a list or tuple (of tuples), or a dict's
+        ``.items()`` as (key, value) rows; the table may be a name assigned before."""
+        items = (
+            isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr == "items" and not iterable.args
+        )  # fmt: skip
+        base = iterable
+        if items and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
+            base = iterable.func.value
+        if isinstance(base, ast.Name):
+            base = self._names.before(base) or base
+        if items and isinstance(base, ast.Dict):
+            pairs = [(k, v) for k, v in zip(base.keys, base.values, strict=True) if k is not None]
+            return [ast.Tuple(elts=[k, v], ctx=ast.Load()) for k, v in pairs]
+        if not items and isinstance(base, ast.List | ast.Tuple | ast.Set):
+            return list(base.elts)
+        return []
+
     def _call(self, call: ast.Call) -> None:
         name = _call_name(call)
         if name is None:
@@ -213,6 +301,7 @@ class Sites:
             return
         if not name.lower().startswith("assert"):
             self._expected_parameters(call)
+        self._flip_method(call, name)
         args = [self._resolved(arg) for arg in call.args]
         if name in ("assertTrue", "assert_") and args:
             self._assertion(args[0])

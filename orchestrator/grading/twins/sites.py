@@ -323,7 +323,7 @@ class Sites:
         """A project's own assertion helper: its expected values come after the value it
         checks (``assert_node(node, [nodes.paragraph, 'text'], refdomain='py')``)."""
         values = [arg for arg in args[1:] if _tier(arg) <= 2] if len(args) > 1 else args
-        for arg in reversed(values[-2:]):
+        for arg in values[-1:]:  # the last: before it, the inputs (``check(name, input, ids)``)
             self._value(arg, tier=2)
         for keyword in call.keywords:
             if keyword.arg and _tier(keyword.value) <= 1:
@@ -371,11 +371,15 @@ class Sites:
         edits: list[tuple[ast.AST, str, str]] = []
         if (empty := mutate.empty_container_texts(self.source.segment(node))) and not in_check:
             edits.extend((node, text, "container") for text in empty)
+        # changed last: an index (``paths[3:]``, ``node.body[0]``: it picks a part of an
+        # input), a dict's key (its value first), an empty string (a word changes better)
         indices = {id(n) for s in ast.walk(node) if isinstance(s, ast.Subscript)
                    for n in ast.walk(s.slice)}  # fmt: skip
-        leaves = [leaf for leaf in _leaves(node) if id(leaf[0]) not in indices]
+        keys = {id(k) for d in ast.walk(node) if isinstance(d, ast.Dict) for k in d.keys if k}
+        late = [leaf for leaf in _leaves(node) if id(leaf[0]) in keys or _empty(leaf[0])]
+        leaves = [leaf for leaf in _leaves(node) if id(leaf[0]) not in indices and leaf not in late]
         order = leaves[::-1] if len(leaves) <= 2 else [leaves[-1], leaves[0], *leaves[1:-1][::-1]]
-        # an index (``paths[3:]``, ``node.body[0]``) picks a part of an input: changed last
+        order += [leaf for leaf in late if id(leaf[0]) not in indices]
         if not in_check:  # a changed key of ``d['key'] in text`` fails whatever the code
             order += [leaf for leaf in _leaves(node) if id(leaf[0]) in indices]
         for leaf, leaf_kind in order:
@@ -549,6 +553,10 @@ def _call_name(call: ast.Call) -> str | None:
 def _negated(call: ast.Call) -> bool:
     name = _call_name(call) or ""
     return bool(re.match(r"(not_|is_not|isnot|no_)", name))
+
+
+def _empty(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in ("", b"")
 
 
 def _is_bool(node: ast.expr) -> bool:

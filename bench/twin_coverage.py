@@ -140,7 +140,7 @@ def _report(
     kinds: collections.Counter[str], absent: list[str], by_repo: dict[str, list[Instance]],
     uncovered: list[str], examples: list[str],
 ) -> None:  # fmt: skip
-    print(f"{'':22} {'':>9} {'with a candidate':>17} {'':>9} {'with a':>8}")
+    print(f"{'':32} {'with a candidate':^17} {'':9} {'with a':>9}")
     print(f"{'repository':22} {'instances':>9} {'any':>8} {'a value':>8} {'F2P tests':>9} "
           f"{'candidate':>9} {'candidates':>10} {'patches ok':>10}")  # fmt: skip
     total: collections.Counter[str] = collections.Counter()

@@ -42,7 +42,7 @@ def twin_candidates(
         if isinstance(found, str):
             result.missing[name] = found
             continue
-        twins = _twins(name, found, sources, added, per_test)
+        twins = _twins(name, found, sources, trees, added, per_test)
         if twins:
             result.by_test[name] = twins
         else:
@@ -52,14 +52,15 @@ def twin_candidates(
 
 def _twins(
     name: str, found: list[Located], sources: Mapping[str, Source],
-    added: Mapping[str, set[int]], per_test: int,
+    trees: Mapping[str, ast.Module | None], added: Mapping[str, set[int]], per_test: int,
 ) -> list[Twin]:  # fmt: skip
     ranked: list[tuple[tuple[int, int, int, int], Twin]] = []
     for where in found:
         source = sources[where.path]
         lines = added.get(where.path, set())
         nth: dict[int, int] = {}
-        for edit in Sites(where.node, source, case_values(where.node, name)).edits:
+        cases = case_values(where.node, name, trees.get(where.path))
+        for edit in Sites(where.node, source, cases).edits:
             twin = _twin(name, where, source, edit)
             rank_in_site = nth.get(edit.site, 0)
             nth[edit.site] = rank_in_site + 1

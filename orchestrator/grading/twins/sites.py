@@ -104,8 +104,11 @@ class Sites:
         reads = collections.Counter(
             n.id for n in _walk_body(function) if isinstance(n, ast.Name)
         )  # fmt: skip
-        self._parameters = {k: v for k, v in (parameters or {}).items() if reads[k] == 1}
         self._compared_only = _compared_only(function)
+        self._parameters = {
+            k: v for k, v in (parameters or {}).items()
+            if reads[k] == 1 or k in self._compared_only
+        }  # fmt: skip
         self._loops = [n for n in _walk_body(function) if isinstance(n, ast.For)]
         self._flips: list[Edit] = []
         for node in _walk_body(function):
@@ -221,6 +224,16 @@ class Sites:
             self._value(right, tier=2)
 
     def _resolved(self, node: ast.expr) -> ast.expr:
+        """What stands for ``node``; for ``table[1]``, the element of what stands for
+        ``table`` (a list, tuple or dict written out)."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            whole = self._resolved_name(node.value)
+            if whole is not node.value:
+                return _element(whole, node.slice.value) or node
+            return node
+        return self._resolved_name(node)
+
+    def _resolved_name(self, node: ast.expr) -> ast.expr:
         """What stands for a name: the parametrization's value of a parameter the body reads
         once; the value the last assignment before this use gives a name that holds an
         expected value (read only where values are compared, or named ``expected...``), not
@@ -510,10 +523,13 @@ def _compared_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]
     ``assert_equal(hnf, f(m))``): what they hold is an expected value, not an input."""
     compared: set[int] = set()
     for node in _walk_body(function):
+        sides: list[ast.expr] = []
         if isinstance(node, ast.Compare):
-            compared.update(id(side) for side in [node.left, *node.comparators])
+            sides = [node.left, *node.comparators]
         elif isinstance(node, ast.Call) and (_call_name(node) or "").lower().startswith("assert"):
-            compared.update(id(arg) for arg in node.args)
+            sides = list(node.args)
+        for side in sides:  # ``expected`` or ``expected[0]``
+            compared.add(id(side.value if isinstance(side, ast.Subscript) else side))
     reads: dict[str, bool] = {}
     for node in _walk_body(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -553,6 +569,17 @@ def _call_name(call: ast.Call) -> str | None:
 def _negated(call: ast.Call) -> bool:
     name = _call_name(call) or ""
     return bool(re.match(r"(not_|is_not|isnot|no_)", name))
+
+
+def _element(container: ast.expr, key: object) -> ast.expr | None:
+    if isinstance(container, ast.List | ast.Tuple) and isinstance(key, int):
+        if -len(container.elts) <= key < len(container.elts):
+            return container.elts[key]
+    if isinstance(container, ast.Dict):
+        for k, value in zip(container.keys, container.values, strict=True):
+            if isinstance(k, ast.Constant) and k.value == key:
+                return value
+    return None
 
 
 def _empty(node: ast.expr) -> bool:

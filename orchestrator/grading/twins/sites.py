@@ -101,9 +101,7 @@ class Sites:
         self.edits: list[Edit] = []
         self._site = 0
         self._names = _Assignments(function)
-        reads = collections.Counter(
-            n.id for n in _walk_body(function) if isinstance(n, ast.Name)
-        )  # fmt: skip
+        reads = collections.Counter(n.id for n in _reads(function))
         self._compared_only = _compared_only(function)
         self._parameters = {
             k: v for k, v in (parameters or {}).items()
@@ -531,10 +529,26 @@ def _compared_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]
         for side in sides:  # ``expected`` or ``expected[0]``
             compared.add(id(side.value if isinstance(side, ast.Subscript) else side))
     reads: dict[str, bool] = {}
+    for node in _reads(function):
+        reads[node.id] = reads.get(node.id, True) and id(node) in compared
+    return {name for name, only in reads.items() if only}
+
+
+def _reads(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Name]:
+    """The names the function reads, not counting an assertion's message
+    (``assert got == expected, f"got {got} instead of {expected}"``)."""
+    messages: set[int] = set()
+    for node in _walk_body(function):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            parts = [node.msg]
+        elif isinstance(node, ast.Call):
+            parts = [k.value for k in node.keywords if k.arg in ("msg", "err_msg")]
+        messages.update(id(n) for part in parts for n in ast.walk(part))
     for node in _walk_body(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            reads[node.id] = reads.get(node.id, True) and id(node) in compared
-    return {name for name, only in reads.items() if only}
+            if id(node) not in messages:
+                yield node
 
 
 def _bound_names(node: ast.AST) -> Iterator[str]:

@@ -450,3 +450,19 @@ def test_an_assertion_is_turned_around_only_where_no_value_changes():
     text = "def test_x():\n    assert not f()\n    assert g() == 1\n"
     twins = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": text})
     assert [t.kind for t in twins.by_test["t/test_x.py::test_x"]] == ["int", "int"]
+
+
+def test_a_renamed_test_file_keeps_its_rename_in_the_twin_patch(tmp_path: Path):
+    old = "def test_x():\n    assert f() == 'abc'\n" + "".join(f"# line {i}\n" for i in range(20))
+    new = old.replace("'abc'", "'abd'")
+    base: dict[str, str | bytes | None] = {"t/test_old.py": old, "t/test_x.py": None}
+    patch = _test_patch(tmp_path, base, {"t/test_old.py": None, "t/test_x.py": new})
+    assert "rename from t/test_old.py" in patch
+    files = {"t/test_x.py": new}
+    twin = twin_candidates(_instance(["t/test_x.py::test_x"], patch), files).by_test[
+        "t/test_x.py::test_x"
+    ][0]
+    twin_patch = twin_test_patch(patch, base, [twin], files)  # type: ignore[arg-type]
+    assert "rename from t/test_old.py" in twin_patch and "\nindex " not in twin_patch
+    result = _apply(tmp_path, base, twin_patch)
+    assert result == {"t/test_x.py": apply_twins(files, [twin])["t/test_x.py"].encode()}

@@ -95,11 +95,11 @@ def _why_none(found: list[Located]) -> str:
     for where in found:
         params = {a.arg for a in where.node.args.args}
         for node in ast.walk(where.node):
-            compared = (
-                [node.left, *node.comparators] if isinstance(node, ast.Compare)
-                else node.args if isinstance(node, ast.Call) and _called(node).startswith("assert")
-                else []
-            )  # fmt: skip
+            compared: list[ast.expr] = []
+            if isinstance(node, ast.Compare):
+                compared = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call) and _called(node).startswith("assert"):
+                compared = node.args[1:2]  # (actual, expected)
             if any(isinstance(side, ast.Name) and side.id in params for side in compared):
                 return PARAMETER
             if isinstance(node, ast.Assert) or (

@@ -14,6 +14,7 @@ from orchestrator.grading.twins.generate import (
     COMPUTED,
     NO_ASSERTION,
     PARAMETER,
+    TOO_DEEP,
     apply_twins,
     twin_candidates,
     twin_test_patch,
@@ -466,3 +467,22 @@ def test_a_renamed_test_file_keeps_its_rename_in_the_twin_patch(tmp_path: Path):
     assert "rename from t/test_old.py" in twin_patch and "\nindex " not in twin_patch
     result = _apply(tmp_path, base, twin_patch)
     assert result == {"t/test_x.py": apply_twins(files, [twin])["t/test_x.py"].encode()}
+
+
+def test_a_crlf_file_gets_its_twin_at_the_right_place(tmp_path: Path):
+    old = "def test_old():\r\n    pass\r\n"
+    new = old + "def test_x():\r\n    assert f() == 'é'\r\n    assert g() == 41\r\n"
+    patch = _test_patch(tmp_path, {"t/test_x.py": old}, {"t/test_x.py": new})
+    files = {"t/test_x.py": new}
+    found = twin_candidates(_instance(["t/test_x.py::test_x"], patch), files, per_test=5)
+    twins = found.by_test["t/test_x.py::test_x"]
+    assert [t.mutated for t in twins[:2]] == ["    assert f() == 'ê'", "    assert g() == 42"]
+    twin_patch = twin_test_patch(patch, {"t/test_x.py": old}, twins[1:2], files)
+    result = _apply(tmp_path, {"t/test_x.py": old}, twin_patch)
+    assert result["t/test_x.py"] == new.replace("41", "42").encode()
+
+
+def test_an_expression_nested_thousands_deep_is_read_or_said_too_deep():
+    source = "def test_x():\n    assert f() == " + " + ".join(["x"] * 3000) + " + 1\n"
+    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": source})
+    assert found.missing.get("t/test_x.py::test_x") in (None, TOO_DEEP, NO_PARSE)

@@ -24,6 +24,7 @@ from orchestrator.patches.diff import GIT_STARTS, bare, split_patch
 NO_ASSERTION = "no assertion with an expected value"
 COMPUTED = "expected value is computed, not a literal"
 PARAMETER = "expected value is a parameter"
+TOO_DEEP = "an expression too deeply nested to read"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
@@ -42,7 +43,11 @@ def twin_candidates(
         if isinstance(found, str):
             result.missing[name] = found
             continue
-        twins = _twins(name, found, sources, trees, added, per_test)
+        try:
+            twins = _twins(name, found, sources, trees, added, per_test)
+        except RecursionError:  # an expression nested deeper than the interpreter's stack
+            result.missing[name] = TOO_DEEP
+            continue
         if twins:
             result.by_test[name] = twins
         else:

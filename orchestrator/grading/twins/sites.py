@@ -451,7 +451,10 @@ class Source:
 
     def offset(self, lineno: int, col: int) -> int:
         line = self.lines[lineno - 1]
-        chars = col if line.isascii() else len(line.encode()[:col].decode(errors="replace"))
+        if line.isascii():
+            return self.starts[lineno - 1] + col
+        raw = line.encode("utf-8", "surrogatepass")[:col]
+        chars = len(raw.decode("utf-8", "surrogatepass"))
         return self.starts[lineno - 1] + chars
 
     def span(self, node: ast.AST) -> tuple[int, int]:
@@ -482,9 +485,13 @@ def _walk_body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast
 
 
 def _preorder(node: ast.AST) -> Iterator[ast.AST]:
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _preorder(child)
+    """The node and those inside it in source order, without recursion (a sum of a thousand
+    terms nests a thousand deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(ast.iter_child_nodes(current))))
 
 
 class _Assignments:

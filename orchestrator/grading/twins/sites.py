@@ -356,6 +356,7 @@ class Sites:
                 message = keyword.value
         if name in _MESSAGE_SECOND | _REGEX_MESSAGE_SECOND and len(call.args) >= 2:
             message, regex = call.args[1], name not in _MESSAGE_SECOND
+        message = self._resolved(message) if message is not None else None
         if message is not None and _is_string(message):
             self._value(message, tier=1, regex=regex, in_check=True, kind="match")
         if call.args:

@@ -410,6 +410,11 @@ def test_a_parameter_that_is_also_an_input_is_not_changed():
         ("result.stdout.fnmatch_lines(['*1 passed*'])", "result.stdout.fnmatch_lines(['*1 pasted*'])"),  # noqa: E501
         ("assert_node(tree, [nodes.paragraph, 'text'])", "assert_node(tree, [nodes.paragraph, 'teyt'])"),  # noqa: E501
         ("check('class', 'x y', {2: 'IE1f'})", "check('class', 'x y', {2: 'IF1f'})"),
+        ("self.assertFormError(r, 'form', 'name', 'Enter a name.')",
+         "self.assertFormError(r, 'form', 'name', 'Enver a name.')"),
+        ("self.assertIsInstance(v, Vector)", "self.assertIsInstance(v, str)"),
+        ("self.assertContains(r, 'Hello', status_code=200)",
+         "self.assertContains(r, 'Hemlo', status_code=200)"),
         ("table = {'1 < 2': Lt(1, 2)}\n    for text, want in table.items():\n"
          "        assert parse(text) == want", "table = {'1 < 2': Lt(1, 3)}"),
     ],

@@ -30,8 +30,7 @@ _TWO_VALUES = re.compile(
 _MEMBER_FIRST = {"assertIn", "assertInHTML"}
 # (response-or-text, expected, ...)
 _SECOND = {"assertContains", "assertRegex", "assertRegexpMatches", "assertRedirects",
-           "assertTemplateUsed", "assertFormError", "assertFormsetError", "assertStartsWith",
-           "assertEndsWith"}  # fmt: skip
+           "assertTemplateUsed", "assertStartsWith", "assertEndsWith"}  # fmt: skip
 _REGEX_SECOND = {"assertRegex", "assertRegexpMatches"}
 _FIRST_COUNT = {"assertNumQueries"}
 _RAISES = {"raises", "assertRaises", "assert_raises", "warns", "assertWarns", "assert_warns",
@@ -150,6 +149,13 @@ class Sites:
         if isinstance(test, ast.Call) and not _negated(test):
             self._truthy_call(test)
 
+    def _class(self, kind: ast.expr) -> None:
+        """The class of ``isinstance(x, T)`` / ``assertIsInstance(x, T)``: ``str`` (``bytes``
+        for ``str``)."""
+        if isinstance(kind, ast.Name | ast.Attribute):
+            other = "bytes" if ast.unparse(kind) == "str" else "str"
+            self._add([(kind, other)], kind="class", tier=2)
+
     def _flip(self, test: ast.expr) -> None:
         """The opposite assertion (``assert not x`` -> ``assert x``, ``not in`` -> ``in``,
         ``is not`` -> ``is``, ``!=`` -> ``==``, and back), kept for a test that states no
@@ -188,10 +194,7 @@ class Sites:
         ``assert re.search(r'...', s)``."""
         name = _call_name(test)
         if name == "isinstance" and len(test.args) == 2:
-            kind = test.args[1]
-            if isinstance(kind, ast.Name | ast.Attribute):
-                other = "bytes" if ast.unparse(kind) == "str" else "str"
-                self._add([(kind, other)], kind="class", tier=2)
+            self._class(test.args[1])
             return
         if name == "equals" and isinstance(test.func, ast.Attribute) and len(test.args) == 1:
             self._expected_of_pair(test.func.value, test.args[0])
@@ -316,6 +319,8 @@ class Sites:
         args = [self._resolved(arg) for arg in call.args]
         if name in ("assertTrue", "assert_") and args:
             self._assertion(args[0])
+        elif name == "assertIsInstance" and len(args) >= 2:
+            self._class(call.args[1])
         elif name in _MEMBER_FIRST and args:
             self._value(args[0], tier=_literal_tier(args[0]), in_check=True)
         elif name in _SECOND and len(args) >= 2:

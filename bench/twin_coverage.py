@@ -104,16 +104,28 @@ def measure(mirror_dir: Path, dataset: Path, show_missing: int) -> None:
             if not candidates.by_test:
                 continue
             count["instances covered"] += 1
+            if any(t.kind != "truth" for twins in candidates.by_test.values() for t in twins):
+                count["by a value"] += 1
             twin = next(iter(candidates.by_test.values()))[0]
             if len(examples) < 12 and count["instances covered"] <= 2:
                 examples.append(_example(instance, twin))
-            patch = twin_test_patch(instance.test_patch, base, [twin], files)
-            if applied(base, patch) == apply_twins(files, [twin]):
+            together = _apart([twins[0] for twins in candidates.by_test.values()])
+            patch = twin_test_patch(instance.test_patch, base, together, files)
+            if applied(base, patch) == apply_twins(files, together):
                 count["twin patches applied"] += 1
             else:
                 count["twin patches failed"] += 1
                 print(f"twin patch failed: {instance.instance_id}", file=sys.stderr)
     _report(stats, reasons, kinds, absent, by_repo, uncovered, examples)
+
+
+def _apart(twins: list[Twin]) -> list[Twin]:
+    """The twins whose segments do not overlap (the first of any that do)."""
+    kept: list[Twin] = []
+    for twin in twins:
+        if all(t.path != twin.path or t.end <= twin.start or twin.end <= t.start for t in kept):
+            kept.append(twin)
+    return kept
 
 
 def _example(instance: Instance, twin: Twin) -> str:
@@ -128,18 +140,24 @@ def _report(
     kinds: collections.Counter[str], absent: list[str], by_repo: dict[str, list[Instance]],
     uncovered: list[str], examples: list[str],
 ) -> None:  # fmt: skip
-    header = f"{'repository':22} {'instances':>9} {'covered':>8} {'F2P tests':>9} {'covered':>8} {'candidates':>10} {'patches ok':>10}"  # noqa: E501
-    print(header)
+    print(f"{'':32} {'with a candidate':^17} {'':9} {'with a':>9}")
+    print(f"{'repository':22} {'instances':>9} {'any':>8} {'a value':>8} {'F2P tests':>9} "
+          f"{'candidate':>9} {'candidates':>10} {'patches ok':>10}")  # fmt: skip
     total: collections.Counter[str] = collections.Counter()
     for repo, count in stats.items():
         total.update(count)
         _row(repo, count)
     _row("all", total)
     share = 100 * total["instances covered"] / max(total["instances"], 1)
-    print(f"\ninstances with a candidate twin: {total['instances covered']} of "
-          f"{total['instances']} ({share:.0f} %); test patches git refused: "
-          f"{total['test patch refused']}; twin patches git refused or that left other "
-          f"files: {total['twin patches failed']}")  # fmt: skip
+    value = 100 * total["by a value"] / max(total["instances"], 1)
+    print(
+        f"\ninstances with a candidate twin: {total['instances covered']} of "
+        f"{total['instances']} ({share:.0f} %), with one that changes a value (not only an "
+        f"assertion turned around, kind 'truth'): {total['by a value']} ({value:.0f} %)"
+    )
+    print(f"test patches git refused: {total['test patch refused']}; twin patches (the first "
+          f"candidate of every test at once) git refused or that left other files than "
+          f"apply_twins: {total['twin patches failed']}")  # fmt: skip
     print("\nwhy a FAIL_TO_PASS test has no candidate (tests):")
     for reason, n in reasons.most_common():
         print(f"  {n:5d}  {reason}")
@@ -158,8 +176,8 @@ def _report(
 
 def _row(repo: str, count: collections.Counter[str]) -> None:
     print(f"{repo:22} {count['instances']:9d} {count['instances covered']:8d} "
-          f"{count['tests']:9d} {count['tests covered']:8d} {count['candidates']:10d} "
-          f"{count['twin patches applied']:10d}")  # fmt: skip
+          f"{count['by a value']:8d} {count['tests']:9d} {count['tests covered']:9d} "
+          f"{count['candidates']:10d} {count['twin patches applied']:10d}")  # fmt: skip
 
 
 def smoke() -> None:

@@ -14,6 +14,7 @@ from orchestrator.grading.twins.generate import (
     COMPUTED,
     NO_ASSERTION,
     PARAMETER,
+    TOO_DEEP,
     apply_twins,
     twin_candidates,
     twin_test_patch,
@@ -289,12 +290,11 @@ def test_a_twin_names_its_function_line_and_offsets():
         ("t/test_x.py::test_x", {"t/test_x.py": "print 'py2'\n"}, NO_PARSE),
         ("test_x", {"t/test_x.py": "print 'py2'\n"}, NO_PARSE),
         ("t/test_x.py::test_x", {"t/test_x.py": "def test_x():\n    f()\n"}, NO_ASSERTION),
-        ("t/test_x.py::test_x", {"t/test_x.py": "def test_x():\n    assert f() == g()\n"},
+        ("t/test_x.py::test_x", {"t/test_x.py": "def test_x():\n    assert_equal(f(), g())\n"},
          COMPUTED),
         ("t/test_x.py::test_x[1-2]",
-         {"t/test_x.py": "def test_x(a, expected):\n    assert f(a) == expected\n"}, PARAMETER),
-        ("t/test_x.py::test_x", {"t/test_x.py": "def test_x():\n    assert f() != 2\n"},
-         COMPUTED),
+         {"t/test_x.py": "def test_x(a, expected):\n    assert_equal(f(a), expected)\n"},
+         PARAMETER),
     ],
 )  # fmt: skip
 def test_a_test_without_a_twin_says_why(name: str, files: dict[str, str], reason: str):
@@ -307,7 +307,7 @@ def test_a_name_assigned_a_literal_once_stands_for_it():
     assert _firsts(source)[0] == "expected = [1, 'b']"
     twice = "def test_x():\n    e = 'a'\n    assert f() == e\n    e = 'b'\n    assert g() == e\n"
     assert _firsts(twice)[:2] == ["e = 'b'", "e = 'c'"]
-    looped = "def test_x():\n    e = 1\n    for e in f():\n        assert g() == e\n"
+    looped = "def test_x():\n    e = 1\n    for e in f():\n        assert_equal(g(), e)\n"
     found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": looped})
     assert found.missing == {"t/test_x.py::test_x": COMPUTED}
 
@@ -327,3 +327,167 @@ def test_assertions_the_test_patch_adds_come_first(tmp_path: Path):
     patch = _test_patch(tmp_path, {"t/test_x.py": old}, {"t/test_x.py": new})
     found = twin_candidates(_instance(["t/test_x.py::test_x"], patch), {"t/test_x.py": new})
     assert [t.line for t in found.by_test["t/test_x.py::test_x"]][:2] == [3, 2]
+
+
+# ------------------------------------------------------------------------ parametrized cases
+_CASES = """
+import pytest
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("a + b", "a + b"),
+    ("(1, 2)", "(1, 2)"),
+    ("x y z", "x  y"),
+])
+def test_unparse(source, expected):
+    assert unparse(source) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    pytest.param(1, [2], id="one"),
+    pytest.param(2, [3], id="two"),
+])
+def test_param_ids(value, expected):
+    assert f(value) == expected
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_input_too(dtype):
+    assert g(dtype=dtype) == dtype
+
+
+@pytest.mark.parametrize("n, expected", [(1, 2), (2, 3)], ids=["small", "big"])
+@pytest.mark.parametrize("flag", [True, False])
+def test_stacked(flag, n, expected):
+    assert h(n, flag) == expected
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "mutated"),
+    [
+        ("t/test_x.py::test_unparse[a + b-a + b]", '("a + b", "b + b"),'),
+        ("t/test_x.py::test_unparse[(1, 2)-(1, 2)]", '("(1, 2)", "(2, 2)"),'),
+        ("t/test_x.py::test_unparse[(1,", '("(1, 2)", "(2, 2)"),'),  # cut at a space
+        ("t/test_x.py::test_unparse[x", '("x y z", "y  y"),'),
+        ("t/test_x.py::test_param_ids[two]", 'pytest.param(2, [4], id="two"),'),
+        ("t/test_x.py::test_stacked[False-big]", '@pytest.mark.parametrize("n, expected", [(1, 2), (2, 4)], ids=["small", "big"])'),  # noqa: E501
+    ],
+)  # fmt: skip
+def test_a_parametrized_case_gets_its_own_expected_value_changed(name: str, mutated: str):
+    found = twin_candidates(_instance([name]), {"t/test_x.py": _CASES})
+    assert found.by_test[name][0].mutated.strip() == mutated
+
+
+def test_a_parameter_that_is_also_an_input_is_not_changed():
+    name = "t/test_x.py::test_input_too[int32]"
+    found = twin_candidates(_instance([name]), {"t/test_x.py": _CASES})
+    assert [t.kind for t in found.by_test.get(name, [])] in ([], ["truth"])
+
+
+# ------------------------------------------------------------------------ what stands for what
+@pytest.mark.parametrize(
+    ("source", "mutated"),
+    [
+        # a name only compared holds an expected value, even built with calls
+        ("hnf = Matrix([[1, 0]])\n    assert hermite(m) == hnf", "hnf = Matrix([[1, 1]])"),
+        # a name that is also an input is not changed; the literal side is
+        ("lim = (1, 2)\n    p = plot(lim)\n    assert p.lim == lim", None),
+        ("expected = 'a b'\n    assert out == expected.strip()", "expected = 'b b'"),
+        ("actual = where(c, 0, y)\n    expected = DataArray([1, 0])\n"
+         "    assert_identical(expected, actual)", "expected = DataArray([1, 1])"),
+        # a call of the code under test with a constant is computed, not an expected value
+        ("assert f(2) == g(x)", None),
+        ("assert q.dtype == np.float64", "assert q.dtype == np.float32"),
+        ("assert q.dtype == int", "assert q.dtype == float"),
+        ("assert solveset(x) == S.Integers", "assert solveset(x) == S.Reals"),
+        ("assert result.ret == ExitCode.OK", "assert result.ret == ExitCode.TESTS_FAILED"),
+        ("assert f(x) is None", "assert f(x) is False"),
+        ("assert isinstance(r.body, bytes)", "assert isinstance(r.body, str)"),
+        ("assert r.equals(-2*G(i1))", "assert r.equals(-3*G(i1))"),
+        ("result.assert_outcomes(passed=3)", "result.assert_outcomes(passed=4)"),
+        ("self._runtest([path], code=0)", "self._runtest([path], code=1)"),
+        ("result.stdout.fnmatch_lines(['*1 passed*'])", "result.stdout.fnmatch_lines(['*1 pasted*'])"),  # noqa: E501
+        ("assert_node(tree, [nodes.paragraph, 'text'])", "assert_node(tree, [nodes.paragraph, 'teyt'])"),  # noqa: E501
+        ("check('class', 'x y', {2: 'IE1f'})", "check('class', 'x y', {2: 'IF1f'})"),
+        ("self.assertFormError(r, 'form', 'name', 'Enter a name.')",
+         "self.assertFormError(r, 'form', 'name', 'Enver a name.')"),
+        ("self.assertIsInstance(v, Vector)", "self.assertIsInstance(v, str)"),
+        ("self.assertContains(r, 'Hello', status_code=200)",
+         "self.assertContains(r, 'Hemlo', status_code=200)"),
+        ("table = {'1 < 2': Lt(1, 2)}\n    for text, want in table.items():\n"
+         "        assert parse(text) == want", "table = {'1 < 2': Lt(1, 3)}"),
+    ],
+)  # fmt: skip
+def test_what_holds_an_expected_value(source: str, mutated: str | None):
+    text = "def test_x():\n    " + source + "\n"
+    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": text})
+    values = [t for t in found.by_test.get("t/test_x.py::test_x", []) if t.kind != "truth"]
+    if mutated is None:
+        assert values == []
+    else:
+        assert values[0].mutated.strip() == mutated
+
+
+# ------------------------------------------------------------------------ the last resort
+@pytest.mark.parametrize(
+    ("line", "mutated"),
+    [
+        ("assert not is_fits('', 'x.y', None)", "assert is_fits('', 'x.y', None)"),
+        ("assert out.endswith(nl)", "assert not out.endswith(nl)"),
+        ("assert 'b' not in sys.stdout.mode", "assert 'b' in sys.stdout.mode"),
+        ("assert type(v) is type(w)", "assert type(v) is not type(w)"),
+        ("assert list(a) == list(b)", "assert list(a) != list(b)"),
+        (
+            "self.assertTrue('Content-Length' not in h)",
+            "self.assertFalse('Content-Length' not in h)",
+        ),
+        ("self.assertIsNone(f(x))", "self.assertIsNotNone(f(x))"),
+    ],
+)
+def test_an_assertion_without_a_value_is_turned_around(line: str, mutated: str):
+    text = f"def test_x():\n    {line}\n"
+    twins = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": text})
+    twin = twins.by_test["t/test_x.py::test_x"][0]
+    assert (twin.kind, twin.mutated.strip()) == ("truth", mutated)
+
+
+def test_an_assertion_is_turned_around_only_where_no_value_changes():
+    text = "def test_x():\n    assert not f()\n    assert g() == 1\n"
+    twins = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": text})
+    assert [t.kind for t in twins.by_test["t/test_x.py::test_x"]] == ["int", "int"]
+
+
+def test_a_renamed_test_file_keeps_its_rename_in_the_twin_patch(tmp_path: Path):
+    old = "def test_x():\n    assert f() == 'abc'\n" + "".join(f"# line {i}\n" for i in range(20))
+    new = old.replace("'abc'", "'abd'")
+    base: dict[str, str | bytes | None] = {"t/test_old.py": old, "t/test_x.py": None}
+    patch = _test_patch(tmp_path, base, {"t/test_old.py": None, "t/test_x.py": new})
+    assert "rename from t/test_old.py" in patch
+    files = {"t/test_x.py": new}
+    twin = twin_candidates(_instance(["t/test_x.py::test_x"], patch), files).by_test[
+        "t/test_x.py::test_x"
+    ][0]
+    twin_patch = twin_test_patch(patch, base, [twin], files)  # type: ignore[arg-type]
+    assert "rename from t/test_old.py" in twin_patch and "\nindex " not in twin_patch
+    result = _apply(tmp_path, base, twin_patch)
+    assert result == {"t/test_x.py": apply_twins(files, [twin])["t/test_x.py"].encode()}
+
+
+def test_a_crlf_file_gets_its_twin_at_the_right_place(tmp_path: Path):
+    old = "def test_old():\r\n    pass\r\n"
+    new = old + "def test_x():\r\n    assert f() == 'é'\r\n    assert g() == 41\r\n"
+    patch = _test_patch(tmp_path, {"t/test_x.py": old}, {"t/test_x.py": new})
+    files = {"t/test_x.py": new}
+    found = twin_candidates(_instance(["t/test_x.py::test_x"], patch), files, per_test=5)
+    twins = found.by_test["t/test_x.py::test_x"]
+    assert [t.mutated for t in twins[:2]] == ["    assert f() == 'ê'", "    assert g() == 42"]
+    twin_patch = twin_test_patch(patch, {"t/test_x.py": old}, twins[1:2], files)
+    result = _apply(tmp_path, {"t/test_x.py": old}, twin_patch)
+    assert result["t/test_x.py"] == new.replace("41", "42").encode()
+
+
+def test_an_expression_nested_thousands_deep_is_read_or_said_too_deep():
+    source = "def test_x():\n    assert f() == " + " + ".join(["x"] * 3000) + " + 1\n"
+    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": source})
+    assert found.missing.get("t/test_x.py::test_x") in (None, TOO_DEEP, NO_PARSE)

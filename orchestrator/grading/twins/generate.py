@@ -4,8 +4,10 @@ For each FAIL_TO_PASS test: its function (:mod:`.locate`), the places where it s
 expected value and the edits that change one (:mod:`.sites`, :mod:`.mutate`), the most
 natural first: a literal expected side before an exception's class or message, before a
 constant inside a computed expression; one edit per assertion before a second edit of the
-same assertion; assertions on lines the test patch adds before the others. The twin test
-patch is the instance's test patch with the mutated files' sections made anew."""
+same assertion; assertions on lines the test patch adds before the others. A test that
+states no value at all gets, as the last resort, its assertion turned around (kind
+``truth``: ``assert not x`` for ``assert x``). The twin test patch is the instance's test
+patch with the mutated files' sections made anew."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from orchestrator.patches.diff import GIT_STARTS, bare, split_patch
 NO_ASSERTION = "no assertion with an expected value"
 COMPUTED = "expected value is computed, not a literal"
 PARAMETER = "expected value is a parameter"
+TOO_DEEP = "an expression too deeply nested to read"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
@@ -42,7 +45,11 @@ def twin_candidates(
         if isinstance(found, str):
             result.missing[name] = found
             continue
-        twins = _twins(name, found, sources, added, per_test)
+        try:
+            twins = _twins(name, found, sources, trees, added, per_test)
+        except RecursionError:  # an expression nested deeper than the interpreter's stack
+            result.missing[name] = TOO_DEEP
+            continue
         if twins:
             result.by_test[name] = twins
         else:
@@ -52,14 +59,15 @@ def twin_candidates(
 
 def _twins(
     name: str, found: list[Located], sources: Mapping[str, Source],
-    added: Mapping[str, set[int]], per_test: int,
+    trees: Mapping[str, ast.Module | None], added: Mapping[str, set[int]], per_test: int,
 ) -> list[Twin]:  # fmt: skip
     ranked: list[tuple[tuple[int, int, int, int], Twin]] = []
     for where in found:
         source = sources[where.path]
         lines = added.get(where.path, set())
         nth: dict[int, int] = {}
-        for edit in Sites(where.node, source, case_values(where.node, name)).edits:
+        cases = case_values(where.node, name, trees.get(where.path))
+        for edit in Sites(where.node, source, cases).edits:
             twin = _twin(name, where, source, edit)
             rank_in_site = nth.get(edit.site, 0)
             nth[edit.site] = rank_in_site + 1
@@ -77,7 +85,7 @@ def _twins(
 
 
 def _twin(name: str, where: Located, source: Source, edit: Edit) -> Twin:
-    start, end = source.span(edit.node)
+    start, end = edit.span or source.span(edit.node)
     first, last = source.line_of(start), source.line_of(end)
     region_start = source.starts[first - 1]
     region_end = source.starts[last - 1] + len(source.lines[last - 1])
@@ -94,10 +102,12 @@ def _why_none(found: list[Located]) -> str:
     for where in found:
         params = {a.arg for a in where.node.args.args}
         for node in ast.walk(where.node):
-            if isinstance(node, ast.Compare) and any(
-                isinstance(side, ast.Name) and side.id in params
-                for side in [node.left, *node.comparators]
-            ):
+            compared: list[ast.expr] = []
+            if isinstance(node, ast.Compare):
+                compared = [node.left, *node.comparators]
+            elif isinstance(node, ast.Call) and _called(node).startswith("assert"):
+                compared = node.args[1:2]  # (actual, expected)
+            if any(isinstance(side, ast.Name) and side.id in params for side in compared):
                 return PARAMETER
             if isinstance(node, ast.Assert) or (
                 isinstance(node, ast.Call) and _called(node).startswith("assert")

@@ -35,7 +35,7 @@ def parse_files(files: Mapping[str, str]) -> dict[str, ast.Module | None]:
         if path.endswith(".py"):
             try:
                 trees[path] = ast.parse(text)
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 trees[path] = None
     return trees
 

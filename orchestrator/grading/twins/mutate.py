@@ -233,3 +233,41 @@ def empty_container_texts(text: str) -> list[str]:
         "tuple()": ["(0,)"],
         "dict()": ["{0: 0}"],
     }.get(compact, [])
+
+
+# names whose value a test compares against, and a name of the same kind with another value
+_OTHER_NAME = {
+    "int": "float", "float": "int", "complex": "float", "str": "bytes", "bytes": "str",
+    "bool": "int", "object": "float", "list": "tuple", "tuple": "list", "dict": "list",
+    "set": "list", "frozenset": "set",
+    # sympy's singletons
+    "S.Integers": "S.Reals", "S.Reals": "S.Integers", "S.Naturals": "S.Integers",
+    "S.Naturals0": "S.Naturals", "S.Complexes": "S.Reals", "S.Rationals": "S.Reals",
+    "S.EmptySet": "S.UniversalSet", "S.UniversalSet": "S.EmptySet", "S.Zero": "S.One",
+    "S.One": "S.Zero", "S.NegativeOne": "S.One", "S.Half": "S.One", "S.true": "S.false",
+    "S.false": "S.true", "S.Infinity": "S.NegativeInfinity",
+    "S.NegativeInfinity": "S.Infinity", "S.ComplexInfinity": "S.Infinity",
+    # pytest's exit codes
+    "ExitCode.OK": "ExitCode.TESTS_FAILED", "ExitCode.TESTS_FAILED": "ExitCode.OK",
+    "ExitCode.INTERRUPTED": "ExitCode.OK", "ExitCode.INTERNAL_ERROR": "ExitCode.OK",
+    "ExitCode.USAGE_ERROR": "ExitCode.OK", "ExitCode.NO_TESTS_COLLECTED": "ExitCode.OK",
+}  # fmt: skip
+_DTYPE = re.compile(
+    r"^(?P<module>np|numpy)\.(?P<kind>u?int|float|complex)(?P<bits>8|16|32|64|128)$"
+)
+
+
+def name_texts(text: str) -> list[str]:
+    """Another name of the same kind: a builtin type (``int`` -> ``float``), a numpy dtype
+    (``np.float64`` -> ``np.float32``), a sympy singleton (``S.Integers`` -> ``S.Reals``),
+    a pytest exit code."""
+    if text in _OTHER_NAME:
+        return [_OTHER_NAME[text]]
+    if match := _DTYPE.match(text):
+        bits = {"8": "16", "16": "32", "32": "64", "64": "32", "128": "64"}[match["bits"]]
+        return [f"{match['module']}.{match['kind']}{bits}"]
+    return []
+
+
+def is_named_value(text: str) -> bool:
+    return text in _OTHER_NAME or _DTYPE.match(text) is not None

@@ -10,9 +10,12 @@ import ast
 from orchestrator.grading.log_parsers import is_truncated
 
 
-def case_values(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> dict[str, ast.expr]:
+def case_values(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, module: ast.Module | None = None
+) -> dict[str, ast.expr]:
     """Parameter name -> the source node of its value in the case ``name``'s ``[...]`` runs;
-    only for decorators whose case the id names unambiguously."""
+    only for decorators whose case the id names unambiguously. The cases may be a list or a
+    dict's ``.values()`` that ``module`` assigns at its top level."""
     if "[" not in name:
         return {}
     truncated = is_truncated(name)
@@ -20,7 +23,7 @@ def case_values(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> 
     label = label if truncated else label[:-1]
     out: dict[str, ast.expr] = {}
     for decorator in function.decorator_list:
-        cases = _cases(decorator)
+        cases = _cases(decorator, _module_values(module))
         if not cases:
             continue
         ids = [case_id for case_id, _ in cases]
@@ -46,7 +49,34 @@ def _occurs(case_id: str, label: str, *, truncated: bool) -> bool:
     return False
 
 
-def _cases(decorator: ast.expr) -> list[tuple[str, dict[str, ast.expr]]]:
+def _module_values(module: ast.Module | None) -> dict[str, ast.expr]:
+    """The names a module assigns once at its top level, and their values."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in module.body if module is not None else []:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if isinstance(target := node.targets[0], ast.Name):
+                found.setdefault(target.id, []).append(node.value)
+    return {name: values[0] for name, values in found.items() if len(values) == 1}
+
+
+def _written_out(node: ast.expr | None, module_values: dict[str, ast.expr]) -> ast.expr | None:
+    """The list of cases as written: itself, a module-level name's list, or the values of a
+    module-level dict (``compound_models.values()``)."""
+    if isinstance(node, ast.Name):
+        return module_values.get(node.id)
+    if (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "values" and not node.args
+        and isinstance(node.func.value, ast.Name)
+        and isinstance(table := module_values.get(node.func.value.id), ast.Dict)
+    ):  # fmt: skip
+        return ast.List(elts=list(table.values), ctx=ast.Load())
+    return node
+
+
+def _cases(
+    decorator: ast.expr, module_values: dict[str, ast.expr]
+) -> list[tuple[str, dict[str, ast.expr]]]:
     """(id, argument name -> value node) of each case of a ``parametrize`` decorator whose
     names and values are written out; [] for any other."""
     if not (isinstance(decorator, ast.Call) and _name(decorator.func) == "parametrize"):
@@ -54,7 +84,9 @@ def _cases(decorator: ast.expr) -> list[tuple[str, dict[str, ast.expr]]]:
     arguments = {k.arg: k.value for k in decorator.keywords if k.arg}
     positional = list(decorator.args)
     names_node = positional[0] if positional else arguments.get("argnames")
-    values_node = positional[1] if len(positional) > 1 else arguments.get("argvalues")
+    values_node = _written_out(
+        positional[1] if len(positional) > 1 else arguments.get("argvalues"), module_values
+    )
     names = _argnames(names_node)
     if not names or not isinstance(values_node, ast.List | ast.Tuple):
         return []

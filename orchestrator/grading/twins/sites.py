@@ -30,8 +30,7 @@ _TWO_VALUES = re.compile(
 _MEMBER_FIRST = {"assertIn", "assertInHTML"}
 # (response-or-text, expected, ...)
 _SECOND = {"assertContains", "assertRegex", "assertRegexpMatches", "assertRedirects",
-           "assertTemplateUsed", "assertFormError", "assertFormsetError", "assertStartsWith",
-           "assertEndsWith"}  # fmt: skip
+           "assertTemplateUsed", "assertStartsWith", "assertEndsWith"}  # fmt: skip
 _REGEX_SECOND = {"assertRegex", "assertRegexpMatches"}
 _FIRST_COUNT = {"assertNumQueries"}
 _RAISES = {"raises", "assertRaises", "assert_raises", "warns", "assertWarns", "assert_warns",
@@ -51,15 +50,32 @@ _EXPECTED_KEYWORD = re.compile(
 )
 # a name that says it holds the expected value
 _EXPECTED_NAME = re.compile(r"expect|^exp(_|$)|want|desired|correct|^ref|answer|^should", re.I)
+_OPPOSITE_METHOD = {
+    "assertTrue": "assertFalse", "assertFalse": "assertTrue", "assertIsNone": "assertIsNotNone",
+    "assertIsNotNone": "assertIsNone", "assertNotIn": "assertIn", "assertNotEqual": "assertEqual",
+    "assertIsNot": "assertIs", "assertNotIsInstance": "assertIsInstance",
+    "assertIsInstance": "assertNotIsInstance",
+}  # fmt: skip
+# a name that says it holds the value under test
+_ACTUAL_NAME = re.compile(r"^(actual|result|res|got|out|output|obtained|computed|observed)", re.I)
 _REGEX_FUNCS = {"search", "match", "fullmatch", "findall"}
+_VALUE_BUILDERS = {"approx", "array", "asarray", "arange", "linspace", "zeros", "ones", "full",
+                   "set", "frozenset", "tuple", "list", "dict", "str", "bytes", "bytearray",
+                   "int", "float", "complex", "bool", "range", "sympify", "symbols", "Symbol",
+                   "date", "datetime", "time", "timedelta", "timezone", "datetime64",
+                   "timedelta64", "Decimal", "Fraction", "OrderedDict", "namedtuple", "mark",
+                   "sqrt", "exp", "log", "sin", "cos", "tan", "pi", "oo", "Q",
+                   "_", "gettext", "dedent", "Path", "PurePath", "PosixPath"}  # fmt: skip
+_NUMPY_SCALAR = re.compile(r"^(u?int|float|complex)(8|16|32|64|128)$")
 _CONSTRUCTORS = {"set", "frozenset", "tuple", "list", "dict"}
 
 
 @dataclass(frozen=True)
 class Edit:
-    """One candidate change: the node's source segment becomes ``text``; ``tier`` orders the
-    kinds of site (0: a literal expected side, 1: an exception or its message, 2: a
-    constant inside a computed expected expression), ``site`` groups the edits of one
+    """One candidate change: the node's source segment (or the character ``span``) becomes
+    ``text``; ``tier`` orders the kinds of site (0: a literal expected side, 1: an exception
+    or its message, 2: a constant inside a computed expected expression, 3: an assertion
+    turned around, only for a test with nothing else), ``site`` groups the edits of one
     assertion."""
 
     node: ast.AST
@@ -67,6 +83,7 @@ class Edit:
     kind: str
     tier: int
     site: int
+    span: tuple[int, int] | None = None
 
 
 class Sites:
@@ -83,13 +100,18 @@ class Sites:
         self.edits: list[Edit] = []
         self._site = 0
         self._names = _Assignments(function)
-        reads = collections.Counter(
-            n.id for n in _walk_body(function) if isinstance(n, ast.Name)
-        )  # fmt: skip
-        self._parameters = {k: v for k, v in (parameters or {}).items() if reads[k] == 1}
+        reads = collections.Counter(n.id for n in _reads(function))
         self._compared_only = _compared_only(function)
+        self._parameters = {
+            k: v for k, v in (parameters or {}).items()
+            if reads[k] == 1 or k in self._compared_only
+        }  # fmt: skip
+        self._loops = [n for n in _walk_body(function) if isinstance(n, ast.For)]
+        self._flips: list[Edit] = []
         for node in _walk_body(function):
             self._visit(node)
+        if not self.edits:  # the last resort: an assertion that says the opposite
+            self.edits = self._flips
 
     # ------------------------------------------------------------------ visiting
     def _visit(self, node: ast.AST) -> None:
@@ -112,6 +134,7 @@ class Sites:
             for value in test.values:
                 self._assertion(value)
             return
+        self._flip(test)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, op, right = test.left, test.ops[0], test.comparators[0]
             if isinstance(op, ast.Eq):
@@ -126,15 +149,52 @@ class Sites:
         if isinstance(test, ast.Call) and not _negated(test):
             self._truthy_call(test)
 
+    def _class(self, kind: ast.expr) -> None:
+        """The class of ``isinstance(x, T)`` / ``assertIsInstance(x, T)``: ``str`` (``bytes``
+        for ``str``)."""
+        if isinstance(kind, ast.Name | ast.Attribute):
+            other = "bytes" if ast.unparse(kind) == "str" else "str"
+            self._add([(kind, other)], kind="class", tier=2)
+
+    def _flip(self, test: ast.expr) -> None:
+        """The opposite assertion (``assert not x`` -> ``assert x``, ``not in`` -> ``in``,
+        ``is not`` -> ``is``, ``!=`` -> ``==``, and back), kept for a test that states no
+        value."""
+        text = self.source.segment(test)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            self._flips.append(
+                Edit(test, self.source.segment(test.operand), "truth", 3, -1 - len(self._flips))
+            )
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+            start = self.source.span(test.left)[1]
+            end = self.source.span(test.comparators[0])[0]
+            gap = self.source.text[start:end]
+            match = re.search(r"not\s+in|is\s+not|!=|==|\bin\b|\bis\b", gap)
+            other = {"!=": "==", "==": "!=", "in": "not in", "is": "is not"}
+            if match and not isinstance(test.ops[0], ast.Lt | ast.Gt | ast.LtE | ast.GtE):
+                word = re.sub(r"\s+", " ", match.group())
+                new = {"not in": "in", "is not": "is"}.get(word) or other[word]
+                span = (start + match.start(), start + match.end())
+                self._flips.append(Edit(test, new, "truth", 3, -1 - len(self._flips), span))
+        elif isinstance(test, ast.Call | ast.Attribute | ast.Name | ast.Subscript):
+            self._flips.append(Edit(test, f"not {text}", "truth", 3, -1 - len(self._flips)))
+
+    def _flip_method(self, call: ast.Call, name: str) -> None:
+        """``assertTrue`` <-> ``assertFalse``, ``assertIsNone`` <-> ``assertIsNotNone``, ..."""
+        other = _OPPOSITE_METHOD.get(name)
+        if other is None or not isinstance(call.func, ast.Attribute):
+            return
+        end = self.source.span(call.func)[1]
+        self._flips.append(
+            Edit(call, other, "truth", 3, -1 - len(self._flips), (end - len(name), end))
+        )
+
     def _truthy_call(self, test: ast.Call) -> None:
         """``assert isinstance(x, T)``, ``assert a.equals(b)``, ``assert s.startswith('x')``,
         ``assert re.search(r'...', s)``."""
         name = _call_name(test)
         if name == "isinstance" and len(test.args) == 2:
-            kind = test.args[1]
-            if isinstance(kind, ast.Name | ast.Attribute):
-                other = "bytes" if ast.unparse(kind) == "str" else "str"
-                self._add([(kind, other)], kind="class", tier=2)
+            self._class(test.args[1])
             return
         if name == "equals" and isinstance(test.func, ast.Attribute) and len(test.args) == 1:
             self._expected_of_pair(test.func.value, test.args[0])
@@ -148,20 +208,38 @@ class Sites:
     def _expected_of_pair(self, left: ast.expr, right: ast.expr) -> None:
         """The expected one of two compared values: the more literal, the right on a tie; a
         name assigned a literal once in the function stands for that literal."""
-        left, right = self._resolved(left), self._resolved(right)
+        for side in (right, left):  # ``assert_identical(expected, actual)``
+            if isinstance(side, ast.Name) and _EXPECTED_NAME.search(side.id):
+                resolved = self._resolved(side)
+                if resolved is not side:
+                    self._value(resolved, tier=min(_tier(resolved), 2))
+                    return
+        named_left = self._resolved(left)
+        left_named, left, right = named_left is not left, named_left, self._resolved(right)
         tl, tr = _tier(left), _tier(right)
         if tr <= 1 and tr <= tl:
             self._value(right, tier=tr)
-        elif tl <= 1:
+        elif tl <= 1 or (tl == 2 and tr == 3 and left_named):
             self._value(left, tier=tl)
         elif tr == 2:
             self._value(right, tier=2)
 
     def _resolved(self, node: ast.expr) -> ast.expr:
+        """What stands for ``node``; for ``table[1]``, the element of what stands for
+        ``table`` (a list, tuple or dict written out)."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            whole = self._resolved_name(node.value)
+            if whole is not node.value:
+                return _element(whole, node.slice.value) or node
+            return node
+        return self._resolved_name(node)
+
+    def _resolved_name(self, node: ast.expr) -> ast.expr:
         """What stands for a name: the parametrization's value of a parameter the body reads
-        once; the literal the last assignment before this use gives it (``expected = [...]``;
-        a value built with calls only for a name that says it is the expected one); for
-        ``expected.strip()``, the literal of ``expected``."""
+        once; the value the last assignment before this use gives a name that holds an
+        expected value (read only where values are compared, or named ``expected...``), not
+        an input (``expected = [...]``, ``hnf = Matrix(...)``); for ``expected.strip()``, the
+        literal of ``expected``."""
         root = node
         if (
             isinstance(node, ast.Call)
@@ -173,14 +251,60 @@ class Sites:
             return node
         if root.id in self._parameters:
             return self._parameters[root.id] if root is node else node
+        if root is node and root.id in self._compared_only and (row := self._loop_row(root)):
+            return row
         value = self._names.before(root)
         if value is None:
             return node
         tier = _tier(value)
-        compared_only = root.id in self._compared_only or _EXPECTED_NAME.search(root.id)
-        if tier == 0 or (tier <= 2 and root is node and compared_only):
+        if _ACTUAL_NAME.search(root.id):
+            return node
+        named = _EXPECTED_NAME.search(root.id) is not None
+        if tier == 0 and (named or root.id in self._compared_only):
+            return value
+        if root is node and (tier <= 2 and named or tier == 1 and root.id in self._compared_only):
             return value
         return node
+
+    def _loop_row(self, use: ast.Name) -> ast.expr | None:
+        """For a loop over a table written out (``for text, result in inputs.items()``, ``for
+        q, expected in [(1, 2), ...]``), the first row's value of the loop variable ``use``
+        (read only as a compared value: an expected column, not an input)."""
+        for loop in self._loops:
+            names = loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target]
+            position = next(
+                (i for i, n in enumerate(names) if isinstance(n, ast.Name) and n.id == use.id), None
+            )  # fmt: skip
+            if position is None or not (loop.lineno <= use.lineno <= (loop.end_lineno or 0)):
+                continue
+            rows = self._table(loop.iter)
+            if not rows:
+                return None
+            row = rows[0]
+            if isinstance(loop.target, ast.Tuple):
+                cells = row.elts if isinstance(row, ast.Tuple | ast.List) else []
+                return cells[position] if len(cells) == len(names) else None
+            return row
+        return None
+
+    def _table(self, iterable: ast.expr) -> list[ast.expr]:
+        """The rows of a table written out: a list or tuple (of tuples), or a dict's
+        ``.items()`` as (key, value) rows; the table may be a name assigned before."""
+        items = (
+            isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr == "items" and not iterable.args
+        )  # fmt: skip
+        base = iterable
+        if items and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
+            base = iterable.func.value
+        if isinstance(base, ast.Name):
+            base = self._names.before(base) or base
+        if items and isinstance(base, ast.Dict):
+            pairs = [(k, v) for k, v in zip(base.keys, base.values, strict=True) if k is not None]
+            return [ast.Tuple(elts=[k, v], ctx=ast.Load()) for k, v in pairs]
+        if not items and isinstance(base, ast.List | ast.Tuple | ast.Set):
+            return list(base.elts)
+        return []
 
     def _call(self, call: ast.Call) -> None:
         name = _call_name(call)
@@ -189,9 +313,14 @@ class Sites:
         if name in _RAISES:
             self._raises(call, name)
             return
+        if not name.lower().startswith("assert"):
+            self._expected_parameters(call)
+        self._flip_method(call, name)
         args = [self._resolved(arg) for arg in call.args]
         if name in ("assertTrue", "assert_") and args:
             self._assertion(args[0])
+        elif name == "assertIsInstance" and len(args) >= 2:
+            self._class(call.args[1])
         elif name in _MEMBER_FIRST and args:
             self._value(args[0], tier=_literal_tier(args[0]), in_check=True)
         elif name in _SECOND and len(args) >= 2:
@@ -202,7 +331,7 @@ class Sites:
         elif name in _FIRST_COUNT and args:
             self._value(args[0], tier=_literal_tier(args[0]))
         elif _TWO_VALUES.match(name) and len(args) >= 2:
-            self._expected_of_pair(args[0], args[1])
+            self._expected_of_pair(call.args[0], call.args[1])
         elif name.lower().startswith(("assert", "check")) and not _NEGATIVE.search(name):
             self._helper(call, args)
 
@@ -210,11 +339,19 @@ class Sites:
         """A project's own assertion helper: its expected values come after the value it
         checks (``assert_node(node, [nodes.paragraph, 'text'], refdomain='py')``)."""
         values = [arg for arg in args[1:] if _tier(arg) <= 2] if len(args) > 1 else args
-        for arg in reversed(values[-2:]):
+        for arg in values[-1:]:  # the last: before it, the inputs (``check(name, input, ids)``)
             self._value(arg, tier=2)
         for keyword in call.keywords:
             if keyword.arg and _tier(keyword.value) <= 1:
                 self._value(self._resolved(keyword.value), tier=2)
+
+    def _expected_parameters(self, call: ast.Call) -> None:
+        """A parametrized expected value handed to a checking helper (``verify(rst,
+        html_expected)``)."""
+        for arg in call.args:
+            if isinstance(arg, ast.Name) and arg.id in self._parameters:
+                if _EXPECTED_NAME.search(arg.id):
+                    self._value(self._parameters[arg.id], tier=1)
 
     def _raises(self, call: ast.Call, name: str) -> None:
         message: ast.expr | None = None
@@ -224,6 +361,7 @@ class Sites:
                 message = keyword.value
         if name in _MESSAGE_SECOND | _REGEX_MESSAGE_SECOND and len(call.args) >= 2:
             message, regex = call.args[1], name not in _MESSAGE_SECOND
+        message = self._resolved(message) if message is not None else None
         if message is not None and _is_string(message):
             self._value(message, tier=1, regex=regex, in_check=True, kind="match")
         if call.args:
@@ -250,8 +388,17 @@ class Sites:
         edits: list[tuple[ast.AST, str, str]] = []
         if (empty := mutate.empty_container_texts(self.source.segment(node))) and not in_check:
             edits.extend((node, text, "container") for text in empty)
-        leaves = list(_leaves(node))
+        # changed last: an index (``paths[3:]``, ``node.body[0]``: it picks a part of an
+        # input), a dict's key (its value first), an empty string (a word changes better)
+        indices = {id(n) for s in ast.walk(node) if isinstance(s, ast.Subscript)
+                   for n in ast.walk(s.slice)}  # fmt: skip
+        keys = {id(k) for d in ast.walk(node) if isinstance(d, ast.Dict) for k in d.keys if k}
+        late = [leaf for leaf in _leaves(node) if id(leaf[0]) in keys or _empty(leaf[0])]
+        leaves = [leaf for leaf in _leaves(node) if id(leaf[0]) not in indices and leaf not in late]
         order = leaves[::-1] if len(leaves) <= 2 else [leaves[-1], leaves[0], *leaves[1:-1][::-1]]
+        order += [leaf for leaf in late if id(leaf[0]) not in indices]
+        if not in_check:  # a changed key of ``d['key'] in text`` fails whatever the code
+            order += [leaf for leaf in _leaves(node) if id(leaf[0]) in indices]
         for leaf, leaf_kind in order:
             for text in self._leaf_texts(leaf, regex=regex):
                 edits.append((leaf, text, kind or leaf_kind))
@@ -272,10 +419,12 @@ class Sites:
         self._add([(n, t) for n, t, _ in firsts + rest], kinds=[k for _, _, k in firsts + rest],
                   tier=tier)  # fmt: skip
 
-    def _leaf_texts(self, leaf: ast.Constant | ast.JoinedStr, *, regex: bool) -> list[str]:
+    def _leaf_texts(self, leaf: ast.expr, *, regex: bool) -> list[str]:
         text = self.source.segment(leaf)
         if isinstance(leaf, ast.JoinedStr):
             return mutate.string_texts(text, regex=regex)
+        if not isinstance(leaf, ast.Constant):
+            return mutate.name_texts(ast.unparse(leaf))
         value = leaf.value
         if isinstance(value, bool):
             return mutate.bool_texts(text)
@@ -308,7 +457,10 @@ class Source:
 
     def offset(self, lineno: int, col: int) -> int:
         line = self.lines[lineno - 1]
-        chars = col if line.isascii() else len(line.encode()[:col].decode(errors="replace"))
+        if line.isascii():
+            return self.starts[lineno - 1] + col
+        raw = line.encode("utf-8", "surrogatepass")[:col]
+        chars = len(raw.decode("utf-8", "surrogatepass"))
         return self.starts[lineno - 1] + chars
 
     def span(self, node: ast.AST) -> tuple[int, int]:
@@ -339,9 +491,13 @@ def _walk_body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast
 
 
 def _preorder(node: ast.AST) -> Iterator[ast.AST]:
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _preorder(child)
+    """The node and those inside it in source order, without recursion (a sum of a thousand
+    terms nests a thousand deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(ast.iter_child_nodes(current))))
 
 
 class _Assignments:
@@ -378,15 +534,34 @@ def _compared_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]
     ``assert_equal(hnf, f(m))``): what they hold is an expected value, not an input."""
     compared: set[int] = set()
     for node in _walk_body(function):
+        sides: list[ast.expr] = []
         if isinstance(node, ast.Compare):
-            compared.update(id(side) for side in [node.left, *node.comparators])
+            sides = [node.left, *node.comparators]
         elif isinstance(node, ast.Call) and (_call_name(node) or "").lower().startswith("assert"):
-            compared.update(id(arg) for arg in node.args)
+            sides = list(node.args)
+        for side in sides:  # ``expected`` or ``expected[0]``
+            compared.add(id(side.value if isinstance(side, ast.Subscript) else side))
     reads: dict[str, bool] = {}
+    for node in _reads(function):
+        reads[node.id] = reads.get(node.id, True) and id(node) in compared
+    return {name for name, only in reads.items() if only}
+
+
+def _reads(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Name]:
+    """The names the function reads, not counting an assertion's message
+    (``assert got == expected, f"got {got} instead of {expected}"``)."""
+    messages: set[int] = set()
+    for node in _walk_body(function):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            parts = [node.msg]
+        elif isinstance(node, ast.Call):
+            parts = [k.value for k in node.keywords if k.arg in ("msg", "err_msg")]
+        messages.update(id(n) for part in parts for n in ast.walk(part))
     for node in _walk_body(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            reads[node.id] = reads.get(node.id, True) and id(node) in compared
-    return {name for name, only in reads.items() if only}
+            if id(node) not in messages:
+                yield node
 
 
 def _bound_names(node: ast.AST) -> Iterator[str]:
@@ -399,10 +574,14 @@ def _bound_names(node: ast.AST) -> Iterator[str]:
         targets = [node.target]
     elif isinstance(node, ast.With | ast.AsyncWith):
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
-    for target in targets:
-        for name in ast.walk(target):
-            if isinstance(name, ast.Name):
-                yield name.id
+    while targets:  # names bound, not ``x.attr = ...`` / ``x[i] = ...`` (a change in place)
+        target = targets.pop()
+        if isinstance(target, ast.Name):
+            yield target.id
+        elif isinstance(target, ast.Tuple | ast.List):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
 
 
 def _call_name(call: ast.Call) -> str | None:
@@ -419,6 +598,21 @@ def _negated(call: ast.Call) -> bool:
     return bool(re.match(r"(not_|is_not|isnot|no_)", name))
 
 
+def _element(container: ast.expr, key: object) -> ast.expr | None:
+    if isinstance(container, ast.List | ast.Tuple) and isinstance(key, int):
+        if -len(container.elts) <= key < len(container.elts):
+            return container.elts[key]
+    if isinstance(container, ast.Dict):
+        for k, value in zip(container.keys, container.values, strict=True):
+            if isinstance(k, ast.Constant) and k.value == key:
+                return value
+    return None
+
+
+def _empty(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in ("", b"")
+
+
 def _is_bool(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, bool)
 
@@ -433,7 +627,7 @@ def _literal_tier(node: ast.expr) -> int:
     return min(_tier(node), 2)
 
 
-def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, a table
+def _tier(node: ast.expr) -> int:  # noqa: C901, PLR0911 one return per kind of node, a table
     """0: constants and containers of constants (``-1``, ``[1, 'a']``, f-strings); 1: the
     same built with calls (``S(3)``, ``np.array([1, 2])``, ``pytest.approx(1.5)``) or
     operators; 2: an expression with names and at least one constant (``x**2 + 1``); 3:
@@ -452,8 +646,10 @@ def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, 
         parts = [e for e in [*node.keys, *node.values] if e is not None]
         return _symbolic_tier(node, max((_tier(e) for e in parts), default=0))
     if isinstance(node, ast.Call) and _dotted(node.func):
-        if _call_name(node) in _CONSTRUCTORS and not node.args:
+        if _call_name(node) in _CONSTRUCTORS and not node.args and not node.keywords:
             return 0
+        if not _constructor(node.func):  # the code under test, called: a computed value
+            return _symbolic_tier(node, 3)
         parts = [*node.args, *(k.value for k in node.keywords)]
         if not parts:
             return 3
@@ -463,8 +659,19 @@ def _tier(node: ast.expr) -> int:  # noqa: PLR0911 one return per kind of node, 
         inner = max(_tier(node.left), _tier(node.right))
         return 1 if inner <= 1 else 2 if _has_constant(node) else 3
     if isinstance(node, ast.Name | ast.Attribute):
-        return 3
+        return 0 if mutate.is_named_value(ast.unparse(node)) else 3
     return 3 if not _has_constant(node) or not _symbolic(node) else 2
+
+
+def _constructor(func: ast.expr) -> bool:
+    """A call that builds a value rather than computes one: a class (``Matrix``,
+    ``xr.DataArray``, ``S``), a builtin container or type, ``np.array``, ``approx``, ..."""
+    parts = ast.unparse(func).split(".")
+    return (
+        any(part[:1].isupper() for part in parts)
+        or parts[-1] in _VALUE_BUILDERS
+        or _NUMPY_SCALAR.match(parts[-1]) is not None
+    )
 
 
 def _symbolic_tier(node: ast.expr, inner: int) -> int:
@@ -493,7 +700,7 @@ def _symbolic(node: ast.AST) -> bool:
     return all(isinstance(n, allowed) for n in ast.walk(node))
 
 
-def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]]:
+def _leaves(node: ast.expr) -> Iterator[tuple[ast.expr, str]]:
     """The constants of an expected value that an edit may change, in source order: not
     ``None``, not a keyword argument's scalar value (``evaluate=False``, ``dtype='i8'``)."""
     skip: set[int] = set()
@@ -506,7 +713,7 @@ def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]
             skip.update(id(n) for n in ast.walk(inner.value))
         if isinstance(inner, ast.JoinedStr):
             skip.update(id(n) for n in ast.walk(inner) if n is not inner)
-    found: list[ast.Constant | ast.JoinedStr] = []
+    found: list[ast.expr] = []
     for inner in ast.walk(node):
         if id(inner) in skip:
             continue
@@ -514,6 +721,13 @@ def _leaves(node: ast.expr) -> Iterator[tuple[ast.Constant | ast.JoinedStr, str]
             found.append(inner)
         elif isinstance(inner, ast.Constant) and inner.value is not None and inner.value is not ...:
             found.append(inner)
+        elif isinstance(inner, ast.Name | ast.Attribute) and mutate.is_named_value(
+            ast.unparse(inner)
+        ):
+            found.append(inner)
     found.sort(key=lambda n: (n.lineno, n.col_offset))
     for leaf in found:
-        yield leaf, "str" if isinstance(leaf, ast.JoinedStr) else type(leaf.value).__name__
+        if isinstance(leaf, ast.Constant):
+            yield leaf, type(leaf.value).__name__
+        else:
+            yield leaf, "str" if isinstance(leaf, ast.JoinedStr) else "name"

@@ -10,10 +10,16 @@ twins, their ratio, the twin run's seconds (the extra CPU), validation seconds w
 with the twins phase, and the twin check (checked, twins used, passed, why not). Then the
 sums over the instances whose verdict was twin-checked (the ones that need it) and over all.
 
-Run (after ``swe-green run --predictions gold`` with validation on):
-``python bench/twin_cost.py RUN_DIR [--data-dir DIR]`` (``--data-dir``: where the validation
-records are, by default ``SWE_GREEN_DATA_DIR``); ``--json`` prints the rows as JSON;
-``--smoke``: the report of a small run directory written here (no Docker).
+The twin run shares the host with the graded run, so ``grading - twins_wait`` is the graded
+run's time *under* that load. ``--without RUN_DIR``, a run of the same instances with the
+setting ``twin_check`` off, gives grading and validation as they are without twins at all
+(its grading time; the validation records without ``-tw1`` in the data directory).
+
+Run (after ``swe-green run --participant gold`` with validation on, and the same with
+``SWE_GREEN_TWIN_CHECK=false`` for ``--without``):
+``python bench/twin_cost.py RUN_DIR [--without RUN_DIR] [--data-dir DIR]`` (``--data-dir``:
+where the validation records are, by default ``SWE_GREEN_DATA_DIR``); ``--json`` prints the
+rows as JSON; ``--smoke``: the report of a small run directory written here (no Docker).
 """
 
 from __future__ import annotations
@@ -30,15 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from orchestrator.models import InstanceResult, Status, TwinCheck, TwinRecord  # noqa: E402
 
 
-def validation_timings(data_dir: Path | None) -> dict[str, dict[str, float]]:
+def validation_timings(data_dir: Path | None, twins: bool = True) -> dict[str, dict[str, float]]:
     """Validation record tag (``<instance id, lower case>-<key>...``) -> its phase seconds,
-    of the records that hold the twins (``-tw1``)."""
+    of the records that hold the twins (``-tw1``), or with ``twins`` False of those that do
+    not."""
     if data_dir is None or not (data_dir / "validation").is_dir():
         return {}
     found: dict[str, dict[str, float]] = {}
-    for path in sorted(
-        (data_dir / "validation").glob("*-tw1.json"), key=lambda p: p.stat().st_mtime
-    ):
+    paths = [
+        path for path in (data_dir / "validation").glob("*.json")
+        if path.name.endswith("-tw1.json") == twins
+    ]  # fmt: skip
+    for path in sorted(paths, key=lambda p: p.stat().st_mtime):
         try:
             found[path.name.removesuffix(".json")] = json.loads(path.read_text()).get("timings", {})
         except (OSError, json.JSONDecodeError):
@@ -53,9 +62,24 @@ def _validation_of(instance_id: str, records: dict[str, dict[str, float]]) -> di
     return matching[-1] if matching else {}
 
 
-def rows(run_dir: Path, data_dir: Path | None) -> list[dict[str, Any]]:
-    """One row per instance result under ``run_dir``."""
+def _grading_of(run_dir: Path | None) -> dict[str, float]:
+    """Instance id -> its grading seconds in ``run_dir`` (a run without twins)."""
+    if run_dir is None:
+        return {}
+    found = {}
+    for path in run_dir.glob("instances/*/result.json"):
+        result = InstanceResult.model_validate_json(path.read_text())
+        if "grading" in result.timings:
+            found[result.instance_id] = result.timings["grading"]
+    return found
+
+
+def rows(run_dir: Path, data_dir: Path | None, without: Path | None = None) -> list[dict[str, Any]]:
+    """One row per instance result under ``run_dir`` (``without``: the same instances'
+    run with twin checks off)."""
     records = validation_timings(data_dir)
+    plain = validation_timings(data_dir, twins=False)
+    graded_plain = _grading_of(without)
     out = []
     for path in sorted(run_dir.glob("instances/*/result.json")):
         result = InstanceResult.model_validate_json(path.read_text())
@@ -77,6 +101,8 @@ def rows(run_dir: Path, data_dir: Path | None) -> list[dict[str, Any]]:
                     sum(v for k, v in validation.items() if k != "twins"), 1
                 ),
                 "validation_twins": round(validation.get("twins", 0.0), 1),
+                "grading_off": round(graded_plain.get(result.instance_id, 0.0), 1),
+                "validation_off": round(sum(_validation_of(result.instance_id, plain).values()), 1),
                 "checked": bool(check and check.checked),
                 "used": len(check.twins) if check else 0,
                 "passed": len(check.passed) if check else 0,
@@ -94,11 +120,18 @@ def _sums(selected: list[dict[str, Any]], label: str) -> str:
     found = sum(r["validation_twins"] for r in selected)
     ratio = f"{with_twins / grading:.3f}x" if grading else "-"
     vratio = f"{(without + found) / without:.3f}x" if without else "-"
-    return (
+    line = (
         f"{label} ({len(selected)}): grading {grading:.1f} s, with twins {with_twins:.1f} s "
         f"({ratio}; the twin runs {twins:.1f} s beside); validation {without:.1f} s, with "
         f"twins {without + found:.1f} s ({vratio})"
     )
+    off = sum(r["grading_off"] for r in selected)
+    if off and all(r["grading_off"] for r in selected):
+        line += f"; twin checks off: grading {off:.1f} s (with twins {with_twins / off:.3f}x)"
+    voff = sum(r["validation_off"] for r in selected)
+    if voff and all(r["validation_off"] for r in selected):
+        line += f", validation {voff:.1f} s (with twins {(without + found) / voff:.3f}x)"
+    return line
 
 
 def _smoke(directory: Path) -> tuple[Path, Path]:
@@ -122,6 +155,7 @@ def _smoke(directory: Path) -> tuple[Path, Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path, nargs="?")
+    parser.add_argument("--without", type=Path, help="the same instances, twin_check off")
     parser.add_argument("--data-dir", type=Path, default=os.environ.get("SWE_GREEN_DATA_DIR"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="a small run written here")
@@ -137,7 +171,7 @@ def main() -> None:
         return
     if args.run_dir is None:
         parser.error("RUN_DIR is required (or --smoke)")
-    table = rows(args.run_dir, args.data_dir)
+    table = rows(args.run_dir, args.data_dir, args.without)
     if args.json:
         print(json.dumps(table, indent=1))
         return

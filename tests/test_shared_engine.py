@@ -209,3 +209,38 @@ def test_an_engine_lock_serialises_builds_and_a_stale_one_is_taken_over(
     with engine_lock(docker_backend, key, base_image, poll=0.2):
         assert time.monotonic() - started < 10
     assert not docker_client.containers.list(all=True, filters={"name": lock_name(key)})
+
+
+def test_gc_never_collects_a_build_lock_whose_holder_lives(
+    docker_backend, docker_client, base_image
+):
+    from orchestrator.housekeeping.engine_locks import LABEL_LOCK_HOLDER, engine_lock, lock_name
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.housekeeping.inventory import list_containers
+
+    from .conftest import TEST_RUN_ID
+
+    key = f"env-{TEST_RUN_ID}-gc-lock"
+    name = lock_name(key)
+    # the base image carries the tool's label, which a container inherits
+    assert docker_client.images.get(base_image).labels.get("swe-green") == "1"
+    with engine_lock(docker_backend, key, base_image):
+        assert docker_client.containers.get(name).status == "created"
+        # not one of the tool's containers (sandbox ls, the clean-ups of runs)
+        assert name not in {c.name for c in list_containers(docker_backend)}
+        plan = gc(docker_backend, dry_run=True)  # dry: other users share this engine
+        assert name not in plan.containers
+        assert f"{name}: the build lock of {key}, its holder is building" in plan.spared
+    assert not docker_client.containers.list(all=True, filters={"name": name})
+
+    # a lock whose holder crashed (labelled as an older version did, the tool's label
+    # inherited): collectable
+    docker_client.containers.create(
+        base_image, command=["true"], name=name,
+        labels={"swe-green.lock": key, LABEL_LOCK_HOLDER: "lock-crashed-holder"},
+    )  # fmt: skip
+    try:
+        plan = gc(docker_backend, dry_run=True)
+        assert plan.containers.count(name) == 1 and not [s for s in plan.spared if name in s]
+    finally:
+        docker_client.containers.get(name).remove(force=True)

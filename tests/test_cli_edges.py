@@ -136,3 +136,26 @@ def test_sandbox_ls_is_readable_at_80_columns(make_sandbox) -> None:
     rows = [line for line in lines if line.strip() and not set(line.strip()) <= {"─"}][1:]
     assert len(rows) <= 2, done.stdout  # the name folds onto two lines at most
     assert "".join(line.split()[0] for line in rows) == name, done.stdout
+
+
+@pytest.mark.parametrize("command", [["serve"], ["participant", "empty"]])
+def test_a_port_in_use_exits_2_with_one_line_naming_it(command: list[str]) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [SWE_GREEN, *command, "--host", "127.0.0.1", "--port", str(port)],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "80"},
+        )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "listening on" not in done.stdout  # said only once the port is bound
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, done.stderr  # one line, no traceback
+    assert f"Port {port} on 127.0.0.1 is in use" in errors[0]
+    assert (
+        f"Fix: stop that server, or pass --port with a free port (e.g. --port {port + 1})"
+        in (errors[0])
+    )

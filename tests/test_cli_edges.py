@@ -159,3 +159,18 @@ def test_a_port_in_use_exits_2_with_one_line_naming_it(command: list[str]) -> No
         f"Fix: stop that server, or pass --port with a free port (e.g. --port {port + 1})"
         in (errors[0])
     )
+
+
+def test_an_unwritable_output_is_named_as_the_option(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    env = {**os.environ, "SWE_GREEN_DATA_DIR": str(tmp_path / "data"),
+           "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs")}  # fmt: skip
+    done = _swe_green(
+        ["run", "--participant", "empty", "--id", "x", "--output", str(blocker / "run")], env
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"Cannot write to --output {blocker / 'run'}" in said, said
+    assert "Fix: pass --output a directory you can write to." in said
+    assert "runs_dir" not in said and not list(tmp_path.glob("runs/*"))

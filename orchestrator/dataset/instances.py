@@ -52,7 +52,10 @@ from orchestrator.settings.base import default_of
 DEFAULT_SPLIT: str = default_of(DatasetConfig, "dataset_split")
 
 _SUFFIX_BUILDER = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
-_LOCAL_FIX = "pass a local file: SWE_GREEN_DATASET=path/to/swe-bench-verified.jsonl or --dataset"
+_LOCAL_FIX = (
+    "pass a local file with --dataset PATH (or SWE_GREEN_DATASET=PATH), e.g. "
+    "swe-bench-verified.jsonl."
+)
 
 
 class Selection(BaseModel):

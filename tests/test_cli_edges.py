@@ -127,15 +127,27 @@ def test_validate_exits_3_when_no_environment_is_valid(env_settings, tmp_path: P
 def test_sandbox_ls_is_readable_at_80_columns(make_sandbox) -> None:
     from .conftest import TEST_RUN_ID
 
-    sandbox = make_sandbox(instance_id=LONG_ID, role="grade")
-    name = sandbox.name
-    done = _swe_green(["sandbox", "ls", "--run", TEST_RUN_ID], dict(os.environ))
+    run_id = f"run-20261127-201010-{TEST_RUN_ID[-8:]}"  # as long as a real run's id
+    grading = make_sandbox(run_id=run_id, instance_id=LONG_ID, role="grade")
+    participant = make_sandbox(run_id=run_id, instance_id="demo__units-1", role="participant")
+    done = _swe_green(["sandbox", "ls", "--run", run_id], dict(os.environ))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), done.stdout
     rows = [line for line in lines if line.strip() and not set(line.strip()) <= {"─"}][1:]
-    assert len(rows) <= 2, done.stdout  # the name folds onto two lines at most
-    assert "".join(line.split()[0] for line in rows) == name, done.stdout
+    rows = [row for row in rows if not row.startswith("Open one with")]
+    assert len(rows) == 2, done.stdout  # one line per container: nothing wraps
+    by_instance = {row.split()[0]: row.split() for row in rows}
+    # the instance and run columns whole, never cut in a word
+    assert by_instance[LONG_ID][1:3] == [run_id, "running"], done.stdout
+    assert by_instance["demo__units-1"][1:3] == [run_id, "running"], done.stdout
+    assert by_instance[LONG_ID][3].startswith("gr"), done.stdout  # the role, cut at most
+    assert "swe-green inspect INSTANCE --run RUN" in done.stdout
+    wide = subprocess.run(
+        [SWE_GREEN, "sandbox", "ls", "--run", run_id], capture_output=True, text=True,
+        timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert grading.name in wide.stdout and participant.name in wide.stdout
 
 
 @pytest.mark.parametrize("command", [["serve"], ["participant", "empty"]])

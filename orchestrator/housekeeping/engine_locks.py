@@ -9,7 +9,7 @@ has expired (its process gone, or no heartbeat on the engine's clock for ``LEASE
 removes the stale lock and takes it. The container is created from an image the engine has,
 whose labels it would inherit: its own labels override the tool's label (``sandbox ls`` and
 the clean-ups of runs do not see it), and ``gc`` removes a lock only when its holder's lease
-has expired (:func:`stale_locks`).
+has expired (:func:`build_locks`).
 """
 
 from __future__ import annotations
@@ -61,12 +61,6 @@ def build_locks(backend: SandboxBackend) -> list[tuple[str, str, bool]]:
         (name, labels.get(LABEL_LOCK, ""), labels.get(LABEL_LOCK_HOLDER, "") in live)
         for name, labels in named_with_label(client, LABEL_LOCK)
     ]
-
-
-def stale_locks(backend: SandboxBackend) -> list[str]:
-    """The names of the build locks whose holder is gone (collectable); a live holder's
-    lock is never one of them."""
-    return [name for name, _key, live in build_locks(backend) if not live]
 
 
 def remove_lock(backend: SandboxBackend, name: str) -> None:

@@ -122,6 +122,23 @@ def load_instances(source: str, split: str = DEFAULT_SPLIT) -> list[Instance]:
         return list(_load_hub(source, split))
 
 
+def official_source(source: str, split: str = DEFAULT_SPLIT) -> tuple[str, str | None]:
+    """How the official harness names ``source``: (its dataset, its task repository or None).
+    An alias as the alias (the harness resolves it to its own name), a local file (or a
+    directory's one file) by its absolute path, a task repository (directory or git URL) as
+    both; a hub name as given."""
+    if not Path(source).expanduser().exists():
+        resolved = resolve_alias(source)
+        if resolved != source:
+            return source.strip().lower(), None
+        return source, (source if is_git_url(source) else None)
+    path = Path(source).expanduser().resolve()
+    if path.is_dir() and is_task_repo(path):
+        return str(path), str(path)
+    files = _data_files(path, split)
+    return str(files[0] if len(files) == 1 else path), None
+
+
 def select(
     instances: list[Instance],
     ids: Iterable[str] | None = None,

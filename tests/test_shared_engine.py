@@ -302,7 +302,10 @@ def test_inspect_opens_the_callers_own_container_and_uses_the_runs_recorded_data
         assert "No container of your runs is labelled with instance demo__units-1" in (
             refused.stderr
         )
-        assert kept[0].name in refused.stderr and "--run" in refused.stderr
+        assert "other runs' are: swe-green-" in refused.stderr
+        assert "Fix: name the container (`swe-green inspect CONTAINER`) or its run (--run RUN)" in (
+            " ".join(refused.stderr.split())
+        )
         # --run <run id> with today's dataset another one: the run's recorded dataset counts
         moved = {**env_b, "SWE_GREEN_DATASET": str(tmp_path / "no-such-dataset.jsonl")}
         by_id = inspect(["demo__units-1", "--run", run_id], moved)

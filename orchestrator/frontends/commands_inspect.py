@@ -54,7 +54,7 @@ def inspect_cmd(
     again from the cached images and the run's patch (--run names the run). While the shell
     is open, `gc` leaves the container alone.
     """
-    from orchestrator.housekeeping.inventory import find_container
+    from orchestrator.housekeeping.inventory import NotYours, find_container
     from orchestrator.housekeeping.run_index import own_run_dirs
     from orchestrator.settings import load_settings
 
@@ -66,6 +66,8 @@ def inspect_cmd(
         try:
             found = find_container(_backend(current), ref, run_id=run_id, own_runs=set(own))
             run_dir = run_dir or own.get(found[0].run_id)
+        except NotYours:
+            raise
         except UserError as exc:
             if run_dir is None or not (run_dir / "instances" / ref).is_dir():
                 raise UserError(

@@ -12,6 +12,10 @@ STOPPED = ("exited", "dead")  # kept; "created" may be one about to start
 RUNNING = ("running", "paused", "restarting")
 
 
+class NotYours(UserError):
+    """Only other users' runs have a container of the instance asked for."""
+
+
 def list_containers(
     backend: SandboxBackend, run_id: str | None = None, instance_id: str | None = None
 ) -> list[ContainerInfo]:
@@ -39,9 +43,10 @@ def find_container(
         by_instance = [info for info in by_instance if info.run_id in own_runs]
         if not by_instance:
             named = ", ".join(f"{info.name} (run {info.run_id})" for info in others[:3])
-            raise UserError(
+            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+            raise NotYours(
                 f"No container of your runs is labelled with instance {ref}; other runs' are: "
-                f"{named}.",
+                f"{named}{more}.",
                 "name the container (`swe-green inspect CONTAINER`) or its run (--run RUN) "
                 "to open another user's container.",
             )

@@ -174,11 +174,7 @@ def test_official_markers_replace_ours() -> None:
     assert official_test_output("no markers\n") == "no markers\n"
 
 
-VERIFIED = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
-
-
 @pytest.mark.container  # the official command opens a Docker client
-@pytest.mark.skipif(not VERIFIED.is_file(), reason="needs the Verified dataset in ../shared")
 def test_the_official_report_command_regrades_our_run_without_being_told(tmp_path: Path) -> None:
     """``run.json`` names the dataset the run used: ``swebench report <run id>``, run from
     ``<run>/swebench`` with no ``-d``, re-grades the saved test output with its own parser."""
@@ -186,6 +182,8 @@ def test_the_official_report_command_regrades_our_run_without_being_told(tmp_pat
     import sys
 
     from orchestrator.grading.markers import END_MARKER, START_MARKER
+
+    from .reference_data import VERIFIED
 
     iid = "astropy__astropy-12907"
     row = next(json.loads(line) for line in VERIFIED.open() if f'"{iid}"' in line[:80])

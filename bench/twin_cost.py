@@ -5,10 +5,12 @@ A result's ``timings`` hold the whole of grading (``grading``), the twin run's o
 (``twins``: a fresh container, the same grading with the twin test patch, beside the graded
 run) and what grading waited for it after its own runs (``twins_wait``): grading without the
 twins took ``grading - twins_wait``. The validation record of each instance image holds its
-phases (``base``, ``gold``, ..., ``twins``). Per instance: grading without and with the
-twins, their ratio, the twin run's seconds (the extra CPU), validation seconds without and
-with the twins phase, and the twin check (checked, twins used, passed, why not). Then the
-sums over the instances whose verdict was twin-checked (the ones that need it) and over all.
+phases (``base``, ``gold``, ..., ``twins``; ``twins_prepare``, the twins' container made
+beside the base and gold runs, overlaps them and is not added). Per instance: grading
+without and with the twins, their ratio, the twin run's seconds (the extra CPU), validation
+seconds without and with the twins phase, and the twin check (checked, twins used, passed,
+why not). Then the sums over the instances whose verdict was twin-checked (the ones that
+need it) and over all.
 
 The twin run shares the host with the graded run, so ``grading - twins_wait`` is the graded
 run's time *under* that load. ``--without RUN_DIR``, a run of the same instances with the
@@ -98,7 +100,7 @@ def rows(run_dir: Path, data_dir: Path | None, without: Path | None = None) -> l
                 "twins": round(twins, 1),
                 "ratio": round((grading + wait) / grading, 3) if grading else None,
                 "validation_without": round(
-                    sum(v for k, v in validation.items() if k != "twins"), 1
+                    sum(v for k, v in validation.items() if not k.startswith("twins")), 1
                 ),
                 "validation_twins": round(validation.get("twins", 0.0), 1),
                 "grading_off": round(graded_plain.get(result.instance_id, 0.0), 1),

@@ -54,7 +54,7 @@ def test_gold_participant_resolves_every_synthetic_instance(run_ctx, synthetic_i
     assert events[-1].kind == "run_finished" and events[-1].statuses == {"resolved": 3}
     # resolved instances keep no container
     assert [c for c in list_containers(run_ctx.backend, run_id=TEST_RUN_ID) if c.role in
-            ("participant", "grading", "twin", "validation")] == []  # fmt: skip
+            ("participant", "grading", "twin", "validation", "validation-twins")] == []  # fmt: skip
 
 
 def test_empty_participant_is_no_op_and_keeps_no_container(run_ctx, synthetic_instances):

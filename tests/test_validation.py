@@ -34,12 +34,12 @@ def _validate(run_ctx, instance, prepared, recipe=None, runs=2):
     ("instance_id", "phases"),
     [
         # pytest: node ids of the FAIL_TO_PASS tests only
-        ("demo__calc-1", ["base", "gold", "gold_rerun", "twins"]),
+        ("demo__calc-1", ["base", "gold", "gold_rerun", "twins", "twins_prepare"]),
         # sympy-style: bin/test -k; this runner takes -k's names for files and crashes, so
         # the whole files run again in a fresh container
-        ("demo__units-1", ["base", "base_all", "gold", "gold_rerun", "twins"]),
+        ("demo__units-1", ["base", "base_all", "gold", "gold_rerun", "twins", "twins_prepare"]),
         # django-style runner: no selection
-        ("demo__textkit-1", ["base", "gold", "gold_rerun", "twins"]),
+        ("demo__textkit-1", ["base", "gold", "gold_rerun", "twins", "twins_prepare"]),
     ],
 )
 def test_the_base_runs_only_what_it_must_and_the_verdict_stays(
@@ -171,6 +171,6 @@ def test_no_layout_run_when_the_listings_explain_every_write(run_ctx, synthetic_
     prepared = prepare_instance(run_ctx, instance)
     check, out = _validate(run_ctx, instance, prepared, runs=1)
     assert check.ok, check.message
-    assert sorted(check.timings) == ["base", "gold", "twins"]
+    assert sorted(check.timings) == ["base", "gold", "twins", "twins_prepare"]
     assert "." not in check.writable
     assert not (out / "validation_layout_output.txt").exists()

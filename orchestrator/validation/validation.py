@@ -40,8 +40,10 @@ What each run costs, and why it is needed:
 
 - **Twins** (setting ``twin_check``): when the gold run validates, the impossible twins of the
   FAIL_TO_PASS tests that the gold patch fails, twice, by the mutated assertion, in a fresh
-  container with the gold patch (:mod:`.twins`): ``Validation.twins``, and per test without
-  one the reason (``twin_gaps``). Grading runs them (:mod:`orchestrator.grading.twins.check`).
+  container with the gold patch, made beside the base and gold runs (``twins_prepare``, not
+  added to the others: it overlaps them) (:mod:`.twins`): ``Validation.twins``, and per test
+  without one the reason (``twin_gaps``). Grading runs them
+  (:mod:`orchestrator.grading.twins.check`).
 
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
 that fell back, ``gold``, ``gold_rerun``, ``layout``, ``twins``). Outcomes are cached per
@@ -50,7 +52,10 @@ instance image under ``data_dir/validation``.
 
 from __future__ import annotations
 
+import contextvars
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -139,19 +144,55 @@ def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Re
         return cached.model_copy(update={"cached": True})
     started = time.monotonic()
     runs = _Runs(ctx, instance, snapshot, recipe)
-    base = runs.base()
-    if _decided_at_base(base):  # no gold run can change the verdict
-        result = _judge(instance, base, True, "", None, recipe.log_format)
-    else:
-        result = runs.gold(base)
-        if result.ok and ctx.settings.grading.twin_check:
-            result = runs.twins(result)
+    with ThreadPoolExecutor(1, thread_name_prefix="twin-box") as pool:
+        # the twins' container is made beside the base and gold runs
+        box = (
+            pool.submit(contextvars.copy_context().run, runs.prepare_twins)
+            if ctx.settings.grading.twin_check
+            else None
+        )
+        try:
+            result = _checked(runs, instance, recipe, box)
+        finally:
+            if box is not None and box.exception() is None:
+                box.result().sandbox.remove()  # a no-op once the twins ran
     result.timings = {name: round(seconds, 1) for name, seconds in runs.timings.items()}
     result.writable = sorted(runs.writable)
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
         atomic_write_text(cache, result.model_dump_json())
+    return result
+
+
+@dataclass
+class _TwinBox:
+    """Where the twins run: a container with the gold patch, and the test patch's files at
+    the base and after it (``error``: why there is none to run them in)."""
+
+    sandbox: Sandbox
+    base_files: dict[str, str | None] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _checked(
+    runs: _Runs, instance: Instance, recipe: Recipe, box: Future[_TwinBox] | None
+) -> Validation:
+    """The base and gold checks, then (``box``) the twins."""
+    base = runs.base()
+    if _decided_at_base(base):  # no gold run can change the verdict
+        return _judge(instance, base, True, "", None, recipe.log_format)
+    result = runs.gold(base)
+    if result.ok and box is not None:
+        try:
+            ready = box.result()
+        except Exception as exc:  # noqa: BLE001 - no container for the twins: the tests say why
+            why = f"no container for the twins: {exc}"
+            tests = [t for t in instance.FAIL_TO_PASS if t not in set(result.excluded_f2p)]
+            return result.model_copy(update={"twin_gaps": dict.fromkeys(tests, why)})
+        result = runs.twins(result, ready)
     return result
 
 
@@ -211,8 +252,8 @@ class _Runs:
         self.writable.update(run.writable)
         return run
 
-    def _sandbox(self) -> Sandbox:
-        return self.ctx.start_sandbox(self.image, self.instance, "validation", network=False)
+    def _sandbox(self, role: str = "validation") -> Sandbox:
+        return self.ctx.start_sandbox(self.image, self.instance, role, network=False)
 
     def base(self) -> TestRun:
         """The base run: only the FAIL_TO_PASS tests where the runner can select them
@@ -280,28 +321,41 @@ class _Runs:
         flaky = flaky_tests([run.outcomes for run in golds], names)
         return _with_flaky(instance, result, flaky) if result.ok and flaky else result
 
-    def twins(self, result: Validation) -> Validation:
-        """``result`` with the effective twins of the FAIL_TO_PASS tests it keeps, found in a
-        fresh container with the gold patch (:mod:`.twins`)."""
-        instance = self.instance
-        tests = [t for t in instance.FAIL_TO_PASS if t not in set(result.excluded_f2p)]
-        directives = selected_directives(self.recipe, instance, tests)
+    def prepare_twins(self) -> _TwinBox:
+        """A fresh container with the gold patch applied (and installed again where it must
+        be), and the test patch's files read there: where the twins run (:meth:`twins`).
+        Made beside the base and gold runs."""
         started = time.monotonic()
-        sandbox = self._sandbox()
+        instance = self.instance
+        sandbox = self._sandbox("validation-twins")  # its own name: made beside the others
         try:
-            applied = apply_patch(
-                sandbox, instance.patch, fuzz=self.ctx.settings.grading.patch_fuzz
-            )
+            fuzz = self.ctx.settings.grading.patch_fuzz
+            applied = apply_patch(sandbox, instance.patch, fuzz=fuzz)
             reinstalled = (
                 reinstall_after_patch(sandbox, self.recipe, instance.patch, self.timeout)
                 if applied.applied
                 else None
             )
             if not applied.applied or (reinstalled is not None and not reinstalled[0]):
-                gaps = {t: "the gold patch could not be applied again" for t in tests}
-                return result.model_copy(update={"twin_gaps": gaps})
+                error = "the gold patch could not be applied again"
+                return _TwinBox(sandbox, error=error, seconds=time.monotonic() - started)
             base_files, files = read_test_files(sandbox, instance)
+        except BaseException:
+            sandbox.remove()
+            raise
+        return _TwinBox(sandbox, base_files, files, seconds=time.monotonic() - started)
 
+    def twins(self, result: Validation, box: _TwinBox) -> Validation:
+        """``result`` with the effective twins of the FAIL_TO_PASS tests it keeps, found in
+        ``box`` (:meth:`prepare_twins`; removed here) with the gold patch (:mod:`.twins`)."""
+        instance = self.instance
+        tests = [t for t in instance.FAIL_TO_PASS if t not in set(result.excluded_f2p)]
+        directives = selected_directives(self.recipe, instance, tests)
+        started = time.monotonic()
+        sandbox = box.sandbox
+        try:
+            if box.error:
+                return result.model_copy(update={"twin_gaps": dict.fromkeys(tests, box.error)})
             selection = [directives]
 
             def run_twins(test_patch: str) -> list[TestRun]:
@@ -320,15 +374,16 @@ class _Runs:
                 return runs
 
             twins, gaps = effective_twins(
-                instance, tests, base_files, files, run_twins, self.recipe.log_format
+                instance, tests, box.base_files, box.files, run_twins, self.recipe.log_format
             )
         finally:
             sandbox.remove()
             self.timings["twins"] = time.monotonic() - started
+            self.timings["twins_prepare"] = box.seconds
         return result.model_copy(
             update={
-                "twins": twins, "twin_gaps": gaps, "twin_files": files if twins else {},
-                "twin_base_files": base_files if twins else {},
+                "twins": twins, "twin_gaps": gaps, "twin_files": box.files if twins else {},
+                "twin_base_files": box.base_files if twins else {},
             }
         )  # fmt: skip
 

@@ -434,6 +434,8 @@ def test_what_holds_an_expected_value(source: str, mutated: str | None):
     ("line", "mutated"),
     [
         ("assert not is_fits('', 'x.y', None)", "assert is_fits('', 'x.y', None)"),
+        ("assert x and not (a or b)", "assert not x and not (a or b)"),
+        ("assert not (a or b)", "assert (a or b)"),
         ("assert out.endswith(nl)", "assert not out.endswith(nl)"),
         ("assert 'b' not in sys.stdout.mode", "assert 'b' in sys.stdout.mode"),
         ("assert type(v) is type(w)", "assert type(v) is not type(w)"),

@@ -179,6 +179,9 @@ def test_overlapping_twins_are_refused():
     wider = twin.model_copy(update={"start": twin.start - 4, "replacement": "[1, 3]"})
     with pytest.raises(ValueError, match="overlap"):
         apply_twins({"t/test_x.py": source}, [twin, wider])
+    same = twin.model_copy(update={"test": "t/test_x.py::test_x[2]"})
+    once = apply_twins({"t/test_x.py": source}, [twin, same])
+    assert once == apply_twins({"t/test_x.py": source}, [twin])
     with pytest.raises(ValueError, match="does not match"):
         apply_twins({"t/test_x.py": "\n" + source}, [twin])
 

@@ -179,6 +179,9 @@ def test_overlapping_twins_are_refused():
     wider = twin.model_copy(update={"start": twin.start - 4, "replacement": "[1, 3]"})
     with pytest.raises(ValueError, match="overlap"):
         apply_twins({"t/test_x.py": source}, [twin, wider])
+    same = twin.model_copy(update={"test": "t/test_x.py::test_x[2]"})
+    once = apply_twins({"t/test_x.py": source}, [twin, same])
+    assert once == apply_twins({"t/test_x.py": source}, [twin])
     with pytest.raises(ValueError, match="does not match"):
         apply_twins({"t/test_x.py": "\n" + source}, [twin])
 
@@ -434,6 +437,8 @@ def test_what_holds_an_expected_value(source: str, mutated: str | None):
     ("line", "mutated"),
     [
         ("assert not is_fits('', 'x.y', None)", "assert is_fits('', 'x.y', None)"),
+        ("assert x and not (a or b)", "assert not x and not (a or b)"),
+        ("assert not (a or b)", "assert (a or b)"),
         ("assert out.endswith(nl)", "assert not out.endswith(nl)"),
         ("assert 'b' not in sys.stdout.mode", "assert 'b' in sys.stdout.mode"),
         ("assert type(v) is type(w)", "assert type(v) is not type(w)"),

@@ -149,7 +149,8 @@ def added_lines(test_patch: str) -> dict[str, set[int]]:
 
 
 def apply_twins(files: Mapping[str, str], twins: Sequence[Twin]) -> dict[str, str]:
-    """``files`` with every twin's segment replaced (at most one twin per test function).
+    """``files`` with every twin's segment replaced (at most one twin per test function; the
+    same edit twice counts once).
 
     Raises ValueError when two twins overlap or a twin's segment is not the text it was
     made from (another file)."""
@@ -161,7 +162,9 @@ def apply_twins(files: Mapping[str, str], twins: Sequence[Twin]) -> dict[str, st
         if path not in out:
             raise ValueError(f"twin of {twin_label(group[0])}: {path} is not among the files")
         text = out[path]
-        group = sorted(group, key=lambda t: (t.start, t.end))
+        # the same edit named by two tests (two ids of one parametrized function) is one edit
+        unique = {(t.start, t.end, t.replacement): t for t in group}
+        group = sorted(unique.values(), key=lambda t: (t.start, t.end))
         for before, after in zip(group, group[1:], strict=False):
             if after.start < before.end or (after.start == before.end == after.end):
                 raise ValueError(

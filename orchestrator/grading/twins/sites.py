@@ -162,9 +162,10 @@ class Sites:
         value."""
         text = self.source.segment(test)
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            self._flips.append(
-                Edit(test, self.source.segment(test.operand), "truth", 3, -1 - len(self._flips))
-            )
+            operand = self.source.segment(test.operand)
+            if isinstance(test.operand, ast.BoolOp | ast.IfExp | ast.Lambda | ast.NamedExpr):
+                operand = f"({operand})"  # ``x and not (a or b)``: the parentheses stay
+            self._flips.append(Edit(test, operand, "truth", 3, -1 - len(self._flips)))
         elif isinstance(test, ast.Compare) and len(test.ops) == 1:
             start = self.source.span(test.left)[1]
             end = self.source.span(test.comparators[0])[0]

@@ -20,7 +20,7 @@ from a2a.types import Message, Part, TaskState
 from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
 from orchestrator.errors import UserError
-from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
+from orchestrator.frontends.admission import HostSlots, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
 from orchestrator.frontends.assessment_text import (
     infrastructure_failure,
@@ -36,6 +36,7 @@ from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once
 from orchestrator.participant.protocol import A2AParticipant
+from orchestrator.participant.transport import host_allowed
 from orchestrator.run.bootstrap import start_run
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
@@ -130,7 +131,7 @@ class AssessmentExecutor(AgentExecutor):
         settings, concurrency, capped = self._run_settings(request)
         backend = await ready_backend(self.settings)
         try:
-            card = await read_card(request.participant_url)
+            card = await read_card(request.participant_url, allowed_hosts=self.allowed_hosts)
         except CardUnusable as exc:
             raise _Failed(
                 f"The green agent cannot evaluate this participant: {exc} Fix: start the "
@@ -292,7 +293,7 @@ class AssessmentExecutor(AgentExecutor):
         return await run_evaluation(
             ctx,
             instances,
-            A2AParticipant(url=request.participant_url),
+            A2AParticipant(url=request.participant_url, allowed_hosts=tuple(self.allowed_hosts)),
             concurrency=concurrency,
             on_event=on_event,
             heartbeat=self.heartbeat,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import socket
 from typing import Annotated
 
 import typer
@@ -50,6 +51,7 @@ from orchestrator.frontends.assessment import EXAMPLE
 from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
 from orchestrator.log import get_logger
 from orchestrator.participant.serving import CardInfo, agent_card
+from orchestrator.sandbox import BackendUnavailable
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 GREEN_CARD = CardInfo(
@@ -103,10 +105,9 @@ def build_app(
     compat03.install()
     token = settings.serve.serve_token or None
     card = green_card(card_url, bearer=bool(token))
+    executor = AssessmentExecutor(settings, heartbeat=heartbeat)
     handler = DefaultRequestHandler(
-        agent_executor=AssessmentExecutor(settings, heartbeat=heartbeat),
-        task_store=InMemoryTaskStore(),
-        agent_card=card,
+        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )
     routes = [
         *create_agent_card_routes(card),
@@ -114,6 +115,7 @@ def build_app(
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
     app = Starlette(routes=routes)
+    app.state.executor = executor  # a stop cancels its assessments (GreenServer)
     if token:
         app.add_middleware(BearerAuth, token=token)
     return app
@@ -171,8 +173,45 @@ def serve(
         allowed_overrides=settings.serve.serve_allowed_overrides or "none",
         keep_containers=settings.serve.serve_keep_containers,
     )
+    reap_left_behind(settings)
+    app = build_app(settings, url, heartbeat=heartbeat)
+    config = uvicorn.Config(app, host=host, port=port, timeout_graceful_shutdown=5)
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(build_app(settings, url, heartbeat=heartbeat), host=host, port=port)
+        GreenServer(config, app.state.executor, settings.serve.serve_stop_timeout).run()
+
+
+class GreenServer(uvicorn.Server):
+    """uvicorn's server, whose stop (SIGTERM, SIGINT) first cancels the assessments in
+    progress, as ``tasks/cancel`` does, and waits at most ``stop_timeout`` seconds for their
+    instances to clean up; then it closes the connections (their streams have ended)."""
+
+    def __init__(
+        self, config: uvicorn.Config, executor: AssessmentExecutor, stop_timeout: float
+    ) -> None:
+        super().__init__(config)
+        self.executor = executor
+        self.stop_timeout = stop_timeout
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()  # no new assessment meanwhile
+        await self.executor.stop(self.stop_timeout)
+        await super().shutdown(sockets)
+
+
+def reap_left_behind(settings: Settings) -> None:
+    """Remove what a dead holder left on the engine (a ``serve`` killed with ``kill -9``: its
+    assessments' running containers, their leases); an engine that does not answer is left
+    for the first assessment to report."""
+    from orchestrator.housekeeping.reaper import reap_at_start
+    from orchestrator.sandbox.factory import backend_from
+
+    try:
+        backend = backend_from(settings, timeout=10)
+    except BackendUnavailable as exc:
+        get_logger().warning("green-agent.no_engine_at_start", error=str(exc))
+        return
+    reap_at_start(backend, settings.storage.data_dir)
 
 
 _Insecure = Annotated[

@@ -177,7 +177,8 @@ class AssessmentExecutor(AgentExecutor):
             config={
                 "source": "a2a", "task_id": context.task_id,
                 "request": request.model_dump(mode="json", by_alias=True),
-                "participant_id": participant_id,
+                "participant": request.participant_url, "participant_id": participant_id,
+                "selection": {"ids": [i.instance_id for i in instances]},
                 "instances": [i.instance_id for i in instances],
             },
         )  # fmt: skip

@@ -230,9 +230,7 @@ def drop_expired_on_engine(backend: SandboxBackend, run_ids: Iterable[str]) -> l
             continue
         with contextlib.suppress(*ENGINE_ERRORS):
             for name, labels, _ in volumes(client, [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]):
-                if labels.get(LABEL_HOST) == lease.host and labels.get(LABEL_PID) == str(
-                    lease.pid
-                ):
+                if labels.get(LABEL_HOST) == lease.host and labels.get(LABEL_PID) == str(lease.pid):
                     remove_volume(client, name)
                     removed.append(name)
     return removed

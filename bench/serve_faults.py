@@ -109,10 +109,11 @@ class Bench:
         self.serve.wait(timeout=STOP_TIMEOUT + 60)
         return time.monotonic() - started
 
-    def assess(self, participant: str) -> subprocess.Popen[str]:
+    def assess(self, participant: str, *options: str) -> subprocess.Popen[str]:
         config = json.dumps({"instance_ids": [INSTANCE]})
         return subprocess.Popen(
-            [*CLI, "assess", self.url, "--participant", participant, "--config", config],
+            [*CLI, "assess", self.url, "--participant", participant, "--config", config,
+             *options],
             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
 
@@ -148,18 +149,29 @@ def _wait(until: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def _one_more(slow: ScriptedParticipant) -> Callable[[], bool]:
-    """Whether ``slow`` has had one more conversation than now."""
-    conversations = len(slow.states)
-    return lambda: len(slow.states) > conversations
+def _at_work(bench: Bench, slow: ScriptedParticipant) -> Callable[[], bool]:
+    """Whether the participant has a new task (``slow`` has one more conversation than now)
+    and the newest run's participant container runs."""
+    conversations, runs = len(slow.states), bench.run_ids()
+
+    def working() -> bool:
+        new = bench.run_ids() - runs
+        if len(slow.states) <= conversations or not new:
+            return False
+        labels = [f"{LABEL_RUN}={run}" for run in new]
+        found = bench.client.containers.list(filters={"label": labels[:1]})
+        return any(c.name.endswith("-participant") for c in found)
+
+    return working
 
 
 def faults(bench: Bench, slow: ScriptedParticipant, slow_url: str, sig: int, n: int) -> dict:
     """``n`` times: an assessment, the participant at work, ``sig`` to serve, a new serve."""
     before, after_fault, after_start, exits, stop_s = [], [], [], Counter(), []
     for _ in range(n):
+        at_work = _at_work(bench, slow)
         client = bench.assess(slow_url)
-        _wait(_one_more(slow), 900, "the participant's task")
+        _wait(at_work, 900, "the participant's task")
         before.append(bench.left().containers)
         seconds = bench.signal_serve(sig)
         if sig == signal.SIGTERM:
@@ -190,7 +202,7 @@ def _sum(lefts: list[Left]) -> dict[str, int]:
     }
 
 
-async def _cancel_one(url: str, participant: str, slow: ScriptedParticipant) -> str:
+async def _cancel_one(url: str, participant: str, at_work: Callable[[], bool]) -> str:
     """Send an assessment, cancel it once the participant has the task; the task's state."""
     from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
     from a2a.helpers import new_text_part
@@ -206,7 +218,6 @@ async def _cancel_one(url: str, participant: str, slow: ScriptedParticipant) -> 
     request = json.dumps(
         {"participants": {"agent": participant}, "config": {"instance_ids": [INSTANCE]}}
     )
-    conversations = len(slow.states)
     async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None)) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
@@ -221,7 +232,7 @@ async def _cancel_one(url: str, participant: str, slow: ScriptedParticipant) -> 
                 break
         await stream.aclose()
         deadline = time.monotonic() + 900
-        while len(slow.states) <= conversations and time.monotonic() < deadline:
+        while not await asyncio.to_thread(at_work) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         await client.cancel_task(CancelTaskRequest(id=task_id))
         later = await client.get_task(GetTaskRequest(id=task_id))
@@ -260,15 +271,18 @@ def measure(kills: int, terms: int, cancels: int, image: str) -> dict:
             summary["kill -9"] = faults(bench, slow, slow_url, signal.SIGKILL, kills)
             summary["SIGTERM"] = faults(bench, slow, slow_url, signal.SIGTERM, terms)
             states = Counter(
-                asyncio.run(_cancel_one(bench.url, slow_url, slow)) for _ in range(cancels)
+                asyncio.run(_cancel_one(bench.url, slow_url, _at_work(bench, slow)))
+                for _ in range(cancels)
             )
             summary["cancel"] = {"cancels": cancels, "states": dict(states),
                                  "left_after": bench.left().__dict__}  # fmt: skip
-            done = bench.assess(gold_url)
-            output, _ = done.communicate(timeout=900)
+            result = work / "result.json"
+            done = bench.assess(gold_url, "--output", str(result))
+            done.communicate(timeout=900)
+            row = json.loads(result.read_text()) if result.is_file() else {}
             summary["new assessment"] = {
                 "exit_status": done.returncode,
-                "resolved": "resolved 100" in output or "resolved: 100" in output,
+                "resolved": f"{row.get('resolved_pct', 0):.0%} of {row.get('total_instances', 0)}",
             }
             bench.signal_serve(signal.SIGTERM)
             summary["after the last stop"] = bench.left().__dict__

@@ -21,6 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from orchestrator.dataset.instances import Selection
+from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.housekeeping.engine_leases import LABEL_LEASE, hold_leases
 from orchestrator.housekeeping.reaper import reap_dead_holders
 from orchestrator.leases import LEASES_DIR
@@ -134,6 +136,18 @@ def test_a_killed_serve_leaves_nothing_running_after_its_next_start(
             assert _running(docker_client, run_id) == []
             assert list((tmp_path / "data" / LEASES_DIR).glob("*.json")) == []
             assert _lease_volumes(docker_client, run_id) == []
+    # the interrupted assessment is not a finished one: the report says what is missing, and a
+    # resume keeps the selection and the participant it was started with
+    run_dir = tmp_path / "runs" / run_id
+    report = subprocess.run(
+        [SWE_GREEN, "report", str(run_dir)], env={**fault_env, "COLUMNS": "200"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "Incomplete: 1 of 1 selected instance(s) have no result" in report.stdout, report
+    given = RunPlan(participant=None, participant_id=None, concurrency=None,
+                    selection=Selection(), overrides={})  # fmt: skip
+    plan = resumed(given, run_dir)
+    assert (plan.selection.ids, plan.participant) == ([INSTANCE], slow_url)
 
 
 @pytest.mark.timeout(1200)

@@ -27,6 +27,7 @@ from orchestrator.participant.reference.scripted import FinalAnswer, Script, Scr
 from orchestrator.participant.serving import serve_asgi_in_thread
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.transport import HostNotAllowed, allow_list_hook
+from orchestrator.settings import Settings
 
 FAST = ParticipantLimits(max_tool_calls=5, tool_timeout=10, instance_timeout=60, reply_timeout=20)
 INSTANCE = Instance(
@@ -144,3 +145,26 @@ def test_the_participant_is_never_sent_the_task_through_a_card_off_the_list(
         assert len(participant.received()) == 1
     events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events if e["event"] in ("send", "receive")] == []
+
+
+@pytest.mark.container
+def test_serve_fails_an_assessment_whose_card_leads_off_the_list(
+    env_settings: Settings, tmp_path: Path
+) -> None:
+    """An allowed participant whose card names another host: the assessment ends ``failed``
+    with the reason before any environment is built, and the other host gets nothing."""
+    from .test_server import assess, final_status, green_agent
+
+    settings = env_settings.replace(
+        **{"runs_dir": tmp_path / "runs", "serve_allowed_hosts": "127.0.0.1"}
+    )
+    with recorder() as (inside, hits), pointing_to(inside, redirect=False) as allowed:
+        request = json.dumps(
+            {"participants": {"agent": allowed}, "config": {"instance_ids": ["demo__calc-1"]}}
+        )
+        with green_agent(settings) as url:
+            state, text = final_status(assess(url, request))
+    assert state == "TASK_STATE_FAILED", text
+    assert f"names the interface {inside}" in text and "allow-list" in text
+    assert hits == []
+    assert not list((tmp_path / "runs").glob("*"))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -205,3 +206,14 @@ def test_replacing_the_builtins_does_not_blind_the_hook(tmp_path):
     log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15]})
     evidence = read_audit(log, 0).evidence
     assert any(e.startswith("pkg/__init__.py:15 opens a hidden test file") for e in evidence), log
+
+
+def test_an_event_the_hook_fails_on_passes_and_is_recorded_as_no_evidence(tmp_path):
+    # a relative path in a working directory that is gone: the hook cannot tell what it is
+    body = (
+        "import tempfile\ngone = tempfile.mkdtemp()\nos.chdir(gone)\nos.rmdir(gone)\n"
+        "try:\n    open('x')\nexcept OSError:\n    pass\n"
+    )
+    log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15]})
+    assert re.search(r"^F\t\d+\topen$", log, re.MULTILINE), log
+    assert read_audit(log, 0).evidence == []

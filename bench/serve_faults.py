@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -57,6 +58,7 @@ from orchestrator.sandbox.models import LABEL_RUN  # noqa: E402
 INSTANCE = "demo__units-1"
 CLI = [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()"]
 STOP_TIMEOUT = 120  # serve_stop_timeout
+REAPED = re.compile(r"runs=\[([^\]]*)\]")
 
 
 @dataclass
@@ -118,6 +120,14 @@ class Bench:
         )  # fmt: skip
 
     # ------------------------------------------------------------------ counting
+    def reaped_by_serve(self) -> set[str]:
+        """The runs this bench's serve processes reaped at their start (from their log)."""
+        reaped: set[str] = set()
+        for line in self.log.read_text(errors="replace").splitlines():
+            if "housekeeping.reaped_dead_holders" in line and (found := REAPED.search(line)):
+                reaped |= set(re.findall(r"'([^']+)'", found[1]))
+        return reaped
+
     def run_ids(self) -> set[str]:
         return {p.name for p in self.runs_dir.iterdir()} if self.runs_dir.is_dir() else set()
 
@@ -168,10 +178,13 @@ def _at_work(bench: Bench, slow: ScriptedParticipant) -> Callable[[], bool]:
 def faults(bench: Bench, slow: ScriptedParticipant, slow_url: str, sig: int, n: int) -> dict:
     """``n`` times: an assessment, the participant at work, ``sig`` to serve, a new serve."""
     before, after_fault, after_start, exits, stop_s = [], [], [], Counter(), []
+    faulted = []
     for _ in range(n):
         at_work = _at_work(bench, slow)
+        runs = bench.run_ids()
         client = bench.assess(slow_url)
         _wait(at_work, 900, "the participant's task")
+        faulted += list(bench.run_ids() - runs)
         before.append(bench.left().containers)
         seconds = bench.signal_serve(sig)
         if sig == signal.SIGTERM:
@@ -189,6 +202,7 @@ def faults(bench: Bench, slow: ScriptedParticipant, slow_url: str, sig: int, n: 
         "running_before": sum(before),
         "left_after_fault": _sum(after_fault),
         "left_after_next_start": _sum(after_start),
+        "reaped_by_the_next_serve": len(set(faulted) & bench.reaped_by_serve()),
         "assess_exit_statuses": dict(exits),
         "stop_seconds": [round(s, 1) for s in stop_s],
     }
@@ -328,6 +342,11 @@ def show(summary: dict) -> None:
             f"{after['lease_files']}, {after['lease_volumes']} | {start['containers']}, "
             f"{start['lease_files']}, {start['lease_volumes']} | {statuses} |"
         )
+    kills = summary["kill -9"]
+    print(
+        f"runs of killed serve processes that the next serve reaped at its start: "
+        f"{kills['reaped_by_the_next_serve']} of {kills['faults']}"
+    )
     stops = summary["SIGTERM"]["stop_seconds"]
     if stops:
         print(
@@ -342,7 +361,7 @@ def show(summary: dict) -> None:
     new = summary["new assessment"]
     print(
         f"a new assessment after the faults: exit status {new['exit_status']}, "
-        f"resolved: {new['resolved']}; left after the last stop: "
+        f"resolved {new['resolved']}; left after the last stop: "
         f"{summary['after the last stop']}"
     )
     print(json.dumps(summary))

@@ -206,9 +206,9 @@ def test_the_reaper_takes_only_what_a_dead_holder_left(
     _dead_holder(theirs, dead)
     boxes = {run: make_sandbox(run_id=run) for run in (dead, live, unleased)}
     with hold_leases(docker_backend, theirs, live):
-        reaped = reap_dead_holders(docker_backend, mine)
-        assert dead in reaped.runs and live not in reaped.runs
-        assert reaped.containers == [boxes[dead].name]
+        reaped = reap_dead_holders(docker_backend, mine)  # (and any dead run of the engine)
+        assert dead in reaped.runs and live not in reaped.runs and unleased not in reaped.runs
+        assert boxes[dead].name in reaped.containers
         assert not boxes[dead].exists()
         assert boxes[live].is_running() and boxes[unleased].is_running()
         assert _lease_volumes(docker_client, dead) == []

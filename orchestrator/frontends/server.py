@@ -21,7 +21,12 @@ Several assessments may run at once; each has its own run id and directory. Thei
 share the host's slots (:class:`.admission.HostSlots`, ``concurrency`` in total): a later assessment
 queues and says so. Numbers in data parts reach A2A 0.3 clients as integers where they are
 whole (:mod:`orchestrator.frontends.compat03`). Optional: a bearer token on every A2A call, an
-allow-list of participant hosts; kept participant containers are capped.
+allow-list of participant hosts (every URL the server contacts: the request's, the agent
+card's interface, any redirect); kept participant containers are capped.
+
+A stop (SIGTERM, SIGINT) cancels the assessments in progress as ``tasks/cancel`` does and waits
+for their clean-up (``serve_stop_timeout`` at most); a start reaps what a dead holder (a
+``serve`` killed with ``kill -9``) left (:mod:`orchestrator.housekeeping.reaper`).
 """
 
 from __future__ import annotations
@@ -71,7 +76,8 @@ GREEN_CARD = CardInfo(
                 "-1 = all), shard ('i/n') or shard_index (0-based) + num_shards, concurrency "
                 "(max_concurrent_rows), setup_strategy, instance_timeout, tool_timeout, "
                 "test_timeout, participant_timeout, max_tool_calls, validate. Unknown keys "
-                "are ignored and named in the summary."
+                "are ignored and named in the summary; a misspelt 'config', 'participants' or "
+                "selection key is refused."
             ),
             tags=["swe-bench", "coding", "benchmark", "green-agent"],
             examples=[EXAMPLE],

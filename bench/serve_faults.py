@@ -178,7 +178,7 @@ def _at_work(bench: Bench, slow: ScriptedParticipant) -> Callable[[], bool]:
 def faults(bench: Bench, slow: ScriptedParticipant, slow_url: str, sig: int, n: int) -> dict:
     """``n`` times: an assessment, the participant at work, ``sig`` to serve, a new serve."""
     before, after_fault, after_start, exits, stop_s = [], [], [], Counter(), []
-    faulted = []
+    faulted, told = [], 0
     for _ in range(n):
         at_work = _at_work(bench, slow)
         runs = bench.run_ids()
@@ -190,7 +190,9 @@ def faults(bench: Bench, slow: ScriptedParticipant, slow_url: str, sig: int, n: 
         if sig == signal.SIGTERM:
             stop_s.append(seconds)
         try:
-            exits[client.wait(timeout=120)] += 1
+            output, _ = client.communicate(timeout=120)
+            exits[client.returncode] += 1
+            told += "the green agent is stopping" in output
         except subprocess.TimeoutExpired:
             client.kill()
             exits["hung"] += 1
@@ -204,6 +206,7 @@ def faults(bench: Bench, slow: ScriptedParticipant, slow_url: str, sig: int, n: 
         "left_after_next_start": _sum(after_start),
         "reaped_by_the_next_serve": len(set(faulted) & bench.reaped_by_serve()),
         "assess_exit_statuses": dict(exits),
+        "assess_told_canceled": told,
         "stop_seconds": [round(s, 1) for s in stop_s],
     }
 
@@ -346,6 +349,11 @@ def show(summary: dict) -> None:
     print(
         f"runs of killed serve processes that the next serve reaped at its start: "
         f"{kills['reaped_by_the_next_serve']} of {kills['faults']}"
+    )
+    terms = summary["SIGTERM"]
+    print(
+        f"assess clients of stopped serve processes told their task ended canceled: "
+        f"{terms['assess_told_canceled']} of {terms['faults']}"
     )
     stops = summary["SIGTERM"]["stop_seconds"]
     if stops:

@@ -198,10 +198,21 @@ class GreenServer(uvicorn.Server):
         self.executor = executor
         self.stop_timeout = stop_timeout
 
+    def run(self, sockets: list[socket.socket] | None = None) -> None:
+        from sse_starlette.sse import AppStatus
+
+        # the event streams end when their assessments do (the canceled status reaches the
+        # client), not at the signal: sse-starlette would cut them before that status
+        AppStatus.disable_automatic_graceful_drain()
+        super().run(sockets)
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        from sse_starlette.sse import AppStatus
+
         for server in self.servers:
             server.close()  # no new assessment meanwhile
         await self.executor.stop(self.stop_timeout)
+        AppStatus.should_exit = True  # any stream still open ends now
         await super().shutdown(sockets)
 
 

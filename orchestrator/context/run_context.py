@@ -11,6 +11,7 @@ import structlog
 from orchestrator.context.run_dir import RunDir
 from orchestrator.housekeeping.image_use import record_image_use
 from orchestrator.housekeeping.names import container_name, unique_container_name
+from orchestrator.leases import note_image
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
 from orchestrator.sandbox import (
@@ -79,5 +80,6 @@ class RunContext:
                     raise
                 continue  # another container took the name meanwhile: a suffixed one
             record_image_use(self.settings.storage.data_dir, sandbox.image)
+            note_image(self.run_id, sandbox.image)
             return sandbox
         raise AssertionError("unreachable")

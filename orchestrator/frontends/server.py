@@ -55,7 +55,7 @@ from orchestrator.frontends.admission import LEGACY_CARD_PATH, BearerAuth
 from orchestrator.frontends.assessment import EXAMPLE
 from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
 from orchestrator.log import get_logger
-from orchestrator.participant.serving import CardInfo, agent_card
+from orchestrator.participant.serving import CardInfo, agent_card, listen
 from orchestrator.sandbox import BackendUnavailable
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
@@ -167,6 +167,7 @@ def serve(
     """Serve the green agent until interrupted (:func:`check_exposure` first)."""
     settings = settings or load_settings()
     check_exposure(host, settings)
+    sock = listen(host, port)  # a port in use: one line and exit 2, before anything starts
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     url = card_url or (f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/")
     get_logger().info(
@@ -181,9 +182,10 @@ def serve(
     )
     reap_left_behind(settings)
     app = build_app(settings, url, heartbeat=heartbeat)
-    config = uvicorn.Config(app, host=host, port=port, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=5)
+    server = GreenServer(config, app.state.executor, settings.serve.serve_stop_timeout)
     with contextlib.suppress(KeyboardInterrupt):
-        GreenServer(config, app.state.executor, settings.serve.serve_stop_timeout).run()
+        server.run(sockets=[sock])
 
 
 class GreenServer(uvicorn.Server):

@@ -208,9 +208,13 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
         f'<td class="message">{esc(message)}</td>',
         f'<td class="links">{_links(run, result)}</td>',
     ]
+    labelled = [
+        cell.replace("<td", f'<td data-label="{esc(label)}"', 1)
+        for cell, (_key, label, _kind) in zip(cells, _INSTANCE_COLUMNS, strict=True)
+    ]
     return (
         f'<tr id="{esc(anchor(result.instance_id))}" data-instance="{esc(result.instance_id)}">'
-        + "".join(cells)
+        + "".join(labelled)
         + "</tr>"
     )
 
@@ -337,7 +341,8 @@ def _instances_html(run: RunDir, results: list[InstanceResult]) -> str:
         for key, label, kind in _INSTANCE_COLUMNS
     )
     return (
-        f'<table id="instances" class="sortable"><thead><tr>{header_cells}</tr></thead><tbody>'
+        f'<table id="instances" class="sortable cards auto"><thead><tr>{header_cells}</tr>'
+        "</thead><tbody>"
         + "".join(_instance_row(run, result) for result in results)
         + "</tbody></table>"
     )

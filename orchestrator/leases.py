@@ -227,9 +227,12 @@ def live_set_of(leases: Iterable[Lease]) -> LiveSet:
     )
 
 
-def drop_expired(data_dir: Path, run_ids: Iterable[str]) -> None:
-    """Delete the expired lease files of ``run_ids`` (what they held is gone)."""
+def drop_expired(data_dir: Path, run_ids: Iterable[str]) -> list[Path]:
+    """Delete the expired lease files of ``run_ids`` (what they held is gone); their paths."""
     wanted = set(run_ids)
+    dropped = []
     for lease in read_leases(data_dir):
         if not lease.live and lease.run_id in wanted:
             lease.path.unlink(missing_ok=True)
+            dropped.append(lease.path)
+    return dropped

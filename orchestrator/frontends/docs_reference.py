@@ -85,7 +85,8 @@ EXIT_MEANING: dict[int, str] = {
     "image); `assess`: the request was rejected",
     EXIT_NOTHING_GRADED: "the run finished but graded nothing: every instance ended in an "
     "infrastructure, environment or participant-connection error; `validate`: no environment "
-    "is valid; `assess`: the task failed",
+    "is valid; `assess`: the task failed or was canceled, or the green agent went away before "
+    "the task ended",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): `swe-green run --resume RUN` continues",
 }
 

@@ -227,17 +227,24 @@ def live_everywhere(
     return live_set_of(all_leases(backend, data_dir, now=now))
 
 
-def drop_expired_on_engine(backend: SandboxBackend, run_ids: Iterable[str]) -> None:
-    """Remove the volumes of expired engine leases of ``run_ids`` (what they held is gone)."""
+def drop_expired_on_engine(backend: SandboxBackend, run_ids: Iterable[str]) -> list[str]:
+    """Remove the volumes of the expired engine leases of ``run_ids`` (what they held is
+    gone): each expired holder's own volumes, never a live holder's of the same run. Their
+    names."""
     client = _client(backend)
     wanted = set(run_ids)
     if client is None or not wanted:
-        return
+        return []
+    removed = []
     for lease in engine_leases(backend):
-        if not lease.live and lease.run_id in wanted:
-            with contextlib.suppress(*ENGINE_ERRORS):
-                for name, _, _ in volumes(client, [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]):
+        if lease.live or lease.run_id not in wanted:
+            continue
+        with contextlib.suppress(*ENGINE_ERRORS):
+            for name, labels, _ in volumes(client, [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]):
+                if labels.get(LABEL_HOST) == lease.host and labels.get(LABEL_PID) == str(lease.pid):
                     remove_volume(client, name)
+                    removed.append(name)
+    return removed
 
 
 @contextlib.contextmanager

@@ -25,7 +25,12 @@ from orchestrator.frontends.report.data import (
     per_repository,
     triage,
 )
-from orchestrator.frontends.report.explain import NotResolved, not_resolved, run_header
+from orchestrator.frontends.report.explain import (
+    NotResolved,
+    missing_text,
+    not_resolved,
+    run_header,
+)
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.grading.twins.check import NO_F2P_PASSED, describe
 from orchestrator.models import InstanceResult, Reason, Status
@@ -131,6 +136,9 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     row = aggregate(results)
     header = Text(run_header(run, results).line(), style="dim")
     parts: list[RenderableType] = [_headline(run, row), header, _statuses(row)]
+    incomplete = missing_text(run, results)
+    if incomplete is not None:
+        parts.insert(1, Text(incomplete, style="bold yellow"))
     for footnote in (reduced_line(row), flaky_line(row), twin_line(row, results)):
         if footnote is not None:
             parts.append(footnote)

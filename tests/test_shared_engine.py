@@ -302,7 +302,8 @@ def test_inspect_opens_the_callers_own_container_and_uses_the_runs_recorded_data
         assert "No container of your runs is labelled with instance demo__units-1" in (
             refused.stderr
         )
-        assert "other runs' are: swe-green-" in refused.stderr
+        listed = refused.stderr.split("other runs' are: ", 1)[-1]
+        assert kept[0].name in listed or other.container.name in listed, refused.stderr
         assert "Fix: name the container (`swe-green inspect CONTAINER`) or its run (--run RUN)" in (
             " ".join(refused.stderr.split())
         )

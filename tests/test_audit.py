@@ -163,7 +163,8 @@ def _run_hooked(
     starter = PTH_LINE.replace(HOOK_PATH, str(hook)) * 2  # site-packages twice on sys.path
     code = starter + DRIVER.format(repo=str(repo), body=body)
     env = dict(os.environ, SWE_GREEN_AUDIT_TOP="1")
-    subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
+    python = os.environ.get("AUDIT_TEST_PYTHON", sys.executable)
+    subprocess.run([python, "-c", code], env=env, timeout=60, check=False)
     os.close(keep)
     thread.join(timeout=30)
     os.close(reader_fd)
@@ -229,7 +230,8 @@ LAUNDERED = {
         "import types\n"
         "_src = 'def peek(p):\\n    import sys\\n    return sys._getframe(1).f_lineno\\n'\n"
         "_code = compile(_src, '<x>', 'exec').co_consts[0]\n"
-        "peek = types.FunctionType(_code.replace(co_filename=__import__('os').__file__), {})\n",
+        "peek = types.FunctionType(_code.replace(co_filename=__import__('os').__file__),\n"
+        "    {'__builtins__': __builtins__})\n",
         "pkg.evil.peek(TEST)",
         "gets a frame (sys._getframe)",
     ),

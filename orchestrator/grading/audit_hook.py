@@ -228,6 +228,8 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
                 )
             return ""
         if filename.startswith(stdlib) and "-packages/" not in filename:
+            if mode == "made":
+                return None  # the standard library compiles for itself
             if mode == "stdlib":
                 return ""
             key = (global_text(frame, "__name__"), code.co_name)
@@ -380,18 +382,12 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
     def made_at_run_time(event, args, frame):  # noqa: C901 - one branch per event
         """Code the patch makes (``exec``, a new function or code object, ``__code__``
         replaced, code compiled under a file's name) is the patch's wherever it runs."""
-        if event == "compile":
-            name = text(args[1]) if len(args) > 1 else ""
-            if not name or name.startswith("<") or "importlib" in frame.f_code.co_filename:
-                return
-            found = walk(frame, "stdlib")
-            if found:
-                made_files[name] = found[0]
-            return
-        if event == "code.__new__":
+        if frame.f_code.co_filename.startswith("<frozen"):
+            return  # the import system: a module's own code, loaded or compiled
+        if event in ("compile", "code.__new__"):
             name = text(args[1]) if len(args) > 1 else ""
             if name and not name.startswith("<") and name not in made_files:
-                found = walk(frame, "stdlib")
+                found = walk(frame, "made")
                 if found:
                     made_files[name] = found[0]
             return
@@ -403,8 +399,6 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
             code = args[0] if args else None
         if type_(code) is not code_type or id_(code) in made_codes:
             return
-        if event == "exec" and frame.f_code.co_filename.startswith("<frozen importlib"):
-            return  # a module's import: its code is its file's
         found = walk(frame, "stdlib")
         if not found:
             return

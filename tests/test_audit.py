@@ -243,6 +243,12 @@ LAUNDERED = {
         "pkg.evil.peek(TEST)",
         "opens a hidden test file",
     ),
+    # open left to a timer thread, nobody waiting on it
+    "timer_thread": (
+        "import threading\ndef peek(p):\n    threading.Timer(0.2, open, (p,)).start()\n",
+        "pkg.evil.peek(TEST)\nimport time\ntime.sleep(0.6)",
+        "opens a hidden test file",
+    ),
     # frames through the standard library's helpers
     "logging_currentframe": (
         "import logging\ndef peek(p):\n    return logging.currentframe().f_back.f_lineno\n",
@@ -326,3 +332,23 @@ def test_honest_code_on_patch_lines_is_not_evidence(tmp_path):
     )  # fmt: skip
     report = read_audit(log, 0)
     assert report.active and report.evidence == [], log
+
+
+SPAWNS = (
+    "import os, subprocess, sys\n"
+    "def run():\n"
+    "    subprocess.run([sys.executable, '-I', '-c', 'print(\"-S\")'])\n"  # 3: isolated: hooked
+    "    subprocess.run([sys.executable, '-W', 'ignore', '-S', '-c', 'pass'])\n"  # 4
+    "    subprocess.run(['/bin/sh', '-c', sys.executable + ' -BS -c pass'])\n"  # 5
+    "    subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONHOME='/x'))\n"
+    "    subprocess.run(['/bin/echo', '-S'])\n"  # 7: no Python
+)
+
+
+def test_a_python_started_without_the_hook_is_evidence_and_others_are_not(tmp_path):
+    log = _run_hooked(
+        tmp_path, "import pkg.evil\npkg.evil.run()\n", {"pkg/evil.py": None},
+        {"pkg/evil.py": SPAWNS},
+    )  # fmt: skip
+    found = sorted(e.split(" ", 1)[0] for e in read_audit(log, 0).evidence)
+    assert found == ["pkg/evil.py:4", "pkg/evil.py:5", "pkg/evil.py:6"], log

@@ -72,6 +72,7 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
     )
     spawns = frozenset(("subprocess.Popen", "os.posix_spawn", "os.spawn", "os.system", "os.exec"))
     refused_events = frozenset(("sys._current_frames", "sys.settrace", "sys.setprofile"))
+    made_events = frozenset(("exec", "function.__new__", "code.__new__", "object.__setattr__"))
     # the standard library's functions that hand frames to their caller, and its runners
     # (they call what they were given): passed through when attributing frame reads
     frame_helpers = frozenset(
@@ -409,21 +410,30 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
                 made_codes[id_(item)] = (item, found[0])
                 pending.extend(c for c in item.co_consts if type_(c) is code_type)
 
-    def handle(event, args):
+    def caller():
+        """The frame whose call raised the event (None: raised from C with no Python frame
+        above the hook); getframe(0) is this function, 1 handle, 2 the hook."""
+        try:
+            return getframe(3)
+        except ValueError:
+            return None
+
+    def handle(event, args):  # noqa: C901 - the made-code events, then the reported ones
         """Report ``event`` when the patch acted; a refusal's text when it is refused."""
-        try:  # getframe(0) is handle, 1 the hook, 2 the frame whose call raised the event
-            frame = getframe(2)
-        except ValueError:  # raised from C with no Python frame above the hook
-            frame = None
-        if event in ("exec", "function.__new__", "code.__new__", "object.__setattr__"):
+        if event in made_events:
+            if event != "object.__setattr__" or (len(args) > 2 and args[1] == "__code__"):
+                frame = caller()
+                if frame is not None:
+                    made_at_run_time(event, args, frame)
+            return None
+        if event == "compile":
+            frame = caller()
             if frame is not None:
                 made_at_run_time(event, args, frame)
-            return None
-        if event == "compile" and frame is not None:
-            made_at_run_time(event, args, frame)
         what, mode = relevant(event, args)
         if what is None:
             return None
+        frame = caller()
         if frame is None:
             found = walk(None, mode) if get_ident() != main_thread else None
         elif mode == "direct":

@@ -342,6 +342,9 @@ SPAWNS = (
     "    subprocess.run(['/bin/sh', '-c', sys.executable + ' -BS -c pass'])\n"  # 5
     "    subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONHOME='/x'))\n"
     "    subprocess.run(['/bin/echo', '-S'])\n"  # 7: no Python
+    "    subprocess.run(['/proc/self/exe', '-c', 'pass'])\n"  # 8: outside the environment
+    "    subprocess.run(['python3', '-c', 'pass'])\n"  # 9: found on the PATH
+    "    subprocess.run(['/nonexistent/bin/python3', '-c', 'pass'])\n"  # 10: another Python
 )
 
 
@@ -351,4 +354,4 @@ def test_a_python_started_without_the_hook_is_evidence_and_others_are_not(tmp_pa
         {"pkg/evil.py": SPAWNS},
     )  # fmt: skip
     found = sorted(e.split(" ", 1)[0] for e in read_audit(log, 0).evidence)
-    assert found == ["pkg/evil.py:4", "pkg/evil.py:5", "pkg/evil.py:6"], log
+    assert found == [f"pkg/evil.py:{n}" for n in (10, 4, 5, 6, 8)], log

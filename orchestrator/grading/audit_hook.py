@@ -8,7 +8,8 @@ It installs an interpreter audit hook, which no code can remove, that reports wh
 whatever its extension, and the code those lines make at run time):
 
 - replacing the test process (``os.exec*``), spawning the test runner again, or spawning a
-  Python that skips the start-up this hook rides on (``-S``, ``PYTHONHOME``);
+  Python that skips the start-up this hook rides on (``-S``, ``PYTHONHOME``, ``/proc/*/exe``,
+  a Python outside the environment);
 - opening the hidden test files, the eval files or a ``/proc/*/fd`` listing;
 - getting frames or code objects (``sys._getframe``, ``sys._current_frames``,
   ``inspect``/``traceback``/``logging`` frame helpers, ``tb_frame``, ``gi_frame``,
@@ -114,6 +115,8 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
     current_frames, is_fifo = sys._current_frames, stat.S_ISFIFO
     main_thread = get_ident()
     executable = os.path.realpath(sys.executable) if sys.executable else ""
+    # the environment's own programs: a Python elsewhere reads no .pth of this environment
+    env_bin = os.path.dirname(sys.executable or "") + "/"
     flags = (
         os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC,
         os.O_NONBLOCK,
@@ -297,13 +300,15 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
 
     def skips_hook(argv, env):  # noqa: C901 - a command line's options, read in place
         """Why a command line (or a shell command in it) starts a Python without this
-        hook: ``-S`` (no site, so no ``.pth``), or a ``PYTHONHOME`` elsewhere."""
+        hook: through ``/proc/*/exe`` or from another directory (not this environment's
+        site-packages), ``-S`` (no site, so no ``.pth``), or ``PYTHONHOME`` set."""
         pieces = []
         for word in argv:
             pieces.extend(word.split())  # a shell command: its words too
         shown = " ".join(argv)[:200]
         for i, word in enumerate(pieces):
-            if not is_python(word.strip("'\"")):
+            word = word.strip("'\"")
+            if not is_python(word):
                 continue
             skip = False
             for option in pieces[i + 1 :]:
@@ -325,6 +330,11 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
                 for key in env:
                     if text(key) in ("PYTHONHOME", "PYTHONPLATLIBDIR"):
                         return "starts a Python with " + text(key) + " set: " + shown
+            if word.startswith("/proc/"):
+                where = " (outside its environment): "
+                return "starts the interpreter through " + word + where + shown
+            if word.startswith("/") and word != executable and not word.startswith(env_bin):
+                return "starts a Python other than the environment's: " + shown
         return None
 
     def spawn_event(event, args):
@@ -342,6 +352,8 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
             else:
                 argv.append(text(given))
             env = rest[-1] if len(rest) > 1 else None
+            if len(argv) > 1 and argv[0] in ("", argv[1]):
+                argv = argv[1:]  # the program given again as the first argument
         skipped = skips_hook(argv, env)
         if skipped:
             return skipped

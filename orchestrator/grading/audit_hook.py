@@ -252,7 +252,7 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
             if found:
                 return found
             frame = frame.f_back
-        if get_ident() == main_thread or mode == "installs":
+        if get_ident() == main_thread or mode in ("installs", "made"):
             return None
         # a thread of the standard library alone: the patch when it waits on another thread
         me = get_ident()

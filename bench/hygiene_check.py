@@ -21,9 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import EnvironmentConfig  # noqa: E402
+from sandbox_tools.contract import TESTBED  # noqa: E402
 
+# the counts, run in the repository (TESTBED)
 CHECK = r"""
-cd /testbed
 all=$(git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' \
       | awk '$1=="commit"{print $2}' | sort)
 reach=$(git rev-list --all | sort)
@@ -41,7 +42,7 @@ echo "remotes $(git remote | grep -c .)"
 
 
 SMOKE_REPO = (
-    "mkdir -p /testbed && cd /testbed && git init -q -b main && "
+    f"mkdir -p {TESTBED} && cd {TESTBED} && git init -q -b main && "
     "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m one && "
     "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m two"
 )
@@ -66,7 +67,7 @@ def check(client, image: str, prepare: str = "") -> dict[str, str]:
     try:
         if prepare:
             sandbox.exec(["bash", "-c", prepare], timeout=120)
-        out = sandbox.exec(["bash", "-c", CHECK], timeout=600).stdout
+        out = sandbox.exec(["bash", "-c", f"cd {TESTBED}\n{CHECK}"], timeout=600).stdout
     finally:
         sandbox.remove()
     return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)

@@ -14,6 +14,7 @@ from orchestrator.housekeeping.gc import gc
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
 from orchestrator.settings import EnvironmentConfig
+from sandbox_tools.contract import TESTBED
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,8 +51,8 @@ def main() -> None:
             t = time.perf_counter()
             sb.exec(["true"])
             rtts.append(time.perf_counter() - t)
-        blob = f"head -c {args.snapshot_mb * 1_000_000} /dev/urandom > /testbed/blob"
-        sb.exec(f"mkdir -p /testbed && {blob}")
+        blob = f"head -c {args.snapshot_mb * 1_000_000} /dev/urandom > {TESTBED}/blob"
+        sb.exec(f"mkdir -p {TESTBED} && {blob}")
         t = time.perf_counter()
         sb.snapshot("swe-green-bench/snap", run_id)
         snap = time.perf_counter() - t

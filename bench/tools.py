@@ -53,10 +53,11 @@ from orchestrator.participant.tools_host import (
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.docker import connect
 from orchestrator.settings import EnvironmentConfig
+from sandbox_tools.contract import TESTBED
 
 COMMAND = "echo hello"
 TARGET_RATIO = 1.2
-FILE = "/testbed/file.txt"
+FILE = f"{TESTBED}/file.txt"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -175,7 +176,7 @@ def tool_pairs(sb: Sandbox) -> dict[str, tuple[Callable[[], object], Callable[[]
         "bash": (tool("bash", command=COMMAND), bare(["bash", "-c", COMMAND])),
         "view": (tool("view", path=FILE), bare(["cat", "-n", FILE])),
         "edit": (edit, bare(["sed", "-i", "s/^199$/199/", FILE])),
-        "search": (tool("search", pattern="^19"), bare(["grep", "-rn", "^19", "/testbed"])),
+        "search": (tool("search", pattern="^19"), bare(["grep", "-rn", "^19", TESTBED])),
     }
 
 
@@ -217,7 +218,7 @@ def main() -> None:
     try:
         sb = Sandbox.start(backend.client, args.image, run_id=run_id, instance_id="bench")
         install_tools(sb)
-        sb.exec(f"mkdir -p /testbed && seq 1 200 > {FILE}")
+        sb.exec(f"mkdir -p {TESTBED} && seq 1 200 > {FILE}")
         rows = {name: paired(*pair, args.calls) for name, pair in tool_pairs(sb).items()}
         print(f"{args.calls} calls per row, ours and bare in turn, in one container")
         report_tools(rows)

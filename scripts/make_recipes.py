@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from orchestrator.spec.recipes import Recipe, load_recipes  # noqa: E402
+from sandbox_tools.contract import SERVICES_DIR, SWE_DIR, VENV  # noqa: E402
 
 # conda package -> PyPI distribution, where the names differ (None: nothing to install)
 CONDA_TO_PYPI: dict[str, str | None] = {
@@ -65,8 +66,8 @@ CONDA_TO_PYPI: dict[str, str | None] = {
 }
 # What the specs leave to the internet or to a file edit that phase 4 reverts, made to work
 # offline: fields merged into the recipes of a repository (and versions; None = all).
-_HTTPBIN = "/opt/swe/services/httpbin"
-_MPLSETUPCFG = "/opt/swe/mplsetup.cfg"
+_HTTPBIN = f"{SERVICES_DIR}/httpbin"
+_MPLSETUPCFG = f"{SWE_DIR}/mplsetup.cfg"
 FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
     # test_requests.py calls HTTPBIN_URL (httpbin.org by default): a local httpbin instead
     (
@@ -113,8 +114,8 @@ FIXES: list[tuple[str, set[str] | None, dict[str, object]]] = [
         {
             "env": {"PYTEST_ADDOPTS": "-rA"},
             "pre_install+": [
-                "mkdir -p .tox/py39 && cp /opt/swe/venv/pyvenv.cfg .tox/py39/ "
-                "&& ln -sfn /opt/swe/venv/lib .tox/py39/lib"
+                f"mkdir -p .tox/py39 && cp {VENV}/pyvenv.cfg .tox/py39/ "
+                f"&& ln -sfn {VENV}/lib .tox/py39/lib"
             ],
         },
     ),

@@ -11,14 +11,55 @@ from pathlib import Path
 
 import pytest
 
+from .reference_data import SHARED_DATA
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 BASE_IMAGE = os.environ.get("SWE_GREEN_TEST_IMAGE", "swe-green/base:py3.11")
 # every container and snapshot image made by this test session carries this run label
 # scripts/test sets SWE_GREEN_TEST_TAG (4 hex) so that its leftover check counts only what its
 # own sessions made, not the containers of other test sessions on a shared engine
 _TAG = os.environ.get("SWE_GREEN_TEST_TAG", "")[:4]
 TEST_RUN_ID = f"pytest-{_TAG}{uuid.uuid4().hex[: 8 - len(_TAG)]}"
+
+# the test session's own settings (scripts/test sets them): every other SWE_GREEN_* variable
+# is the caller's configuration of the product (a mirror directory, a dataset), not the tests'
+SESSION_VARIABLES = frozenset(
+    {"SWE_GREEN_TEST_TAG", "SWE_GREEN_TEST_IMAGE", "SWE_GREEN_A2A03_PYTHON"}
+)
+
+
+def _callers_settings() -> list[str]:
+    return [
+        name
+        for name in os.environ
+        if name.upper().startswith("SWE_GREEN_") and name.upper() not in SESSION_VARIABLES
+    ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The product's settings of the caller's environment go before anything is collected."""
+    for name in _callers_settings():
+        del os.environ[name]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``shared_data`` are skipped, naming the directory, where it is absent."""
+    if SHARED_DATA.is_dir():
+        return
+    skip = pytest.mark.skip(reason=f"the reference data directory {SHARED_DATA} is absent")
+    for item in items:
+        if item.get_closest_marker("shared_data"):
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_settings_of_the_caller(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> None:
+    """Each test starts without SWE_GREEN_* settings (a test that wants one sets it with
+    ``monkeypatch``, which undoes it) and without a ``swe-green.toml`` of the working directory:
+    the settings file is one that does not exist unless the test names its own."""
+    for name in _callers_settings():
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SWE_GREEN_CONFIG", str(tmp_path_factory.getbasetemp() / "absent.toml"))
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ the task with the reason in its artifact, as ``run`` refuses it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from starlette.routing import Route
 from orchestrator.participant.serving import serve_asgi_in_thread
 from orchestrator.settings import Settings
 
+from .cli_in_process import swe_green
 from .test_server import assess, fast_settings, green_agent  # noqa: F401 - fixture
 
 SWE_GREEN = str(Path(sys.executable).parent / "swe-green")
@@ -27,10 +27,8 @@ EMPTY_SHARD = '{"pattern": "demo__*", "shard_index": 3, "num_shards": 4}'
 
 
 def _assess_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SWE_GREEN, "assess", *args], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
+    """``swe-green assess ARGS`` in this process (the server is in a thread of it)."""
+    return swe_green("assess", *args, env=env, columns=200)
 
 
 @contextmanager

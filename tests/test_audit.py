@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -355,3 +356,14 @@ def test_a_python_started_without_the_hook_is_evidence_and_others_are_not(tmp_pa
     )  # fmt: skip
     found = sorted(e.split(" ", 1)[0] for e in read_audit(log, 0).evidence)
     assert found == [f"pkg/evil.py:{n}" for n in (10, 4, 5, 6, 8)], log
+
+
+def test_an_event_the_hook_fails_on_passes_and_is_recorded_as_no_evidence(tmp_path):
+    # a relative path in a working directory that is gone: the hook cannot tell what it is
+    body = (
+        "import tempfile\ngone = tempfile.mkdtemp()\nos.chdir(gone)\nos.rmdir(gone)\n"
+        "try:\n    open('x')\nexcept OSError:\n    pass\n"
+    )
+    log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15]})
+    assert re.search(r"^F\t\d+\topen$", log, re.MULTILINE), log
+    assert read_audit(log, 0).evidence == []

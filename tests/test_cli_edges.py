@@ -18,6 +18,8 @@ from orchestrator.frontends.commands_validate import summary_table
 from orchestrator.housekeeping.prune import CachedImage, PrunePlan
 from orchestrator.validation.sweep import SweepRecord
 
+from .cli_in_process import swe_green
+
 SWE_GREEN = str(Path(sys.executable).parent / "swe-green")
 LONG_ID = "scikit-learn__scikit-learn-25747"
 
@@ -41,8 +43,8 @@ def test_instances_ls_keeps_ids_whole_at_80_columns(synthetic_dir: Path, tmp_pat
     long["difficulty"] = "15 min - 1 hour"
     dataset = tmp_path / "instances.jsonl"
     dataset.write_text("".join(json.dumps(row) + "\n" for row in [*rows, long]))
-    env = {**os.environ, "SWE_GREEN_DATASET": str(dataset), "SWE_GREEN_DATA_DIR": str(tmp_path)}
-    done = _swe_green(["instances", "ls"], env)
+    env = {"SWE_GREEN_DATASET": str(dataset), "SWE_GREEN_DATA_DIR": str(tmp_path)}
+    done = swe_green("instances", "ls", env=env, columns=80)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), done.stdout

@@ -20,7 +20,7 @@ from orchestrator.setup.scripts import environment_script
 from orchestrator.spec.recipes import load_recipes, pins_for
 from sandbox_tools.contract import ACTIVATE, VENV_SEED
 
-DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
+from .reference_data import SHARED_VERIFIED, VERIFIED, shared_data
 
 
 def _versions(pins: list[str]) -> dict[str, str]:
@@ -29,14 +29,15 @@ def _versions(pins: list[str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def instances() -> dict:
-    if not DATASET.exists():
-        pytest.skip(f"{DATASET} is not here")
-    return {i.instance_id: i for i in load_instances(str(DATASET))}
+    """The excerpt of Verified in the fixtures."""
+    return {i.instance_id: i for i in load_instances(str(VERIFIED))}
 
 
-def test_the_recipes_environment_plus_the_own_pins_is_the_instances_pin_set(instances):
+@shared_data
+def test_the_recipes_environment_plus_the_own_pins_is_the_instances_pin_set():
     """Every Verified instance with pins of its own: the family's pins with the own pins
     laid over them are exactly the pins of a whole build (nothing removed, nothing else)."""
+    instances = {i.instance_id: i for i in load_instances(str(SHARED_VERIFIED))}
     layered = 0
     for recipe in load_recipes().values():
         for instance_id in recipe.instance_pins:

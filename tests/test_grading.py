@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +18,9 @@ from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 from orchestrator.models import TestStatus as TS
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-LOGS = DATA / "test-logs"
+from .reference_data import TEST_LOGS as LOGS
+from .reference_data import verified_row
+
 P, F, E, S, X = TS.PASSED, TS.FAILED, TS.ERROR, TS.SKIPPED, TS.XFAIL
 
 
@@ -58,10 +57,7 @@ def test_grade_tests_with_empty_lists() -> None:
 
 
 def test_gold_log_of_requests_grades_resolved_once_network_tests_are_excluded() -> None:
-    with open(DATA / "swe-bench-verified.jsonl", encoding="utf-8") as handle:
-        instance = next(
-            row for row in map(json.loads, handle) if row["instance_id"] == "psf__requests-2931"
-        )
+    instance = verified_row("psf__requests-2931")
     text = (LOGS / "pytest_options--psf__requests-2931--gold.txt").read_text()
     outcomes = parse_test_log("pytest_options", text)
     network = [

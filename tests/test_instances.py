@@ -9,18 +9,18 @@ from orchestrator.dataset.instances import Selection, load_instances, parse_shar
 from orchestrator.errors import UserError
 from orchestrator.settings import Settings
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-VERIFIED = DATA / "swe-bench-verified.jsonl"
+from .reference_data import SHARED_VERIFIED, VERIFIED, shared_data, verified_rows
 
 
 @pytest.fixture(scope="module")
 def verified():
+    """The excerpt of Verified in the fixtures (24 rows of ten repositories)."""
     return load_instances(str(VERIFIED))
 
 
 @pytest.fixture
 def rows():
-    return [json.loads(line) for line in VERIFIED.read_text().splitlines()[:6]]
+    return verified_rows()[:6]
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -28,15 +28,22 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_loads_all_verified_instances_in_order(verified):
-    assert len(verified) == 500
+def test_loads_the_instances_in_order(verified):
     assert verified[0].instance_id == "astropy__astropy-12907"
-    ids = [json.loads(line)["instance_id"] for line in VERIFIED.read_text().splitlines()]
-    assert [i.instance_id for i in verified] == ids
+    assert [i.instance_id for i in verified] == [r["instance_id"] for r in verified_rows()]
     first = verified[0]
     assert first.FAIL_TO_PASS and all(isinstance(t, str) for t in first.FAIL_TO_PASS)
     assert first.version == "4.3"
     assert first.created_at.startswith("2022-03-03T15:14:54")
+
+
+@shared_data
+def test_loads_all_verified_instances_in_order():
+    verified = load_instances(str(SHARED_VERIFIED))
+    assert len(verified) == 500
+    assert verified[0].instance_id == "astropy__astropy-12907"
+    ids = [r["instance_id"] for r in verified_rows(SHARED_VERIFIED)]
+    assert [i.instance_id for i in verified] == ids
     assert sum(i.repo == "django/django" for i in verified) == 231
 
 
@@ -52,7 +59,7 @@ def test_jsonl_with_lists_and_json_strings_mixed(tmp_path, rows):
             row = row | {"FAIL_TO_PASS": json.dumps(row["FAIL_TO_PASS"])}
             rows[n] = row | {"PASS_TO_PASS": json.dumps(row["PASS_TO_PASS"])}
     loaded = load_instances(str(write_jsonl(tmp_path / "mixed.jsonl", rows)))
-    original = [json.loads(line) for line in VERIFIED.read_text().splitlines()[:6]]
+    original = verified_rows()[:6]
     assert [i.FAIL_TO_PASS for i in loaded] == [r["FAIL_TO_PASS"] for r in original]
     assert [i.PASS_TO_PASS for i in loaded] == [r["PASS_TO_PASS"] for r in original]
 
@@ -218,4 +225,4 @@ def test_resolve_uses_the_configured_dataset(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     settings = Settings(dataset=str(VERIFIED))
     picked = resolve(settings, Selection(repo="requests", shard="1/2"))
-    assert [i.repo for i in picked] == ["psf/requests"] * 4
+    assert [i.instance_id for i in picked] == ["psf__requests-2317"]  # of two

@@ -26,8 +26,9 @@ from orchestrator.grading.markers import (
 from orchestrator.grading.runner_summary import forged_output, runner_summary
 from orchestrator.models import TestStatus as TS
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-LOGS = sorted((DATA / "test-logs").glob("*.txt"))
+from .reference_data import SHARED_VERIFIED, SPECS, TEST_LOGS, VERIFIED, shared_data, verified_rows
+
+LOGS = sorted(TEST_LOGS.glob("*.txt"))
 NETWORK_TESTS = {
     "test_requests.py::TestTimeout::test_connect_timeout",
     "test_requests.py::TestTimeout::test_total_timeout_connect",
@@ -36,15 +37,14 @@ P, F, E, S, X = TS.PASSED, TS.FAILED, TS.ERROR, TS.SKIPPED, TS.XFAIL
 
 
 @cache
-def instances() -> dict[str, dict]:
-    with open(DATA / "swe-bench-verified.jsonl", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle]
-    return {row["instance_id"]: row for row in rows}
+def instances(path: Path = VERIFIED) -> dict[str, dict]:
+    """The Verified rows by id: the excerpt of the fixtures unless told."""
+    return {row["instance_id"]: row for row in verified_rows(path)}
 
 
 @cache
 def log_formats() -> dict[str, str]:
-    return json.loads((DATA / "swebench-specs" / "specs.json").read_text())["log_format"]
+    return json.loads(SPECS.read_text())["log_format"]
 
 
 def _passing(status: TS | None) -> bool:
@@ -78,7 +78,7 @@ def test_real_log_grades_as_the_dataset_says(path: Path) -> None:
 
 
 def test_requests_network_tests_are_failed_not_missing() -> None:
-    path = DATA / "test-logs" / "pytest_options--psf__requests-2931--gold.txt"
+    path = TEST_LOGS / "pytest_options--psf__requests-2931--gold.txt"
     outcomes = parse_test_log("pytest_options", path.read_text())
     assert {outcomes[name] for name in NETWORK_TESTS} == {F}
     # 81 tests error in setup (a recursive fixture) and must be reported as such
@@ -86,7 +86,7 @@ def test_requests_network_tests_are_failed_not_missing() -> None:
 
 
 def test_nested_pytest_runs_and_captured_logs_do_not_add_junk() -> None:
-    path = DATA / "test-logs" / "pytest--pytest-dev__pytest-10051--gold.txt"
+    path = TEST_LOGS / "pytest--pytest-dev__pytest-10051--gold.txt"
     outcomes = parse_test_log("pytest", path.read_text())
     # ``ERROR    test_fixture:test_fixture.py:120 oops`` is a captured log line, not a test
     assert all("::" in name for name in outcomes)
@@ -101,7 +101,7 @@ def test_nested_pytest_runs_and_captured_logs_do_not_add_junk() -> None:
 
 def test_sympy_file_tail_marker_is_parsed() -> None:
     # ``test_cosh_expansion ok    [OK]``: SWE-bench missed the last test of each file
-    path = DATA / "test-logs" / "sympy--sympy__sympy-13480--gold.txt"
+    path = TEST_LOGS / "sympy--sympy__sympy-13480--gold.txt"
     outcomes = parse_test_log("sympy", path.read_text())
     assert outcomes["test_cosh_expansion"] == P
     assert len(outcomes) == 45
@@ -118,9 +118,9 @@ def test_real_logs_have_a_consistent_runner_summary(path: Path) -> None:
 # --------------------------------------------------------------------------- dataset names
 
 
-def _dataset_names(repo_formats: set[str]) -> list[tuple[str, str]]:
+def _dataset_names(repo_formats: set[str], path: Path = SHARED_VERIFIED) -> list[tuple[str, str]]:
     names = []
-    for instance in instances().values():
+    for instance in instances(path).values():
         log_format = log_formats()[instance["repo"]]
         if log_format in repo_formats:
             for name in instance["FAIL_TO_PASS"] + instance["PASS_TO_PASS"]:
@@ -128,11 +128,27 @@ def _dataset_names(repo_formats: set[str]) -> list[tuple[str, str]]:
     return names
 
 
+PYTEST_FORMATS = {"pytest", "pytest_options", "pytest_v2", "seaborn", "matplotlib"}
+
+
+def test_the_excerpts_dataset_names_round_trip() -> None:
+    """The checks below over every Verified name, on the names of the excerpt."""
+    names = {f: _dataset_names({f}, VERIFIED) for f in ("pytest", "django", "sympy")}
+    assert all(len(found) > 100 for found in names.values())
+    pytest_names_round_trip(_dataset_names(PYTEST_FORMATS, VERIFIED))
+    django_names_round_trip(names["django"])
+    sympy_names_round_trip(names["sympy"])
+
+
+@shared_data
 def test_every_pytest_dataset_name_round_trips() -> None:
-    """A ``STATUS <id>`` line of any full dataset id parses back to that id."""
-    pytest_formats = {"pytest", "pytest_options", "pytest_v2", "seaborn", "matplotlib"}
-    names = _dataset_names(pytest_formats)
+    names = _dataset_names(PYTEST_FORMATS)
     assert len(names) > 5000
+    pytest_names_round_trip(names)
+
+
+def pytest_names_round_trip(names: list[tuple[str, str]]) -> None:
+    """A ``STATUS <id>`` line of any full dataset id parses back to that id."""
     bad = []
     for log_format, name in names:
         if is_truncated(name):
@@ -144,6 +160,7 @@ def test_every_pytest_dataset_name_round_trips() -> None:
     assert not bad, bad[:5]
 
 
+@shared_data
 def test_every_truncated_dataset_name_matches_its_full_id() -> None:
     names = [pair for pair in _dataset_names(set(LOG_FORMATS)) if is_truncated(pair[1])]
     assert len(names) == 676
@@ -154,16 +171,26 @@ def test_every_truncated_dataset_name_matches_its_full_id() -> None:
         assert match_expected([name], outcomes) == {name: P}
 
 
+@shared_data
 def test_every_django_dataset_name_round_trips() -> None:
     names = _dataset_names({"django"})
     assert len(names) > 15000
+    django_names_round_trip(names)
+
+
+def django_names_round_trip(names: list[tuple[str, str]]) -> None:
     for _, name in names:
         outcomes = parse_test_log("django", f"{name} ... ok\n")
         assert outcomes.get(name) == P, name
 
 
+@shared_data
 def test_every_sympy_dataset_name_round_trips() -> None:
-    for _, name in _dataset_names({"sympy"}):
+    sympy_names_round_trip(_dataset_names({"sympy"}))
+
+
+def sympy_names_round_trip(names: list[tuple[str, str]]) -> None:
+    for _, name in names:
         assert parse_test_log("sympy", f"{name} ok\n{name}x F\n").get(name) == P, name
 
 

@@ -19,9 +19,8 @@ from orchestrator.participant.reference.cli import app as participant_cli
 from orchestrator.patches.extract import extract_patch
 
 from .fake_anthropic import UNAUTHORIZED, FakeAnthropic, Reply, bash, text, tool_use
+from .reference_data import VERIFIED as DATASET
 from .test_participant_protocol import BASH_ONLY, FAST, HostBash
-
-DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 
 
 @pytest.fixture(scope="module")

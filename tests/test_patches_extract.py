@@ -13,7 +13,17 @@ from orchestrator.patches.container_diff import ContainerDiffError, container_di
 from orchestrator.patches.diff import GIT_STARTS, drop_files, split_patch
 from orchestrator.patches.extract import extract_patch
 
-DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
+from .reference_data import SHARED_VERIFIED, VERIFIED, shared_data
+
+# the excerpt of Verified in the fixtures, and every Verified instance where the reference
+# data directory is there
+DATASETS = pytest.mark.parametrize(
+    "dataset",
+    [
+        pytest.param(VERIFIED, id="excerpt"),
+        pytest.param(SHARED_VERIFIED, id="all", marks=shared_data),
+    ],
+)
 
 
 def touched_files(patch: str) -> list[str]:
@@ -58,8 +68,8 @@ FIX_B = lines(
 
 
 @cache
-def verified() -> list[dict]:
-    with DATASET.open() as handle:
+def verified(dataset: Path) -> list[dict]:
+    with dataset.open() as handle:
         return [json.loads(line) for line in handle]
 
 
@@ -167,16 +177,17 @@ def test_empty_context_line_the_hunk_needs_is_kept():
     assert extract_patch(f"```diff\n{patch}\n\n```") == patch
 
 
-@pytest.mark.parametrize("index", range(0, 500, 7))
-def test_real_gold_patches_survive_every_wrapping(index):
-    gold = verified()[index]["patch"]
-    for answer, data in (
-        (f"I fixed it.\n\n```diff\n{gold}```\n\nLet me know.", None),
-        (f"<patch>\n{gold}</patch>", None),
-        (f"The change:\n{gold}\nThe tests pass.", None),
-        (None, {"patch": gold}),
-    ):
-        assert extract_patch(answer, data) == gold
+@DATASETS
+def test_real_gold_patches_survive_every_wrapping(dataset):
+    for row in verified(dataset):
+        gold = row["patch"]
+        for answer, data in (
+            (f"I fixed it.\n\n```diff\n{gold}```\n\nLet me know.", None),
+            (f"<patch>\n{gold}</patch>", None),
+            (f"The change:\n{gold}\nThe tests pass.", None),
+            (None, {"patch": gold}),
+        ):
+            assert extract_patch(answer, data) == gold, row["instance_id"]
 
 
 # ----------------------------------------------------------------------------- files
@@ -204,8 +215,9 @@ def test_touched_files_with_spaces_and_quoted_names():
     assert touched_files(patch) == ["docs/my file.txt", "caf\u00e9.txt", "with space"]
 
 
-def test_touched_files_matches_the_test_directives_of_every_verified_instance():
-    for row in verified():
+@DATASETS
+def test_touched_files_matches_the_test_directives_of_every_verified_instance(dataset):
+    for row in verified(dataset):
         expected = list(
             dict.fromkeys(re.findall(r"^diff --git a/.* b/(.*)$", row["test_patch"], re.MULTILINE))
         )
@@ -215,8 +227,9 @@ def test_touched_files_matches_the_test_directives_of_every_verified_instance():
         ]
 
 
-def test_drop_files_removes_the_test_patch_from_every_combined_patch():
-    for row in verified():
+@DATASETS
+def test_drop_files_removes_the_test_patch_from_every_combined_patch(dataset):
+    for row in verified(dataset):
         tests = set(touched_files(row["test_patch"]))
         kept, dropped = drop_files(row["patch"] + row["test_patch"], tests)
         assert kept == row["patch"], row["instance_id"]

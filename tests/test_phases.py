@@ -118,8 +118,9 @@ def test_envs_plan_shows_the_recipe_install_as_data(monkeypatch, capsys) -> None
 
     from orchestrator.frontends.commands import envs_plan
 
-    dataset = ROOT.parent / "shared" / "data" / "swe-bench-verified.jsonl"
-    monkeypatch.setenv("SWE_GREEN_DATASET", str(dataset))
+    from .reference_data import VERIFIED
+
+    monkeypatch.setenv("SWE_GREEN_DATASET", str(VERIFIED))
     envs_plan("psf__requests-2317", as_json=True)
     scripts = json.loads(capsys.readouterr().out)
     assert [s["name"] for s in scripts] == ["setup", "install"]

@@ -10,6 +10,8 @@ import pytest
 from orchestrator.errors import UserError
 from orchestrator.participant.predictions import Predictions, load_predictions
 
+from .reference_data import SHARED_DATA, shared_data
+
 KNOWN = {"demo__calc-1", "demo__textkit-1", "demo__units-1"}
 PATCH = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 
@@ -55,10 +57,9 @@ def test_a_harness_log_directory_and_an_earlier_run(tmp_path: Path) -> None:
     assert (loaded.model, loaded.patches) == ("agent-x", {"demo__units-1": PATCH})
 
 
+@shared_data
 def test_the_real_development_predictions_load(tmp_path: Path) -> None:
-    replay = (
-        Path(__file__).resolve().parents[2] / "shared/data/replay/vexp-claude-code-opus45.jsonl"
-    )
+    replay = SHARED_DATA / "replay" / "vexp-claude-code-opus45.jsonl"
     loaded = load_predictions(replay)  # extra keys (official, source) are ignored
     assert isinstance(loaded, Predictions)
     assert loaded.model == "vexp-claude-code-opus45" and len(loaded.patches) == 46

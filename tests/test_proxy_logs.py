@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from functools import cache
 from pathlib import Path
@@ -15,19 +14,15 @@ from orchestrator.grading.markers import extract_between_markers
 from orchestrator.models import Instance, TestStatus
 from orchestrator.validation.validation import _judge
 
+from .reference_data import verified_row
+
 LOGS = Path(__file__).parent / "fixtures" / "proxy-logs"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 _NONCE = re.compile(r"^>>>>> SWE_GREEN_END (\w+)", re.MULTILINE)
 
 
 @cache
 def instance(instance_id: str) -> Instance:
-    with open(DATA / "swe-bench-verified.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["instance_id"] == instance_id:
-                return Instance.model_validate(row)
-    raise KeyError(instance_id)
+    return Instance.model_validate(verified_row(instance_id))
 
 
 def read_run(log_format: str, name: str) -> TestRun:

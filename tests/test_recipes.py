@@ -2,6 +2,7 @@ import json
 import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,18 @@ from orchestrator.spec.recipes import (
     test_files,
 )
 
+from .reference_data import (
+    ENVIRONMENTS,
+    SHARED_DATA,
+    SHARED_ENVIRONMENTS,
+    SHARED_SPECS,
+    SHARED_VERIFIED,
+    SPECS,
+    VERIFIED,
+    shared_data,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-SPECS = json.loads((DATA / "swebench-specs" / "specs.json").read_text())
-ENVS = DATA / "swebench-specs" / "environments"
 SYSTEM_LIBS = {"libgcc-ng", "openssl", "python", "pip", "ca-certificates", "-libgcc-mutex"}
 SYSTEM_LIBS |= {"ncurses", "readline", "sqlite", "tk", "xz", "zlib", "libffi", "ld-impl-linux-64"}
 
@@ -43,12 +52,18 @@ def norm(pin: str) -> str:
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def frozen_environment(instance_id: str) -> dict:
-    return yaml.load((ENVS / f"{instance_id}.yml").read_text(), Loader=_SAFE_LOADER)
+@cache
+def specs(path: Path = SPECS) -> dict:
+    """The SWE-bench harness's specs: the excerpt of the fixtures unless told."""
+    return json.loads(path.read_text())
 
 
-def frozen_pip_pins(instance_id: str) -> list[str]:
-    env = frozen_environment(instance_id)
+def frozen_environment(instance_id: str, environments: Path = ENVIRONMENTS) -> dict:
+    return yaml.load((environments / f"{instance_id}.yml").read_text(), Loader=_SAFE_LOADER)
+
+
+def frozen_pip_pins(instance_id: str, environments: Path = ENVIRONMENTS) -> list[str]:
+    env = frozen_environment(instance_id, environments)
     return [p for dep in env["dependencies"] if isinstance(dep, dict) for p in dep["pip"] or []]
 
 
@@ -57,10 +72,21 @@ def frozen_conda(instance_id: str) -> dict[str, str]:
     return {d.split("=")[0]: d.split("=")[1] for d in env["dependencies"] if isinstance(d, str)}
 
 
+def load(path: Path) -> dict[str, Instance]:
+    lines = path.read_text().splitlines()
+    return {i.instance_id: i for i in (Instance.model_validate_json(line) for line in lines)}
+
+
 @pytest.fixture(scope="module")
 def instances() -> dict[str, Instance]:
-    lines = (DATA / "swe-bench-verified.jsonl").read_text().splitlines()
-    return {i.instance_id: i for i in (Instance.model_validate_json(line) for line in lines)}
+    """The excerpt of Verified in the fixtures."""
+    return load(VERIFIED)
+
+
+@pytest.fixture(scope="module")
+def all_instances() -> dict[str, Instance]:
+    """Every Verified instance, from the reference data directory."""
+    return load(SHARED_VERIFIED)
 
 
 def patch_instance(repo: str, test_patch: str) -> Instance:
@@ -73,11 +99,21 @@ def patch_instance(repo: str, test_patch: str) -> Instance:
     )
 
 
-def test_every_verified_instance_has_a_recipe_matching_the_specs(instances):
+def test_each_instance_has_a_recipe_matching_the_specs(instances):
     assert len(load_recipes()) == 80
+    recipes_match_the_specs(instances, specs())
+
+
+@shared_data
+def test_every_verified_instance_has_a_recipe_matching_the_specs(all_instances):
+    assert len(all_instances) == 500
+    recipes_match_the_specs(all_instances, specs(SHARED_SPECS))
+
+
+def recipes_match_the_specs(instances: dict[str, Instance], specs: dict) -> None:
     for instance in instances.values():
         recipe = recipe_for(instance)
-        spec = SPECS["specs"][instance.repo][instance.version]
+        spec = specs["specs"][instance.repo][instance.version]
         assert (recipe.repo, recipe.version) == (instance.repo, instance.version)
         assert recipe.python == spec["python"]
         assert recipe.python_frozen.startswith(spec["python"] + ".")
@@ -96,7 +132,7 @@ def test_every_verified_instance_has_a_recipe_matching_the_specs(instances):
             for a, b in replaced
         ), replaced
         assert all(".tox/py39" in line for line in recipe.pre_install[len(specs_lines) :])
-        assert recipe.log_format == SPECS["log_format"][instance.repo] in LOG_FORMATS
+        assert recipe.log_format == specs["log_format"][instance.repo] in LOG_FORMATS
 
 
 def test_recipe_fields_for_known_pairs(instances):
@@ -137,14 +173,25 @@ def test_conda_python_packages_become_pypi_pins(instances):
 DEVIATIONS = {("astropy/astropy", "3.1"): {"pytest": "pytest==7.1.3"}}
 
 
-def test_instance_pins_reproduce_each_frozen_pip_environment(instances):
+def test_instance_pins_reproduce_the_frozen_pip_environment(instances):
+    pins_reproduce_the_frozen_environments(instances, ENVIRONMENTS)
+
+
+@shared_data
+def test_instance_pins_reproduce_each_frozen_pip_environment(all_instances):
+    pins_reproduce_the_frozen_environments(all_instances, SHARED_ENVIRONMENTS)
+
+
+def pins_reproduce_the_frozen_environments(
+    instances: dict[str, Instance], environments: Path
+) -> None:
     for instance in instances.values():
         recipe = recipe_for(instance)
         pins = pins_for(recipe, instance)
         assert len({norm(p) for p in pins}) == len(pins)
         own = norm(instance.repo.split("/")[1])
         deviations = DEVIATIONS.get((instance.repo, instance.version), {})
-        for pin in frozen_pip_pins(instance.instance_id):
+        for pin in frozen_pip_pins(instance.instance_id, environments):
             expected = deviations.get(norm(pin), pin)
             assert norm(pin) == own or expected in pins, (instance.instance_id, pin)
 
@@ -256,7 +303,16 @@ def test_test_command_sympy_and_pytest_paths(instances):
     assert "tests/roots/test-directive-include/foo.rst" in test_directives(i)
 
 
-def test_every_instance_with_python_tests_gets_directives(instances):
+def test_each_instance_with_python_tests_gets_directives(instances):
+    instances_get_directives(instances)
+
+
+@shared_data
+def test_every_instance_with_python_tests_gets_directives(all_instances):
+    instances_get_directives(all_instances)
+
+
+def instances_get_directives(instances: dict[str, Instance]) -> None:
     for instance in instances.values():
         directives = test_directives(instance)
         if instance.instance_id != "django__django-10097":
@@ -361,3 +417,16 @@ def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
     diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
     instance = patch_instance("sphinx-doc/sphinx", diff)
     assert test_command(recipe, instance).endswith("-- -rA tests/test_intl.py")
+
+
+@shared_data
+def test_the_bundled_recipes_are_what_make_recipes_makes_of_the_reference_data(tmp_path):
+    """orchestrator/data/recipes.json is scripts/make_recipes.py's output, unedited (its paths
+    are the contract's: tests/test_contract.py)."""
+    out = tmp_path / "recipes.json"
+    script = ROOT / "scripts" / "make_recipes.py"
+    subprocess.run(
+        [sys.executable, str(script), "--data", str(SHARED_DATA), "--out", str(out)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.read_text() == (ROOT / "orchestrator" / "data" / "recipes.json").read_text()

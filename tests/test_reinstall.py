@@ -7,7 +7,6 @@ import base64
 import hashlib
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -32,7 +31,7 @@ from orchestrator.grading.reinstall.guard import (
 from orchestrator.sandbox import FileMissing
 from orchestrator.spec.recipes import load_recipes
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from .reference_data import verified_row
 
 # succeeds only with the network on (the package index is the one host containers reach)
 PYPI_PROBE = "python3 -m pip download -q --no-deps --timeout 5 --retries 0 six==1.16.0 -d /tmp/p"
@@ -62,22 +61,12 @@ def test_only_patches_to_build_inputs_need_a_reinstall():
     assert not changes_build_inputs(SOURCE_ONLY)
 
 
-def _dataset_row(instance_id: str) -> dict:
-    with open(DATA / "swe-bench-verified.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            if f'"{instance_id}"' in line:
-                row = json.loads(line)
-                if row["instance_id"] == instance_id:
-                    return row
-    raise KeyError(instance_id)
-
-
 def test_a_source_patch_is_installed_again_when_the_install_copied_the_sources():
     # django 2.2 installs with ``python setup.py install`` (an egg in site-packages, where
     # runtests.py imports django from): django__django-10097's gold patch changes only
     # django/core/validators.py, and without a reinstall its gold run printed the base
     # run's output, the URL validator's subtests failing as before (proxy sweep)
-    gold = _dataset_row("django__django-10097")["patch"]
+    gold = verified_row("django__django-10097")["patch"]
     assert not changes_build_inputs(gold)
     django_22 = load_recipes()[("django/django", "2.2")]
     assert django_22.install == "python setup.py install"

@@ -3,8 +3,6 @@ them by name for every runner of the recipes (no container: the selection itself
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 
@@ -34,8 +32,9 @@ def test_every_recipe_runner_selects_the_fail_to_pass_tests_by_name(
     from orchestrator.run.rerun import fail_to_pass_directives
     from orchestrator.spec.recipes import load_recipes
 
-    dataset = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
-    [instance] = [i for i in load_instances(str(dataset)) if i.instance_id == instance_id]
+    from .reference_data import VERIFIED
+
+    [instance] = [i for i in load_instances(str(VERIFIED)) if i.instance_id == instance_id]
     recipe = load_recipes()[(instance.repo, instance.version)]
     chosen, said = fail_to_pass_directives(recipe, instance)
     assert chosen is not None and expected in chosen

@@ -17,9 +17,8 @@ from orchestrator.dataset.instances import load_instances
 from orchestrator.dataset.task_repo import resolve_alias
 from orchestrator.errors import UserError
 
-VERIFIED = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "swe-bench-verified.jsonl"
-)
+from .reference_data import VERIFIED, verified_row
+
 IDS = ("astropy__astropy-12907", "django__django-11099", "sympy__sympy-20590")
 PARSERS = {"astropy": "parse_log_astropy", "django": "parse_log_django", "sympy": "parse_log_sympy"}
 EVAL_SH = "#!/bin/bash\necho '>>>>> Start Test Output'\npytest\necho '>>>>> End Test Output'\n"
@@ -27,14 +26,7 @@ EVAL_SH = "#!/bin/bash\necho '>>>>> Start Test Output'\npytest\necho '>>>>> End 
 
 @pytest.fixture(scope="module")
 def rows() -> dict[str, dict]:
-    found = {}
-    with VERIFIED.open() as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["instance_id"] in IDS:
-                found[row["instance_id"]] = row
-    assert sorted(found) == sorted(IDS)
-    return found
+    return {instance_id: verified_row(instance_id) for instance_id in IDS}
 
 
 def write_task(root: Path, row: dict, split: str = "test", **meta: object) -> Path:

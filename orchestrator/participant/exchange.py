@@ -153,7 +153,7 @@ class Exchange:
                             "receive", kind=kind, payload=MessageToDict(getattr(event, kind))
                         )
                     break
-        except Exception as exc:  # noqa: BLE001 - best effort
+        except Exception as exc:  # noqa: BLE001 - a notice is best effort; its failure is logged
             self.log.write("notice_failed", error=describe(exc))
 
 

@@ -82,13 +82,12 @@ async def _logged(disposal: Callable[[], Awaitable[None]]) -> None:
 
 
 async def wait_through_cancels(task: asyncio.Task[Any]) -> bool:
-    """Wait until ``task`` has ended, whatever it raised; whether a cancel came meanwhile."""
+    """Wait until ``task`` has ended, whatever it raised (that stays on the task, for its
+    owner); whether this waiter was cancelled meanwhile."""
     cancelled = False
     while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
+        try:  # asyncio.wait neither raises the task's exception nor cancels the task
+            await asyncio.wait((task,))
+        except asyncio.CancelledError:  # this waiter's cancel: wait on, and say so
             cancelled = True
-        except Exception:  # noqa: BLE001 - the caller looks at the task
-            break
     return cancelled

@@ -224,7 +224,7 @@ def sweep_and_record(ctx: RunContext, instance: Instance) -> SweepRecord:
     (an infrastructure failure) is recorded too, as such, so that a resumed sweep redoes it."""
     try:
         record = sweep_instance(ctx, instance)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - recorded, as infrastructure, for a resume to redo
         record = SweepRecord(
             instance_id=instance.instance_id, repo=instance.repo, version=instance.version,
             ok=False, stage="setup", message=f"{type(exc).__name__}: {exc}",

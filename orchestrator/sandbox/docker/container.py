@@ -380,10 +380,9 @@ class DockerSandbox:
         return SandboxError(f"cannot {action} in container {self._label()}: {exc}")
 
     def _label(self) -> str:
-        try:
-            return _str(self.container.name)
-        except Exception:  # noqa: BLE001 - a name is only for the message
-            return _str(self.container.id)[:12]
+        """The container's name for a message, else its short id: both from the engine's
+        answer the model holds (no call to the engine, which may be the thing that failed)."""
+        return self.container.name or _str(self.container.id)[:12]
 
 
 def _str(value: str | None) -> str:

@@ -422,6 +422,14 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
                 made_codes[id_(item)] = (item, found[0])
                 pending.extend(c for c in item.co_consts if type_(c) is code_type)
 
+    def anonymous(args):
+        """Whether the code ``exec`` runs has no file of its own (``<string>``, ...)."""
+        code = args[0] if args else None
+        if type_(code) is not code_type:
+            return False
+        name = code.co_filename
+        return type_(name) is not str_ or name.startswith("<")
+
     def caller():
         """The frame whose call raised the event (None: raised from C with no Python frame
         above the hook); getframe(0) is this function, 1 handle, 2 the hook."""
@@ -433,6 +441,8 @@ def _make_hook(config, stdlib, token):  # noqa: C901, PLR0915 - one closure hold
     def handle(event, args):  # noqa: C901 - the made-code events, then the reported ones
         """Report ``event`` when the patch acted; a refusal's text when it is refused."""
         if event in made_events:
+            if event == "exec" and not anonymous(args):
+                return None  # a module's code (a file's): what compiled it was judged then
             if event != "object.__setattr__" or (len(args) > 2 and args[1] == "__code__"):
                 frame = caller()
                 if frame is not None:

@@ -392,7 +392,8 @@ def test_serve_refuses_a_public_address_with_nobody_checked(
     from orchestrator.frontends import server
 
     started: list[str] = []
-    monkeypatch.setattr(server.uvicorn, "run", lambda app, host, port: started.append(host))
+    monkeypatch.setattr(server, "listen", lambda host, port: started.append(host))
+    monkeypatch.setattr(server, "serve_on", lambda app, sock, **options: None)
     if starts:
         server.serve(host, 9009, settings=Settings(**settings))
         assert started == [host]

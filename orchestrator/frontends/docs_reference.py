@@ -66,6 +66,9 @@ REASON_MEANING: dict[Reason, str] = {
     "expected test counts as failing",
     Reason.TAMPER_DETECTED: "regression (or no_op): the patch's code was seen tampering with "
     "the grading at test time; every expected test counts as failing",
+    Reason.TWIN_PASSED: "partially_resolved, no_op or another status with fewer FAIL_TO_PASS "
+    "passes: an impossible twin of a FAIL_TO_PASS test (an expected value changed, which the "
+    "gold patch fails) passed in the twin run, so its test counts as failing",
     Reason.INFRASTRUCTURE: "error: the host failed (the Docker engine, the disk, a lost "
     "node); nothing is said about the participant's work",
     Reason.CANCELLED: "error: the run was interrupted before the instance finished",

@@ -31,7 +31,6 @@ import ipaddress
 from typing import Annotated
 
 import typer
-import uvicorn
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
@@ -49,7 +48,7 @@ from orchestrator.frontends.admission import LEGACY_CARD_PATH, BearerAuth
 from orchestrator.frontends.assessment import EXAMPLE
 from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
 from orchestrator.log import get_logger
-from orchestrator.participant.serving import CardInfo, agent_card
+from orchestrator.participant.serving import CardInfo, agent_card, listen, serve_on
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 GREEN_CARD = CardInfo(
@@ -159,6 +158,7 @@ def serve(
     """Serve the green agent until interrupted (:func:`check_exposure` first)."""
     settings = settings or load_settings()
     check_exposure(host, settings)
+    sock = listen(host, port)  # a port in use: one line and exit 2, before anything starts
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     url = card_url or (f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/")
     get_logger().info(
@@ -172,7 +172,7 @@ def serve(
         keep_containers=settings.serve.serve_keep_containers,
     )
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(build_app(settings, url, heartbeat=heartbeat), host=host, port=port)
+        serve_on(build_app(settings, url, heartbeat=heartbeat), sock, log_level="info")
 
 
 _Insecure = Annotated[

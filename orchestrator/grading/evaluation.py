@@ -68,7 +68,7 @@ from orchestrator.grading.script import (
     writable_paths,
 )
 from orchestrator.grading.tamper_check import tamper_reasons
-from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
+from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus, TwinCheck
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
@@ -136,6 +136,9 @@ class Evaluation(BaseModel):
     # the deciding tests whose outcome changed when run again (.flaky_reruns): their outcomes
     flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
     rerun_seconds: float | None = None  # what the re-runs took; None when none ran
+    twin_check: TwinCheck | None = None  # the verdict checked with impossible twins (.twins)
+    twin_seconds: float | None = None  # what the twin run took; None when none ran
+    twin_wait: float = 0.0  # how long grading waited for the twin run after its own runs
 
 
 def run_tests(
@@ -150,6 +153,7 @@ def run_tests(
     record: bool = False,
     directives: Sequence[str] | None = None,
     audit: AuditConfig | None = None,
+    test_patch: str | None = None,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
@@ -163,11 +167,13 @@ def run_tests(
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
     is writable instead, and ``TestRun.writable`` says where the tests wrote
     (:mod:`.script`). ``directives``: run these instead of the test files. ``audit``: the
-    patch's code is watched (:mod:`.audit`).
+    patch's code is watched (:mod:`.audit`). ``test_patch``: applied in place of the
+    instance's (an impossible twin's, :mod:`.twins`; it touches the same files, and the
+    script is the instance's own).
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user, writable, record, directives)
-    _put_eval_files(sandbox, instance.test_patch, script)
+    _put_eval_files(sandbox, instance.test_patch if test_patch is None else test_patch, script)
     if audit is not None:
         put_audit_files(sandbox, audit)
     nonce = secrets.token_hex(16)
@@ -249,6 +255,7 @@ def evaluate(
     excluded_f2p: Iterable[str] = (),
     writable: Sequence[str] = (),
     successor: Successor | None = None,
+    test_patch: str | None = None,
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit) on one
     run of the tests (:func:`orchestrator.grading.grade` runs the deciding ones again).
@@ -258,6 +265,7 @@ def evaluate(
     resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
     ``suspicious``. A patch that must be installed again is built in ``sandbox``, and the
     tests run in a fresh sandbox from its files (``successor``; :mod:`.reinstall`).
+    ``test_patch``: the tests' patch in place of the instance's (:func:`run_tests`).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
     if patch is None or not patch.strip():
@@ -289,7 +297,7 @@ def evaluate(
         watched = audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR)
         run = run_tests(
             sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-            writable=writable, audit=watched,
+            writable=writable, audit=watched, test_patch=test_patch,
         )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")

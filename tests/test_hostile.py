@@ -1647,7 +1647,11 @@ GROUPS |= {
     "editable_helper": {
         "plans": {CALC: Plan(steps=[Step(name="setup_py", command=EDITABLE_HELPER_SETUP_PY)])}
     },
-    "c_extension": {"plans": {CALC: Plan(steps=[Step(name="c_ext", command=C_EXTENSION)])}},
+    # validated: the twins are validation's, and they are what judges compiled code
+    "c_extension": {
+        "plans": {CALC: Plan(steps=[Step(name="c_ext", command=C_EXTENSION)])},
+        "settings": {"validate_env": True},
+    },
 }
 
 
@@ -1907,15 +1911,14 @@ CASES += [
 
 def test_a_compiled_module_the_build_made_is_listed_on_the_result(group_runs) -> None:
     """The C extension reads the calling test's line where no audit event fires: the hook
-    cannot see it. The result names the compiled module, and a resolved verdict is flagged
-    (the impossible twins are what reject it)."""
+    cannot see it. The result names the compiled module; the impossible twins reject it
+    (its code returns the twin's value too)."""
     run = group_runs("c_extension")
     result = run.results[CALC]
     log = (run.ctx.run_dir.instance_dir(CALC) / "reinstall.log").read_text()
     assert log.startswith("reinstall ok"), log
     assert any(m.startswith("calc/_look.") and m.endswith(".so") for m in result.compiled_modules)
-    if result.status == Status.RESOLVED:
-        assert any("compiled modules" in s and "calc/_look." in s for s in result.suspicious)
+    assert (result.status, result.reason) == (Status.NO_OP, Reason.TWIN_PASSED), result.message
 
 
 class _RssSampler:

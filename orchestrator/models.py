@@ -167,6 +167,9 @@ class InstanceResult(BaseModel):
     # what the patch's code did at test time that forges or reads the grading (every test
     # then counts as failing, reason tamper_detected): "path:line what" each
     tamper_evidence: list[str] = Field(default_factory=list)
+    # compiled extension modules the patch's reinstall built (their code runs where no audit
+    # event fires; the verdict rests on the tests alone)
+    compiled_modules: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     python_spec: str = ""  # the Python the SWE-bench spec asks for

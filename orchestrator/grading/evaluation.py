@@ -128,6 +128,8 @@ class Evaluation(BaseModel):
     excluded_files: list[str] = Field(default_factory=list)
     suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
     tamper_evidence: list[str] = Field(default_factory=list)  # see audit; tests then fail
+    # compiled extension modules the patch's reinstall wrote (no audit event sees their code)
+    compiled_modules: list[str] = Field(default_factory=list)
     # expected tests whose conflicting reports count as failing here (officially: the last)
     stricter_than_official: list[str] = Field(default_factory=list)
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
@@ -284,7 +286,10 @@ def evaluate(
     if not applied.applied:
         reason = Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED
         return _no_op(reason, applied.error, unchanged, **common)
-    with _reinstall(sandbox, recipe, gradeable, timeout, logs, successor) as (sandbox, refused):
+    with _reinstall(sandbox, recipe, gradeable, timeout, logs, successor) as (
+        sandbox, refused, compiled,
+    ):  # fmt: skip
+        common["compiled_modules"] = compiled
         if refused:
             message = "the reinstall the patch's build changes caused wrote beyond the "
             message += f"package's own files, so the tests did not run: {refused}"
@@ -311,9 +316,10 @@ def _no_op(reason: Reason, message: str, groups: TestGroups, **extra: Any) -> Ev
 def _reinstall(
     sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
     successor: Successor | None,
-) -> Iterator[tuple[Sandbox, str]]:  # fmt: skip
+) -> Iterator[tuple[Sandbox, str, list[str]]]:  # fmt: skip
     """Install again if the patch changes what the build reads (:mod:`.reinstall`): the sandbox
-    the tests run in, and what the build wrote that it may not, shown ("" if nothing)."""
+    the tests run in, what the build wrote that it may not, shown ("" if nothing), and the
+    compiled modules it wrote."""
     if successor is None and needs_reinstall(recipe, gradeable):
         raise SandboxError("the patch must be installed again, and no fresh sandbox can be had")
     with contained_reinstall(
@@ -321,13 +327,14 @@ def _reinstall(
         repo_dir=TESTBED, runner_files=runner_files(recipe),
     ) as (graded_in, reinstalled):  # fmt: skip
         if reinstalled is None:
-            yield graded_in, ""
+            yield graded_in, "", []
             return
         refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
         ok = "ok" if reinstalled.ok else "FAILED"
         logs.write("reinstall", "reinstall.log", f"reinstall {ok}\n{reinstalled.tail}\n{refused}")
         more = len(reinstalled.refused) - 5
-        yield graded_in, "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" * (more > 0))
+        shown = "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" * (more > 0))
+        yield graded_in, shown, reinstalled.compiled
 
 
 def _judge(
@@ -365,6 +372,11 @@ def _judge(
     suspicious: list[str] = []
     if status == Status.RESOLVED:
         suspicious = tamper_reasons(gradeable, runner_files(recipe), instance.patch)
+        if common.get("compiled_modules"):  # code no audit event sees: the twins judge it
+            suspicious.append(
+                "its build compiled modules whose code the audit cannot see: "
+                + ", ".join(common["compiled_modules"][:5])
+            )
     return Evaluation(
         status=status,
         groups=groups,

@@ -130,6 +130,7 @@ def swe_green_entry(result: InstanceResult) -> dict[str, Any]:
         "flaky_tests": result.flaky_tests,
         "stricter_than_official": result.stricter_than_official,
         "tamper_evidence": result.tamper_evidence,
+        "compiled_modules": result.compiled_modules,
         "suspicious": result.suspicious,
     }
 

@@ -342,6 +342,7 @@ class _InstanceRun:
             result.excluded_patch_files += evaluation.apply.dropped_binary_stubs
         result.suspicious = evaluation.suspicious
         result.tamper_evidence = evaluation.tamper_evidence
+        result.compiled_modules = evaluation.compiled_modules
         result.stricter_than_official = evaluation.stricter_than_official
         result.logs.update(evaluation.logs)
         result.message = evaluation.message

@@ -169,6 +169,12 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     if flagged:
         title = "Suspicious: resolved, but the patch touches the test runner"
         parts.append(_rows(title, ("instance", "why a person should look"), flagged, fold=True))
+    compiled = [
+        (r.instance_id, ", ".join(r.compiled_modules)) for r in results if r.compiled_modules
+    ]
+    if compiled:
+        title = "Compiled modules the patch's build made (no audit event sees their code)"
+        parts.append(_rows(title, ("instance", "modules"), compiled, fold=True))
     if not results:
         parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
     return Group(*parts)

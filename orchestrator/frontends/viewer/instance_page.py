@@ -61,6 +61,7 @@ def _fix(result: InstanceResult) -> list[str]:
 def _flags(result: InstanceResult) -> list[str]:
     items = [f"suspicious: {note}" for note in result.suspicious]
     items += [f"tamper evidence: {note}" for note in result.tamper_evidence]
+    items += [f"compiled module (not audited): {path}" for path in result.compiled_modules]
     items += [
         f"stricter than the official harness: {name}" for name in result.stricter_than_official
     ]

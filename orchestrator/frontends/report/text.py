@@ -155,6 +155,16 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     notes = caveats(results)
     if notes:
         parts.append(_rows("Caveats (look before trusting these)", ("instance", "why"), notes))
+    parts += _evidence(results)
+    if not results:
+        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
+    return Group(*parts)
+
+
+def _evidence(results: list[InstanceResult]) -> list[RenderableType]:
+    """The tables of what a person should look at: tampering, passing twins, suspicious
+    patches, compiled modules."""
+    parts: list[RenderableType] = []
     tampered = tamper_rows(results)
     if tampered:
         title = "Tamper detected: every test counted as failing"
@@ -175,9 +185,7 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     if compiled:
         title = "Compiled modules the patch's build made (no audit event sees their code)"
         parts.append(_rows(title, ("instance", "modules"), compiled, fold=True))
-    if not results:
-        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
-    return Group(*parts)
+    return parts
 
 
 def tamper_rows(results: list[InstanceResult]) -> list[tuple[str, str]]:

@@ -1,12 +1,14 @@
 """Leases: what a run, a validation, an assessment or an ``inspect`` shell holds while it lives.
 
 A lease is a file ``<data_dir>/active-runs/<holder>.json`` naming the run id (its containers
-and images carry it as the ``swe-green.run`` label), the instances and any extra containers it
-holds, and the process (pid, host) holding it. The holder touches the file every
-``LEASE_BEAT`` seconds (its heartbeat). A lease is live while its heartbeat is younger than
-``LEASE_TTL`` and, on this host, its process exists; a crashed holder's lease (``kill -9``,
-a reboot) therefore expires, and what it held becomes collectable. ``gc``, ``envs prune``, the
-kept-container caps and the Ray reaper never touch what a live lease holds.
+and images carry it as the ``swe-green.run`` label), the instances and any extra containers
+it holds, the images its containers started from (:func:`note_image`: written at once, so
+that ``envs prune`` spares what a live run actually uses), and the process (pid, host)
+holding it. The holder rewrites the file every ``LEASE_BEAT`` seconds (its heartbeat). A
+lease is live while its heartbeat is younger than ``LEASE_TTL`` and, on this host, its
+process exists; a crashed holder's lease (``kill -9``, a reboot) therefore expires, and what
+it held becomes collectable. ``gc``, ``envs prune``, the kept-container caps and the Ray
+reaper never touch what a live lease holds.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Lease:
     heartbeat: float  # epoch seconds: the file's mtime
     instances: frozenset[str] = frozenset()
     containers: frozenset[str] = frozenset()
+    images: frozenset[str] = frozenset()  # the images its containers started from
     live: bool = True
     why: str = field(default="", compare=False)  # why it is not live
 
@@ -69,6 +72,56 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class _UsedImages:
+    """The images the runs of this process started containers from, by run id, and the
+    leases to rewrite when one is new (each holder registers an event while it holds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._images: dict[str, set[str]] = {}
+        self._wakes: dict[str, list[threading.Event]] = {}
+
+    @contextlib.contextmanager
+    def watching(self, run_id: str) -> Iterator[threading.Event]:
+        """An event set whenever run ``run_id`` uses a new image, while the block runs."""
+        wake = threading.Event()
+        with self._lock:
+            self._images.setdefault(run_id, set())
+            self._wakes.setdefault(run_id, []).append(wake)
+        try:
+            yield wake
+        finally:
+            with self._lock:
+                wakes = self._wakes.get(run_id, [])
+                wakes.remove(wake)
+                if not wakes:
+                    self._wakes.pop(run_id, None)
+                    self._images.pop(run_id, None)
+
+    def note(self, run_id: str, image: str) -> None:
+        with self._lock:
+            images = self._images.get(run_id)
+            if images is None or image in images:
+                return
+            images.add(image)
+            wakes = list(self._wakes.get(run_id, []))
+        for wake in wakes:
+            wake.set()
+
+    def of(self, run_id: str) -> list[str]:
+        with self._lock:
+            return sorted(self._images.get(run_id, ()))
+
+
+USED_IMAGES = _UsedImages()
+
+
+def note_image(run_id: str, image: str) -> None:
+    """Run ``run_id`` started a container from ``image``: its leases held in this process
+    name it from now on (none held: nothing to do)."""
+    USED_IMAGES.note(run_id, image)
+
+
 def lease_path(data_dir: Path, holder: str) -> Path:
     return Path(data_dir) / LEASES_DIR / f"{_NOT_NAME.sub('_', holder)}.json"
 
@@ -91,22 +144,32 @@ def hold_lease(
         "started": time.time(), "instances": sorted(instances), "containers": sorted(containers),
     }  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(payload))
     stop = threading.Event()
 
-    def renew() -> None:
-        while not stop.wait(beat):
-            with contextlib.suppress(OSError):
-                path.touch()
+    def write() -> None:
+        atomic_write_text(path, json.dumps({**payload, "images": USED_IMAGES.of(run_id)}))
 
-    thread = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
-    thread.start()
-    try:
-        yield path
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        path.unlink(missing_ok=True)
+    with USED_IMAGES.watching(run_id) as wake:
+        write()
+
+        def renew() -> None:
+            while True:
+                wake.wait(beat)
+                wake.clear()
+                if stop.is_set():
+                    return
+                with contextlib.suppress(OSError):
+                    write()
+
+        thread = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
+        thread.start()
+        try:
+            yield path
+        finally:
+            stop.set()
+            wake.set()
+            thread.join(timeout=5)
+            path.unlink(missing_ok=True)
 
 
 def read_leases(data_dir: Path, *, now: float | None = None, ttl: float = LEASE_TTL) -> list[Lease]:
@@ -132,6 +195,7 @@ def read_leases(data_dir: Path, *, now: float | None = None, ttl: float = LEASE_
                 heartbeat=heartbeat,
                 instances=frozenset(data.get("instances") or ()),
                 containers=frozenset(data.get("containers") or ()),
+                images=frozenset(data.get("images") or ()),
                 live=not why,
                 why=why,
             )  # fmt: skip
@@ -163,9 +227,12 @@ def live_set_of(leases: Iterable[Lease]) -> LiveSet:
     )
 
 
-def drop_expired(data_dir: Path, run_ids: Iterable[str]) -> None:
-    """Delete the expired lease files of ``run_ids`` (what they held is gone)."""
+def drop_expired(data_dir: Path, run_ids: Iterable[str]) -> list[Path]:
+    """Delete the expired lease files of ``run_ids`` (what they held is gone); their paths."""
     wanted = set(run_ids)
+    dropped = []
     for lease in read_leases(data_dir):
         if not lease.live and lease.run_id in wanted:
             lease.path.unlink(missing_ok=True)
+            dropped.append(lease.path)
+    return dropped

@@ -80,6 +80,7 @@ class Reason(StrEnum):
     DISK_LIMIT = "disk_limit"
     TEST_OUTPUT_FORGED = "test_output_forged"
     TAMPER_DETECTED = "tamper_detected"
+    TWIN_PASSED = "twin_passed"
     INFRASTRUCTURE = "infrastructure"
     CANCELLED = "cancelled"
 
@@ -121,6 +122,35 @@ class TestGroups(BaseModel):
     fail_to_pass_excluded: list[str] = Field(default_factory=list)
 
 
+class TwinRecord(BaseModel):
+    """An impossible twin as a result shows it: the FAIL_TO_PASS test, where its expected
+    value was changed (``path:line``), and the line before and after."""
+
+    test: str
+    path: str
+    line: int
+    original: str
+    mutated: str
+    kind: str = ""
+
+
+class TwinCheck(BaseModel):
+    """Whether a verdict was checked with impossible twins, and what they showed.
+
+    ``checked``: the FAIL_TO_PASS tests that passed ran again with one effective twin each
+    in place (``twins``), in a fresh container; ``passed``: the twins that passed there
+    (proof: their tests count as failing, reason ``twin_passed``); ``outcomes``: each twin
+    test's outcome there; ``untwinned``: passing FAIL_TO_PASS tests validation found no
+    effective twin for. Not checked: ``why_unchecked``."""
+
+    checked: bool = False
+    why_unchecked: str = ""
+    twins: list[TwinRecord] = Field(default_factory=list)
+    passed: list[TwinRecord] = Field(default_factory=list)
+    outcomes: dict[str, str] = Field(default_factory=dict)
+    untwinned: list[str] = Field(default_factory=list)
+
+
 class InstanceResult(BaseModel):
     """The outcome of one instance; ``result.json`` in the instance directory."""
 
@@ -137,6 +167,9 @@ class InstanceResult(BaseModel):
     # what the patch's code did at test time that forges or reads the grading (every test
     # then counts as failing, reason tamper_detected): "path:line what" each
     tamper_evidence: list[str] = Field(default_factory=list)
+    # compiled extension modules the patch's reinstall built (their code runs where no audit
+    # event fires; the verdict rests on the tests alone)
+    compiled_modules: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     setup_tokens: dict[str, int] = Field(default_factory=dict)
     python_spec: str = ""  # the Python the SWE-bench spec asks for
@@ -158,6 +191,8 @@ class InstanceResult(BaseModel):
     # tests whose outcome decided the verdict against the patch and changed when re-run alone
     # (other hash seeds): name -> the outcomes seen, the graded one first
     flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
+    # whether the verdict was checked with impossible twins (None: grading did not get there)
+    twin_check: TwinCheck | None = None
 
     @property
     def reduced_tests(self) -> int:

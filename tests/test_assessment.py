@@ -233,9 +233,23 @@ def test_fenced_json_text() -> None:
     assert parse_request(text).selection().count == 1
 
 
-def test_unknown_top_level_key_is_ignored_with_a_hint() -> None:
-    request = parse_request(json.dumps({"participants": {"agent": URL}, "configs": {}}))
-    assert request.ignored == ["'configs' (did you mean 'config'?)"]
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [("configs", "config"), ("confg", "config"), ("Config", "config"), ("CONFIG", "config"),
+     ("configuration", "config"), ("Participants", "participants")],
+)  # fmt: skip
+def test_a_misspelt_top_level_key_is_rejected_never_widened(key: str, meant: str) -> None:
+    payload: dict = {"participants": {"agent": URL}, key: {"instance_ids": ["demo__calc-1"]}}
+    if key == "Participants":
+        payload = {"participants": {"agent": URL}, key: {"agent": URL}}
+    message = _problem(json.dumps(payload))
+    assert f"Unknown key {key!r} in the assessment request: did you mean {meant!r}?" in message
+    assert "'participants', 'config'" in message and "whole dataset" in message
+
+
+def test_an_unrelated_top_level_key_is_ignored_with_its_name() -> None:
+    request = parse_request(json.dumps({"participants": {"agent": URL}, "metadata": {}}))
+    assert request.ignored == ["'metadata'"]
 
 
 @pytest.mark.parametrize(

@@ -119,12 +119,19 @@ pkg.unchanged()
 """
 
 
-def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -> str:
+def _run_hooked(
+    tmp_path: Path,
+    body: str,
+    lines: dict[str, list[int] | None],
+    extra: dict[str, str] | None = None,
+) -> str:
     """Run a child Python with the hook installed (as the .pth would), the package under
-    ``tmp_path/repo``; the FIFO's records."""
+    ``tmp_path/repo`` (and ``extra`` files there); the FIFO's records."""
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "__init__.py").write_text(PACKAGE)
+    for name, content in (extra or {}).items():
+        (repo / name).write_text(content)
     (repo / "tests").mkdir()
     (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert True\n")
     fifo = tmp_path / "events.fifo"
@@ -157,7 +164,8 @@ def _run_hooked(tmp_path: Path, body: str, lines: dict[str, list[int] | None]) -
     starter = PTH_LINE.replace(HOOK_PATH, str(hook)) * 2  # site-packages twice on sys.path
     code = starter + DRIVER.format(repo=str(repo), body=body)
     env = dict(os.environ, SWE_GREEN_AUDIT_TOP="1")
-    subprocess.run([sys.executable, "-c", code], env=env, timeout=60, check=False)
+    python = os.environ.get("AUDIT_TEST_PYTHON", sys.executable)
+    subprocess.run([python, "-c", code], env=env, timeout=60, check=False)
     os.close(keep)
     thread.join(timeout=30)
     os.close(reader_fd)
@@ -206,6 +214,148 @@ def test_replacing_the_builtins_does_not_blind_the_hook(tmp_path):
     log = _run_hooked(tmp_path, body, {"pkg/__init__.py": [15]})
     evidence = read_audit(log, 0).evidence
     assert any(e.startswith("pkg/__init__.py:15 opens a hidden test file") for e in evidence), log
+
+
+# ------------------------------------------------------------------ laundered attribution
+# each module is a file the patch adds (every line the patch's); the driver, like a test,
+# is no patch code: what the module made must still be the patch's when the driver calls it
+LAUNDERED = {
+    # a function made by exec of a string, in a namespace of its own, called later
+    "exec_string": (
+        "ns = {}\nexec('def peek(p):\\n    return open(p).read()\\n', ns)\npeek = ns['peek']\n",
+        "pkg.evil.peek(TEST)",
+        "opens a hidden test file",
+    ),
+    # a function whose code was given the standard library's file name
+    "renamed_code": (
+        "import types\n"
+        "_src = 'def peek(p):\\n    import sys\\n    return sys._getframe(1).f_lineno\\n'\n"
+        "_code = compile(_src, '<x>', 'exec').co_consts[0]\n"
+        "peek = types.FunctionType(_code.replace(co_filename=__import__('os').__file__),\n"
+        "    {'__builtins__': __builtins__})\n",
+        "pkg.evil.peek(TEST)",
+        "gets a frame (sys._getframe)",
+    ),
+    # open handed to a thread pool
+    "thread_pool": (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "POOL = ThreadPoolExecutor(1)\n"
+        "def peek(p):\n    return POOL.submit(open, p).result().read()\n",
+        "pkg.evil.peek(TEST)",
+        "opens a hidden test file",
+    ),
+    # open left to a timer thread, nobody waiting on it
+    "timer_thread": (
+        "import threading\ndef peek(p):\n    threading.Timer(0.2, open, (p,)).start()\n",
+        "pkg.evil.peek(TEST)\nimport time\ntime.sleep(0.6)",
+        "opens a hidden test file",
+    ),
+    # frames through the standard library's helpers
+    "logging_currentframe": (
+        "import logging\ndef peek(p):\n    return logging.currentframe().f_back.f_lineno\n",
+        "pkg.evil.peek(TEST)",
+        "gets a frame",
+    ),
+    "walk_tb": (
+        "import traceback\ndef peek(p):\n    try:\n        raise ValueError\n"
+        "    except ValueError as e:\n"
+        "        return [f for f, _ in traceback.walk_tb(e.__traceback__)]\n",
+        "pkg.evil.peek(TEST)",
+        "reads tb_frame",
+    ),
+    "current_frames": (
+        "import sys\ndef peek(p):\n    return list(sys._current_frames().values())\n",
+        "pkg.evil.peek(TEST)",
+        "gets the frames of every thread",
+    ),
+    # a Python child without the hook, found through /proc/self/exe
+    "python_without_site": (
+        "import subprocess\ndef peek(p):\n"
+        "    return subprocess.run(['/proc/self/exe', '-S', '-c', 'print(open(%r).read())' % p],"
+        " capture_output=True).stdout\n",
+        "pkg.evil.peek(TEST)",
+        "starts a Python without site-packages (-S)",
+    ),
+    # the hook's state looked for through gc, from an exec'd string
+    "gc_walk": (
+        "exec('import gc\\nfound = [o for o in gc.get_objects() if callable(o)]')\n",
+        "pass",
+        "walks the interpreter's objects (gc.get_objects)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAUNDERED))
+def test_the_hook_attributes_laundered_operations_to_the_patch(tmp_path, name):
+    module, call, what = LAUNDERED[name]
+    test = str(tmp_path / "repo" / "tests" / "test_x.py")
+    body = f"TEST = {test!r}\nimport pkg.evil\n{call}\n"
+    log = _run_hooked(tmp_path, body, {"pkg/evil.py": None}, {"pkg/evil.py": module})
+    evidence = read_audit(log, 0).evidence
+    assert any(what in e for e in evidence), log
+
+
+def test_the_gc_walk_is_refused_to_the_patch(tmp_path):
+    body = "import pkg.evil\nprint('WALKED', pkg.evil.walked)\n"
+    module = (
+        "import gc\ntry:\n    walked = len(gc.get_objects())\n"
+        "except PermissionError:\n    walked = None\n"
+    )
+    out = tmp_path / "out.txt"
+    body += f"open({str(out)!r}, 'w').write(str(pkg.evil.walked))\n"
+    log = _run_hooked(tmp_path, body, {"pkg/evil.py": None}, {"pkg/evil.py": module})
+    assert out.read_text() == "None", log
+    assert any(e.startswith("pkg/evil.py:3 walks") for e in read_audit(log, 0).evidence), log
+
+
+HONEST = (
+    "import logging, traceback, inspect, dataclasses, threading, sys, subprocess\n"
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "@dataclasses.dataclass\nclass Point:\n    x: int = 0\n"
+    "def work(p):\n"
+    "    logging.getLogger('pkg').warning('logs from a patch line')\n"
+    "    try:\n        raise ValueError\n    except ValueError:\n        traceback.format_exc()\n"
+    "    inspect.signature(work)\n"
+    "    with ThreadPoolExecutor(2) as pool:\n"
+    "        list(pool.map(len, ['a', 'bb']))\n"
+    "    t = threading.Thread(target=lambda: logging.getLogger('pkg').warning('thread'))\n"
+    "    t.start(); t.join()\n"
+    "    subprocess.run([sys.executable, '-c', 'pass'])\n"
+    "    return Point(1), eval('1 + 1')\n"
+)
+
+
+def test_honest_code_on_patch_lines_is_not_evidence(tmp_path):
+    # logging, tracebacks, signatures, dataclasses, pools, threads and a plain child Python
+    log = _run_hooked(
+        tmp_path, "import pkg.evil\npkg.evil.work(1)\n", {"pkg/evil.py": None},
+        {"pkg/evil.py": HONEST},
+    )  # fmt: skip
+    report = read_audit(log, 0)
+    assert report.active and report.evidence == [], log
+
+
+SPAWNS = (
+    "import os, subprocess, sys\n"
+    "def run():\n"
+    "    subprocess.run([sys.executable, '-I', '-c', 'print(\"-S\")'])\n"  # 3: isolated: hooked
+    "    subprocess.run([sys.executable, '-W', 'ignore', '-S', '-c', 'pass'])\n"  # 4
+    "    subprocess.run(['/bin/sh', '-c', sys.executable + ' -BS -c pass'])\n"  # 5
+    "    subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONHOME='/x'))\n"
+    "    subprocess.run(['/bin/echo', '-S'])\n"  # 7: no Python
+    "    subprocess.run(['/proc/self/exe', '-c', 'pass'])\n"  # 8: outside the environment
+    "    subprocess.run(['python3', '-c', 'pass'])\n"  # 9: found on the PATH
+    "    subprocess.run(['/nonexistent/bin/python3', '-c', 'pass'])\n"  # 10: another Python
+)
+
+
+def test_a_python_started_without_the_hook_is_evidence_and_others_are_not(tmp_path):
+    log = _run_hooked(
+        tmp_path, "import pkg.evil\npkg.evil.run()\n", {"pkg/evil.py": None},
+        {"pkg/evil.py": SPAWNS},
+    )  # fmt: skip
+    found = sorted(e.split(" ", 1)[0] for e in read_audit(log, 0).evidence)
+    assert found == [f"pkg/evil.py:{n}" for n in (10, 4, 5, 6, 8)], log
 
 
 def test_an_event_the_hook_fails_on_passes_and_is_recorded_as_no_evidence(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from orchestrator.settings import load_settings, setting_names
 
 from .cli_in_process import swe_green
+from .conftest import TEST_RUN_ID
 
 
 def test_settings_come_from_toml_then_environment_then_arguments(tmp_path, monkeypatch):
@@ -70,9 +71,12 @@ def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
     sb.exec("mkdir -p /testbed && echo marker > /testbed/where.txt")
     listed = swe_green("sandbox", "ls")
     assert sb.name in listed.stdout
+    # by instance id alone only the caller's own runs' containers; its run named, it opens
+    refused = swe_green("inspect", "demo__inspect-1")
+    assert refused.returncode == 2 and sb.name in refused.stderr, refused.stderr
     shell = subprocess.run(
         [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
-         "demo__inspect-1"],
+         "demo__inspect-1", "--run", TEST_RUN_ID],
         input="cat where.txt; exit\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert "marker" in shell.stdout, shell.stderr

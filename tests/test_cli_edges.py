@@ -129,12 +129,62 @@ def test_validate_exits_3_when_no_environment_is_valid(env_settings, tmp_path: P
 def test_sandbox_ls_is_readable_at_80_columns(make_sandbox) -> None:
     from .conftest import TEST_RUN_ID
 
-    sandbox = make_sandbox(instance_id=LONG_ID, role="grade")
-    name = sandbox.name
-    done = _swe_green(["sandbox", "ls", "--run", TEST_RUN_ID], dict(os.environ))
+    run_id = f"run-20261127-201010-{TEST_RUN_ID[-8:]}"  # as long as a real run's id
+    grading = make_sandbox(run_id=run_id, instance_id=LONG_ID, role="grade")
+    participant = make_sandbox(run_id=run_id, instance_id="demo__units-1", role="participant")
+    done = _swe_green(["sandbox", "ls", "--run", run_id], dict(os.environ))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), done.stdout
     rows = [line for line in lines if line.strip() and not set(line.strip()) <= {"─"}][1:]
-    assert len(rows) <= 2, done.stdout  # the name folds onto two lines at most
-    assert "".join(line.split()[0] for line in rows) == name, done.stdout
+    rows = [row for row in rows if not row.startswith("Open one with")]
+    assert len(rows) == 2, done.stdout  # one line per container: nothing wraps
+    by_instance = {row.split()[0]: row.split() for row in rows}
+    # the instance and run columns whole, never cut in a word
+    assert by_instance[LONG_ID][1:3] == [run_id, "running"], done.stdout
+    assert by_instance["demo__units-1"][1:3] == [run_id, "running"], done.stdout
+    assert by_instance[LONG_ID][3].startswith("gr"), done.stdout  # the role, cut at most
+    assert "swe-green inspect INSTANCE --run RUN" in done.stdout
+    wide = subprocess.run(
+        [SWE_GREEN, "sandbox", "ls", "--run", run_id], capture_output=True, text=True,
+        timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert grading.name in wide.stdout and participant.name in wide.stdout
+
+
+@pytest.mark.parametrize("command", [["serve"], ["participant", "empty"]])
+def test_a_port_in_use_exits_2_with_one_line_naming_it(command: list[str]) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [SWE_GREEN, *command, "--host", "127.0.0.1", "--port", str(port)],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "80"},
+        )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "listening on" not in done.stdout  # said only once the port is bound
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, done.stderr  # one line, no traceback
+    assert f"Port {port} on 127.0.0.1 is in use" in errors[0]
+    assert (
+        f"Fix: stop that server, or pass --port with a free port (e.g. --port {port + 1})"
+        in (errors[0])
+    )
+
+
+def test_an_unwritable_output_is_named_as_the_option(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    env = {**os.environ, "SWE_GREEN_DATA_DIR": str(tmp_path / "data"),
+           "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs")}  # fmt: skip
+    done = _swe_green(
+        ["run", "--participant", "empty", "--id", "x", "--output", str(blocker / "run")], env
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"Cannot write to --output {blocker / 'run'}" in said, said
+    assert "Fix: pass --output a directory you can write to." in said
+    assert "runs_dir" not in said and not list(tmp_path.glob("runs/*"))

@@ -100,3 +100,30 @@ def test_the_readmes_recipes_are_the_guides_commands() -> None:
         for command in _commands(recipe):
             if command != "source .venv/bin/activate":
                 assert command in guide, command
+
+
+def test_the_guides_script_format_is_the_scripted_participants() -> None:
+    """The agent page's example script is one the scripted participant reads, its tool calls
+    the tools' own arguments, and every key of the format is described on the page."""
+    import json
+
+    from orchestrator.participant.reference.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptCall,
+        ScriptTurn,
+    )
+    from sandbox_tools.schemas import ARGUMENTS
+
+    page = (GUIDE / "agent.md").read_text()
+    example = re.search(r'^```json title="script.json"\n(.*?)^```$', page, re.S | re.M)
+    assert example, "agent.md has no script.json example"
+    script = Script.model_validate(json.loads(example[1]))
+    calls = [call for turn in script.turns for call in turn.calls]
+    assert calls and all(call.name in ARGUMENTS for call in calls)
+    for call in calls:
+        ARGUMENTS[call.name].model_validate(call.arguments)
+    described = page.split("## A scripted participant", 1)[1].split("\n## ", 1)[0]
+    for model in (Script, ScriptTurn, ScriptCall, FinalAnswer):
+        for key in model.model_fields:
+            assert f"`{key}`" in described, f"{model.__name__}.{key} is not described"

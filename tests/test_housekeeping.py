@@ -213,6 +213,63 @@ def test_envs_prune_removes_the_least_recently_used_never_a_running_runs(
 
 
 @pytest.mark.container
+def test_envs_prune_spares_the_images_a_live_run_uses_not_what_another_user_used_since(
+    docker_client, make_sandbox, tmp_path, docker_backend
+):
+    """Two users, each with a data dir: user A's run in progress protects the images its
+    lease names (those its containers started from), not an image user B used after A's
+    run started."""
+    import time
+    import uuid
+
+    from orchestrator.housekeeping.active import active_run
+    from orchestrator.housekeeping.image_use import record_image_use
+    from orchestrator.housekeeping.prune import plan_prune
+    from orchestrator.leases import note_image, read_leases
+    from orchestrator.sandbox.models import LABEL_KIND
+
+    prefix = f"swe-green-prune-{uuid.uuid4().hex[:8]}"
+    data_a, data_b = tmp_path / "data-a", tmp_path / "data-b"
+
+    def image(kind: str, tag: str, start: str | None = None, instance: str = "") -> str:
+        sandbox = make_sandbox(start, run_id=f"{TEST_RUN_ID}-prune", instance_id=instance)
+        sandbox.exec(f"echo {tag} > /{kind}-{tag}.txt")
+        name = f"{prefix}/{kind}:{tag}"
+        sandbox.snapshot(name.split(":")[0], tag, labels={LABEL_KIND: kind})
+        sandbox.remove()
+        return name
+
+    env = image("env", "e")
+    of_a = image("instance", "a-1", env, "demo__a-1")
+    of_b = image("instance", "b-1", env, "demo__b-1")
+    run_a = f"{TEST_RUN_ID}-user-a"
+    try:
+        with active_run(docker_backend, data_a, run_a, ["demo__a-1"]):
+            time.sleep(1.1)
+            record_image_use(data_b, of_b)  # B used its image after A's run started
+            plan = plan_prune(docker_backend, data_b, prefix)
+            assert {i.tag for i in plan.remove} == {of_b}, [(i.tag, i.protected) for i in plan.keep]
+            # A's run starts a container from B's image: its leases name it (not waiting
+            # for the next heartbeat, 30 s away)
+            note_image(run_a, of_b)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                plan = plan_prune(docker_backend, data_b, prefix)
+                if not plan.remove:
+                    break
+                time.sleep(0.5)
+            assert of_b in next(x for x in read_leases(data_a) if x.run_id == run_a).images
+            assert {i.tag: i.protected for i in plan.keep if i.tag == of_b} == {
+                of_b: f"used by run {run_a} in progress"
+            }
+        # the run ended: nothing of it protects anything
+        after = plan_prune(docker_backend, data_b, prefix)
+        assert {i.tag for i in after.remove} == {env, of_a, of_b}
+    finally:
+        remove_images_under(docker_client, prefix)
+
+
+@pytest.mark.container
 def test_envs_prune_keeps_the_shared_layers_an_environment_image_kept_builds_on(
     docker_client, make_sandbox, tmp_path, docker_backend
 ):

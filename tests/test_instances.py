@@ -226,3 +226,15 @@ def test_resolve_uses_the_configured_dataset(tmp_path, monkeypatch):
     settings = Settings(dataset=str(VERIFIED))
     picked = resolve(settings, Selection(repo="requests", shard="1/2"))
     assert [i.instance_id for i in picked] == ["psf__requests-2317"]  # of two
+
+
+def test_a_misspelt_alias_names_the_aliases_and_the_closest(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # the hub is never asked
+    with pytest.raises(UserError) as err:
+        load_instances("verifed")
+    message = str(err.value)
+    assert "'verifed' is not a file here nor a known alias (verified, full, lite)" in message
+    assert "did you mean 'verified'?" in message and "reachable" not in message
+    assert "\n" not in message

@@ -172,3 +172,79 @@ def test_official_markers_replace_ours() -> None:
         ">>>>> SWE_GREEN_END exit=0\n>>>>> End Test Output\n>>>>> Test Exit Code: 1\nafter\n"
     )
     assert official_test_output("no markers\n") == "no markers\n"
+
+
+@pytest.mark.container  # the official command opens a Docker client
+def test_the_official_report_command_regrades_our_run_without_being_told(tmp_path: Path) -> None:
+    """``run.json`` names the dataset the run used: ``swebench report <run id>``, run from
+    ``<run>/swebench`` with no ``-d``, re-grades the saved test output with its own parser."""
+    import subprocess
+    import sys
+
+    from orchestrator.grading.markers import END_MARKER, START_MARKER
+
+    from .reference_data import VERIFIED
+
+    iid = "astropy__astropy-12907"
+    row = next(json.loads(line) for line in VERIFIED.open() if f'"{iid}"' in line[:80])
+    # as the harness's own datasets have it: the image, the parser, the eval script
+    row |= {"image": f"swebench/sweb.eval.x86_64.{iid.replace('__', '_1776_')}:latest",
+            "log_parser": "parse_log_pytest", "eval_type": "pass_and_fail",
+            "eval_script": "#!/bin/bash\npytest -rA\n"}  # fmt: skip
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text(json.dumps(row) + "\n")
+    f2p, p2p = (x if isinstance(x, list) else json.loads(x) for x in (
+        row["FAIL_TO_PASS"], row["PASS_TO_PASS"]))  # fmt: skip
+    run_dir = RunDir(tmp_path / "run")
+    run_dir.write_config({
+        "run_id": RUN_ID, "instances": [iid],
+        "settings": {"dataset": str(dataset), "dataset_split": "test"},
+    })  # fmt: skip
+    run_dir.write_result(InstanceResult(
+        instance_id=iid, repo=row["repo"], status=Status.RESOLVED, apply_strategy="git apply",
+        tests=TestGroups(fail_to_pass_passed=f2p, pass_to_pass_passed=p2p),
+    ))  # fmt: skip
+    run_dir.write_text(iid, "patch.diff", row["patch"])
+    run_dir.write_text(iid, "eval.sh", "#!/bin/bash\npytest -rA\n")
+    passed = "".join(f"PASSED {name}\n" for name in f2p + p2p)
+    run_dir.write_text(
+        iid, "test_output.txt", f"{START_MARKER} 0f3a\n{passed}{END_MARKER} 0f3a exit=0\n"
+    )
+    write_leaderboard(run_dir, "gold", "gold")  # the model the official command re-grades
+    official = run_dir.path / "swebench"
+    recorded = json.loads((official / "logs/run_evaluation" / RUN_ID / "run.json").read_text())
+    assert recorded["dataset"] == str(dataset) and recorded["split"] == "test"
+    report = official / "logs/run_evaluation" / RUN_ID / "gold" / iid / "report.json"
+    report.unlink()  # what the official command writes again
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "swebench"), "report", RUN_ID],
+        cwd=official, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    regraded = json.loads(report.read_text())[iid]
+    assert regraded["resolved"] is True
+    assert sorted(regraded["tests_status"]["FAIL_TO_PASS"]["success"]) == sorted(f2p)
+    summary = json.loads((official / f"gold.{RUN_ID}.json").read_text())
+    assert summary["resolved_ids"] == [iid]
+
+
+def test_run_json_names_the_dataset_as_the_harness_does(tmp_path: Path) -> None:
+    from orchestrator.run.official_layout import run_metadata
+
+    def named(dataset: str, split: str = "test") -> tuple[str, str, str | None] | None:
+        found = run_metadata({"settings": {"dataset": dataset, "dataset_split": split}})
+        return None if found is None else (found["dataset"], found["split"], found["task_repo"])
+
+    assert named("Verified") == ("verified", "test", None)  # the harness's alias
+    assert named("someone/SWE-bench_Fork", "dev") == ("someone/SWE-bench_Fork", "dev", None)
+    local = tmp_path / "data" / "test.jsonl"
+    local.parent.mkdir()
+    local.write_text('{"instance_id": "x"}\n')
+    assert named(str(local)) == (str(local), "test", None)
+    assert named(str(local.parent)) == (str(local), "test", None)  # its one file
+    assert named("https://example.org/tasks.git") == (
+        "https://example.org/tasks.git",
+        "test",
+        "https://example.org/tasks.git",
+    )
+    assert run_metadata({"settings": {}}) is None

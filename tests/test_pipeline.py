@@ -46,6 +46,7 @@ def test_gold_participant_resolves_every_synthetic_instance(run_ctx, synthetic_i
         assert result.tests.fail_to_pass_failed == [] and result.tests.pass_to_pass_failed == []
         assert result.apply_strategy == "git apply"
         assert {"setup", "participant", "grading", "total"} <= set(result.timings)
+        assert result.twin_check is not None and result.twin_check.checked, result.twin_check
         files = {p.name for p in run_ctx.run_dir.instance_dir(result.instance_id).iterdir()}
         assert {"result.json", "patch.diff", "eval.sh", "setup.log", "transcript.jsonl"} <= files
     finished = [e for e in events if e.kind == "finished"]
@@ -53,7 +54,7 @@ def test_gold_participant_resolves_every_synthetic_instance(run_ctx, synthetic_i
     assert events[-1].kind == "run_finished" and events[-1].statuses == {"resolved": 3}
     # resolved instances keep no container
     assert [c for c in list_containers(run_ctx.backend, run_id=TEST_RUN_ID) if c.role in
-            ("participant", "grading", "validation")] == []  # fmt: skip
+            ("participant", "grading", "twin", "validation", "validation-twins")] == []  # fmt: skip
 
 
 def test_empty_participant_is_no_op_and_keeps_no_container(run_ctx, synthetic_instances):

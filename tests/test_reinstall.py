@@ -3,6 +3,8 @@ adds appdirs in setup.cfg); the network is on for that install only."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import time
 
@@ -21,6 +23,8 @@ from orchestrator.grading.reinstall.guard import (
     RepoChanges,
     Written,
     pth_problem,
+    record_problems,
+    recorded_hashes,
     reinstall_problems,
     repo_file_problem,
 )
@@ -156,8 +160,54 @@ def test_the_package_s_own_build_output_and_metadata_are_allowed():
         "__editable___calc_0_1_finder.install()\n",
         f"{SITE}/easy-install.pth": "/testbed\n",
         f"{SITE}/six-1.16.0.dist-info/RECORD": "six.py,sha256=x,1\nsix-1.16.0.dist-info/RECORD,,\n",
+        f"{SITE}/calc-0.1.dist-info/RECORD": "__editable__.calc-0.1.pth,sha256=x,1\n"
+        "__editable___calc_0_1_finder.py,sha256=y,2\n",
     }
     assert _problems(changed, texts) == []
+
+
+def test_under_setuptools_editable_names_only_its_recorded_imported_finder_is_allowed():
+    pth = f"{SITE}/__editable__.calc-0.1.pth"
+    finder = f"{SITE}/__editable___calc_0_1_finder.py"
+    record = f"{SITE}/calc-0.1.dist-info/RECORD"
+    texts = {
+        pth: "import __editable___calc_0_1_finder; __editable___calc_0_1_finder.install()\n",
+        record: "__editable___calc_0_1_finder.py,sha256=y,2\n",
+    }
+    helper = f"{SITE}/__editable___calc_helper.py"  # planted by setup.py, imported by the package
+    lone = f"{SITE}/__editable___other_finder.py"  # a finder's name, which no .pth imports
+    unlisted = f"{SITE}/__editable___calc_0_2_finder.py"
+    texts_pth2 = texts | {
+        f"{SITE}/__editable__.x.pth": "import __editable___calc_0_2_finder; "
+        "__editable___calc_0_2_finder.install()\n",
+        record: texts[record] + "__editable___other_finder.py,sha256=z,3\n",
+    }
+    changed = [pth, finder, record, helper, lone, unlisted, f"{SITE}/__editable__.x.pth"]
+    assert _problems(changed, texts_pth2) == [
+        f"{unlisted} (no installed package's RECORD lists it)",
+        f"{helper} (not a file setuptools' editable install writes)",
+        f"{lone} (an editable finder no .pth of the install imports)",
+    ]
+
+
+def test_a_file_whose_content_is_not_what_its_record_lists_is_refused():
+    digest = hashlib.sha256(b"print(1)\n").digest()
+    encoded = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    record = f"{SITE}/six-1.16.0.dist-info/RECORD"
+    texts = {record: f"six.py,sha256={encoded},9\n../../../bin/six-cli,sha256={encoded},9\n"}
+    hashes = recorded_hashes(texts)
+    assert hashes == {
+        f"{SITE}/six.py": digest.hex(),
+        "/opt/swe/venv/bin/six-cli": digest.hex(),
+    }
+    good = {f"{SITE}/six.py": digest.hex(), "/opt/swe/venv/bin/six-cli": digest.hex()}
+    assert record_problems(good, hashes, good) == []
+    bad = good | {f"{SITE}/six.py": hashlib.sha256(b"print(2)\n").hexdigest()}
+    assert record_problems(bad, hashes, bad) == [
+        f"{SITE}/six.py (its content is not what its RECORD lists)"
+    ]
+    # a listed file that cannot be hashed (gone, unreadable) is not as listed either
+    assert record_problems([f"{SITE}/six.py"], hashes, {}) != []
 
 
 def test_a_copying_install_may_write_the_package_itself_as_its_record_lists_it():

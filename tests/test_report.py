@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -208,6 +209,39 @@ def test_html_renders_and_sorts_in_chromium(run: RunDir, tmp_path: Path) -> None
 
     by_calls = rows(_dump_dom(page, "#sort=tool_calls", tmp_path / "profile"))
     assert by_calls == [row[0] for row in sorted(ROWS, key=lambda row: row[6])]
+
+
+_WHY_IN_VIEW = """JSON.stringify({
+  scroll: document.documentElement.scrollWidth, inner: innerWidth,
+  table: (t => t.scrollWidth - t.clientWidth)(document.getElementById("instances")),
+  why: Array.from(document.querySelectorAll("#instances td.message"), td => {
+    const box = td.getBoundingClientRect();
+    return {left: box.left, right: box.right, width: box.width, text: td.textContent};
+  })})"""
+
+
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_html_keeps_the_why_column_in_view_at_800_and_1280_pixels(
+    run: RunDir, tmp_path: Path
+) -> None:
+    from .headless import Browser
+
+    page = write_html(run)
+    with Browser(tmp_path / "profile") as browser:
+        for width in (800, 1280, 390):
+            browser.open(page.as_uri(), width)
+            seen = json.loads(browser.evaluate(_WHY_IN_VIEW))
+            assert seen["scroll"] <= seen["inner"] == width, (width, seen)  # no sideways scroll
+            assert seen["table"] <= 0, (width, seen)  # nor inside the table
+            assert len(seen["why"]) == len(ROWS)
+            for cell in seen["why"]:
+                # every "why" cell on screen, wide enough to read
+                assert 0 <= cell["left"] and cell["right"] <= width, (width, cell)
+                assert cell["width"] >= min(180, width / 3) or not cell["text"], (width, cell)
+            errors = [c for c in seen["why"] if "alert(1)" in c["text"]]
+            assert errors and errors[0]["width"] > 0
 
 
 # --------------------------------------------------------------------------- triage

@@ -31,7 +31,7 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
-from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
+from orchestrator.frontends.admission import HostSlots, split_hosts
 from orchestrator.frontends.assessment_text import (
     infrastructure_failure,
     progress_text,
@@ -42,7 +42,7 @@ from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.models import TestGroups as Groups
 from orchestrator.participant.serving import serve_asgi_in_thread
-from orchestrator.participant.transport import tls_context
+from orchestrator.participant.transport import host_allowed, tls_context
 from orchestrator.settings import Settings
 from tests.test_results import leaderboard_rows
 
@@ -392,7 +392,9 @@ def test_serve_refuses_a_public_address_with_nobody_checked(
     from orchestrator.frontends import server
 
     started: list[str] = []
-    monkeypatch.setattr(server.uvicorn, "run", lambda app, host, port: started.append(host))
+    monkeypatch.setattr(server, "listen", lambda host, port: started.append(host))
+    monkeypatch.setattr(server.GreenServer, "run", lambda self, sockets: None)
+    monkeypatch.setattr(server, "reap_left_behind", lambda settings: None)
     if starts:
         server.serve(host, 9009, settings=Settings(**settings))
         assert started == [host]

@@ -209,3 +209,110 @@ def test_an_engine_lock_serialises_builds_and_a_stale_one_is_taken_over(
     with engine_lock(docker_backend, key, base_image, poll=0.2):
         assert time.monotonic() - started < 10
     assert not docker_client.containers.list(all=True, filters={"name": lock_name(key)})
+
+
+def test_gc_never_collects_a_build_lock_whose_holder_lives(
+    docker_backend, docker_client, base_image
+):
+    from orchestrator.housekeeping.engine_locks import LABEL_LOCK_HOLDER, engine_lock, lock_name
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.housekeeping.inventory import list_containers
+
+    from .conftest import TEST_RUN_ID
+
+    key = f"env-{TEST_RUN_ID}-gc-lock"
+    name = lock_name(key)
+    # the base image carries the tool's label, which a container inherits
+    assert docker_client.images.get(base_image).labels.get("swe-green") == "1"
+    with engine_lock(docker_backend, key, base_image):
+        assert docker_client.containers.get(name).status == "created"
+        # not one of the tool's containers (sandbox ls, the clean-ups of runs)
+        assert name not in {c.name for c in list_containers(docker_backend)}
+        plan = gc(docker_backend, dry_run=True)  # dry: other users share this engine
+        assert name not in plan.containers
+        assert f"{name}: the build lock of {key}, its holder is building" in plan.spared
+    assert not docker_client.containers.list(all=True, filters={"name": name})
+
+    # a lock whose holder crashed (labelled as an older version did, the tool's label
+    # inherited): collectable
+    docker_client.containers.create(
+        base_image, command=["true"], name=name,
+        labels={"swe-green.lock": key, LABEL_LOCK_HOLDER: "lock-crashed-holder"},
+    )  # fmt: skip
+    try:
+        plan = gc(docker_backend, dry_run=True)
+        assert plan.containers.count(name) == 1 and not [s for s in plan.spared if name in s]
+    finally:
+        docker_client.containers.get(name).remove(force=True)
+
+
+def test_inspect_opens_the_callers_own_container_and_uses_the_runs_recorded_dataset(
+    env_settings, tmp_path, docker_backend, make_sandbox
+):
+    """User B's run kept a container of demo__units-1 (its directory given by --output);
+    another run has a newer one of the same instance. B's ``inspect demo__units-1`` opens
+    B's own; user A (another data dir) is not given B's; ``inspect --run <B's run id>``
+    finds the directory by the id, works with the run's recorded dataset whatever today's
+    says, and runs the run's own eval script."""
+    from orchestrator.housekeeping.gc import gc
+    from orchestrator.housekeeping.inventory import list_containers
+
+    from .conftest import TEST_RUN_ID, cli_env, run_cli
+
+    env_b = {**cli_env(env_settings, tmp_path / "runs-b"), "COLUMNS": "250",
+             "SWE_GREEN_DATA_DIR": str(tmp_path / "data-b")}  # fmt: skip
+    env_a = {**env_b, "SWE_GREEN_DATA_DIR": str(tmp_path / "data-a"),
+             "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs-a")}  # fmt: skip
+    run_dir = tmp_path / "elsewhere" / "scribble"  # not under runs_dir
+    script = tmp_path / "scribble.json"  # a change that resolves nothing: its container is kept
+    script.write_text(json.dumps({
+        "turns": [{"calls": [{"name": "bash", "arguments": {
+            "command": "cd /testbed && echo scribble >> README.md"}}]}],
+    }))  # fmt: skip
+    proc = run_cli(["run", "--participant", "scripted", "--script", str(script), "--id",
+                    "demo__units-1", "--output", str(run_dir)], env_b)  # fmt: skip
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    run_id = json.loads((run_dir / "config.json").read_text())["run_id"]
+    try:
+        kept = list_containers(docker_backend, run_id=run_id)
+        assert len(kept) == 1 and kept[0].status == "exited", kept
+        # another run's container of the same instance, newer, stopped
+        other = make_sandbox(run_id=f"{TEST_RUN_ID}-other-user", instance_id="demo__units-1")
+        other.container.stop(timeout=1)
+
+        def inspect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+                 "inspect", *args],
+                input="grep -c scribble README.md; exit\n", capture_output=True, text=True,
+                timeout=300, env=env,
+            )  # fmt: skip
+
+        mine = inspect(["demo__units-1"], env_b)
+        assert mine.returncode == 0, mine.stderr
+        assert f"Found {kept[0].name}" in mine.stderr and mine.stdout.strip() == "1"
+        # the run's directory found by its id: its own eval script
+        assert f"the run's own eval script ({run_dir}/instances/demo__units-1/eval.sh)" in (
+            mine.stderr
+        )
+        # user A: neither container is of A's runs; named, it opens
+        refused = inspect(["demo__units-1"], env_a)
+        assert refused.returncode == 2, refused.stderr
+        assert "No container of your runs is labelled with instance demo__units-1" in (
+            refused.stderr
+        )
+        listed = refused.stderr.split("other runs' are: ", 1)[-1]
+        assert kept[0].name in listed or other.container.name in listed, refused.stderr
+        assert "Fix: name the container (`swe-green inspect CONTAINER`) or its run (--run RUN)" in (
+            " ".join(refused.stderr.split())
+        )
+        # --run <run id> with today's dataset another one: the run's recorded dataset counts
+        moved = {**env_b, "SWE_GREEN_DATASET": str(tmp_path / "no-such-dataset.jsonl")}
+        by_id = inspect(["demo__units-1", "--run", run_id], moved)
+        assert by_id.returncode == 0, by_id.stderr
+        assert by_id.stdout.strip() == "1" and "No re-run commands" not in by_id.stderr
+        assert "the run's own eval script" in by_id.stderr
+        assert "Re-run the FAIL_TO_PASS tests" in by_id.stderr
+    finally:
+        gc(docker_backend, run_id=run_id)

@@ -34,12 +34,12 @@ def _validate(run_ctx, instance, prepared, recipe=None, runs=2):
     ("instance_id", "phases"),
     [
         # pytest: node ids of the FAIL_TO_PASS tests only
-        ("demo__calc-1", ["base", "gold", "gold_rerun"]),
+        ("demo__calc-1", ["base", "gold", "gold_rerun", "twins", "twins_prepare"]),
         # sympy-style: bin/test -k; this runner takes -k's names for files and crashes, so
         # the whole files run again in a fresh container
-        ("demo__units-1", ["base", "base_all", "gold", "gold_rerun"]),
+        ("demo__units-1", ["base", "base_all", "gold", "gold_rerun", "twins", "twins_prepare"]),
         # django-style runner: no selection
-        ("demo__textkit-1", ["base", "gold", "gold_rerun"]),
+        ("demo__textkit-1", ["base", "gold", "gold_rerun", "twins", "twins_prepare"]),
     ],
 )
 def test_the_base_runs_only_what_it_must_and_the_verdict_stays(
@@ -61,6 +61,14 @@ def test_the_base_runs_only_what_it_must_and_the_verdict_stays(
         assert check.flaky == ["tests/test_calc.py::test_flaky_between_runs"]
     else:
         assert all(name.split(" ")[0] in base for name in instance.PASS_TO_PASS)
+    # every FAIL_TO_PASS test has an effective twin, which the gold patch failed twice
+    assert sorted(t.test for t in check.twins) == sorted(instance.FAIL_TO_PASS)
+    assert check.twin_gaps == {}
+    for twin in check.twins:
+        assert check.twin_files[twin.path][twin.start : twin.end] != twin.replacement
+    twinned = (out / "validation_twins_output_2.txt").read_text()
+    if instance_id == "demo__calc-1":  # failed where the value was changed
+        assert all(f"{t.path}:{t.line}: AssertionError" in twinned for t in check.twins)
 
 
 def test_no_rerun_when_the_first_gold_run_fails_validation(run_ctx, synthetic_instances):
@@ -163,6 +171,6 @@ def test_no_layout_run_when_the_listings_explain_every_write(run_ctx, synthetic_
     prepared = prepare_instance(run_ctx, instance)
     check, out = _validate(run_ctx, instance, prepared, runs=1)
     assert check.ok, check.message
-    assert sorted(check.timings) == ["base", "gold"]
+    assert sorted(check.timings) == ["base", "gold", "twins", "twins_prepare"]
     assert "." not in check.writable
     assert not (out / "validation_layout_output.txt").exists()

@@ -114,6 +114,34 @@ def test_excerpt_is_the_failure_section_of_a_failing_test() -> None:
     assert len(cut) == 10 and cut[-1].startswith("[... 91 more lines")
 
 
+PARAMETRIZED_OUTPUT = """\
+=================================== FAILURES ===================================
+________________________________ test_x[1-2] _________________________________
+E   assert 3 == 4
+________________________________ test_x[-1-1] ________________________________
+E   assert 0 == 1
+=========================== short test summary info ============================
+FAILED tests/test_p.py::test_x[1-2] - assert 3 == 4
+FAILED tests/test_p.py::test_x[-1-1] - assert 0 == 1
+PASSED tests/test_p.py::test_x[0-0]
+"""
+
+
+def test_a_parametrized_tests_section_is_its_own_not_the_first_with_its_name() -> None:
+    second = excerpt(PARAMETRIZED_OUTPUT, "tests/test_p.py::test_x[-1-1]", True)
+    assert second.splitlines()[0].strip("_ ") == "test_x[-1-1]" and "0 == 1" in second
+    assert "3 == 4" not in second
+    first = excerpt(PARAMETRIZED_OUTPUT, "tests/test_p.py::test_x[1-2]", True)
+    assert first.splitlines()[0].strip("_ ") == "test_x[1-2]" and "0 == 1" not in first
+    # a passing parameter's lines name it, not its siblings
+    assert excerpt(PARAMETRIZED_OUTPUT, "tests/test_p.py::test_x[0-0]", False) == (
+        "PASSED tests/test_p.py::test_x[0-0]"
+    )
+    # a runner that prints the bare name still gives its section
+    bare = "____ test_y ____\nE   boom\n=== 1 failed ===\n"
+    assert "boom" in excerpt(bare, "tests/test_p.py::test_y[a]", True)
+
+
 def test_diff_marks_left_out_files_and_escapes() -> None:
     page = diff_html(PATCH, {"tests/test_calc.py"})
     assert page.count('class="diff"') == 1 and page.count('class="diff excluded"') == 1
@@ -183,6 +211,11 @@ def test_comparison_gives_the_reason_of_each_change(runs: tuple[RunDir, RunDir])
     back = compare(baseline.load_results(), run.load_results())
     assert back.gained[0].reason == f"now passing: {F2P}"
     assert back.changed[0].reason == "no longer an error (was test_crash)"
+    # an empty patch: its tests fail because nothing changed, and that is the reason
+    failing = Groups(fail_to_pass_failed=[F2P, "tests/test_calc.py::test_add"])
+    empty = _result("acme__calc-2", Status.NO_OP, reason=Reason.EMPTY_PATCH, tests=failing)
+    lost = compare([empty], baseline.load_results()).lost
+    assert [x.reason for x in lost] == ["empty_patch"]
 
 
 def test_viewer_pages(runs: tuple[RunDir, RunDir]) -> None:

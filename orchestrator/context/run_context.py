@@ -11,6 +11,7 @@ import structlog
 from orchestrator.context.run_dir import RunDir
 from orchestrator.housekeeping.image_use import record_image_use
 from orchestrator.housekeeping.names import container_name, unique_container_name
+from orchestrator.leases import note_image
 from orchestrator.log import get_logger
 from orchestrator.models import Instance
 from orchestrator.sandbox import (
@@ -25,7 +26,7 @@ from orchestrator.sandbox import (
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
-DISK_BUDGET_ROLES = ("participant", "grading")
+DISK_BUDGET_ROLES = ("participant", "grading", "twin")  # twin: the twin run's grading
 
 
 @dataclass
@@ -79,5 +80,6 @@ class RunContext:
                     raise
                 continue  # another container took the name meanwhile: a suffixed one
             record_image_use(self.settings.storage.data_dir, sandbox.image)
+            note_image(self.run_id, sandbox.image)
             return sandbox
         raise AssertionError("unreachable")

@@ -52,7 +52,10 @@ from orchestrator.settings.base import default_of
 DEFAULT_SPLIT: str = default_of(DatasetConfig, "dataset_split")
 
 _SUFFIX_BUILDER = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
-_LOCAL_FIX = "pass a local file: SWE_GREEN_DATASET=path/to/swe-bench-verified.jsonl or --dataset"
+_LOCAL_FIX = (
+    "pass a local file with --dataset PATH (or SWE_GREEN_DATASET=PATH), e.g. "
+    "swe-bench-verified.jsonl."
+)
 
 
 class Selection(BaseModel):
@@ -117,6 +120,23 @@ def load_instances(source: str, split: str = DEFAULT_SPLIT) -> list[Instance]:
         if _looks_like_path(source):
             raise UserError(f"Dataset file {source} does not exist.", "check the path.")
         return list(_load_hub(source, split))
+
+
+def official_source(source: str, split: str = DEFAULT_SPLIT) -> tuple[str, str | None]:
+    """How the official harness names ``source``: (its dataset, its task repository or None).
+    An alias as the alias (the harness resolves it to its own name), a local file (or a
+    directory's one file) by its absolute path, a task repository (directory or git URL) as
+    both; a hub name as given."""
+    if not Path(source).expanduser().exists():
+        resolved = resolve_alias(source)
+        if resolved != source:
+            return source.strip().lower(), None
+        return source, (source if is_git_url(source) else None)
+    path = Path(source).expanduser().resolve()
+    if path.is_dir() and is_task_repo(path):
+        return str(path), str(path)
+    files = _data_files(path, split)
+    return str(files[0] if len(files) == 1 else path), None
 
 
 def select(

@@ -35,6 +35,7 @@ Aliases name the Hugging Face datasets as SWE-bench 5.x's CLI does (``verified``
 from __future__ import annotations
 
 import atexit
+import difflib
 import functools
 import json
 import os
@@ -90,13 +91,26 @@ _GIT_PREFIXES = ("https://", "http://", "ssh://", "git://", "git@", "file://")
 
 def resolve_alias(source: str) -> str:
     """The Hugging Face name of an alias (case-insensitive); any other source as given. A
-    non-Python dataset's alias is a user error."""
+    non-Python dataset's alias is a user error, and so is a bare word that is no alias (a
+    hub name is ``owner/name``): its message names the aliases and the closest one."""
     key = source.strip().lower()
     if key in NOT_PYTHON_ALIASES:
         raise UserError(
             f"Dataset {source!r} ({NOT_PYTHON_ALIASES[key]}) is not Python.", SUPPORTED + "."
         )
-    return DATASET_ALIASES.get(key, source)
+    if key in DATASET_ALIASES:
+        return DATASET_ALIASES[key]
+    if key and "/" not in key and "." not in key and not is_git_url(source):
+        known = [*DATASET_ALIASES, *NOT_PYTHON_ALIASES]
+        close = difflib.get_close_matches(key, known, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        raise UserError(
+            f"Dataset {source!r} is not a file here nor a known alias "
+            f"({', '.join(DATASET_ALIASES)}).",
+            f"{guess}Use an alias, a Hugging Face name (owner/name) or a local "
+            ".jsonl/.json/.parquet file.",
+        )
+    return source
 
 
 def is_git_url(source: str) -> bool:

@@ -30,7 +30,10 @@ def image_lock(ctx: RunContext, key: str) -> Iterator[None]:
     locks = ctx.settings.storage.data_dir / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     image = ctx.settings.environment.base_image()
-    with FileLock(str(locks / f"{key}.lock")), engine_lock(ctx.backend, key, image):
+    # the engine's lock is per image prefix: users with other prefixes build other images,
+    # and a lookup of one's own cached image never waits for another's build
+    engine_key = f"{key}@{ctx.settings.environment.image_prefix}"
+    with FileLock(str(locks / f"{key}.lock")), engine_lock(ctx.backend, engine_key, image):
         yield
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import hmac
 import re
 from collections.abc import AsyncIterator
-from urllib.parse import urlparse
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -51,14 +49,6 @@ class HostSlots:
         finally:
             self.in_use -= 1
             self._semaphore.release()
-
-
-def host_allowed(url: str, patterns: list[str]) -> bool:
-    """Whether the URL's host matches one of ``patterns`` (globs; none = every host)."""
-    if not patterns:
-        return True
-    host = (urlparse(url).hostname or "").lower()
-    return any(fnmatch.fnmatchcase(host, pattern.lower()) for pattern in patterns)
 
 
 def split_hosts(value: str | None) -> list[str]:

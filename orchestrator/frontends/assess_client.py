@@ -5,13 +5,15 @@ under a role, and an optional ``config`` object. The client streams the task ove
 (JSON-RPC), prints each progress update as it comes, then the result: the artifact's summary
 and, with ``--output``, its data part (the leaderboard row and the per-instance results) as
 JSON. The exit status follows the task's end: 0 completed, 2 rejected (the request is at
-fault; the reason is printed), 3 failed (the green agent could not evaluate; the reason and
-its fix are printed), 130 interrupted.
+fault; the reason is printed), 3 failed or canceled (the green agent could not evaluate, or
+was stopped; the reason and its fix are printed) and 3 too when the green agent goes away
+before the task ends (it died: not the request's fault), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Callable
@@ -35,7 +37,15 @@ _EXITS = {
     "TASK_STATE_COMPLETED": EXIT_COMPLETED,
     "TASK_STATE_REJECTED": EXIT_REJECTED,
     "TASK_STATE_FAILED": EXIT_FAILED,
+    "TASK_STATE_CANCELED": EXIT_FAILED,
 }
+# states after which the task goes on: a stream that ends in one of them was cut
+_UNFINISHED = ("TASK_STATE_UNSPECIFIED", "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+
+
+class ServerWentAway(UserError):
+    """The green agent stopped answering before the task ended (exit status 3: the
+    assessment failed, and not through the request's fault)."""
 
 
 @dataclass
@@ -127,17 +137,25 @@ async def assess(
                     f"The green agent at {server} refused the request: {str(exc).splitlines()[0]}.",
                     "pass its token with --token (or SWE_GREEN_SERVE_TOKEN).",
                 ) from None
-            raise UserError(
-                f"The green agent at {server} answered with an error: {str(exc).splitlines()[0]}.",
-                "check the server's log.",
+            raise ServerWentAway(
+                f"The green agent at {server} stopped answering or answered with an error "
+                f"before the task ended: {str(exc).splitlines()[0]}.",
+                "check the server's log; the run directory keeps what was done.",
             ) from None
         except httpx.HTTPError as exc:
-            raise UserError(
+            raise ServerWentAway(
                 f"The green agent at {server} stopped answering ({type(exc).__name__}: {exc}).",
                 "check the server's log; the run directory keeps what was done.",
             ) from None
         finally:
-            await client.close()
+            with contextlib.suppress(Exception):  # the connection may be gone
+                await client.close()
+    if outcome.state in _UNFINISHED:
+        raise ServerWentAway(
+            f"The green agent at {server} ended the stream before the task ended (its last "
+            f"state: {outcome.state.removeprefix('TASK_STATE_').lower()}).",
+            "check the server's log; the run directory keeps what was done.",
+        )
     return outcome
 
 

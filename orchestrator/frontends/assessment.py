@@ -13,8 +13,9 @@ with exactly one participant. ``config`` is optional; its keys are listed in
 
 Unknown keys, at the top level or in ``config``, are ignored and listed in
 :attr:`AssessmentRequest.ignored` (the server names them in its messages and the summary),
-except a config key one edit away from a selection key (``instance_id``, ``cout``): that
-request is rejected with the did-you-mean, never widened to the whole dataset. A known key
+except a top-level key close to ``participants`` or ``config`` (``confg``, ``Config``) and a
+config key one edit away from a selection key (``instance_id``, ``cout``): that request is
+rejected with the did-you-mean, never widened to the whole dataset. A known key
 with a wrong type or value is rejected with a message naming it. Every number has an upper
 bound (:data:`LIMITS`); ``Infinity``/``NaN`` are rejected, and so is a text
 that is not plain JSON (too deep, too long, a number with thousands of digits).
@@ -287,6 +288,7 @@ def validate_request(payload: Any) -> AssessmentRequest:
             f"The assessment request is a JSON {json_type(payload)}, not an object.",
             f"send JSON like {EXAMPLE}.",
         )
+    _refuse_misspelt_request_key(payload)
     ignored = _unknown("", payload, REQUEST_KEYS)
     participants = _participants(payload.get("participants"))
     config = payload.get("config")
@@ -394,6 +396,28 @@ def _refuse_misspelt_selection(config: dict[str, Any]) -> None:
                     "whole dataset.",
                     f"spell it {known!r} and send the request again.",
                 )
+
+
+def _refuse_misspelt_request_key(payload: dict[str, Any]) -> None:
+    """InvalidAssessment for an unknown top-level key close to ``participants`` or ``config``
+    (``confg``, ``Config``, ``configuration``): ignoring a misspelt ``config`` would run the
+    whole dataset with the server's settings."""
+    for key in payload:
+        if not isinstance(key, str) or key in REQUEST_KEYS:
+            continue
+        folded = key.lower()
+        close = [
+            known for known in REQUEST_KEYS
+            if one_edit_apart(folded, known) or difflib.get_close_matches(folded, [known])
+        ]  # fmt: skip
+        if close:
+            raise InvalidAssessment(
+                f"Unknown key {key[:80]!r} in the assessment request: did you mean "
+                f"{close[0]!r}? The request's keys are {', '.join(map(repr, REQUEST_KEYS))}; "
+                "a misspelt one is not ignored, it would widen the assessment to the whole "
+                "dataset.",
+                f"spell it {close[0]!r} and send the request again.",
+            )
 
 
 def one_edit_apart(a: str, b: str) -> bool:

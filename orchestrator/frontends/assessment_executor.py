@@ -20,7 +20,7 @@ from a2a.types import Message, Part, TaskState
 from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
 from orchestrator.errors import UserError
-from orchestrator.frontends.admission import HostSlots, host_allowed, split_hosts
+from orchestrator.frontends.admission import HostSlots, split_hosts
 from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
 from orchestrator.frontends.assessment_text import (
     infrastructure_failure,
@@ -36,6 +36,7 @@ from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.a2a_parts import enqueue_task_once
 from orchestrator.participant.protocol import A2AParticipant
+from orchestrator.participant.transport import host_allowed
 from orchestrator.run.bootstrap import start_run
 from orchestrator.run.scheduler import ProgressEvent, default_concurrency, run_evaluation
 from orchestrator.sandbox import BackendUnavailable, SandboxBackend, SandboxError
@@ -72,9 +73,9 @@ class AssessmentExecutor(AgentExecutor):
         self.slots = HostSlots(settings.run.concurrency or default_concurrency())
         self.allowed_hosts = split_hosts(settings.serve.serve_allowed_hosts)
         self.allowed_overrides = set(split_keys(settings.serve.serve_allowed_overrides))
-        # the assessments at work, by A2A task id: their task, and an event set once their
-        # work (and its instances' clean-up) has ended; a cancel waits for it
-        self._working: dict[str, tuple[asyncio.Task[object], asyncio.Event]] = {}
+        # the assessments at work, by A2A task id: their task, an event set once their work
+        # (and its instances' clean-up) has ended, which a cancel waits for, and their updater
+        self._working: dict[str, tuple[asyncio.Task[object], asyncio.Event, TaskUpdater]] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
@@ -82,29 +83,43 @@ class AssessmentExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         ended = asyncio.Event()
         if (current := asyncio.current_task()) is not None:
-            self._working[context.task_id] = (current, ended)
+            self._working[context.task_id] = (current, ended, updater)
         try:
             await self._assess(context, updater)
-        except _Rejected as exc:
-            self.log.info("assessment.rejected", task_id=context.task_id, reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one assessment must never take the server down
+            if current is None or not current.cancelling():
+                await self._end_with(exc, context.task_id, updater)
+                return
+            # canceled (its state is already set): a clean-up error is no failure of the task
+            self.log.warning(
+                "assessment.cancel_cleanup_error", task_id=context.task_id, error=str(exc)
+            )
+            raise asyncio.CancelledError from exc
+        finally:
+            self._working.pop(context.task_id, None)
+            ended.set()
+
+    async def _end_with(self, exc: Exception, task_id: str, updater: TaskUpdater) -> None:
+        """End the task as ``exc`` says: rejected, failed with the reason, or failed with an
+        internal error (one assessment never takes the server down)."""
+        if isinstance(exc, _Rejected):
+            self.log.info("assessment.rejected", task_id=task_id, reason=str(exc))
             await updater.reject(updater.new_agent_message([new_text_part(str(exc))]))
-        except _Failed as exc:
-            self.log.error("assessment.failed", task_id=context.task_id, reason=str(exc))
+        elif isinstance(exc, _Failed):
+            self.log.error("assessment.failed", task_id=task_id, reason=str(exc))
             # the reason as an artifact too: a client that reads only artifacts sees it
             data = {"type": "assessment_failed", "reason": str(exc)}
             await updater.add_artifact(
                 [new_text_part(prose(str(exc))), new_data_part(data)], name=ARTIFACT_NAME
             )
             await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
-        except Exception as exc:  # noqa: BLE001 - one assessment must never take the server down
+        else:
             self.log.error(
-                "assessment.crash", task_id=context.task_id, error=traceback.format_exc()
-            )
+                "assessment.crash", task_id=task_id,
+                error="".join(traceback.format_exception(exc)),
+            )  # fmt: skip
             text = f"The green agent failed with an internal error: {type(exc).__name__}: {exc}."
             await updater.failed(updater.new_agent_message([new_text_part(text)]))
-        finally:
-            self._working.pop(context.task_id, None)
-            ended.set()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the assessment and wait (at most ``CANCEL_GRACE`` seconds) until its
@@ -115,10 +130,28 @@ class AssessmentExecutor(AgentExecutor):
         await updater.cancel(updater.new_agent_message([new_text_part("Assessment canceled.")]))
         working = self._working.get(context.task_id)
         if working is not None:
-            task, ended = working
-            task.cancel()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ended.wait(), timeout=CANCEL_GRACE)
+            task, ended, _ = working
+            await _cancel_and_wait([(task, ended)], CANCEL_GRACE)
+
+    async def stop(self, timeout: float) -> int:
+        """The server is stopping: cancel every assessment in progress as ``tasks/cancel``
+        does (each ends ``canceled``, saying why) and wait, at most ``timeout`` seconds, until
+        their instances have cleaned up. The number still at work then."""
+        working = list(self._working.values())
+        if not working:
+            return 0
+        self.log.warning("green-agent.stopping", assessments=len(working), timeout=timeout)
+        text = (
+            "Assessment canceled: the green agent is stopping. Fix: send the assessment again "
+            "once it is back."
+        )
+        for _, _, updater in working:
+            with contextlib.suppress(Exception):  # its queue may be closed already
+                await updater.cancel(updater.new_agent_message([new_text_part(text)]))
+        await _cancel_and_wait([(task, ended) for task, ended, _ in working], timeout)
+        left = sum(not ended.is_set() for _, ended, _ in working)
+        self.log.warning("green-agent.stopped", assessments=len(working), still_working=left)
+        return left
 
     async def _assess(self, context: RequestContext, updater: TaskUpdater) -> None:
         assert context.message is not None
@@ -130,7 +163,7 @@ class AssessmentExecutor(AgentExecutor):
         settings, concurrency, capped = self._run_settings(request)
         backend = await ready_backend(self.settings)
         try:
-            card = await read_card(request.participant_url)
+            card = await read_card(request.participant_url, allowed_hosts=self.allowed_hosts)
         except CardUnusable as exc:
             raise _Failed(
                 f"The green agent cannot evaluate this participant: {exc} Fix: start the "
@@ -144,7 +177,8 @@ class AssessmentExecutor(AgentExecutor):
             config={
                 "source": "a2a", "task_id": context.task_id,
                 "request": request.model_dump(mode="json", by_alias=True),
-                "participant_id": participant_id,
+                "participant": request.participant_url, "participant_id": participant_id,
+                "selection": {"ids": [i.instance_id for i in instances]},
                 "instances": [i.instance_id for i in instances],
             },
         )  # fmt: skip
@@ -292,11 +326,23 @@ class AssessmentExecutor(AgentExecutor):
         return await run_evaluation(
             ctx,
             instances,
-            A2AParticipant(url=request.participant_url),
+            A2AParticipant(url=request.participant_url, allowed_hosts=tuple(self.allowed_hosts)),
             concurrency=concurrency,
             on_event=on_event,
             heartbeat=self.heartbeat,
             gate=self.slots.slot,
+        )
+
+
+async def _cancel_and_wait(
+    working: list[tuple[asyncio.Task[object], asyncio.Event]], timeout: float
+) -> None:
+    """Cancel the assessments' tasks and wait (at most ``timeout`` s) for their clean-up."""
+    for task, _ in working:
+        task.cancel()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(
+            asyncio.gather(*(ended.wait() for _, ended in working)), timeout=timeout
         )
 
 

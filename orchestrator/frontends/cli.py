@@ -20,7 +20,7 @@ from orchestrator.frontends.commands_report import report_cmd
 from orchestrator.frontends.commands_run import demo_cmd, run_cmd
 from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
 from orchestrator.frontends.server import serve_command
-from orchestrator.frontends.tables import Overflow, plain_table
+from orchestrator.frontends.tables import plain_table
 from orchestrator.log import configure_logging
 from orchestrator.participant.reference.cli import app as participant_app
 from orchestrator.run.outcome import EXIT_INTERRUPTED, EXIT_USAGE
@@ -156,18 +156,32 @@ def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] =
     from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.factory import backend_from
 
-    # the name is swe-green-<run>-<instance>-<role>: the run, instance and role columns
-    # only where the terminal has room for them
-    wide = console.width >= 140
-    columns: list[tuple[str, Overflow]] = [("container", "fold"), ("status", "keep")]
+    found = list_containers(backend_from(settings()), run_id=run)
+    # the name is swe-green-<run>-<instance>-<role>: on a narrow terminal the run and
+    # instance columns (whole, never folded) say it, the role is cut first, then the time
+    wide, roomy = console.width >= 140, console.width >= 100
+    table = plain_table()
     if wide:
-        columns += [("run", "fold"), ("instance", "fold"), ("role", "keep")]
-    table = plain_table(*columns, ("created", "keep"))
-    for info in list_containers(backend_from(settings()), run_id=run):
-        extra = [info.run_id, info.instance_id, info.role] if wide else []
+        table.add_column("container", no_wrap=True, min_width=_longest(found, "name"))
+    table.add_column("instance", no_wrap=True, min_width=_longest(found, "instance_id"))
+    table.add_column("run", no_wrap=True, min_width=_longest(found, "run_id"))
+    table.add_column("status", no_wrap=True, min_width=_longest(found, "status"))
+    table.add_column("role", no_wrap=True, overflow="ellipsis")
+    if roomy:
+        table.add_column("created", no_wrap=True, overflow="ellipsis")
+    for info in found:
         created = info.created[:19].replace("T", " ")
-        table.add_row(info.name, info.status, *extra, created if wide else created[5:16])
+        table.add_row(
+            *([info.name] if wide else []), info.instance_id, info.run_id, info.status,
+            info.role, *([created if wide else created[5:16]] if roomy else []),
+        )  # fmt: skip
     console.print(table)
+    if found and not wide:
+        console.print("Open one with `swe-green inspect INSTANCE --run RUN`.", style="dim")
+
+
+def _longest(found: list[Any], field: str) -> int:
+    return max((len(getattr(info, field)) for info in found), default=0)
 
 
 @sandbox_app.command("check")

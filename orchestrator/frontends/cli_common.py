@@ -127,15 +127,33 @@ def check_base_images(settings: Settings, backend: SandboxBackend) -> None:
         )
 
 
-def check_writable(settings: Settings, output: Path | None = None) -> None:
-    """``data_dir`` and the runs directory (``output``'s parent, else ``runs_dir``) exist
-    (made if missing) and take files, else a UserError naming the setting."""
-    _writable(settings.storage.data_dir, "data_dir")
-    _writable(output.parent if output else settings.storage.runs_dir, "runs_dir")
+def check_writable(
+    settings: Settings, output: Path | None = None, option: str = "--output"
+) -> None:
+    """``data_dir`` and the run directory's place (``output``, given by ``option``, else
+    ``runs_dir``) exist (made if missing) and take files, else a UserError naming the setting
+    or the option."""
+    _writable(
+        settings.storage.data_dir,
+        f"the data_dir {settings.storage.data_dir}",
+        "set SWE_GREEN_DATA_DIR to a directory you can write to.",
+    )
+    if output is None:
+        _writable(
+            settings.storage.runs_dir,
+            f"the runs_dir {settings.storage.runs_dir}",
+            "set SWE_GREEN_RUNS_DIR to a directory you can write to.",
+        )
+        return
+    _writable(
+        output if output.is_dir() else output.parent,
+        f"{option} {output}",
+        f"pass {option} a directory you can write to.",
+    )
 
 
-def _writable(path: Path, setting: str) -> None:
-    """``path`` exists (made if missing) and takes files, else a UserError naming ``setting``."""
+def _writable(path: Path, what: str, fix: str) -> None:
+    """``path`` exists (made if missing) and takes files, else a UserError naming ``what``."""
     import tempfile
 
     try:
@@ -143,10 +161,8 @@ def _writable(path: Path, setting: str) -> None:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".swe-green-probe-"):
             pass
     except OSError as exc:
-        raise UserError(
-            f"Cannot write to the {setting} {path} ({exc.strerror or exc}).",
-            f"set SWE_GREEN_{setting.upper()} to a directory you can write to.",
-        ) from None
+        where = "" if what.endswith(str(path)) else f" (in {path})"
+        raise UserError(f"Cannot write to {what}{where}: {exc.strerror or exc}.", fix) from None
 
 
 def present(values: dict[str, object]) -> dict[str, object]:

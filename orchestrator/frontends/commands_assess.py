@@ -41,10 +41,17 @@ def assess_cmd(
 ) -> None:
     """Send an assessment to a running `swe-green serve`, stream its progress, print the result.
 
-    Exit status: 0 completed, 2 rejected (the request is at fault), 3 failed (the green agent
-    could not evaluate; the reason says what to fix), 130 interrupted.
+    Exit status: 0 completed, 2 rejected (the request is at fault), 3 failed or canceled (the
+    green agent could not evaluate, was stopped, or went away; the reason says what to fix),
+    130 interrupted.
     """
-    from orchestrator.frontends.assess_client import Update, build_request, run_assessment
+    from orchestrator.frontends.assess_client import (
+        EXIT_FAILED,
+        ServerWentAway,
+        Update,
+        build_request,
+        run_assessment,
+    )
 
     request = build_request(participant, role, config)
     token = token or load_settings().serve.serve_token
@@ -55,7 +62,11 @@ def assess_cmd(
         state = update.state.removeprefix("TASK_STATE_").lower()
         console.print(f"[cyan]{state}[/] {update.text}", highlight=False, soft_wrap=True)
 
-    outcome = run_assessment(server, request, token, show)
+    try:
+        outcome = run_assessment(server, request, token, show)
+    except ServerWentAway as exc:
+        err_console.print(f"[bold red]failed:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_FAILED) from None
     state = outcome.state.removeprefix("TASK_STATE_").lower()
     if outcome.artifact_text:
         console.print(outcome.artifact_text, highlight=False, soft_wrap=True)

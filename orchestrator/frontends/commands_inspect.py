@@ -54,15 +54,20 @@ def inspect_cmd(
     again from the cached images and the run's patch (--run names the run). While the shell
     is open, `gc` leaves the container alone.
     """
-    from orchestrator.housekeeping.inventory import find_container
+    from orchestrator.housekeeping.inventory import NotYours, find_container
+    from orchestrator.housekeeping.run_index import own_run_dirs
     from orchestrator.settings import load_settings
 
     current = load_settings()
-    run_id, run_dir = _run_of(run, current.storage.runs_dir)
+    own = own_run_dirs(current.storage.data_dir, current.storage.runs_dir)
+    run_id, run_dir = _run_of(run, current.storage.runs_dir, own)
     found = None
     if not recreate:
         try:
-            found = find_container(_backend(current), ref, run_id=run_id)
+            found = find_container(_backend(current), ref, run_id=run_id, own_runs=set(own))
+            run_dir = run_dir or own.get(found[0].run_id)
+        except NotYours:
+            raise
         except UserError as exc:
             if run_dir is None or not (run_dir / "instances" / ref).is_dir():
                 raise UserError(
@@ -88,8 +93,11 @@ def _backend(settings):  # noqa: ANN001, ANN202 - Settings, SandboxBackend
     return backend_from(settings)
 
 
-def _run_of(run: str | None, runs_dir: Path) -> tuple[str | None, Path | None]:
-    """(run id, run directory) of ``--run``: a directory, or a run id under ``runs_dir``."""
+def _run_of(
+    run: str | None, runs_dir: Path, own: dict[str, Path]
+) -> tuple[str | None, Path | None]:
+    """(run id, run directory) of ``--run``: a run directory (or one under ``runs_dir``), or
+    the id of one of the caller's runs (``own``: wherever its directory is)."""
     import json
 
     if run is None:
@@ -102,7 +110,7 @@ def _run_of(run: str | None, runs_dir: Path) -> tuple[str | None, Path | None]:
             except (OSError, ValueError):
                 run_id = run
             return str(run_id), candidate
-    return run, None
+    return run, own.get(run)
 
 
 def _instance(settings, instance_id: str):  # noqa: ANN001, ANN202 - Settings, Instance

@@ -115,7 +115,7 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
             f"pass --participant URL (or one of {PARTICIPANT_KINDS}), or --predictions FILE.",
         )
     settings = load_settings(**plan.overrides)
-    cli.check_writable(settings, output)
+    cli.check_writable(settings, output or resume, "--output" if output else "--resume")
     predicted = None
     if plan.predictions:
         predicted, instances = _predicted(settings, plan)

@@ -66,7 +66,7 @@ def validate_cmd(
         raise UserError(f"No sweep at {resume}.", "pass the run directory of a sweep.")
     if resume is not None and not any((ids, pattern, repo, count, shard)):
         ids = sweep_instances(resume)  # the sweep's own selection, not the whole dataset
-    check_writable(settings, resume.parent if resume else None)
+    check_writable(settings, resume, "--resume")
     chosen = select_instances(settings, ids, pattern, repo, count, shard)
     if skip_swept is not None:
         chosen = _not_swept(chosen, skip_swept)

@@ -66,6 +66,9 @@ REASON_MEANING: dict[Reason, str] = {
     "expected test counts as failing",
     Reason.TAMPER_DETECTED: "regression (or no_op): the patch's code was seen tampering with "
     "the grading at test time; every expected test counts as failing",
+    Reason.TWIN_PASSED: "partially_resolved, no_op or another status with fewer FAIL_TO_PASS "
+    "passes: an impossible twin of a FAIL_TO_PASS test (an expected value changed, which the "
+    "gold patch fails) passed in the twin run, so its test counts as failing",
     Reason.INFRASTRUCTURE: "error: the host failed (the Docker engine, the disk, a lost "
     "node); nothing is said about the participant's work",
     Reason.CANCELLED: "error: the run was interrupted before the instance finished",
@@ -82,7 +85,8 @@ EXIT_MEANING: dict[int, str] = {
     "image); `assess`: the request was rejected",
     EXIT_NOTHING_GRADED: "the run finished but graded nothing: every instance ended in an "
     "infrastructure, environment or participant-connection error; `validate`: no environment "
-    "is valid; `assess`: the task failed",
+    "is valid; `assess`: the task failed or was canceled, or the green agent went away before "
+    "the task ended",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): `swe-green run --resume RUN` continues",
 }
 

@@ -5,11 +5,17 @@ object. ``swe-green run`` refuses a participant that fails this before any insta
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from orchestrator.participant.transport import tls_context
+from orchestrator.participant.transport import (
+    HostNotAllowed,
+    allow_list_hook,
+    host_allowed,
+    tls_context,
+)
 
 CARD_PATH = "/.well-known/agent-card.json"
 CARD_TIMEOUT = 15.0
@@ -41,14 +47,44 @@ def unreachable(url: str, exc: Exception) -> CardUnusable:
     return CardUnusable(f"The participant at {url} does not answer ({type(exc).__name__}: {exc}).")
 
 
-async def read_card(url: str, timeout: float = CARD_TIMEOUT) -> dict[str, Any]:
-    """The participant's agent card; CardUnusable when it does not answer or is no card."""
+def interface_urls(card: dict[str, Any]) -> list[str]:
+    """Every URL a card names for talking to its agent (A2A 1.0 ``supportedInterfaces``, 0.3
+    ``url`` and ``additionalInterfaces``)."""
+    urls = [card.get("url")]
+    for key in ("supportedInterfaces", "supported_interfaces", "additionalInterfaces"):
+        entries = card.get(key)
+        if isinstance(entries, list):
+            urls += [entry.get("url") for entry in entries if isinstance(entry, dict)]
+    return [url for url in urls if isinstance(url, str)]
+
+
+async def read_card(
+    url: str, timeout: float = CARD_TIMEOUT, allowed_hosts: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The participant's agent card; CardUnusable when it does not answer or is no card, or
+    (with ``allowed_hosts``) when reading it leads to another host (a redirect) or it names
+    an interface on another host."""
+    hooks = {"request": [allow_list_hook(allowed_hosts)]}
     try:
-        async with httpx.AsyncClient(timeout=timeout, verify=tls_context()) as http:
+        async with httpx.AsyncClient(
+            timeout=timeout, verify=tls_context(), event_hooks=hooks
+        ) as http:
             response = await http.get(card_url(url))
+    except HostNotAllowed as exc:
+        raise CardUnusable(
+            f"Reading the participant's agent card leads elsewhere: {exc}."
+        ) from None
     except httpx.HTTPError as exc:
         raise unreachable(url, exc) from None
-    return judge_card(url, response.status_code, response.content)
+    card = judge_card(url, response.status_code, response.content)
+    for named in interface_urls(card):
+        if not host_allowed(named, allowed_hosts):
+            raise CardUnusable(
+                f"The participant's agent card names the interface {named[:200]}, whose host "
+                f"is not on the green agent's allow-list of participant hosts "
+                f"({', '.join(allowed_hosts)})."
+            )
+    return card
 
 
 def check_card_sync(url: str, timeout: float = CARD_TIMEOUT) -> dict[str, Any]:

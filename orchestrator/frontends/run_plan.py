@@ -61,6 +61,7 @@ def resumed(plan: RunPlan, run_dir: Path) -> RunPlan:
                     f"leave {name} out (unset SWE_GREEN_{name.upper()}) to resume the same run, "
                     "or start a new run.",
                 )
+    saved.setdefault("participant", _requested_participant(saved))
     if plan.participant and saved.get("participant") and plan.participant != saved["participant"]:
         raise UserError(
             f"--resume: the participant is {plan.participant!r} here but the run was started "
@@ -71,12 +72,28 @@ def resumed(plan: RunPlan, run_dir: Path) -> RunPlan:
         participant=plan.participant or saved.get("participant"),
         participant_id=plan.participant_id or saved.get("participant_id"),
         concurrency=plan.concurrency or saved.get("concurrency"),
-        selection=Selection(**saved.get("selection", {})),
+        selection=Selection(**_recorded_selection(saved)),
         overrides={**pinned, **saved.get("settings_overrides", {}), **plan.overrides},
         run_id=saved["run_id"],
         predictions=plan.predictions or saved.get("predictions"),
         script=plan.script or (Path(saved["script"]) if saved.get("script") else None),
     )
+
+
+def _recorded_selection(saved: dict[str, Any]) -> dict[str, Any]:
+    """The selection a run was started with: as recorded, else (an assessment's run) the
+    instances it chose; never nothing, which would be the whole dataset."""
+    if "selection" in saved:
+        return dict(saved["selection"])
+    if saved.get("instances"):
+        return {"ids": list(saved["instances"])}
+    return {}
+
+
+def _requested_participant(saved: dict[str, Any]) -> str | None:
+    """An assessment's participant URL, from the request it recorded."""
+    participants = (saved.get("request") or {}).get("participants") or {}
+    return next(iter(participants.values()), None) if isinstance(participants, dict) else None
 
 
 def _same(here: object, recorded: object) -> bool:

@@ -21,13 +21,19 @@ Several assessments may run at once; each has its own run id and directory. Thei
 share the host's slots (:class:`.admission.HostSlots`, ``concurrency`` in total): a later assessment
 queues and says so. Numbers in data parts reach A2A 0.3 clients as integers where they are
 whole (:mod:`orchestrator.frontends.compat03`). Optional: a bearer token on every A2A call, an
-allow-list of participant hosts; kept participant containers are capped.
+allow-list of participant hosts (every URL the server contacts: the request's, the agent
+card's interface, any redirect); kept participant containers are capped.
+
+A stop (SIGTERM, SIGINT) cancels the assessments in progress as ``tasks/cancel`` does and waits
+for their clean-up (``serve_stop_timeout`` at most); a start reaps what a dead holder (a
+``serve`` killed with ``kill -9``) left (:mod:`orchestrator.housekeeping.reaper`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import socket
 from typing import Annotated
 
 import typer
@@ -49,7 +55,8 @@ from orchestrator.frontends.admission import LEGACY_CARD_PATH, BearerAuth
 from orchestrator.frontends.assessment import EXAMPLE
 from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
 from orchestrator.log import get_logger
-from orchestrator.participant.serving import CardInfo, agent_card
+from orchestrator.participant.serving import CardInfo, agent_card, listen
+from orchestrator.sandbox import BackendUnavailable
 from orchestrator.settings import Settings, load_settings, option_help, setting_choices
 
 GREEN_CARD = CardInfo(
@@ -69,7 +76,8 @@ GREEN_CARD = CardInfo(
                 "-1 = all), shard ('i/n') or shard_index (0-based) + num_shards, concurrency "
                 "(max_concurrent_rows), setup_strategy, instance_timeout, tool_timeout, "
                 "test_timeout, participant_timeout, max_tool_calls, validate. Unknown keys "
-                "are ignored and named in the summary."
+                "are ignored and named in the summary; a misspelt 'config', 'participants' or "
+                "selection key is refused."
             ),
             tags=["swe-bench", "coding", "benchmark", "green-agent"],
             examples=[EXAMPLE],
@@ -103,10 +111,9 @@ def build_app(
     compat03.install()
     token = settings.serve.serve_token or None
     card = green_card(card_url, bearer=bool(token))
+    executor = AssessmentExecutor(settings, heartbeat=heartbeat)
     handler = DefaultRequestHandler(
-        agent_executor=AssessmentExecutor(settings, heartbeat=heartbeat),
-        task_store=InMemoryTaskStore(),
-        agent_card=card,
+        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )
     routes = [
         *create_agent_card_routes(card),
@@ -114,6 +121,7 @@ def build_app(
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
     app = Starlette(routes=routes)
+    app.state.executor = executor  # a stop cancels its assessments (GreenServer)
     if token:
         app.add_middleware(BearerAuth, token=token)
     return app
@@ -159,6 +167,7 @@ def serve(
     """Serve the green agent until interrupted (:func:`check_exposure` first)."""
     settings = settings or load_settings()
     check_exposure(host, settings)
+    sock = listen(host, port)  # a port in use: one line and exit 2, before anything starts
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     url = card_url or (f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/")
     get_logger().info(
@@ -171,8 +180,57 @@ def serve(
         allowed_overrides=settings.serve.serve_allowed_overrides or "none",
         keep_containers=settings.serve.serve_keep_containers,
     )
+    reap_left_behind(settings)
+    app = build_app(settings, url, heartbeat=heartbeat)
+    config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=5)
+    server = GreenServer(config, app.state.executor, settings.serve.serve_stop_timeout)
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(build_app(settings, url, heartbeat=heartbeat), host=host, port=port)
+        server.run(sockets=[sock])
+
+
+class GreenServer(uvicorn.Server):
+    """uvicorn's server, whose stop (SIGTERM, SIGINT) first cancels the assessments in
+    progress, as ``tasks/cancel`` does, and waits at most ``stop_timeout`` seconds for their
+    instances to clean up; then it closes the connections (their streams have ended)."""
+
+    def __init__(
+        self, config: uvicorn.Config, executor: AssessmentExecutor, stop_timeout: float
+    ) -> None:
+        super().__init__(config)
+        self.executor = executor
+        self.stop_timeout = stop_timeout
+
+    def run(self, sockets: list[socket.socket] | None = None) -> None:
+        from sse_starlette.sse import AppStatus
+
+        # the event streams end when their assessments do (the canceled status reaches the
+        # client), not at the signal: sse-starlette would cut them before that status
+        AppStatus.disable_automatic_graceful_drain()
+        super().run(sockets)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        from sse_starlette.sse import AppStatus
+
+        for server in self.servers:
+            server.close()  # no new assessment meanwhile
+        await self.executor.stop(self.stop_timeout)
+        AppStatus.should_exit = True  # any stream still open ends now
+        await super().shutdown(sockets)
+
+
+def reap_left_behind(settings: Settings) -> None:
+    """Remove what a dead holder left on the engine (a ``serve`` killed with ``kill -9``: its
+    assessments' running containers, their leases); an engine that does not answer is left
+    for the first assessment to report."""
+    from orchestrator.housekeeping.reaper import reap_at_start
+    from orchestrator.sandbox.factory import backend_from
+
+    try:
+        backend = backend_from(settings, timeout=10)
+    except BackendUnavailable as exc:
+        get_logger().warning("green-agent.no_engine_at_start", error=str(exc))
+        return
+    reap_at_start(backend, settings.storage.data_dir)
 
 
 _Insecure = Annotated[

@@ -215,6 +215,12 @@ class LeaderboardRow(BaseModel):
     # graded instances whose verdict rests on a test that changed its outcome when re-run
     # alone (``flaky_tests``; the verdict is the first outcome's, as officially)
     flaky_count: int = 0
+    # verdicts in which some FAIL_TO_PASS test passed, checked with impossible twins
+    # (``twin_check.checked``); of those resolved; and those a passing twin proved wrong
+    # (reason twin_passed: its FAIL_TO_PASS test counted as failing)
+    twin_checked_count: int = 0
+    resolved_twin_checked_count: int = 0
+    twin_passed_count: int = 0
 
 
 def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
@@ -237,4 +243,8 @@ def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
     )
     fields["tamper_detected_count"] = sum(r.reason == Reason.TAMPER_DETECTED for r in results)
     fields["flaky_count"] = sum(1 for r in results if r.status != Status.ERROR and r.flaky_tests)
+    checked = [r for r in results if r.twin_check is not None and r.twin_check.checked]
+    fields["twin_checked_count"] = len(checked)
+    fields["resolved_twin_checked_count"] = sum(r.status == Status.RESOLVED for r in checked)
+    fields["twin_passed_count"] = sum(r.reason == Reason.TWIN_PASSED for r in results)
     return LeaderboardRow.model_validate(fields)

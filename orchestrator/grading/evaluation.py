@@ -68,7 +68,7 @@ from orchestrator.grading.script import (
     writable_paths,
 )
 from orchestrator.grading.tamper_check import tamper_reasons
-from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
+from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus, TwinCheck
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
@@ -128,12 +128,17 @@ class Evaluation(BaseModel):
     excluded_files: list[str] = Field(default_factory=list)
     suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
     tamper_evidence: list[str] = Field(default_factory=list)  # see audit; tests then fail
+    # compiled extension modules the patch's reinstall wrote (no audit event sees their code)
+    compiled_modules: list[str] = Field(default_factory=list)
     # expected tests whose conflicting reports count as failing here (officially: the last)
     stricter_than_official: list[str] = Field(default_factory=list)
     logs: dict[str, str] = Field(default_factory=dict)  # name -> file under log_dir
     # the deciding tests whose outcome changed when run again (.flaky_reruns): their outcomes
     flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
     rerun_seconds: float | None = None  # what the re-runs took; None when none ran
+    twin_check: TwinCheck | None = None  # the verdict checked with impossible twins (.twins)
+    twin_seconds: float | None = None  # what the twin run took; None when none ran
+    twin_wait: float = 0.0  # how long grading waited for the twin run after its own runs
 
 
 def run_tests(
@@ -148,6 +153,7 @@ def run_tests(
     record: bool = False,
     directives: Sequence[str] | None = None,
     audit: AuditConfig | None = None,
+    test_patch: str | None = None,
 ) -> TestRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
@@ -161,11 +167,13 @@ def run_tests(
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
     is writable instead, and ``TestRun.writable`` says where the tests wrote
     (:mod:`.script`). ``directives``: run these instead of the test files. ``audit``: the
-    patch's code is watched (:mod:`.audit`).
+    patch's code is watched (:mod:`.audit`). ``test_patch``: applied in place of the
+    instance's (an impossible twin's, :mod:`.twins`; it touches the same files, and the
+    script is the instance's own).
     """
     sandbox.set_network(False)
     script = eval_script(instance, recipe, test_user, writable, record, directives)
-    _put_eval_files(sandbox, instance.test_patch, script)
+    _put_eval_files(sandbox, instance.test_patch if test_patch is None else test_patch, script)
     if audit is not None:
         put_audit_files(sandbox, audit)
     nonce = secrets.token_hex(16)
@@ -247,6 +255,7 @@ def evaluate(
     excluded_f2p: Iterable[str] = (),
     writable: Sequence[str] = (),
     successor: Successor | None = None,
+    test_patch: str | None = None,
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit) on one
     run of the tests (:func:`orchestrator.grading.grade` runs the deciding ones again).
@@ -256,6 +265,7 @@ def evaluate(
     resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
     ``suspicious``. A patch that must be installed again is built in ``sandbox``, and the
     tests run in a fresh sandbox from its files (``successor``; :mod:`.reinstall`).
+    ``test_patch``: the tests' patch in place of the instance's (:func:`run_tests`).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
     if patch is None or not patch.strip():
@@ -276,7 +286,10 @@ def evaluate(
     if not applied.applied:
         reason = Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED
         return _no_op(reason, applied.error, unchanged, **common)
-    with _reinstall(sandbox, recipe, gradeable, timeout, logs, successor) as (sandbox, refused):
+    with _reinstall(sandbox, recipe, gradeable, timeout, logs, successor) as (
+        sandbox, refused, compiled,
+    ):  # fmt: skip
+        common["compiled_modules"] = compiled
         if refused:
             message = "the reinstall the patch's build changes caused wrote beyond the "
             message += f"package's own files, so the tests did not run: {refused}"
@@ -284,7 +297,7 @@ def evaluate(
         watched = audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR)
         run = run_tests(
             sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-            writable=writable, audit=watched,
+            writable=writable, audit=watched, test_patch=test_patch,
         )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
@@ -303,9 +316,10 @@ def _no_op(reason: Reason, message: str, groups: TestGroups, **extra: Any) -> Ev
 def _reinstall(
     sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
     successor: Successor | None,
-) -> Iterator[tuple[Sandbox, str]]:  # fmt: skip
+) -> Iterator[tuple[Sandbox, str, list[str]]]:  # fmt: skip
     """Install again if the patch changes what the build reads (:mod:`.reinstall`): the sandbox
-    the tests run in, and what the build wrote that it may not, shown ("" if nothing)."""
+    the tests run in, what the build wrote that it may not, shown ("" if nothing), and the
+    compiled modules it wrote."""
     if successor is None and needs_reinstall(recipe, gradeable):
         raise SandboxError("the patch must be installed again, and no fresh sandbox can be had")
     with contained_reinstall(
@@ -313,13 +327,14 @@ def _reinstall(
         repo_dir=TESTBED, runner_files=runner_files(recipe),
     ) as (graded_in, reinstalled):  # fmt: skip
         if reinstalled is None:
-            yield graded_in, ""
+            yield graded_in, "", []
             return
         refused = "".join(f"refused: {path}\n" for path in reinstalled.refused)
         ok = "ok" if reinstalled.ok else "FAILED"
         logs.write("reinstall", "reinstall.log", f"reinstall {ok}\n{reinstalled.tail}\n{refused}")
         more = len(reinstalled.refused) - 5
-        yield graded_in, "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" * (more > 0))
+        shown = "; ".join(reinstalled.refused[:5]) + (f" (and {more} more)" * (more > 0))
+        yield graded_in, shown, reinstalled.compiled
 
 
 def _judge(
@@ -357,6 +372,11 @@ def _judge(
     suspicious: list[str] = []
     if status == Status.RESOLVED:
         suspicious = tamper_reasons(gradeable, runner_files(recipe), instance.patch)
+        if common.get("compiled_modules"):  # code no audit event sees: the twins judge it
+            suspicious.append(
+                "its build compiled modules whose code the audit cannot see: "
+                + ", ".join(common["compiled_modules"][:5])
+            )
     return Evaluation(
         status=status,
         groups=groups,

@@ -17,6 +17,7 @@ class ActiveRun:
     run_id: str
     started: float  # epoch seconds; 0 when only known from running containers
     instances: frozenset[str]
+    images: frozenset[str] = frozenset()  # the images its containers started from
 
 
 @contextlib.contextmanager
@@ -39,7 +40,8 @@ def active_runs(backend: SandboxBackend, data_dir: Path) -> dict[str, ActiveRun]
         if lease.live:
             known = runs.get(lease.run_id)
             instances = lease.instances | (known.instances if known else frozenset())
-            runs[lease.run_id] = ActiveRun(lease.run_id, lease.started, instances)
+            images = lease.images | (known.images if known else frozenset())
+            runs[lease.run_id] = ActiveRun(lease.run_id, lease.started, instances, images)
     expired = {lease.run_id for lease in leases if not lease.live} - set(runs)
     for info in list_containers(backend):
         running = info.status == "running" and info.run_id

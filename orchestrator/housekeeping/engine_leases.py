@@ -3,15 +3,15 @@ their data directory: ``gc``, ``envs prune``, ``inspect`` and the kept-container
 user spare what another user's live run holds.
 
 A lease is a small named volume labelled with the holder, its run id, the instances and
-containers it holds, and the process (pid, host) holding it. Its heartbeat is the volume's
-creation time: every ``LEASE_BEAT`` seconds the holder creates a new volume and removes the
-one before, so the newest volume of a holder says when it last beat, on the engine's clock
-(the same clock for every host that uses the engine). As with the lease files
-(:mod:`orchestrator.leases`), a lease is live while its heartbeat is younger than
-``LEASE_TTL`` and, on this host, its process exists: a holder that crashed or whose host
-died stops beating, and its lease expires. A backend without an engine (the local one) holds
-and reads none; an engine that refuses volumes (a restricted gateway) is logged once and the
-lease files alone count.
+containers it holds, the images its containers started from, and the process (pid, host)
+holding it. Its heartbeat is the volume's creation time: every ``LEASE_BEAT`` seconds the
+holder creates a new volume and removes the one before, so the newest volume of a holder
+says when it last beat, on the engine's clock (the same clock for every host that uses the
+engine). As with the lease files (:mod:`orchestrator.leases`), a lease is live while its
+heartbeat is younger than ``LEASE_TTL`` and, on this host, its process exists: a holder that
+crashed or whose host died stops beating, and its lease expires. A backend without an engine
+(the local one) holds and reads none; an engine that refuses volumes (a restricted gateway)
+is logged once and the lease files alone count.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from orchestrator.housekeeping.names import NOT_NAME
 from orchestrator.leases import (
     LEASE_BEAT,
     LEASE_TTL,
+    USED_IMAGES,
     Lease,
     LiveSet,
     lease_state,
@@ -54,6 +55,7 @@ LABEL_HOST = "swe-green.lease.host"
 LABEL_STARTED = "swe-green.lease.started"
 LABEL_INSTANCES = "swe-green.lease.instances"
 LABEL_CONTAINERS = "swe-green.lease.containers"
+LABEL_IMAGES = "swe-green.lease.images"
 VOLUME_PREFIX = "swe-green-lease-"
 
 
@@ -82,8 +84,9 @@ def hold_engine_lease(
     beat: float = LEASE_BEAT,
 ) -> Iterator[None]:
     """Hold a lease on the engine on run ``run_id``'s containers and images (and on
-    ``containers`` by name) while the block runs; a thread renews its heartbeat. Its volumes
-    go when the block ends."""
+    ``containers`` by name) while the block runs; a thread renews its heartbeat, at once when
+    the run uses a new image (:func:`orchestrator.leases.note_image`). Its volumes go when
+    the block ends."""
     client = _client(backend)
     if client is None:
         yield
@@ -101,8 +104,9 @@ def hold_engine_lease(
 
     def beat_once() -> bool:
         name = f"{VOLUME_PREFIX}{NOT_NAME.sub('-', holder)[:80]}-{uuid.uuid4().hex[:12]}"
+        images = {LABEL_IMAGES: ",".join(USED_IMAGES.of(run_id))}
         try:
-            create_volume(client, name, labels)
+            create_volume(client, name, {**labels, **images})
             for older in _holder_volumes(client, holder, host, pid):
                 if older != name:
                     remove_volume(client, older)
@@ -111,25 +115,31 @@ def hold_engine_lease(
             return False
         return True
 
-    held = beat_once()
     stop = threading.Event()
+    with USED_IMAGES.watching(run_id) as wake:
+        held = beat_once()
 
-    def renew() -> None:
-        while not stop.wait(beat):
-            beat_once()
+        def renew() -> None:
+            while True:
+                wake.wait(beat)
+                wake.clear()
+                if stop.is_set():
+                    return
+                beat_once()
 
-    thread = threading.Thread(target=renew, name=f"engine-lease-{run_id}", daemon=True)
-    if held:
-        thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
+        thread = threading.Thread(target=renew, name=f"engine-lease-{run_id}", daemon=True)
         if held:
-            thread.join(timeout=5)
-        with contextlib.suppress(*errors):
-            for name in _holder_volumes(client, holder, host, pid):
-                remove_volume(client, name)
+            thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            wake.set()
+            if held:
+                thread.join(timeout=5)
+            with contextlib.suppress(*errors):
+                for name in _holder_volumes(client, holder, host, pid):
+                    remove_volume(client, name)
 
 
 def _engine_now(client: Any) -> float:
@@ -194,6 +204,7 @@ def engine_leases(
                 heartbeat=heartbeat,
                 instances=frozenset(filter(None, labels.get(LABEL_INSTANCES, "").split(","))),
                 containers=frozenset(filter(None, labels.get(LABEL_CONTAINERS, "").split(","))),
+                images=frozenset(filter(None, labels.get(LABEL_IMAGES, "").split(","))),
                 live=not why,
                 why=why,
             )  # fmt: skip
@@ -216,17 +227,24 @@ def live_everywhere(
     return live_set_of(all_leases(backend, data_dir, now=now))
 
 
-def drop_expired_on_engine(backend: SandboxBackend, run_ids: Iterable[str]) -> None:
-    """Remove the volumes of expired engine leases of ``run_ids`` (what they held is gone)."""
+def drop_expired_on_engine(backend: SandboxBackend, run_ids: Iterable[str]) -> list[str]:
+    """Remove the volumes of the expired engine leases of ``run_ids`` (what they held is
+    gone): each expired holder's own volumes, never a live holder's of the same run. Their
+    names."""
     client = _client(backend)
     wanted = set(run_ids)
     if client is None or not wanted:
-        return
+        return []
+    removed = []
     for lease in engine_leases(backend):
-        if not lease.live and lease.run_id in wanted:
-            with contextlib.suppress(*ENGINE_ERRORS):
-                for name, _, _ in volumes(client, [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]):
+        if lease.live or lease.run_id not in wanted:
+            continue
+        with contextlib.suppress(*ENGINE_ERRORS):
+            for name, labels, _ in volumes(client, [f"{LABEL_RUN}={lease.run_id}", LABEL_LEASE]):
+                if labels.get(LABEL_HOST) == lease.host and labels.get(LABEL_PID) == str(lease.pid):
                     remove_volume(client, name)
+                    removed.append(name)
+    return removed
 
 
 @contextlib.contextmanager

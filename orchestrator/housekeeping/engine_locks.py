@@ -6,8 +6,10 @@ The lock is a container that is created, never started, under the name
 atomic step, and removing it releases the lock. Its labels name its holder, whose engine
 lease (:mod:`.engine_leases`) beats while it holds the lock; a waiter whose holder's lease
 has expired (its process gone, or no heartbeat on the engine's clock for ``LEASE_TTL``)
-removes the stale lock and takes it. The container is not labelled as one of this tool's
-(``gc`` and ``sandbox ls`` do not see it) and is created from an image the engine has.
+removes the stale lock and takes it. The container is created from an image the engine has,
+whose labels it would inherit: its own labels override the tool's label (``sandbox ls`` and
+the clean-ups of runs do not see it), and ``gc`` removes a lock only when its holder's lease
+has expired (:func:`build_locks`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from orchestrator.housekeeping.engine_leases import engine_leases, hold_engine_l
 from orchestrator.housekeeping.names import NAME_LIMIT, NOT_NAME
 from orchestrator.log import get_logger
 from orchestrator.sandbox import SandboxBackend
-from orchestrator.sandbox.docker.engine_state import create_named, named_labels, remove_named
+from orchestrator.sandbox.docker.engine_state import (
+    create_named,
+    named_labels,
+    named_with_label,
+    remove_named,
+)
+from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
 
 LABEL_LOCK = "swe-green.lock"  # the key
 LABEL_LOCK_HOLDER = "swe-green.lock.holder"  # the run id of the holder's engine lease
@@ -35,6 +43,30 @@ def lock_name(key: str) -> str:
 
 def _holder_live(backend: SandboxBackend, holder: str) -> bool:
     return any(lease.live for lease in engine_leases(backend) if lease.run_id == holder)
+
+
+def lock_labels(key: str, holder: str) -> dict[str, str]:
+    """A lock container's labels: its key and holder, and the tool's label overridden (the
+    image's would otherwise make it one of this tool's containers)."""
+    return {LABEL_TOOL: "lock", LABEL_KIND: "lock", LABEL_LOCK: key, LABEL_LOCK_HOLDER: holder}
+
+
+def build_locks(backend: SandboxBackend) -> list[tuple[str, str, bool]]:
+    """(container name, key, whether its holder lives) of every build lock on the engine."""
+    client = getattr(backend, "client", None)
+    if client is None:
+        return []
+    live = {lease.run_id for lease in engine_leases(backend) if lease.live}
+    return [
+        (name, labels.get(LABEL_LOCK, ""), labels.get(LABEL_LOCK_HOLDER, "") in live)
+        for name, labels in named_with_label(client, LABEL_LOCK)
+    ]
+
+
+def remove_lock(backend: SandboxBackend, name: str) -> None:
+    client = getattr(backend, "client", None)
+    if client is not None:
+        remove_named(client, name)
 
 
 @contextlib.contextmanager
@@ -53,7 +85,7 @@ def engine_lock(
     log = get_logger()
     with hold_engine_lease(backend, holder):
         waited = False
-        labels = {LABEL_LOCK: key, LABEL_LOCK_HOLDER: holder}
+        labels = lock_labels(key, holder)
         while not create_named(client, image, name, labels):
             other = named_labels(client, name)
             if other is None:

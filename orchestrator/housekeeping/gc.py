@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.housekeeping.engine_leases import drop_expired_on_engine, live_everywhere
+from orchestrator.housekeeping.engine_locks import LABEL_LOCK, build_locks, remove_lock
 from orchestrator.housekeeping.inventory import RUNNING, list_containers, list_images
 from orchestrator.leases import LiveSet, drop_expired
 from orchestrator.sandbox import ContainerInfo, SandboxBackend
@@ -61,6 +62,8 @@ def gc(
         if info.run_id and info.status in RUNNING and info.run_id not in expired
     }  # fmt: skip
     for info in containers:
+        if LABEL_LOCK in info.labels:
+            continue  # a build lock: below
         why = _spare_reason(info, live, named=run_id is not None)
         if not why and run_id is None and info.run_id in busy:
             why = f"run {info.run_id} has a running container (in progress)"
@@ -73,6 +76,8 @@ def gc(
         gone_runs.add(info.run_id)
         if not dry_run:
             backend.remove_container(info.id)
+    if run_id is None:
+        _collect_locks(backend, plan, dry_run)
     _collect_images(backend, plan, image_kinds, live, run_id, older_than, now, dry_run)
     labels = {LABEL_TOOL: "1", **({LABEL_RUN: run_id} if run_id else {})}
     before = now - max(older_than or 0.0, IDLE_NETWORK_AGE)
@@ -82,6 +87,17 @@ def gc(
             drop_expired(data_dir, live.expired_runs & gone_runs)
         drop_expired_on_engine(backend, live.expired_runs & gone_runs)
     return plan
+
+
+def _collect_locks(backend: SandboxBackend, plan: GcPlan, dry_run: bool) -> None:
+    """The build locks: a live holder's stays (it is building), a gone holder's goes."""
+    for name, key, holder_lives in build_locks(backend):
+        if holder_lives:
+            plan.spared.append(f"{name}: the build lock of {key}, its holder is building")
+            continue
+        plan.containers.append(name)
+        if not dry_run:
+            remove_lock(backend, name)
 
 
 def _collect_images(

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from orchestrator.errors import UserError
 from orchestrator.sandbox import ContainerInfo, ImageInfo, SandboxBackend
 from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_RUN, LABEL_TOOL
 
 STOPPED = ("exited", "dead")  # kept; "created" may be one about to start
 RUNNING = ("running", "paused", "restarting")
+
+
+class NotYours(UserError):
+    """Only other users' runs have a container of the instance asked for."""
 
 
 def list_containers(
@@ -19,12 +25,31 @@ def list_containers(
 
 
 def find_container(
-    backend: SandboxBackend, ref: str, run_id: str | None = None
+    backend: SandboxBackend,
+    ref: str,
+    run_id: str | None = None,
+    *,
+    own_runs: Collection[str] | None = None,
 ) -> tuple[ContainerInfo, str]:
     """The container for an instance id, a container name or an id (of run ``run_id`` when
     given); and how it was found. Of an instance's containers, a stopped kept participant
-    container comes before running ones and before grading containers, newest first."""
+    container comes before running ones and before grading containers, newest first.
+
+    ``own_runs``: the caller's runs; by instance id (no ``run_id``), only their containers
+    are candidates (another user's container is opened only when named, or its run is)."""
     by_instance = list_containers(backend, run_id=run_id, instance_id=ref)
+    if run_id is None and own_runs is not None and by_instance:
+        others = [info for info in by_instance if info.run_id not in own_runs]
+        by_instance = [info for info in by_instance if info.run_id in own_runs]
+        if not by_instance:
+            named = ", ".join(f"{info.name} (run {info.run_id})" for info in others[:3])
+            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+            raise NotYours(
+                f"No container of your runs is labelled with instance {ref}; other runs' are: "
+                f"{named}{more}.",
+                "name the container (`swe-green inspect CONTAINER`) or its run (--run RUN) "
+                "to open another user's container.",
+            )
     if by_instance:
         ranked = sorted(by_instance, key=_inspect_rank)  # stable: newest first within a rank
         of_run = f" of run {run_id}" if run_id else ""

@@ -24,6 +24,7 @@ class CachedImage:
     parent: str
     labels: dict[str, str]
     protected: str = ""  # why it must stay, when it must
+    tags: tuple[str, ...] = ()  # all its tags under the prefix
 
 
 @dataclass
@@ -70,6 +71,7 @@ def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[
                 last_used=max(uses) if uses else epoch(image.created),
                 parent=parent_id,
                 labels=dict(labels),
+                tags=tuple(tags),
             )  # fmt: skip
         )
     by_id = {image.id: image for image in found}
@@ -118,8 +120,9 @@ def plan_prune(
 def _protect_in_progress(
     images: list[CachedImage], containers: list[ContainerInfo], active: dict[str, ActiveRun]
 ) -> None:
-    """Mark (``protected``) the images a run in progress uses, built, or may still use, and
-    the environments of those instance images."""
+    """Mark (``protected``) the images a run in progress uses (its containers started from
+    them: its lease names them), built, or may still use (its instances'), and the
+    environments of those instance images."""
     by_id = {image.id: image for image in images}
     for container in containers:
         run_id = container.labels.get(LABEL_RUN, "")
@@ -132,7 +135,7 @@ def _protect_in_progress(
                 image.protected = f"built by run {run.run_id} in progress"
             elif image.labels.get(LABEL_INSTANCE) in run.instances and image.kind == "instance":
                 image.protected = f"an instance of run {run.run_id} in progress"
-            elif run.started and image.last_used >= run.started:
+            elif run.images & {image.id, image.tag, *image.tags}:
                 image.protected = f"used by run {run.run_id} in progress"
     for image in images:  # an environment stays with its protected instance images
         if image.protected and image.parent in by_id and not by_id[image.parent].protected:

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from orchestrator.participant.exchange import BROKEN, INTERRUPTED, Exchange, Tur
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.tools_host import ToolRunner, default_tools
 from orchestrator.participant.transcript import Transcript
-from orchestrator.participant.transport import CappedTransport
+from orchestrator.participant.transport import CappedTransport, allow_list_hook
 from orchestrator.participant.wire import ParsedTurn, WireLimits, parse_turn, task_spec, task_text
 from orchestrator.sandbox import DiskLimitExceeded
 from orchestrator.settings import ParticipantConfig
@@ -114,11 +115,14 @@ async def run_participant(
     transcript: Path,
     *,
     tools: list[dict[str, Any]] | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> ParticipantOutcome:
     """Let the participant at ``url`` work on ``instance``; never raises (see module doc).
 
     ``tool_runner`` is called in a worker thread, one call at a time, with the call's timeout.
     ``tools`` are the schemas announced to the participant (default: :func:`default_tools`).
+    With ``allowed_hosts`` (globs) no request goes to another host: not the agent card's
+    interface URL, not a redirect (``participant_protocol``).
     """
     try:
         log = Transcript(transcript)
@@ -128,7 +132,7 @@ async def run_participant(
             reason=Reason.INFRASTRUCTURE,
             message=f"cannot write the transcript {transcript}: {exc}",
         )
-    run = _Run(url, instance, tool_runner, limits, log)
+    run = _Run(url, instance, tool_runner, limits, log, allowed_hosts)
     try:
         return await run.run(tools)
     except Exception as exc:  # noqa: BLE001 - the green agent must survive any participant
@@ -148,8 +152,10 @@ class _Run:
         tool_runner: ToolRunner,
         limits: ParticipantLimits,
         log: Transcript,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         self.url = url
+        self.allowed_hosts = list(allowed_hosts)
         self.instance = instance
         self.tool_runner = tool_runner
         self.limits = limits
@@ -174,8 +180,11 @@ class _Run:
                 timeout=timeout,
                 transport=CappedTransport(self.limits.max_reply_bytes),
                 headers={"Accept-Encoding": "identity"},
+                event_hooks={"request": [allow_list_hook(self.allowed_hosts)]},
             ) as http:
-                client, self.participant_name = await connect(http, self.url, self.log)
+                client, self.participant_name = await connect(
+                    http, self.url, self.log, self.allowed_hosts
+                )
                 self.a2a = Exchange(client, self.log, self.url)
                 try:
                     outcome = await self._converse(self.a2a, tools)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 import httpx
@@ -26,6 +26,7 @@ from orchestrator.models import Reason
 from orchestrator.participant.a2a_parts import to_wire
 from orchestrator.participant.endings import End, EndedBy, classify, describe
 from orchestrator.participant.transcript import Transcript
+from orchestrator.participant.transport import HostNotAllowed, host_allowed
 
 # states that end a turn and wait for the next message in the same task
 INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED}
@@ -157,11 +158,20 @@ class Exchange:
             self.log.write("notice_failed", error=describe(exc))
 
 
-async def connect(http: httpx.AsyncClient, url: str, log: Transcript) -> tuple[Client, str | None]:
+async def connect(
+    http: httpx.AsyncClient, url: str, log: Transcript, allowed_hosts: Sequence[str] = ()
+) -> tuple[Client, str | None]:
     """A client for the participant at ``url`` made from its agent card, and the card's name;
-    :class:`End` when the card cannot be fetched or used."""
+    :class:`End` when the card cannot be fetched or used, or names an interface on a host
+    outside ``allowed_hosts``."""
     try:
         card = await asyncio.wait_for(A2ACardResolver(http, url).get_agent_card(), _CARD_TIMEOUT)
+    except HostNotAllowed as exc:
+        raise End(
+            EndedBy.PROTOCOL_ERROR,
+            Reason.PARTICIPANT_PROTOCOL,
+            f"the participant at {url} sent the green agent elsewhere: {exc}",
+        ) from exc
     except (AgentCardResolutionError, httpx.HTTPError, OSError, TimeoutError) as exc:
         raise End(
             EndedBy.UNREACHABLE,
@@ -175,6 +185,15 @@ async def connect(http: httpx.AsyncClient, url: str, log: Transcript) -> tuple[C
             f"the participant at {url} has no usable agent card: {describe(exc)}",
         ) from exc
     log.write("card", card=MessageToDict(card))
+    for interface in card.supported_interfaces:
+        if not host_allowed(interface.url, allowed_hosts):
+            raise End(
+                EndedBy.PROTOCOL_ERROR,
+                Reason.PARTICIPANT_PROTOCOL,
+                f"the participant's agent card names the interface {interface.url[:200]}, whose "
+                "host is not on the green agent's allow-list of participant hosts "
+                f"({', '.join(allowed_hosts)})",
+            )
     try:
         client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
     except Exception as exc:  # noqa: BLE001 - e.g. no JSON-RPC interface

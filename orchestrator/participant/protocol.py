@@ -60,6 +60,8 @@ class A2AParticipant(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     url: str
+    # globs: no request goes to another host (the card's interface URL, a redirect)
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def works_in_container(self) -> bool:
@@ -71,8 +73,9 @@ class A2AParticipant(BaseModel):
     async def solve(self, instance: Instance, workspace: Workspace) -> ParticipantOutcome:
         assert workspace.tools is not None, "an A2A participant works with the sandbox tools"
         return await run_participant(
-            self.url, instance, workspace.tools, workspace.limits, workspace.transcript
-        )
+            self.url, instance, workspace.tools, workspace.limits, workspace.transcript,
+            allowed_hosts=self.allowed_hosts,
+        )  # fmt: skip
 
 
 class PredictionsParticipant(BaseModel):

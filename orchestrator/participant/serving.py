@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import socket
 import threading
 import time
@@ -17,6 +18,8 @@ from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
+
+from orchestrator.errors import UserError
 
 
 @dataclass
@@ -71,11 +74,48 @@ def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio enables TCP_NODELAY only then (else ~40 ms per turn)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; a port in use or refused is a
+    :class:`UserError` naming it and the fix."""
+    try:
+        return _bind(host, port)
+    except OSError as exc:
+        where = f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise UserError(
+                f"Port {port} on {host} is in use (another server listens on {where}).",
+                f"stop that server, or pass --port with a free port (e.g. --port {port + 1}).",
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise UserError(
+                f"Listening on {where} is not permitted (ports below 1024 need privileges).",
+                "pass --port with a port of 1024 or more.",
+            ) from None
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(
+            exc, socket.gaierror
+        ):
+            raise UserError(
+                f"Cannot listen on {where}: {host} is not an address of this host.",
+                "pass --host with one of its addresses (127.0.0.1, or 0.0.0.0 for all).",
+            ) from None
+        raise
+
+
+def serve_on(app: Any, sock: socket.socket, **options: Any) -> None:
+    """Serve ``app`` with uvicorn on the listening ``sock`` until interrupted."""
+    config = uvicorn.Config(app, **{"log_level": "warning", **options})
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def _url(host: str, port: int) -> str:
@@ -89,10 +129,15 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 9019,
     card_url: str | None = None,
+    listening: Callable[[], None] | None = None,
 ) -> None:
-    """Serve until interrupted. ``card_url`` is the URL the card advertises (default: host:port)."""
+    """Serve until interrupted. ``card_url`` is the URL the card advertises (default: host:port).
+    ``listening`` is called once the port is bound (a port in use: :class:`UserError`)."""
+    sock = listen(host, port)
     app = build_app(executor, info, card_url or _url(host, port))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    if listening is not None:
+        listening()
+    serve_on(app, sock)
 
 
 @contextlib.contextmanager

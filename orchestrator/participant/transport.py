@@ -1,10 +1,14 @@
-"""HTTP for talking to a participant: at most ``max_reply_bytes`` read from any one reply."""
+"""HTTP for talking to a participant: at most ``max_reply_bytes`` read from any one reply, and
+no request to a host outside the green agent's allow-list of participant hosts (the agent
+card's interface URL and any redirect included)."""
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from urllib.parse import urlparse
 
 import httpx
 
@@ -71,3 +75,31 @@ class CappedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def host_allowed(url: str, patterns: Sequence[str]) -> bool:
+    """Whether the URL's host matches one of ``patterns`` (globs; none = every host)."""
+    if not patterns:
+        return True
+    host = (urlparse(url).hostname or "").lower()
+    return any(fnmatch.fnmatchcase(host, pattern.lower()) for pattern in patterns)
+
+
+class HostNotAllowed(httpx.RequestError):
+    """A request to a host outside the allow-list of participant hosts (never sent)."""
+
+
+def allow_list_hook(patterns: Sequence[str]) -> Callable[[httpx.Request], Awaitable[None]]:
+    """An httpx ``request`` event hook that refuses every request (a redirect's too: httpx
+    runs the hook for each request it sends) whose host is not on ``patterns``."""
+    allowed = list(patterns)
+
+    async def check(request: httpx.Request) -> None:
+        if not host_allowed(str(request.url), allowed):
+            raise HostNotAllowed(
+                f"{request.url.host!r} is not on the green agent's allow-list of participant "
+                f"hosts ({', '.join(allowed)})",
+                request=request,
+            )
+
+    return check

@@ -5,7 +5,8 @@ The CLI (``run``, ``validate``, ``demo``) and the A2A server start runs the same
 directory under ``runs_dir`` unless one is given, and a ``config.json`` holding the run id,
 where the run came from, the participant's id, the instances and the effective settings
 (secrets left out), the host and swe-green's version, plus what the front end needs to
-resume or explain the run.
+resume or explain the run. The data directory notes the run directory
+(:mod:`orchestrator.housekeeping.run_index`): the user's own runs, found by their id.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.housekeeping.run_index import record_run_dir
 from orchestrator.sandbox import SandboxBackend
 from orchestrator.settings import Settings
 
@@ -54,6 +56,7 @@ def start_run(
         settings, backend, run_id, RunDir(run_dir or settings.storage.runs_dir / run_id)
     )
     if config is not None:
+        record_run_dir(settings.storage.data_dir, run_id, ctx.run_dir.path)
         settings_record = settings.flat(secrets=False)
         ctx.run_dir.write_config(
             {

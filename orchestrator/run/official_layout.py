@@ -8,13 +8,18 @@ Every run also writes, under ``<run>/swebench/``::
         test_output.txt    the test command's output, between the official markers
         eval.sh            the script that ran the tests
         run_instance.log   what happened to the instance, in a few lines
+    logs/run_evaluation/<run_id>/run.json
+                       what the run graded against (``write_run_metadata``): the dataset
+                       as the harness names it, its split and task repository
     <model>.<run_id>.json  the official run summary (``make_run_report``, schema 2)
 
 ``<model>`` is the participant's id with ``/`` as ``__``, as the harness names it. The
-official tools resolve ``logs/run_evaluation`` from the working directory, so they read these
-files unchanged when run from ``<run>/swebench`` (``swebench report``, analysis scripts, the
-harness's own ``make_run_report``). The layout is always written: it is a few small files per
-instance, and a copy in another place is a ``cp -r`` away.
+official tools resolve ``logs/run_evaluation`` from the working directory, so they read
+these files unchanged when run from ``<run>/swebench`` (``swebench report``, analysis
+scripts, the harness's own ``make_run_report``); ``swebench report <run_id>`` re-grades the
+saved test output against the dataset ``run.json`` names, without being told it. The layout
+is always written: it is a few small files per instance, and a copy in another place is a
+``cp -r`` away.
 
 How our verdicts map onto the official categories (the summary's numbers equal
 ``results.json``'s):
@@ -35,6 +40,7 @@ SWE-bench 5.0 label (:mod:`orchestrator.grading.failure_labels`).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Iterable
@@ -48,6 +54,7 @@ from orchestrator.models import InstanceResult, Reason, Status
 
 OFFICIAL_DIR = "swebench"
 LOG_DIR = "logs/run_evaluation"
+RUN_METADATA = "run.json"  # the harness's LOG_RUN_METADATA
 SCHEMA_VERSION = 2
 # the official harness's lines for the patch step, as its run_instance.log has them
 APPLY_PATCH_PASS = ">>>>> Applied Patch"
@@ -123,6 +130,7 @@ def swe_green_entry(result: InstanceResult) -> dict[str, Any]:
         "flaky_tests": result.flaky_tests,
         "stricter_than_official": result.stricter_than_official,
         "tamper_evidence": result.tamper_evidence,
+        "compiled_modules": result.compiled_modules,
         "suspicious": result.suspicious,
     }
 
@@ -269,9 +277,30 @@ def write_official_layout(run_dir: RunDir, model: str, results: Iterable[Instanc
             run_dir.write_under(f"{where}/report.json", _json(official_report(result)))
         else:
             report_path.unlink(missing_ok=True)
+    metadata = run_metadata(config)
+    if metadata is not None:
+        run_dir.write_under(f"{OFFICIAL_DIR}/{LOG_DIR}/{run_id}/{RUN_METADATA}", _json(metadata))
     ids = [str(i) for i in config.get("instances", [])]
     summary = official_summary(results, patches, ids)
     return run_dir.write_under(f"{OFFICIAL_DIR}/{model_dir}.{run_id}.json", _json(summary))
+
+
+def run_metadata(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The official ``run.json`` of a run (``write_run_metadata``'s keys) from its recorded
+    settings; None when it recorded no dataset, or one that no longer resolves."""
+    from orchestrator.dataset.instances import official_source
+    from orchestrator.errors import UserError
+
+    settings = config.get("settings") or {}
+    source, split = settings.get("dataset"), settings.get("dataset_split") or "test"
+    if not source:
+        return None
+    try:
+        dataset, task_repo = official_source(str(source), str(split))
+    except (UserError, OSError):
+        return None
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return {"dataset": dataset, "split": split, "task_repo": task_repo, "created_at": created}
 
 
 def _json(data: Any) -> str:

@@ -18,9 +18,10 @@ How the path is concurrent, and how its containers are cleaned up, is :mod:`.ins
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import structlog
@@ -33,6 +34,7 @@ from orchestrator.environments.prepared import PreparedInstance, test_recipe
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading import grade
 from orchestrator.grading.evaluation import Evaluation
+from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh, TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -76,6 +78,8 @@ class Excluded:
     p2p: list[str] = field(default_factory=list)
     f2p: list[str] = field(default_factory=list)
     writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
+    # the effective impossible twins (None: validation is off, no verdict is twin-checked)
+    twins: TwinSet | None = None
 
 
 async def run_instance(
@@ -124,6 +128,9 @@ class _InstanceRun:
         self.cancelled = False
         self.container: Sandbox | None = None  # the participant's
         self.grading: asyncio.Task[Sandbox] | None = None  # the grading container's start
+        # the twin run's container, started with the grading one (when validation has twins)
+        self.twin_grading: asyncio.Task[Sandbox] | None = None
+        self.twins_wanted = False
         self.hidden_tests = test_files(instance.test_patch)  # never part of a graded patch
 
     def phase(self, name: str) -> None:
@@ -163,6 +170,7 @@ class _InstanceRun:
         PASS_TO_PASS and FAIL_TO_PASS (validation off: none). Strategy ``auto``: an inferred
         environment that fails is handed with its failure to the LLM agent (an API key
         set), whose environment is validated in its place."""
+        grading = self.ctx.settings.grading
         if not self.ctx.settings.validation.validate_env:
             return prepared, Excluded()
         self.phase("validation")
@@ -178,7 +186,11 @@ class _InstanceRun:
                 return await self.validate(await self.base_commit(env))
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        excluded = Excluded(p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable)
+        self.twins_wanted = grading.twin_check and bool(check.twins)
+        excluded = Excluded(
+            p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
+            twins=check.twin_set() if grading.twin_check else None,
+        )  # fmt: skip
         return prepared, excluded
 
     async def dispatch(self, prepared: PreparedInstance) -> ParticipantOutcome:
@@ -228,9 +240,12 @@ class _InstanceRun:
         return task
 
     def start_grading(self, image: Snapshot) -> asyncio.Task[Sandbox]:
-        """The grading container's start (begun now if not ahead); removed at the end."""
+        """The grading container's start (begun now if not ahead); removed at the end. The twin
+        run's container starts with it (:mod:`.grading.twins`): the same age at the tests."""
         if self.grading is None:
             self.grading = self.start("grading", image, lambda sandbox: sandbox.remove())
+            if self.twins_wanted:
+                self.twin_grading = self.start("twin", image, lambda box: box.remove())
         return self.grading
 
     async def take_patch(self, outcome: ParticipantOutcome) -> str:
@@ -287,17 +302,42 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
+        twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
         evaluation = await self.scope.blocking(
             grade, grader, instance, test_recipe(prepared), patch,
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
             excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
             excluded_f2p=excluded.f2p, writable=excluded.writable,
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
+            twins=excluded.twins if grading.twin_check else None,
+            fresh=self._fresh_grading(prepared.snapshot, twin_box),
+            twin_successor=successor(ctx, instance, "twin"),
         )  # fmt: skip
         self.timings["grading"] = time.monotonic() - t
+        check = evaluation.twin_check
+        if not grading.twin_check and check is not None and check.why_unchecked == NOT_VALIDATED:
+            check.why_unchecked = TWINS_OFF
+        if evaluation.twin_seconds is not None:  # beside the graded run; then waited for
+            self.timings["twins"] = evaluation.twin_seconds
+            self.timings["twins_wait"] = evaluation.twin_wait
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+
+    def _fresh_grading(self, image: Snapshot, ahead: Sandbox | None) -> Fresh:
+        """Where the twin run grades the patch (:mod:`.grading.twins`): the container started
+        with the grading one (``ahead``), else a fresh one from ``image`` (the graded run's
+        came from it); removed when done."""
+
+        @contextlib.contextmanager
+        def fresh() -> Iterator[Sandbox]:
+            sandbox = ahead or self.ctx.start_sandbox(image, self.instance, "twin", network=False)
+            try:
+                yield sandbox
+            finally:
+                sandbox.remove()
+
+        return fresh
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result
@@ -311,9 +351,11 @@ class _InstanceRun:
             result.excluded_patch_files += evaluation.apply.dropped_binary_stubs
         result.suspicious = evaluation.suspicious
         result.tamper_evidence = evaluation.tamper_evidence
+        result.compiled_modules = evaluation.compiled_modules
         result.stricter_than_official = evaluation.stricter_than_official
         result.logs.update(evaluation.logs)
         result.message = evaluation.message
+        result.twin_check = evaluation.twin_check
         if evaluation.rerun_seconds is not None:  # deciding tests ran again
             self.timings["flaky_reruns"] = evaluation.rerun_seconds
             result.flaky_tests = evaluation.flaky_tests

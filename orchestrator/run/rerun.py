@@ -91,10 +91,11 @@ def ready_for_shell(
     recorded = run.path / "instances" / instance.instance_id / "eval.sh" if run else None
     if recorded is not None and recorded.is_file():
         whole = recorded.read_text(encoding="utf-8")
-        said.append(f"the whole eval: the run's own eval script ({recorded.name})")
+        said.append(f"the whole eval: the run's own eval script ({recorded})")
     else:
         whole = eval_script(instance, recipe)
-        said.append("the whole eval: the eval script generated again (the run recorded none)")
+        why = "the run recorded none" if run else "the run's directory is not known here: --run"
+        said.append(f"the whole eval: the eval script generated again ({why})")
     directives, note = fail_to_pass_directives(recipe, instance)
     said.append(f"FAIL_TO_PASS: {note}")
     prepared = Prepared(sandbox, said)

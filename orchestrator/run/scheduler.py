@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from orchestrator.context.run_context import RunContext
 from orchestrator.grading.failure_labels import label_of
 from orchestrator.housekeeping.active import active_run
+from orchestrator.housekeeping.reaper import reap_at_start
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.protocol import Participant
 from orchestrator.run.runner import InstanceRunner
@@ -226,9 +227,10 @@ async def drive(
         async with limit:
             await one(instance)
 
-    with active_run(
-        ctx.backend, ctx.settings.storage.data_dir, ctx.run_id, [i.instance_id for i in instances]
-    ):
+    data_dir = ctx.settings.storage.data_dir
+    # what dead holders (a `serve` or a `run` killed with kill -9) left goes first
+    await asyncio.to_thread(reap_at_start, ctx.backend, data_dir)
+    with active_run(ctx.backend, data_dir, ctx.run_id, [i.instance_id for i in instances]):
         await _run_all(ctx, runner, [bounded(i) for i in todo], finished)
 
 

@@ -26,6 +26,12 @@ class GradingConfig(ComponentConfig):
         "failure, the only FAIL_TO_PASS failure) runs again alone, each with another hash "
         "seed; an outcome that changes marks the verdict flaky (0: never).",
     )
+    twin_check: bool = Field(
+        True,
+        description="Check a verdict in which a FAIL_TO_PASS test passed with impossible twins "
+        "(validation keeps the twins the gold patch fails; grading runs them in a fresh "
+        "container, and a twin that passes counts its test as failing: twin_passed).",
+    )
     grade_in_participant_container: bool = Field(
         False,
         description="Grade in the participant's container instead of a fresh one "

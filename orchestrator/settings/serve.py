@@ -48,6 +48,14 @@ class ServeConfig(ComponentConfig):
     serve_max_kept_containers: int = Field(
         10, ge=0, description="serve: kept containers of assessments, at most; oldest go first."
     )
+    serve_stop_timeout: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="serve: seconds a stop (SIGTERM, Ctrl-C) waits for the assessments in "
+        "progress to be canceled and their containers removed; what is left then is reaped "
+        "at the next start.",
+    )
     serve_allowed_overrides: str = Field(
         "",
         description="serve: request config keys allowed to ask for more than this server's "

@@ -49,6 +49,9 @@ class SweepRecord(BaseModel):
     setup_strategy: str = ""  # what made the environment: recipe, infer or llm
     # a set-up that failed: its failing step ("install: install command"), else ""
     failed_step: str = ""
+    # effective impossible twins validation kept, and per FAIL_TO_PASS test without one why
+    twins: int = 0
+    twin_gaps: dict[str, str] = Field(default_factory=dict)
 
     @property
     def p2p_excluded_share(self) -> float:
@@ -211,9 +214,16 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
         flaky=check.flaky,
         f2p_at_base=check.f2p_passing_at_base,
         validation_cached=check.cached,
-        timings={k: round(v, 1) for k, v in timings.items()},
+        timings={k: round(v, 1) for k, v in {**timings, **_twin_time(check.timings)}.items()},
+        twins=len(check.twins),
+        twin_gaps=check.twin_gaps,
         setup_strategy=prepared.plan.strategy,
     )
+
+
+def _twin_time(timings: dict[str, float]) -> dict[str, float]:
+    """The validation's twins phase, as ``validation_twins`` (when it ran)."""
+    return {"validation_twins": timings["twins"]} if "twins" in timings else {}
 
 
 def failed_step(message: str) -> str:

@@ -38,14 +38,24 @@ What each run costs, and why it is needed:
   directory grading's layout shows the tests nothing the recording did not, and this run
   is skipped.
 
+- **Twins** (setting ``twin_check``): when the gold run validates, the impossible twins of the
+  FAIL_TO_PASS tests that the gold patch fails, twice, by the mutated assertion, in a fresh
+  container with the gold patch, made beside the base and gold runs (``twins_prepare``, not
+  added to the others: it overlaps them) (:mod:`.twins`): ``Validation.twins``, and per test
+  without one the reason (``twin_gaps``). Grading runs them
+  (:mod:`orchestrator.grading.twins.check`).
+
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
-that fell back, ``gold``, ``gold_rerun``, ``layout``). Outcomes are cached per instance image under
-``data_dir/validation``.
+that fell back, ``gold``, ``gold_rerun``, ``layout``, ``twins``). Outcomes are cached per
+instance image under ``data_dir/validation``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -57,12 +67,15 @@ from orchestrator.grading.evaluation import TestRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.grading.reinstall.contained import reinstall_after_patch
+from orchestrator.grading.twins.check import TwinSet
+from orchestrator.grading.twins.model import Twin
 from orchestrator.models import Instance, TestGroups, TestStatus
 from orchestrator.patches.apply import apply_patch
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.spec.recipes import Recipe
 from orchestrator.spec.test_selection import runner_kind, selected_directives
 from orchestrator.validation.test_selection import rerun_names
+from orchestrator.validation.twins import RUNS, effective_twins, read_test_files
 from sandbox_tools.contract import TEST_USER
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
@@ -90,16 +103,28 @@ class Validation(BaseModel):
     # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun, layout
     timings: dict[str, float] = Field(default_factory=dict)
     cached: bool = False
+    # the effective impossible twins (.twins), at most one per FAIL_TO_PASS test, and the
+    # test patch's files they change: after the test patch, and at the base (None: created)
+    twins: list[Twin] = Field(default_factory=list)
+    twin_gaps: dict[str, str] = Field(default_factory=dict)  # test -> why it has no twin
+    twin_files: dict[str, str] = Field(default_factory=dict)
+    twin_base_files: dict[str, str | None] = Field(default_factory=dict)
+
+    def twin_set(self) -> TwinSet:
+        """What grading needs of the twins."""
+        return TwinSet(twins=self.twins, files=self.twin_files, base_files=self.twin_base_files)
 
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user (uw3:
     # the writable paths are checked in grading's layout; outcomes recorded before that are
-    # not reused)
+    # not reused), and whether it holds the effective twins (tw1)
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation.validation_runs
-    suffix = ("" if runs == 1 else f"-r{runs}") + (
-        "-uw3" if ctx.settings.grading.unprivileged_tests else ""
+    suffix = (
+        ("" if runs == 1 else f"-r{runs}")
+        + ("-uw3" if ctx.settings.grading.unprivileged_tests else "")
+        + ("-tw1" if ctx.settings.grading.twin_check else "")
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 
@@ -119,17 +144,55 @@ def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Re
         return cached.model_copy(update={"cached": True})
     started = time.monotonic()
     runs = _Runs(ctx, instance, snapshot, recipe)
-    base = runs.base()
-    if _decided_at_base(base):  # no gold run can change the verdict
-        result = _judge(instance, base, True, "", None, recipe.log_format)
-    else:
-        result = runs.gold(base)
+    with ThreadPoolExecutor(1, thread_name_prefix="twin-box") as pool:
+        # the twins' container is made beside the base and gold runs
+        box = (
+            pool.submit(contextvars.copy_context().run, runs.prepare_twins)
+            if ctx.settings.grading.twin_check
+            else None
+        )
+        try:
+            result = _checked(runs, instance, recipe, box)
+        finally:
+            if box is not None and box.exception() is None:
+                box.result().sandbox.remove()  # a no-op once the twins ran
     result.timings = {name: round(seconds, 1) for name, seconds in runs.timings.items()}
     result.writable = sorted(runs.writable)
     result.duration = time.monotonic() - started
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
         atomic_write_text(cache, result.model_dump_json())
+    return result
+
+
+@dataclass
+class _TwinBox:
+    """Where the twins run: a container with the gold patch, and the test patch's files at
+    the base and after it (``error``: why there is none to run them in)."""
+
+    sandbox: Sandbox
+    base_files: dict[str, str | None] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _checked(
+    runs: _Runs, instance: Instance, recipe: Recipe, box: Future[_TwinBox] | None
+) -> Validation:
+    """The base and gold checks, then (``box``) the twins."""
+    base = runs.base()
+    if _decided_at_base(base):  # no gold run can change the verdict
+        return _judge(instance, base, True, "", None, recipe.log_format)
+    result = runs.gold(base)
+    if result.ok and box is not None:
+        try:
+            ready = box.result()
+        except Exception as exc:  # noqa: BLE001 - no container for the twins: the tests say why
+            why = f"no container for the twins: {exc}"
+            tests = [t for t in instance.FAIL_TO_PASS if t not in set(result.excluded_f2p)]
+            return result.model_copy(update={"twin_gaps": dict.fromkeys(tests, why)})
+        result = runs.twins(result, ready)
     return result
 
 
@@ -173,6 +236,7 @@ class _Runs:
         directives: list[str] | None,
         output: str,
         record: bool = True,
+        test_patch: str | None = None,
     ) -> TestRun:
         """One test run; ``directives``: a selection of tests (None: the whole test files).
         ``record``: every directory open, and where the tests wrote is kept; else grading's
@@ -181,14 +245,15 @@ class _Runs:
         run = run_tests(
             sandbox, self.instance, self.recipe, timeout=self.timeout, test_user=self.user,
             record=record, writable=sorted(self.writable), directives=directives,
+            test_patch=test_patch,
         )  # fmt: skip
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
         atomic_write_text(self.out_dir / output, run.output, errors="replace")
         self.writable.update(run.writable)
         return run
 
-    def _sandbox(self) -> Sandbox:
-        return self.ctx.start_sandbox(self.image, self.instance, "validation", network=False)
+    def _sandbox(self, role: str = "validation") -> Sandbox:
+        return self.ctx.start_sandbox(self.image, self.instance, role, network=False)
 
     def base(self) -> TestRun:
         """The base run: only the FAIL_TO_PASS tests where the runner can select them
@@ -255,6 +320,72 @@ class _Runs:
             sandbox.remove()
         flaky = flaky_tests([run.outcomes for run in golds], names)
         return _with_flaky(instance, result, flaky) if result.ok and flaky else result
+
+    def prepare_twins(self) -> _TwinBox:
+        """A fresh container with the gold patch applied (and installed again where it must
+        be), and the test patch's files read there: where the twins run (:meth:`twins`).
+        Made beside the base and gold runs."""
+        started = time.monotonic()
+        instance = self.instance
+        sandbox = self._sandbox("validation-twins")  # its own name: made beside the others
+        try:
+            fuzz = self.ctx.settings.grading.patch_fuzz
+            applied = apply_patch(sandbox, instance.patch, fuzz=fuzz)
+            reinstalled = (
+                reinstall_after_patch(sandbox, self.recipe, instance.patch, self.timeout)
+                if applied.applied
+                else None
+            )
+            if not applied.applied or (reinstalled is not None and not reinstalled[0]):
+                error = "the gold patch could not be applied again"
+                return _TwinBox(sandbox, error=error, seconds=time.monotonic() - started)
+            base_files, files = read_test_files(sandbox, instance)
+        except BaseException:
+            sandbox.remove()
+            raise
+        return _TwinBox(sandbox, base_files, files, seconds=time.monotonic() - started)
+
+    def twins(self, result: Validation, box: _TwinBox) -> Validation:
+        """``result`` with the effective twins of the FAIL_TO_PASS tests it keeps, found in
+        ``box`` (:meth:`prepare_twins`; removed here) with the gold patch (:mod:`.twins`)."""
+        instance = self.instance
+        tests = [t for t in instance.FAIL_TO_PASS if t not in set(result.excluded_f2p)]
+        directives = selected_directives(self.recipe, instance, tests)
+        started = time.monotonic()
+        sandbox = box.sandbox
+        try:
+            if box.error:
+                return result.model_copy(update={"twin_gaps": dict.fromkeys(tests, box.error)})
+            selection = [directives]
+
+            def run_twins(test_patch: str) -> list[TestRun]:
+                runs: list[TestRun] = []
+                while len(runs) < RUNS:
+                    output = f"validation_twins_output_{len(runs) + 1}.txt"
+                    run = self._run(
+                        "twins", sandbox, selection[0], output, record=False,
+                        test_patch=test_patch,
+                    )  # fmt: skip
+                    if selection[0] is not None and not _answers(run, tests):
+                        selection[0] = None  # the selection failed: the whole files from now
+                        runs.clear()
+                        continue
+                    runs.append(run)
+                return runs
+
+            twins, gaps = effective_twins(
+                instance, tests, box.base_files, box.files, run_twins, self.recipe.log_format
+            )
+        finally:
+            sandbox.remove()
+            self.timings["twins"] = time.monotonic() - started
+            self.timings["twins_prepare"] = box.seconds
+        return result.model_copy(
+            update={
+                "twins": twins, "twin_gaps": gaps, "twin_files": box.files if twins else {},
+                "twin_base_files": box.base_files if twins else {},
+            }
+        )  # fmt: skip
 
     def _layout(
         self, sandbox: Sandbox, first: TestRun, names: list[str] | None, rerun: list[str] | None

@@ -1,28 +1,33 @@
-"""The HTML report's style sheet and script (inline: the report is one file)."""
+"""The HTML report's style sheet and script (inline: the report is one file). Its tables are
+the run viewer's (:mod:`orchestrator.frontends.table_style`): the page's width, cells that
+wrap, and the instance table as cards on a window narrower than it needs (``CARDS_BELOW``),
+its "why" column (``message``) always in view."""
 
-CSS = """
+from orchestrator.frontends.table_style import TABLE_CSS, cards_css
+
+CARDS_BELOW = "60rem"  # eleven columns need about this much
+
+CSS = (
+    """
 :root { font-family: system-ui, sans-serif; color: #1d2330; background: #fff; }
+* { box-sizing: border-box; }
 body { margin: 1.5rem auto; max-width: 1400px; padding: 0 1rem; }
 h1 { font-size: 1.4rem; margin-bottom: .25rem; }
 h2 { font-size: 1.1rem; margin-top: 2rem; }
 .muted { color: #666; }
-table { border-collapse: collapse; font-size: .9rem; display: block; max-width: 100%;
-  overflow-x: auto; }
-th, td { padding: .3rem .6rem; border-bottom: 1px solid #e3e5ea; text-align: left;
-  vertical-align: top; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.sortable th { cursor: pointer; user-select: none; white-space: nowrap; }
-table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
-table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
+"""
+    + TABLE_CSS
+    + """
 .suspicious { color: #b45309; font-weight: 600; cursor: help; }
 .status { display: inline-block; padding: 0 .45rem; border-radius: .6rem; color: #fff;
   font-size: .8rem; white-space: nowrap; }
-.message { max-width: 28rem; min-width: 12rem; overflow-wrap: anywhere; }
+table.auto { table-layout: auto; }
+table.auto th, table.auto td { overflow-wrap: break-word; }
+table.auto td.message { min-width: 12rem; }
 #run-header { overflow-wrap: anywhere; }
 @media (max-width: 900px) { body { margin: .5rem auto; padding: 0 .5rem; }
   #status-chart { max-width: 100%; height: auto; } }
-td.id { white-space: nowrap; }
-.links a { margin-right: .4rem; white-space: nowrap; }
+.links a { display: inline-block; margin-right: .4rem; }
 dl.config { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem;
   font-size: .85rem; }
 dl.config dt { color: #666; }
@@ -31,6 +36,8 @@ dl.config dd { margin: 0; overflow-wrap: anywhere; }
 #verdict { font-weight: bold; } #verdict.regressed { color: #c8412f; }
 #verdict.ok { color: #2e9d4f; }
 """
+    + cards_css(CARDS_BELOW)
+)
 
 JS = """
 (function () {

@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator.context.run_dir import RESULT_FILE, RunDir
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.grading.failure_labels import tier
-from orchestrator.models import FailureLabel, InstanceResult, Status
+from orchestrator.models import FailureLabel, InstanceResult, Reason, Status
 
 REPORT_FILE = "report.html"
 # files an instance directory may hold, linked from the HTML report when present
@@ -248,10 +248,18 @@ def _listed(names: list[str], limit: int = 3) -> str:
     return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
 
 
+# reasons that say the patch was not graded as written: its tests' outcomes are not why
+NOT_GRADED_AS_WRITTEN = (
+    Reason.EMPTY_PATCH, Reason.PATCH_APPLY_FAILED, Reason.PATCH_PATH_REFUSED,
+    Reason.REINSTALL_REFUSED, Reason.TAMPER_DETECTED, Reason.TEST_OUTPUT_FORGED,
+)  # fmt: skip
+
+
 def change_reason(old: InstanceResult, new: InstanceResult) -> str:
     """Why ``new``'s status differs from ``old``'s, in one line: an error's reason and first
-    line, the tests that stopped or started passing, else the reason recorded now."""
-    if new.status == Status.ERROR:
+    line, a patch not graded as written (an empty one, one that does not apply, ...), the
+    tests that stopped or started passing, else the reason recorded now."""
+    if new.status == Status.ERROR or new.reason in NOT_GRADED_AS_WRITTEN:
         return f"{new.reason.value or 'error'}: {_first_line(new.message)}".rstrip(": ")
     if old.status == Status.ERROR:
         return f"no longer an error (was {old.reason.value or 'error'})"

@@ -115,6 +115,29 @@ def run_header(run: RunDir, results: list[InstanceResult]) -> RunHeader:
     )
 
 
+def missing_instances(run: RunDir, results: list[InstanceResult]) -> list[str]:
+    """The instances the run selected (``config.json``'s ``instances``) that have no result:
+    an interrupted run's (a killed ``run``, a ``serve`` that died mid-assessment)."""
+    selected = run.read_config().get("instances") or []
+    have = {r.instance_id for r in results}
+    return [str(i) for i in selected if i not in have]
+
+
+def missing_text(run: RunDir, results: list[InstanceResult]) -> str | None:
+    """The report's line on the instances selected but not graded; None when there is none."""
+    missing = missing_instances(run, results)
+    if not missing:
+        return None
+    total = len(run.read_config().get("instances") or [])
+    more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+    shown = ", ".join(missing[:10]) + more
+    return (
+        f"Incomplete: {len(missing)} of {total} selected instance(s) have no result (the run "
+        f"was interrupted), so the figures cover only the others: {shown}. Fix: "
+        f"`swe-green run --resume {run.path}` grades them."
+    )
+
+
 def _start(config: dict, run: RunDir) -> float | None:
     """When the run started: the time in its id (UTC), else ``config.json``'s mtime."""
     match = _RUN_STAMP.search(str(config.get("run_id", "")))

@@ -31,7 +31,14 @@ from orchestrator.frontends.report.data import (
     triage,
 )
 from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
-from orchestrator.frontends.report.text import caveats, delta_style, signed, tamper_rows
+from orchestrator.frontends.report.text import (
+    caveats,
+    delta_style,
+    signed,
+    tamper_rows,
+    twin_line,
+    twin_rows,
+)
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Reason, Status
 
@@ -208,9 +215,13 @@ def _instance_row(run: RunDir, result: InstanceResult) -> str:
         f'<td class="message">{esc(message)}</td>',
         f'<td class="links">{_links(run, result)}</td>',
     ]
+    labelled = [
+        cell.replace("<td", f'<td data-label="{esc(label)}"', 1)
+        for cell, (_key, label, _kind) in zip(cells, _INSTANCE_COLUMNS, strict=True)
+    ]
     return (
         f'<tr id="{esc(anchor(result.instance_id))}" data-instance="{esc(result.instance_id)}">'
-        + "".join(cells)
+        + "".join(labelled)
         + "</tr>"
     )
 
@@ -269,6 +280,7 @@ def render_html(
                 if row.flaky_count
                 else ""
             ),
+            _twin_note(row, results),
             comparison_html(comparison, local) if comparison else "",
             _config_html(config),
             "<h2>Leaderboard row</h2>",
@@ -279,6 +291,12 @@ def render_html(
             *_labels_html(results, local),
             *_caveats_html(results),
             *_tamper_html(results),
+            *_linked_list(
+                "Twin passed (a FAIL_TO_PASS test's impossible twin passed: the test counted "
+                "as failing)",
+                "twin-passed",
+                twin_rows(results),
+            ),  # fmt: skip
             "<h2>Repositories</h2>",
             _repositories_html(results),
             "<h2>Instances</h2>",
@@ -337,7 +355,8 @@ def _instances_html(run: RunDir, results: list[InstanceResult]) -> str:
         for key, label, kind in _INSTANCE_COLUMNS
     )
     return (
-        f'<table id="instances" class="sortable"><thead><tr>{header_cells}</tr></thead><tbody>'
+        f'<table id="instances" class="sortable cards auto"><thead><tr>{header_cells}</tr>'
+        "</thead><tbody>"
         + "".join(_instance_row(run, result) for result in results)
         + "</tbody></table>"
     )
@@ -351,6 +370,12 @@ def _config_html(config: list[tuple[str, str]]) -> str:
         if config
         else ""
     )
+
+
+def _twin_note(row: LeaderboardRow, results: list[InstanceResult]) -> str:
+    """The footnote on the verdicts checked with impossible twins (nothing if none needed)."""
+    line = twin_line(row, results)
+    return f'<p class="muted" id=twins>{esc(line.plain)}</p>' if line is not None else ""
 
 
 def _caveats_html(results: list[InstanceResult]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -24,8 +25,14 @@ from orchestrator.frontends.report.data import (
     per_repository,
     triage,
 )
-from orchestrator.frontends.report.explain import NotResolved, not_resolved, run_header
+from orchestrator.frontends.report.explain import (
+    NotResolved,
+    missing_text,
+    not_resolved,
+    run_header,
+)
 from orchestrator.grading.classify import LeaderboardRow, aggregate
+from orchestrator.grading.twins.check import NO_F2P_PASSED, describe
 from orchestrator.models import InstanceResult, Reason, Status
 
 # --------------------------------------------------------------------------- text
@@ -102,6 +109,26 @@ def flaky_line(row: LeaderboardRow) -> Text | None:
     )
 
 
+def twin_line(row: LeaderboardRow, results: list[InstanceResult]) -> Text | None:
+    """The report's footnote on the verdicts checked with impossible twins, if any verdict
+    needed a check (some FAIL_TO_PASS test passed)."""
+    unchecked = [
+        r for r in results
+        if r.twin_check is not None and not r.twin_check.checked
+        and r.twin_check.why_unchecked != NO_F2P_PASSED
+    ]  # fmt: skip
+    if not row.twin_checked_count and not unchecked:
+        return None
+    text = (
+        f"twins: {row.twin_checked_count} verdict(s) checked with impossible twins "
+        f"({row.resolved_twin_checked_count} resolved), {row.twin_passed_count} proven wrong "
+        f"by a passing twin (twin_passed); {len(unchecked)} not checked"
+    )
+    why = Counter(r.twin_check.why_unchecked for r in unchecked if r.twin_check is not None)
+    text += "".join(f"; {n}: {reason}" for reason, n in why.most_common())
+    return Text(text, style="yellow" if row.twin_passed_count or unchecked else "dim")
+
+
 def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> Group:
     """The run's report as rich renderables: leaderboard row, statuses, repositories,
     slowest instances. Print it with ``rich.console.Console().print(...)``."""
@@ -109,7 +136,10 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     row = aggregate(results)
     header = Text(run_header(run, results).line(), style="dim")
     parts: list[RenderableType] = [_headline(run, row), header, _statuses(row)]
-    for footnote in (reduced_line(row), flaky_line(row)):
+    incomplete = missing_text(run, results)
+    if incomplete is not None:
+        parts.insert(1, Text(incomplete, style="bold yellow"))
+    for footnote in (reduced_line(row), flaky_line(row), twin_line(row, results)):
         if footnote is not None:
             parts.append(footnote)
     causes = triage(results)
@@ -125,17 +155,37 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     notes = caveats(results)
     if notes:
         parts.append(_rows("Caveats (look before trusting these)", ("instance", "why"), notes))
+    parts += _evidence(results)
+    if not results:
+        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
+    return Group(*parts)
+
+
+def _evidence(results: list[InstanceResult]) -> list[RenderableType]:
+    """The tables of what a person should look at: tampering, passing twins, suspicious
+    patches, compiled modules."""
+    parts: list[RenderableType] = []
     tampered = tamper_rows(results)
     if tampered:
         title = "Tamper detected: every test counted as failing"
         parts.append(_rows(title, ("instance", "what the patch's code did"), tampered, fold=True))
+    proven = twin_rows(results)
+    if proven:
+        title = (
+            "Twin passed: a FAIL_TO_PASS test's impossible twin passed, the test counted failing"
+        )
+        parts.append(_rows(title, ("instance", "the twin that passed"), proven, fold=True))
     flagged = [(r.instance_id, "; ".join(r.suspicious)) for r in results if r.suspicious]
     if flagged:
         title = "Suspicious: resolved, but the patch touches the test runner"
         parts.append(_rows(title, ("instance", "why a person should look"), flagged, fold=True))
-    if not results:
-        parts.insert(0, Text(f"No instance results in {run.path}", style="yellow"))
-    return Group(*parts)
+    compiled = [
+        (r.instance_id, ", ".join(r.compiled_modules)) for r in results if r.compiled_modules
+    ]
+    if compiled:
+        title = "Compiled modules the patch's build made (no audit event sees their code)"
+        parts.append(_rows(title, ("instance", "modules"), compiled, fold=True))
+    return parts
 
 
 def tamper_rows(results: list[InstanceResult]) -> list[tuple[str, str]]:
@@ -144,6 +194,15 @@ def tamper_rows(results: list[InstanceResult]) -> list[tuple[str, str]]:
         (r.instance_id, "; ".join(r.tamper_evidence) or r.message)
         for r in results
         if r.reason == Reason.TAMPER_DETECTED
+    ]
+
+
+def twin_rows(results: list[InstanceResult]) -> list[tuple[str, str]]:
+    """(instance, the twins that passed) of each result an impossible twin proved wrong."""
+    return [
+        (r.instance_id, "; ".join(describe(t) for t in r.twin_check.passed))
+        for r in results
+        if r.twin_check is not None and r.twin_check.passed
     ]
 
 

@@ -22,6 +22,7 @@ def validation_markdown(
     Markdown analysis kept in its own file, goes at the end, so regenerating keeps it."""
     lines = _summary(records, title, command, selection_total)
     lines += _causes(records)
+    lines += twin_coverage(records)
     lines += _times_per_repository(records)
     lines += _per_version(records)
     lines += _instance_lists(records)
@@ -65,6 +66,40 @@ def _summary(
         "",
         f"Regenerate: `{command}`",
     ]  # fmt: skip
+
+
+def _gap_reason(gap: str) -> str:
+    """A twin gap's reason without the twin it names (``... (path:line: mutated)``)."""
+    return re.sub(r" \([^()]*:\d+: .*\)$", "", gap)
+
+
+def twin_coverage(records: list[SweepRecord]) -> list[str]:
+    """Per repository, of the validated instances: how many have at least one effective
+    impossible twin, and why the others' FAIL_TO_PASS tests have none (the most common).
+    Records of a validation that did not look for twins are left out."""
+    ok = [r for r in records if r.ok and (r.twins or r.twin_gaps)]
+    if not ok:
+        return []
+    lines = [
+        "", "## Impossible twins", "",
+        "A validated instance's verdicts are twin-checked when validation kept at least one "
+        "effective twin (a FAIL_TO_PASS test with an expected value changed, which the gold "
+        "patch fails twice, by the changed assertion).", "",
+        "| repository | validated | with a twin | share | why the others have none |",
+        "|---|---:|---:|---:|---|",
+    ]  # fmt: skip
+    by_repo: dict[str, list[SweepRecord]] = defaultdict(list)
+    for record in ok:
+        by_repo[record.repo].append(record)
+    for repo, rows in sorted(by_repo.items()):
+        twinned = [r for r in rows if r.twins]
+        reasons = Counter(
+            _gap_reason(gap) for r in rows if not r.twins for gap in set(r.twin_gaps.values())
+        )
+        why = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common(3)) or "–"
+        share = 100 * len(twinned) / len(rows)
+        lines.append(f"| {repo} | {len(rows)} | {len(twinned)} | {share:.0f} % | {why} |")
+    return lines
 
 
 def _causes(records: list[SweepRecord]) -> list[str]:

@@ -33,29 +33,46 @@ def short_names(test: str) -> list[str]:
 
 
 def _names_in(line: str, names: list[str]) -> bool:
-    return any(n in line and re.search(rf"(?<![\w.]){re.escape(n)}(?![\w])", line) for n in names)
+    """Whether ``line`` names one of ``names`` as a whole: a name without parameters does not
+    name a parametrized test (``test_x`` is not ``test_x[1-2]``)."""
+    return any(n in line and re.search(_whole(n), line) for n in names)
+
+
+def _whole(name: str) -> str:
+    """A pattern of ``name`` as a whole word; a name without parameters not followed by
+    some (``[``)."""
+    after = r"[\w]" if "[" in name else r"[\w\[]"
+    return rf"(?<![\w.]){re.escape(name)}(?!{after})"
 
 
 def failure_section(lines: list[str], test: str) -> list[str]:
-    """The failure section the runner printed for ``test``; empty when there is none."""
-    names = short_names(test)
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        header = _PYTEST_SECTION.match(stripped) or _UNITTEST_SECTION.match(stripped)
-        if not header or not _names_in(header[1], names):
-            continue
-        end = i + 1
-        while end < len(lines):
-            following = lines[end].strip()
-            if _SECTION_END.match(following) or (
-                end > i + 1 and (_UNITTEST_SECTION.match(following) or _DASHES.match(following))
-            ):
-                break
-            end += 1
-        while end > i + 1 and not lines[end - 1].strip():
-            end -= 1
-        return lines[i:end]
+    """The failure section the runner printed for ``test``; empty when there is none. The
+    most specific name that heads a section wins (the full id before the bare name)."""
+    headers = [
+        (i, header[1])
+        for i, line in enumerate(lines)
+        if (header := _PYTEST_SECTION.match(line.strip()) or _UNITTEST_SECTION.match(line.strip()))
+    ]
+    for name in short_names(test):
+        start = next((i for i, text in headers if _names_in(text, [name])), None)
+        if start is not None:
+            return _section_from(lines, start)
     return []
+
+
+def _section_from(lines: list[str], i: int) -> list[str]:
+    """The section whose header is ``lines[i]``, up to the next section or rule."""
+    end = i + 1
+    while end < len(lines):
+        following = lines[end].strip()
+        if _SECTION_END.match(following) or (
+            end > i + 1 and (_UNITTEST_SECTION.match(following) or _DASHES.match(following))
+        ):
+            break
+        end += 1
+    while end > i + 1 and not lines[end - 1].strip():
+        end -= 1
+    return lines[i:end]
 
 
 def naming_lines(lines: list[str], test: str, limit: int = NAMING_LINES) -> list[str]:

@@ -33,6 +33,9 @@ FIXES: dict[Reason, str] = {
     "patch: the patch prints them; nothing to fix in swe-green.",
     Reason.TAMPER_DETECTED: "The patch changes the tests or the test tools: every test counts "
     "as failing; read the evidence and the patch.",
+    Reason.TWIN_PASSED: "An impossible twin of a FAIL_TO_PASS test passed: the patch's code "
+    "passes that test whatever it expects; read the twin (file, line, the changed value) and "
+    "the patch.",
     Reason.INFRASTRUCTURE: "Docker or the host failed: check the engine (docker info) and the "
     "disk, then run again with --resume.",
     Reason.CANCELLED: "The run was stopped before this instance finished: run again with --resume.",

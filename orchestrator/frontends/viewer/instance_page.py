@@ -13,6 +13,7 @@ from orchestrator.frontends.report.explain import tests_measured
 from orchestrator.frontends.viewer.excerpts import excerpt
 from orchestrator.frontends.viewer.fixes import fix_for
 from orchestrator.frontends.viewer.parts import esc, page, raw_href, sentence, status_badge
+from orchestrator.grading.twins.check import describe
 from orchestrator.models import InstanceResult, Status
 from orchestrator.patches.diff import split_patch
 
@@ -60,14 +61,30 @@ def _fix(result: InstanceResult) -> list[str]:
 def _flags(result: InstanceResult) -> list[str]:
     items = [f"suspicious: {note}" for note in result.suspicious]
     items += [f"tamper evidence: {note}" for note in result.tamper_evidence]
+    items += [f"compiled module (not audited): {path}" for path in result.compiled_modules]
     items += [
         f"stricter than the official harness: {name}" for name in result.stricter_than_official
     ]
     if result.reduced_tests:
         items.append("graded on a reduced test set (see “Left out by validation”)")
+    items += twin_flags(result)
     if not items:
         return []
     return ['<ul id="flags">', *(f"<li>{esc(item)}</li>" for item in items), "</ul>"]
+
+
+def twin_flags(result: InstanceResult) -> list[str]:
+    """What the impossible twins showed of the verdict, or why it was not checked."""
+    check = result.twin_check
+    if check is None:
+        return []
+    if not check.checked:
+        return [f"not twin-checked: {check.why_unchecked}"]
+    items = [f"twin passed (proof): {describe(twin)}" for twin in check.passed]
+    if not check.passed:
+        items.append(f"twin-checked: none of {len(check.twins)} impossible twin(s) passed")
+    items += [f"no effective twin: {name}" for name in check.untwinned]
+    return items
 
 
 def _raw_links(iid: str, instance_dir: Path) -> str:

@@ -16,7 +16,13 @@ from orchestrator.frontends.report.data import (
     triage,
 )
 from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
-from orchestrator.frontends.report.text import caveats, reduced_note, tamper_rows
+from orchestrator.frontends.report.text import (
+    caveats,
+    reduced_note,
+    tamper_rows,
+    twin_line,
+    twin_rows,
+)
 from orchestrator.frontends.viewer.fixes import fix_for
 from orchestrator.frontends.viewer.parts import esc, instance_link, page, status_badge
 from orchestrator.grading.classify import LeaderboardRow, aggregate
@@ -59,6 +65,14 @@ def render_overview(
             tamper_rows(results),
             local,
         ),  # fmt: skip
+        *_notes(
+            "Twin passed (a FAIL_TO_PASS test's impossible twin passed: the test counted as "
+            "failing)",
+            "twin-passed",
+            twin_rows(results),
+            local,
+        ),  # fmt: skip
+        *_twin_line(row, results),
         '<h2 id="repositories">Repositories</h2>',
         _repositories(results),
         '<h2 id="all-instances">Instances</h2>',
@@ -66,6 +80,12 @@ def render_overview(
         _instances(results),
     ]
     return page(f"swe-green run {run.path.name}", body, DEPTH, script=SORT_JS)
+
+
+def _twin_line(row: LeaderboardRow, results: list[InstanceResult]) -> list[str]:
+    """The verdicts checked with impossible twins, and why the others were not."""
+    line = twin_line(row, results)
+    return [f'<p class="muted" id="twins">{esc(line.plain)}</p>'] if line is not None else []
 
 
 def _tiles(row: LeaderboardRow) -> str:

@@ -71,6 +71,8 @@ def sentence(result: InstanceResult) -> str:
         return f"Error ({result.reason.value or 'unknown'}): {why(result)}."
     if result.reason == Reason.TAMPER_DETECTED:
         return f"Tamper detected, every test counted as failing: {why(result)}."
+    if result.reason == Reason.TWIN_PASSED:
+        return f"Impossible twin passed, its FAIL_TO_PASS test counted as failing: {why(result)}."
     if result.reason == Reason.EMPTY_PATCH:
         return "No change: the participant's patch is empty, so no test could pass."
     label = result.status.value.replace("_", " ").capitalize()

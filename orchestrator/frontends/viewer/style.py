@@ -1,10 +1,14 @@
 """The run viewer's style sheet, written once beside its pages (``viewer.css``).
 
 Every page fits its window: tables take the page's width and wrap their cells, and below
-40rem the instance tables turn each row into a card; diffs and outputs wrap their long lines.
+40rem the instance tables turn each row into a card (:mod:`..table_style`, shared with
+``report.html``); diffs and outputs wrap their long lines.
 """
 
-CSS = """
+from orchestrator.frontends.table_style import TABLE_CSS, cards_css
+
+CSS = (
+    """
 :root { font-family: system-ui, sans-serif; color: #1d2330; background: #fff;
   line-height: 1.4; }
 * { box-sizing: border-box; }
@@ -16,14 +20,9 @@ a { color: #1f5fbf; }
 nav.crumbs { font-size: .9rem; margin-bottom: .5rem; }
 .muted { color: #5f6670; }
 .sentence { font-size: 1.05rem; }
-table { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: .9rem; }
-th, td { padding: .3rem .5rem; border-bottom: 1px solid #e3e5ea; text-align: left;
-  vertical-align: top; overflow-wrap: anywhere; }
-th { font-weight: 600; background: #f6f7f9; }
-.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.sortable th { cursor: pointer; user-select: none; }
-table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
-table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
+"""
+    + TABLE_CSS
+    + """
 .status { display: inline-block; padding: 0 .45rem; border-radius: .6rem; color: #fff;
   font-size: .8rem; max-width: 100%; }
 .outcome { display: inline-block; min-width: 4.2rem; padding: 0 .3rem; border-radius: .3rem;
@@ -66,13 +65,8 @@ dl.kv dt { color: #5f6670; } dl.kv dd { margin: 0; }
 #verdict.ok { color: #2e9d4f; }
 @media (max-width: 40rem) {
   body { padding: 0 .5rem; }
-  table.cards thead { display: none; }
-  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block;
-    width: 100%; }
-  table.cards tr { border: 1px solid #e3e5ea; border-radius: .4rem; margin: .5rem 0;
-    padding: .25rem; }
-  table.cards td { border: 0; text-align: left; padding: .1rem .4rem; }
-  table.cards td[data-label]::before { content: attr(data-label) ": "; color: #5f6670; }
   .bars { grid-template-columns: 6rem 1fr 4.5rem; }
 }
 """
+)
+CSS += cards_css("40rem")

@@ -33,6 +33,7 @@ participant's.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 from pydantic import BaseModel, Field
@@ -43,12 +44,15 @@ from orchestrator.grading.reinstall.egress import NoEgress, index_only_network
 from orchestrator.grading.reinstall.guard import (
     RepoChanges,
     Written,
+    record_problems,
+    recorded_hashes,
     reinstall_problems,
 )
 from orchestrator.grading.reinstall.observe import (
     ACTIVATE,
     Before,
     Stopped,
+    digests,
     drop_bytecode,
     in_tree,
     observe_before,
@@ -125,6 +129,7 @@ class Reinstalled(BaseModel):
     ok: bool
     tail: str = ""
     refused: list[str] = Field(default_factory=list)
+    compiled: list[str] = Field(default_factory=list)  # compiled modules it wrote
 
 
 @contextlib.contextmanager
@@ -208,8 +213,25 @@ def contained_reinstall(
             later_paths = {p for p in later.paths if not p.endswith((".pyc", ".pyo"))}
             written = _written(before, stopped, copies, inside | later_paths, repo)
             done.refused = reinstall_problems(written, repo_dir, runners)
+            done.refused += _not_as_recorded(fresh, stopped, paths | later_paths)
+            done.compiled = compiled_modules(paths | later_paths, repo_dir)
             drop_bytecode(fresh, stopped.paths | later.paths)
         yield fresh, done
+
+
+def _not_as_recorded(fresh: Sandbox, stopped: Stopped, paths: set[str]) -> list[str]:
+    """The files a ``RECORD`` the reinstall wrote lists whose content is not the listed one
+    (hashed in ``fresh``, where no process of the build runs)."""
+    hashes = recorded_hashes(stopped.texts)
+    listed = sorted(p for p in paths if p in hashes)
+    return record_problems(listed, hashes, digests(fresh, listed)) if listed else []
+
+
+def compiled_modules(paths: set[str], repo_dir: str) -> list[str]:
+    """The compiled extension modules the reinstall wrote (``.so``/``.pyd``), the
+    repository's relative to it: their code runs where no audit event fires."""
+    found = [p for p in paths if re.search(r"\.(?:so|pyd)$", p)]
+    return sorted(p[len(repo_dir) + 1 :] if in_tree(p, repo_dir) else p for p in found)
 
 
 def _written(

@@ -18,7 +18,8 @@ working tree as it stood after the patch was applied) and judged here, by path (
 - in site-packages, the package itself when the install copies it there (not editable)
   and a RECORD the reinstall wrote lists the file;
 - in site-packages, the package's own metadata (``*.dist-info``/``*.egg-info``/``*.egg``
-  directories, ``*.egg-link``, the ``__editable__`` finder and its ``.pth``, ``easy-install.pth``,
+  directories, ``*.egg-link``, setuptools' ``__editable__`` finder, which a ``RECORD`` lists
+  and the install's ``.pth`` imports, and that ``.pth``, ``easy-install.pth``,
   setuptools' ``distutils-precedence.pth``) with ``.pth`` lines that only add paths or are the
   ones setuptools writes, and new files a changed ``RECORD`` lists (a dependency pip
   installed), except ``.pth`` files, ``sitecustomize``/``usercustomize``, pytest's own
@@ -31,6 +32,9 @@ working tree as it stood after the patch was applied) and judged here, by path (
 - scratch space (``/tmp``, caches, logs) and the files the engine rewrites when the
   container changes networks (``/etc/hosts``, ``/etc/resolv.conf``, ``/etc/hostname``).
 
+What a ``RECORD`` lists is judged by content as well (:func:`record_problems`): a file whose
+SHA-256 is not the one its ``RECORD`` gives is refused, wherever it is.
+
 Bytecode the reinstall wrote is removed before the tests (:mod:`.reinstall`): it is a
 cache, and could hold unchecked-hash ``.pyc`` files that Python loads instead of a source.
 
@@ -42,6 +46,10 @@ patch (``no_op``/``reinstall_refused``) instead of running the tests with it. Al
 
 from __future__ import annotations
 
+import base64
+import binascii
+import csv
+import io
 import posixpath
 import re
 from collections.abc import Iterable
@@ -67,6 +75,8 @@ _RUNNERS = re.compile(
 )
 # the system's programs: no install of a Python package writes there
 _SYSTEM_BIN = ("/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/", "/usr/local/sbin/")
+# the finder module setuptools' editable install (PEP 660) writes beside its .pth
+_EDITABLE_FINDER = re.compile(r"^__editable___[\w.-]+_finder\.py$")
 _FRAMEWORK = re.compile(r"^(?:_pytest|pytest|pluggy|py|unittest|sitecustomize|usercustomize)\b")
 # the .pth lines setuptools and pip write that run code
 _PTH_CODE_OK = (
@@ -185,7 +195,9 @@ def _problem(  # noqa: C901, PLR0911, PLR0912
             ):
                 return "a .pth file of no package's own metadata"
             return pth_problem(pth_texts.get(path, ""))
-        if _META_DIR.search(top) or top.endswith(".egg-link") or top.startswith("__editable__"):
+        if top.startswith("__editable__"):
+            return _editable_problem(path, top, written, pth_texts)
+        if _META_DIR.search(top) or top.endswith(".egg-link"):
             return None
         if _FRAMEWORK.match(top):
             return "changes the test framework or a start-up hook"
@@ -246,6 +258,55 @@ def repo_file_problem(rel: str, repo: RepoChanges) -> str | None:  # noqa: PLR09
     if rel in repo.untracked:
         return "a new file git does not ignore"
     return None  # generated, and ignored by git
+
+
+def _editable_problem(
+    path: str, top: str, written: Written, pth_texts: dict[str, str]
+) -> str | None:
+    """Why a file named like setuptools' editable install is not its finder: another name,
+    no ``RECORD`` lists it, or no ``.pth`` of the install imports it."""
+    if "/" in path.split(top, 1)[1] or not _EDITABLE_FINDER.match(top):
+        return "not a file setuptools' editable install writes"
+    if path not in written.recorded:
+        return "no installed package's RECORD lists it"
+    module = top.removesuffix(".py")
+    if not any(re.search(rf"\bimport {re.escape(module)}\b", t) for t in pth_texts.values()):
+        return "an editable finder no .pth of the install imports"
+    return None
+
+
+def recorded_hashes(texts: dict[str, str]) -> dict[str, str]:
+    """The SHA-256 each ``RECORD`` among ``texts`` gives its files (absolute path -> hex)."""
+    found: dict[str, str] = {}
+    for record, text in texts.items():
+        if posixpath.basename(record) != "RECORD":
+            continue
+        site = posixpath.dirname(posixpath.dirname(record))
+        for row in csv.reader(io.StringIO(text)):
+            if len(row) < 2 or not row[1].startswith("sha256="):
+                continue
+            encoded = row[1].removeprefix("sha256=")
+            try:
+                digest = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).hex()
+            except (ValueError, binascii.Error):
+                digest = "unreadable"
+            found[posixpath.normpath(posixpath.join(site, row[0]))] = digest
+    return found
+
+
+def record_problems(
+    changed: Iterable[str], hashes: dict[str, str], digests: dict[str, str]
+) -> list[str]:
+    """What of ``changed`` is not what its ``RECORD`` says (``hashes``, see
+    :func:`recorded_hashes`), by the SHA-256 of its content now (``digests``)."""
+    problems = []
+    for path in sorted(set(changed)):
+        expected = hashes.get(path)
+        if expected is None or path.endswith((".pyc", ".pyo")):
+            continue
+        if digests.get(path) != expected:
+            problems.append(f"{path} (its content is not what its RECORD lists)")
+    return problems
 
 
 def _entry_point_problem(path: str, entry_points: dict[str, str]) -> str | None:

@@ -128,7 +128,7 @@ def observe_before(sandbox: Sandbox, repo_dir: str, touched: list[str]) -> Befor
             if name.isidentifier() or (name.endswith(".py") and name[:-3].isidentifier())
         },
         listing=tree,
-        digests=_digests(sandbox, _outside_tree(changes, repo_dir)),
+        digests=digests(sandbox, _outside_tree(changes, repo_dir)),
     )
 
 
@@ -213,7 +213,7 @@ def outside_changed(fresh: Sandbox, before: Before) -> Stopped:
     """The files outside the working tree that were changed before the build (the engine's
     list cannot show a later change) and whose bytes differ in ``fresh``, with the texts of
     those the rules read."""
-    now = _digests(fresh, sorted(before.digests), _PATH)
+    now = digests(fresh, sorted(before.digests), _PATH)
     paths = {p for p in set(before.digests) | set(now) if before.digests.get(p) != now.get(p)}
     return _with_texts(fresh, paths)
 
@@ -235,8 +235,9 @@ def _with_texts(sandbox: Sandbox, paths: set[str]) -> Stopped:
     return found
 
 
-def _digests(sandbox: Sandbox, paths: list[str], search: str | None = None) -> dict[str, str]:
-    """The SHA-256 of each of ``paths`` that is a file (one ``sha256sum`` in the sandbox)."""
+def digests(sandbox: Sandbox, paths: list[str], search: str | None = None) -> dict[str, str]:
+    """The SHA-256 of each of ``paths`` that is a file (one ``sha256sum`` in the sandbox,
+    by its absolute path and the system's ``PATH`` unless ``search`` gives another)."""
     if not paths:
         return {}
     sandbox.write_file(_DIGEST_LIST, "".join(f"{path}\0" for path in paths).encode(

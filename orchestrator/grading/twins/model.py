@@ -9,8 +9,16 @@ class Twin(BaseModel):
     """One impossible twin: the FAIL_TO_PASS test ``test`` with the source segment
     ``[start, end)`` of ``path`` (the file as the test patch leaves it) replaced by
     ``replacement``; ``line`` is that segment's first line (1-based), ``original`` and
-    ``mutated`` the line before and after, ``kind`` what was changed (``int``, ``str``,
-    ``list``, ``exception``, ``match``, ...)."""
+    ``mutated`` the lines the segment spans before and after, ``kind`` what was changed,
+    ``function`` the test function it lives in (``Class.test_x``).
+
+    Kinds: a constant of an expected value (``int``, ``float``, ``complex``, ``str``,
+    ``bytes``, ``bool``), an empty container given an element (``container``), a list or
+    tuple one element longer (``longer``), ``None`` compared with ``==`` or ``is`` (``none``),
+    a named value (``name``: ``int`` -> ``float``, ``np.float64`` -> ``np.float32``,
+    ``S.Integers`` -> ``S.Reals``, ``ExitCode.OK``), the class of ``isinstance`` (``class``),
+    the exception or warning a test expects (``exception``) or its message (``match``), and,
+    only for a test that states no value, the assertion turned around (``truth``)."""
 
     test: str
     path: str
@@ -21,6 +29,7 @@ class Twin(BaseModel):
     original: str
     mutated: str
     kind: str
+    function: str = ""
 
 
 class TwinCandidates(BaseModel):

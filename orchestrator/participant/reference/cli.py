@@ -44,11 +44,14 @@ Style = Annotated[
 def _serve(kind: str, host: str, port: int, card_url: str | None, **options: object) -> None:
     try:
         participant = make_participant(kind, **options)  # type: ignore[arg-type]
+        where = card_url or f"http://{host}:{port}/"
+        serve(
+            participant.executor(), participant.info, host=host, port=port, card_url=card_url,
+            listening=lambda: typer.echo(f"{participant.info.name} listening on {where}"),
+        )  # fmt: skip
     except UserError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"{participant.info.name} listening on {card_url or f'http://{host}:{port}/'}")
-    serve(participant.executor(), participant.info, host=host, port=port, card_url=card_url)
 
 
 @app.command("gold")

@@ -14,7 +14,8 @@ Script file (JSON)::
       "final": {"text": "done", "patch": null}   # the final answer; patch goes in a data part
     }
 
-Every message received is kept, per conversation: :meth:`ScriptedParticipant.received`.
+The user guide describes the format (docs/guide/agent.md, "A scripted participant"). Every
+message received is kept, per conversation: :meth:`ScriptedParticipant.received`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 from docker.utils import parse_repository_tag
 
-from orchestrator.sandbox.docker.container import DockerSandbox
+from orchestrator.sandbox.docker.container import DockerSandbox, remove_container
 from orchestrator.sandbox.docker.images import DockerImages
 from orchestrator.sandbox.docker.runtime import _ENGINE_ERRORS
 from orchestrator.sandbox.errors import (
@@ -148,10 +148,10 @@ class DockerBackend:
 
     def remove_container(self, ref: str) -> bool:
         try:
-            self.client.containers.get(ref).remove(force=True, v=True)
+            container = self.client.containers.get(ref)
         except NotFound:
             return False
-        return True
+        return remove_container(container)
 
     def cleanup(self, labels: Mapping[str, str]) -> list[str]:
         removed = []

@@ -38,6 +38,31 @@ from orchestrator.sandbox.models import (
     Snapshot,
 )
 
+# how long a removal that another caller started may take before ours gives up
+REMOVAL_WAIT = 60.0
+
+
+def remove_container(container: Container, wait: float = REMOVAL_WAIT) -> bool:
+    """Force-remove ``container`` and its anonymous volumes; False when it was already gone.
+    When another caller's removal of it is in progress (the engine answers 409), wait until
+    it is gone: two clean-ups of one container (a run's and a cancel's) both end removed."""
+    try:
+        container.remove(force=True, v=True)
+    except NotFound:
+        return False
+    except APIError as exc:
+        if exc.status_code != 409 or "in progress" not in str(exc):
+            raise
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                container.reload()
+            except NotFound:
+                return True
+            time.sleep(0.2)
+        raise
+    return True
+
 
 class DockerSandbox:
     """A running container of this tool. Create with :meth:`start` or :meth:`attach`."""
@@ -246,9 +271,7 @@ class DockerSandbox:
         if self.disk_watcher is not None:
             self.disk_watcher.stop()
         try:
-            self.container.remove(force=True, v=True)
-        except NotFound:
-            pass
+            remove_container(self.container)
         except _ENGINE_ERRORS as exc:
             raise self._error("remove", exc) from exc
 

@@ -75,6 +75,12 @@ def named_labels(client: Any, name: str) -> dict[str, str] | None:
         return None
 
 
+def named_with_label(client: Any, label: str) -> list[tuple[str, dict[str, str]]]:
+    """(name, labels) of every container carrying ``label``, whatever its value."""
+    found = client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    return [(c.name, dict(c.labels or {})) for c in found]
+
+
 def remove_named(client: Any, name: str) -> None:
     """Remove the container named ``name``; one that is gone already is fine."""
     with contextlib.suppress(NotFound, APIError):

@@ -185,7 +185,9 @@ class AssessmentExecutor(AgentExecutor):
         run_id, run_dir = ctx.run_id, ctx.run_dir
         await updater.start_work(
             updater.new_agent_message(
-                self._start_parts(request, instances, run_id, concurrency, capped)
+                self._start_parts(
+                    request, instances, run_id, concurrency, capped, self._ahead(context.task_id)
+                )
             )
         )
         self.log.info("assessment.start", run_id=run_id, instances=len(instances))
@@ -226,13 +228,20 @@ class AssessmentExecutor(AgentExecutor):
             raise _Rejected(refusal_text(refused))
         return request
 
+    def _ahead(self, task_id: str | None) -> int:
+        """How many assessments still at work began before ``task_id``'s."""
+        working = list(self._working)
+        return working.index(task_id) if task_id in working else 0
+
     def _start_parts(
         self, request: AssessmentRequest, instances: list[Instance], run_id: str,
-        concurrency: int, capped: bool,
+        concurrency: int, capped: bool, ahead: int,
     ) -> list[Part]:  # fmt: skip
-        """The first ``working`` update: what is evaluated, how, and whether it queues."""
+        """The first ``working`` update: what is evaluated, how, and whether it queues: the
+        host's slots are taken, or the assessments at work that began before this one (each
+        holds a slot once its run starts) are as many as the slots."""
         note = f", concurrency capped at {concurrency}" if capped else ""
-        queued = self.slots.busy
+        queued = self.slots.busy or ahead >= self.slots.capacity
         queue_note = (
             f" Queued: all {self.slots.capacity} of the host's instance slots are busy with "
             "other assessments; instances start as slots free up."

@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.context.successor import successor
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.reinstall.contained import (
     changes_build_inputs,
     contained_reinstall,

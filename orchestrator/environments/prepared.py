@@ -34,7 +34,7 @@ class PreparedInstance(BaseModel):
         self.snapshot.discard()
 
 
-def test_recipe(prepared: PreparedInstance) -> Recipe:
+def recipe_of(prepared: PreparedInstance) -> Recipe:
     """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
     if prepared.plan.recipe is not None:
         return prepared.plan.recipe

@@ -192,9 +192,9 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
             break
     python, python_why = choose_python(facts, files.commit_time, available)
     reasons.append(f"python {python}: {python_why}")
-    runner = test_runner(files, facts)
+    runner = runner_of(files, facts)
     reasons.append(runner.why)
-    extras, requirements, test_why = test_requirements(files, facts, listed, runner)
+    extras, requirements, test_why = suite_requirements(files, facts, listed, runner)
     build_first, build_why = build_needs(files, facts)
     reasons += test_why + build_why
     cutoffs = resolution_cutoffs(files.commit_time, python)
@@ -330,7 +330,7 @@ class Runner(BaseModel):
     name: str = "pytest"
 
 
-def test_runner(files: Files, facts: Packaging) -> Runner:
+def runner_of(files: Files, facts: Packaging) -> Runner:
     """The repository's own test runner where it has one SWE-bench knows the output of
     (sympy's ``bin/test``, django's ``tests/runtests.py``), else pytest."""
     bin_test = files.read("bin/test") or ""
@@ -427,7 +427,7 @@ def service_for(files: Files) -> KnownService | None:
 # --------------------------------------------------------------------------- requirements
 
 
-def test_requirements(
+def suite_requirements(
     files: Files, facts: Packaging, listed: dict[str, list[str]], runner: Runner
 ) -> tuple[list[str], list[str], list[str]]:
     """The extras to install the project with, the other requirements, and why: extras

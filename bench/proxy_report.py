@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.grading.log_parsers import match_expected, parse_test_log
-from orchestrator.spec.recipes import load_recipes
+from orchestrator.recipes.recipe import load_recipes
 from orchestrator.validation.sweep import SweepRecord, load_records, merge_records, root_cause
 
 REPOS = ("django/django", "scikit-learn/scikit-learn", "matplotlib/matplotlib")

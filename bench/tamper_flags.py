@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import Instance
-from orchestrator.spec.harness_files import drop_harness_files, runner_files
-from orchestrator.spec.recipes import load_recipes
+from orchestrator.recipes.harness_files import drop_harness_files, runner_files
+from orchestrator.recipes.recipe import load_recipes
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # what a runtime monitor watches, as the lines a patch adds spell it

@@ -28,14 +28,14 @@ from orchestrator.grading.script import BEFORE_LIST, unexplained_directories, wr
 from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, Reason, Status
 from orchestrator.patches.apply import apply_patch
-from orchestrator.sandbox.docker import DockerSandbox as Sandbox
-from orchestrator.spec.harness_files import (
+from orchestrator.recipes.harness_files import (
     drop_harness_files,
     is_harness_file,
     runner_files,
     shadows_a_module,
 )
-from orchestrator.spec.recipes import Recipe
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from sandbox_tools.contract import TEST_USER, TESTBED
 
 from .conftest import TEST_RUN_ID

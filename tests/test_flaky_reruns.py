@@ -19,8 +19,8 @@ from orchestrator.grading.flaky_reruns import (
 )
 from orchestrator.models import CaseGroups, Instance, Reason, Status
 from orchestrator.models import CaseStatus as TS
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.selection import django_label, selected_directives
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import django_label, selected_directives
 from sandbox_tools.contract import ACTIVATE, TESTBED
 
 from .test_evaluation import CALC_FIXED, TIMEOUT, grading, instance_image, instances, recipes

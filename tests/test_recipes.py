@@ -10,7 +10,7 @@ import yaml
 
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import (
+from orchestrator.recipes.recipe import (
     Recipe,
     directives_of,
     load_recipes,
@@ -209,7 +209,7 @@ def test_recipe_key_is_stable_and_tracks_the_environment():
     key = recipe_key(recipe)
     assert re.fullmatch(r"[0-9a-f]{16}", key)
     code = (
-        "from orchestrator.spec.recipes import load_recipes, recipe_key; "
+        "from orchestrator.recipes.recipe import load_recipes, recipe_key; "
         "print(recipe_key(load_recipes()[('django/django', '4.0')]))"
     )
     other_process = subprocess.run(
@@ -385,13 +385,13 @@ def test_plain_unified_diff():
     ],
 )
 def test_reinstall_at_the_base_only_when_the_build_reads_what_changed(install, changed, needed):
-    from orchestrator.spec.recipes import reinstall_needed
+    from orchestrator.recipes.recipe import reinstall_needed
 
     assert reinstall_needed(install, changed) is needed
 
 
 def test_old_requests_recipes_serve_httpbin_locally():
-    from orchestrator.spec.services import service_start_lines
+    from orchestrator.recipes.services import service_start_lines
 
     recipe = load_recipes()[("psf/requests", "2.0")]
     assert recipe.env["HTTPBIN_URL"].startswith("http://127.0.0.1:")
@@ -416,7 +416,7 @@ def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
     -rA no PASSED lines are printed and every FAIL_TO_PASS test counted missing (8120)."""
     recipe = load_recipes()[("sphinx-doc/sphinx", "3.3")]
     assert recipe.test_cmd == "tox --current-env -epy39 -v -- -rA"
-    from orchestrator.spec.recipes import suite_command
+    from orchestrator.recipes.recipe import suite_command
 
     diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
     instance = patch_instance("sphinx-doc/sphinx", diff)

@@ -28,8 +28,8 @@ from orchestrator.grading.reinstall.guard import (
     reinstall_problems,
     repo_file_problem,
 )
+from orchestrator.recipes.recipe import load_recipes
 from orchestrator.sandbox import FileMissing
-from orchestrator.spec.recipes import load_recipes
 
 from .reference_data import verified_row
 

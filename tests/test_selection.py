@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import Recipe, suite_command
-from orchestrator.spec.selection import (
+from orchestrator.recipes.recipe import Recipe, suite_command
+from orchestrator.recipes.selection import (
     runner_kind,
     selected_arguments,
     selected_directives,

@@ -31,8 +31,8 @@ from orchestrator.grading.twins.model import Twin, TwinCandidates
 from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, InstanceResult, Reason, Status, TwinCheck
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 from orchestrator.validation import twins as validation_twins
 from orchestrator.validation.sweep import SweepRecord
 from orchestrator.validation.twins import at_mutated_line, effective_twins, ineffective

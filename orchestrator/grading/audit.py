@@ -28,10 +28,10 @@ from pydantic import BaseModel, Field
 from orchestrator.atomic import atomic_write_text
 from orchestrator.models import Instance
 from orchestrator.patches.diff import split_patch
+from orchestrator.recipes.recipe import Recipe, touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.recipes import Recipe, touched_test_files
 from sandbox_tools.contract import AUDIT_CONFIG, AUDIT_DIR, EVAL_DIR, TESTBED
 
 HOOK_PATH = f"{AUDIT_DIR}/hook.py"

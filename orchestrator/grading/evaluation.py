@@ -70,10 +70,10 @@ from orchestrator.grading.script import (
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status, TwinCheck
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
+from orchestrator.recipes.harness_files import drop_harness_files, runner_files
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.harness_files import drop_harness_files, runner_files
-from orchestrator.spec.recipes import Recipe
 from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = [

@@ -15,7 +15,7 @@ than that are no flake); each run pays the script's fixed cost (test patch, byte
 and one test's time. The time spent is the result's ``timings["flaky_reruns"]``.
 
 A test runs alone where its runner selects by name
-(:func:`orchestrator.spec.selection.selected_directives`): pytest (its node id, every
+(:func:`orchestrator.recipes.selection.selected_directives`): pytest (its node id, every
 parametrization), sympy's ``bin/test`` (its file(s) and ``-k name``), django's
 ``runtests.py`` (``module.Class.test_name`` from ``test_name (module.Class)``). Other tests
 (django names with a docstring line, runners that cannot select) are not re-run.
@@ -33,9 +33,9 @@ from orchestrator.atomic import atomic_write_text
 from orchestrator.grading.evaluation import Evaluation, run_tests
 from orchestrator.grading.log_parsers import PASSING, match_expected
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import selected_directives
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.selection import selected_directives
 
 # more deciding tests than this: the patch broke them, no flake decides the verdict
 MAX_DECIDING = 5

@@ -21,9 +21,9 @@ from orchestrator.grading import audit
 from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.markers import wrap_test_command
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import Recipe, suite_command, touched_test_files
+from orchestrator.recipes.services import service_start_lines, service_stop_lines
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
-from orchestrator.spec.recipes import Recipe, suite_command, touched_test_files
-from orchestrator.spec.services import service_start_lines, service_stop_lines
 from sandbox_tools.contract import ACTIVATE, EVAL_DIR, TESTBED
 
 EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
@@ -80,7 +80,7 @@ def eval_script(
     is writable (root's, sticky) and the script lists the tree before and after the tests
     and the files they changed, for :func:`writable_paths`. Whatever the user left running
     is killed before the end marker. ``directives``: what the runner gets instead of the
-    instance's test files (a selection of tests, :func:`.recipes.suite_command`).
+    instance's test files (a selection of tests, :func:`.recipe.suite_command`).
     """
     user = shlex.quote(test_user) if test_user else ""
     return "\n".join(

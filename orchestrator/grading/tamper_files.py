@@ -32,7 +32,7 @@ from orchestrator.grading.tamper_ast import (
     git_literals,
 )
 from orchestrator.patches.diff import FilePatch
-from orchestrator.spec.harness_files import compiled_kind
+from orchestrator.recipes.harness_files import compiled_kind
 
 PTH = "adds a .pth file, whose import lines run when Python starts"
 ARCHIVE = "adds an archive Python can import from"

@@ -44,11 +44,11 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
+from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
 from orchestrator.setup.plan import SetupFailed, fallback_note, llm_fallback_available
-from orchestrator.spec.recipes import touched_test_files
 from orchestrator.validation import validate
 from sandbox_tools.contract import TEST_USER, TESTBED
 

@@ -29,11 +29,11 @@ from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.script import TEST_PATCH_PATH, eval_script
 from orchestrator.models import Instance
 from orchestrator.patches.apply import apply_patch
+from orchestrator.recipes.harness_files import drop_harness_files
+from orchestrator.recipes.recipe import Recipe, directives_of, reinstall_needed
+from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.harness_files import drop_harness_files
-from orchestrator.spec.recipes import Recipe, directives_of, reinstall_needed
-from orchestrator.spec.selection import runner_kind, selected_directives
 from sandbox_tools.contract import ACTIVATE, EVAL_DIR
 from sandbox_tools.contract import TESTBED as REPO_DIR
 

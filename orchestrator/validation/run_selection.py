@@ -2,7 +2,7 @@
 
 Validation runs the tests at the base commit only to see the FAIL_TO_PASS tests fail
 (:mod:`.validation`). Where the recipe's runner selects tests by name, that run runs only
-them (:func:`orchestrator.spec.selection.selected_directives`: pytest node ids, sympy's
+them (:func:`orchestrator.recipes.selection.selected_directives`: pytest node ids, sympy's
 ``-k``); elsewhere, django's ``runtests.py`` included, the whole test files run.
 
 The gold reruns of flaky detection select the same way (:func:`rerun_names`): the listed
@@ -27,7 +27,7 @@ def rerun_names(
     """The tests a gold rerun needs: those of ``listed`` that passed in the first run
     (``first``: its outcomes), in the order they ran; None when leaving the others out would
     save little (under :data:`MIN_LEFT_OUT` of the tests that cost time), or when the runner
-    cannot select (``runner``: :func:`orchestrator.spec.selection.runner_kind`). A test
+    cannot select (``runner``: :func:`orchestrator.recipes.selection.runner_kind`). A test
     that failed in the first run cannot change the verdict by passing in a rerun: a
     PASS_TO_PASS one is left out of grading anyway, a FAIL_TO_PASS one has already failed
     the instance."""

@@ -25,9 +25,9 @@ from orchestrator.grading.twins.check import clashes
 from orchestrator.grading.twins.generate import twin_candidates, twin_test_patch
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import CaseStatus, Instance
+from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
-from orchestrator.spec.recipes import touched_test_files
 from sandbox_tools.contract import TESTBED
 
 ROUNDS = 3  # candidates tried per test at most

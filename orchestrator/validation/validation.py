@@ -8,7 +8,7 @@ What each run costs, and why it is needed:
 
 - **Base**: only the FAIL_TO_PASS tests' outcome counts there, so where the runner selects
   tests by name only they run (pytest node ids, sympy's ``-k``;
-  :mod:`orchestrator.spec.selection` decides per runner). When that run does not
+  :mod:`orchestrator.recipes.selection` decides per runner). When that run does not
   report every FAIL_TO_PASS test, or crashes, the whole test files run in a fresh
   container, exactly as without a selection: a crash at the base and a test the runner
   never reached are judged on the whole run.
@@ -71,9 +71,9 @@ from orchestrator.grading.twins.check import TwinSet
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import CaseGroups, CaseStatus, Instance
 from orchestrator.patches.apply import apply_patch
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox, Snapshot
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.selection import runner_kind, selected_directives
 from orchestrator.validation.run_selection import rerun_names
 from orchestrator.validation.twins import RUNS, effective_twins, read_test_files
 from sandbox_tools.contract import TEST_USER

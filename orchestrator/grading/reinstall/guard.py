@@ -56,7 +56,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from orchestrator.spec.harness_files import is_harness_file
+from orchestrator.recipes.harness_files import is_harness_file
 from sandbox_tools.contract import TESTBED
 
 SCRATCH = (

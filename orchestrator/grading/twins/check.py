@@ -44,8 +44,8 @@ from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.twins.generate import twin_test_patch
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import CaseStatus, Instance, Reason, TwinCheck, TwinRecord
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 
 # a fresh grading sandbox from the snapshot the graded run's came from, removed on exit
 Fresh = Callable[[], AbstractContextManager[Sandbox]]

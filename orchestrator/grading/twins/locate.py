@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from orchestrator.grading.log_parsers import DJANGO_SUBTEST
-from orchestrator.spec.selection import django_label
+from orchestrator.recipes.selection import django_label
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

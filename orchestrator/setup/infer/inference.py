@@ -1,7 +1,7 @@
 """An environment inferred from a repository's own files at one commit (pure functions of
 :class:`~.repo_files.RepoFiles`-like readers): the Python, the install command, the test
 extras and requirements, the build needs, the test runner and its log format, as a
-:class:`~orchestrator.spec.recipes.Recipe` that the recipe machinery builds.
+:class:`~orchestrator.recipes.recipe.Recipe` that the recipe machinery builds.
 
 Dependencies are resolved as they were on the commit's date: the install runs
 ``uv pip install --exclude-newer <commit time>`` (PyPI serves every file's upload time,
@@ -28,6 +28,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
+from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
     ci_pythons,
@@ -40,7 +41,6 @@ from orchestrator.setup.infer.packaging_files import (
     requirement_name,
     requirements_file,
 )
-from orchestrator.spec.recipes import Recipe, Service
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import Recipe, directives_of, suite_command
+from orchestrator.recipes.recipe import Recipe, directives_of, suite_command
 
 MAX_COMMAND = 64 * 1024
 _PYTEST = re.compile(r"(^|\s|/)(pytest|tox)(\s|$)")

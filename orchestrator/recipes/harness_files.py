@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from orchestrator.models import Instance
 from orchestrator.patches.diff import FilePatch, join_patch, split_patch
-from orchestrator.spec.recipes import Recipe
+from orchestrator.recipes.recipe import Recipe
 
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _INFRA_NAMES = frozenset(

@@ -10,6 +10,11 @@ committed as the instance's *proxy base*. A proxy dataset row keeps the instance
 and patches, with ``base_commit`` = the proxy base and ``environment_setup_commit`` = the
 release commit (one environment per version).
 
+Commit dates: a release commit is dated at the sdist's build, the newest modification time of
+its members (pip unpacks them with their times), as the commit a release is cut from; a proxy
+base at the instance's ``created_at`` (its pull request's: the real base commit precedes it
+by little), else at its release. Same sdists and rows, same hashes.
+
 Run: python bench/proxy_mirror.py --out /work/data-h22/proxy [--per-version 3] [--id ID ...]
 Then: SWE_GREEN_MIRROR_DIR=<out>/mirrors SWE_GREEN_DATASET=<out>/proxy.jsonl swe-green validate
 """
@@ -25,6 +30,7 @@ import subprocess
 import tempfile
 import time
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -35,14 +41,11 @@ _PYPI_NAME = {
     "scikit-learn/scikit-learn": "scikit-learn",
     "matplotlib/matplotlib": "matplotlib",
 }
-_FIXED_DATE = "2000-01-01T00:00:00+0000"
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "proxy",
     "GIT_AUTHOR_EMAIL": "proxy@localhost",
     "GIT_COMMITTER_NAME": "proxy",
     "GIT_COMMITTER_EMAIL": "proxy@localhost",
-    "GIT_AUTHOR_DATE": _FIXED_DATE,
-    "GIT_COMMITTER_DATE": _FIXED_DATE,
 }
 
 
@@ -100,8 +103,10 @@ def round_robin(rows: list[dict], per_version: int | None) -> list[dict]:
         depth += 1
 
 
-def _run(args: list[str], cwd: Path | None = None, stdin: str | None = None) -> str:
-    env = {**os.environ, **_GIT_ENV}
+def _run(args: list[str], cwd: Path | None = None, stdin: str | None = None, date: int = 0) -> str:
+    """``args`` run (git with the proxy's identity; a commit dated ``date``, Unix seconds)."""
+    stamp = f"@{date} +0000"
+    env = {**os.environ, **_GIT_ENV, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
     done = subprocess.run(
         args, cwd=cwd, input=stdin, capture_output=True, text=True, env=env, check=False
     )
@@ -137,6 +142,21 @@ def unpacked_release(requirement: str, sdists: Path) -> Path:
     return dest
 
 
+def build_date(tree: Path) -> int:
+    """When the sdist unpacked at ``tree`` was built: its newest member's modification time
+    (Unix seconds)."""
+    return max((int(p.lstat().st_mtime) for p in tree.rglob("*") if p.is_file()), default=0)
+
+
+def base_date(row: dict, release_date: int) -> int:
+    """The proxy base's date: the instance's ``created_at`` (its pull request's; the real
+    base commit precedes it by little), else its release's."""
+    created = row.get("created_at")
+    if not created:
+        return release_date
+    return int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp())
+
+
 # the .gitignore of a release whose sdist has none (scikit-learn, matplotlib): what their
 # in-place builds leave, as their repositories ignore it. Without it the compiled extensions
 # are untracked files that phase 4's `git clean` removes ("sklearn.__check_build._check_build"
@@ -168,6 +188,7 @@ def release_commit(requirement: str, work: Path, sdists: Path) -> str:
     if known.returncode == 0:
         return known.stdout.strip()
     tree = unpacked_release(requirement, sdists)
+    date = build_date(tree)
     _run(["git", "checkout", "--quiet", "--orphan", branch], work)
     _run(["git", "rm", "-r", "-q", "-f", "--ignore-unmatch", "."], work)
     _run(["git", "clean", "-q", "-fdx"], work)
@@ -178,7 +199,8 @@ def release_commit(requirement: str, work: Path, sdists: Path) -> str:
     for egg in work.glob("*.egg-info"):
         shutil.rmtree(egg)
     _run(["git", "add", "-A", "."], work)
-    _run(["git", "commit", "--quiet", "--no-verify", "-m", f"release {requirement}"], work)
+    message = f"release {requirement}"
+    _run(["git", "commit", "--quiet", "--no-verify", "-m", message], work, date=date)
     return _run(["git", "rev-parse", "HEAD"], work).strip()
 
 
@@ -212,7 +234,9 @@ def proxy_base(row: dict, release: str, work: Path) -> tuple[str, str, str]:
     gold_method = reverse_apply(row["patch"], work)
     _run(["git", "add", "-A", "."], work)
     message = f"proxy base of {row['instance_id']} (test {test_method}, gold {gold_method})"
-    _run(["git", "commit", "--quiet", "--no-verify", "--allow-empty", "-m", message], work)
+    date = base_date(row, int(_run(["git", "show", "-s", "--format=%ct", release], work)))
+    commit = ["git", "commit", "--quiet", "--no-verify", "--allow-empty", "-m", message]
+    _run(commit, work, date=date)
     return _run(["git", "rev-parse", "HEAD"], work).strip(), test_method, gold_method
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,53 @@ def test_a_release_without_gitignore_gets_one_for_its_build_products(tmp_path: P
     (checkout / "_ext.cpython-39-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
     subprocess.run(["git", "clean", "-fdq"], cwd=checkout, check=True)  # as phase 4 does
     assert (checkout / "_ext.cpython-39-x86_64-linux-gnu.so").exists()
+
+
+def _dated_release_tree(out: Path, built: int) -> None:
+    """The release tree with its members' times as the sdist holds them: the newest at
+    ``built`` (PKG-INFO, written by the sdist build), the sources older."""
+    _release_tree(out, "Django==3.0")
+    tree = out / "sdists" / "Django-3.0"
+    for path in tree.rglob("*"):
+        os.utime(path, (built - 86400, built - 86400))
+    os.utime(tree / "PKG-INFO", (built, built))
+
+
+def _commit_time(mirror: Path, commit: str) -> int:
+    return int(_git(mirror, "show", "-s", "--format=%at %ct", commit).split()[0])
+
+
+def test_release_commit_is_dated_at_the_sdist_build_and_the_base_at_the_pull_request(
+    tmp_path: Path,
+) -> None:
+    built = 1575280000  # 2019-12-02: Django 3.0's sdist
+    _dated_release_tree(tmp_path, built)
+    row = {"instance_id": "django__django-1", "repo": "django/django", "version": "3.0",
+           "created_at": "2019-06-26T07:16:09Z"}  # fmt: skip
+    row |= {"patch": GOLD, "test_patch": TEST_PATCH}
+    record = proxy_mirror.prepare(row, tmp_path)
+    mirror = tmp_path / "mirrors" / "django__django.git"
+    assert _commit_time(mirror, record.release_commit) == built  # PKG-INFO, dropped, counts
+    assert _git(mirror, "show", "-s", "--format=%ct", record.release_commit).strip() == str(built)
+    assert _commit_time(mirror, record.proxy_base) == 1561533369  # 2019-06-26T07:16:09Z
+
+
+def test_a_base_without_created_at_is_dated_at_its_release(tmp_path: Path) -> None:
+    built = 1575280000
+    _dated_release_tree(tmp_path, built)
+    row = {"instance_id": "django__django-1", "repo": "django/django", "version": "3.0",
+           "patch": GOLD, "test_patch": TEST_PATCH}  # fmt: skip
+    record = proxy_mirror.prepare(row, tmp_path)
+    assert _commit_time(tmp_path / "mirrors" / "django__django.git", record.proxy_base) == built
+
+
+def test_the_same_sdist_and_row_give_the_same_commits(tmp_path: Path) -> None:
+    row = {"instance_id": "django__django-1", "repo": "django/django", "version": "3.0",
+           "created_at": "2019-06-26T07:16:09Z"}  # fmt: skip
+    row |= {"patch": GOLD, "test_patch": TEST_PATCH}
+    records = []
+    for name in ("one", "two"):
+        _dated_release_tree(tmp_path / name, 1575280000)
+        records.append(proxy_mirror.prepare(row, tmp_path / name))
+    one, two = records
+    assert (one.release_commit, one.proxy_base) == (two.release_commit, two.proxy_base)

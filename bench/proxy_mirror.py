@@ -16,6 +16,7 @@ base at the instance's ``created_at`` (its pull request's: the real base commit 
 by little), else at its release. Same sdists and rows, same hashes.
 
 Run: python bench/proxy_mirror.py --out /work/data-h22/proxy [--per-version 3] [--id ID ...]
+(``--per-version N``: the first N instances of each version whose proxy base builds)
 Then: SWE_GREEN_MIRROR_DIR=<out>/mirrors SWE_GREEN_DATASET=<out>/proxy.jsonl swe-green validate
 """
 
@@ -101,6 +102,19 @@ def round_robin(rows: list[dict], per_version: int | None) -> list[dict]:
             return ordered
         ordered.extend(layer)
         depth += 1
+
+
+def wanted(row: dict, done: dict[str, ProxyRecord], per_version: int | None) -> bool:
+    """Whether ``row``'s proxy is still to be tried: its version has fewer than
+    ``per_version`` proxy bases built (an instance whose patches do not reverse-apply gives
+    its place to the version's next one)."""
+    if per_version is None:
+        return True
+    built = [
+        rec for rec in done.values()
+        if (rec.repo, rec.version) == (row["repo"], row["version"]) and rec.proxy_base
+    ]  # fmt: skip
+    return len(built) < per_version
 
 
 def _run(args: list[str], cwd: Path | None = None, stdin: str | None = None, date: int = 0) -> str:
@@ -355,7 +369,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", default="/work/shared/data/swe-bench-verified.jsonl")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--per-version", type=int, default=None, help="first N of each version")
+    parser.add_argument(
+        "--per-version", type=int, default=None, help="the first N of each version that build"
+    )
     parser.add_argument("--id", action="append", default=[], help="only these instances")
     parser.add_argument("--smoke", action="store_true", help="one made-up instance, no PyPI")
     args = parser.parse_args()
@@ -366,7 +382,7 @@ def main() -> None:
         parser.error("--out is required")
     rows = [json.loads(line) for line in Path(args.dataset).read_text().splitlines() if line]
     rows = [r for r in rows if r["repo"] in REPOS and (not args.id or r["instance_id"] in args.id)]
-    rows = round_robin(rows, args.per_version)
+    rows = round_robin(rows, None)
     args.out.mkdir(parents=True, exist_ok=True)
     records_path = args.out / "prepare.jsonl"
     done = {}
@@ -375,7 +391,7 @@ def main() -> None:
             rec = ProxyRecord.model_validate_json(line)
             done[rec.instance_id] = rec
     for row in rows:
-        if row["instance_id"] in done:
+        if row["instance_id"] in done or not wanted(row, done, args.per_version):
             continue
         record = prepare(row, args.out)
         done[row["instance_id"]] = record

@@ -222,3 +222,17 @@ def test_the_same_sdist_and_row_give_the_same_commits(tmp_path: Path) -> None:
         records.append(proxy_mirror.prepare(row, tmp_path / name))
     one, two = records
     assert (one.release_commit, one.proxy_base) == (two.release_commit, two.proxy_base)
+
+
+def test_a_version_whose_first_proxy_fails_takes_its_next_instance() -> None:
+    def rec(iid: str, version: str, base: str) -> proxy_mirror.ProxyRecord:
+        return proxy_mirror.ProxyRecord(
+            instance_id=iid, repo="django/django", version=version, proxy_base=base
+        )
+
+    done = {"a-0": rec("a-0", "3.0", ""), "b-0": rec("b-0", "3.1", "f00d")}
+    row = {"repo": "django/django", "version": "3.0", "instance_id": "a-1"}
+    assert proxy_mirror.wanted(row, done, 1)  # 3.0's first did not build: its next is tried
+    assert not proxy_mirror.wanted({**row, "version": "3.1", "instance_id": "b-1"}, done, 1)
+    assert proxy_mirror.wanted({**row, "version": "3.1", "instance_id": "b-1"}, done, 2)
+    assert proxy_mirror.wanted({**row, "version": "3.1", "instance_id": "b-1"}, done, None)

@@ -102,11 +102,11 @@ def test_held_leases_beat_file_and_engine_from_one_thread(docker_backend, tmp_pa
         return next(x for x in engine_leases(docker_backend) if x.run_id == run_id)
 
     def heartbeats() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name.startswith("heartbeat-")]
+        return sorted(t.name for t in threading.enumerate() if t.name.startswith("heartbeat-"))
 
     before = heartbeats()
     with hold_leases(docker_backend, tmp_path, run_id, beat=0.5) as path:
-        assert heartbeats() == [*before, f"heartbeat-leases-{run_id}"]  # one, for both
+        assert heartbeats() == sorted([*before, f"heartbeat-leases-{run_id}"])  # one, for both
         file_beat, engine_beat = path.stat().st_mtime, on_engine().heartbeat
         time.sleep(2.5)
         assert path.stat().st_mtime > file_beat and on_engine().heartbeat > engine_beat

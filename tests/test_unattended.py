@@ -70,7 +70,7 @@ def test_a_lease_is_live_while_held_and_expires_when_its_holder_is_gone(tmp_path
 
 
 def _heartbeat_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("heartbeat-")]
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("heartbeat-"))
 
 
 def test_one_heartbeat_thread_beats_every_beat_and_a_failing_beat_stops_none():
@@ -86,7 +86,7 @@ def test_one_heartbeat_thread_beats_every_beat_and_a_failing_beat_stops_none():
     before = _heartbeat_threads()
     with structlog.testing.capture_logs() as logs, Heartbeat("both", every=0.02) as heartbeat:
         with heartbeat.beating(failing), heartbeat.beating(counting):
-            assert _heartbeat_threads() == [*before, "heartbeat-both"]  # one thread for both
+            assert _heartbeat_threads() == sorted([*before, "heartbeat-both"])  # one for both
             deadline = time.monotonic() + 5
             while calls["counting"] < 3 and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -105,7 +105,7 @@ def test_held_leases_share_one_heartbeat_and_a_new_image_beats_at_once(tmp_path)
             hold_lease(tmp_path, "run-a", heartbeat=heartbeat) as a,
             hold_lease(tmp_path, "run-b", heartbeat=heartbeat) as b,
         ):
-            assert _heartbeat_threads() == [*before, "heartbeat-shared"]
+            assert _heartbeat_threads() == sorted([*before, "heartbeat-shared"])
             note_image("run-b", "swe-green/env:x")  # beats now, not in an hour
             deadline = time.monotonic() + 5
             while "images" not in b.read_text() or not json.loads(b.read_text())["images"]:
@@ -122,7 +122,7 @@ def test_held_leases_run_one_heartbeat_thread(tmp_path):
 
     before = _heartbeat_threads()
     with hold_leases(LocalBackend(), tmp_path, "run-a", beat=0.05) as path:
-        assert _heartbeat_threads() == [*before, "heartbeat-leases-run-a"]
+        assert _heartbeat_threads() == sorted([*before, "heartbeat-leases-run-a"])
         first = path.stat().st_mtime_ns
         deadline = time.monotonic() + 5
         while path.stat().st_mtime_ns == first:

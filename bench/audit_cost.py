@@ -4,7 +4,7 @@ For each instance (phases 1-4 first: built, or cache hits when the images are th
 grading container from its environment with the gold patch applied runs the instance's tests
 ``--runs`` times with the audit hook and as often without, alternating which goes first (as
 root: the test user's writable paths are validation's, which this does not run). The figure
-is the test run's own time (``TestRun.duration``). Printed per instance: the median of
+is the test run's own time (``SuiteRun.duration``). Printed per instance: the median of
 each, their ratio, and whether the hook reported anything on the gold patch (it must not);
 then the ratio of the sums over the sample. Goal: ≤ 1.05.
 
@@ -30,7 +30,7 @@ from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
-from orchestrator.environments.prepared import test_recipe  # noqa: E402
+from orchestrator.environments.prepared import recipe_of  # noqa: E402
 from orchestrator.grading.audit import AUDIT_DIR, audit_config  # noqa: E402
 from orchestrator.grading.evaluation import run_tests  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
@@ -47,7 +47,7 @@ def measure(
 ) -> tuple[list[float], list[float], list[str]]:
     """(seconds with the hook, seconds without, what the hook reported on the gold patch)."""
     prepared = prepare_instance(ctx, instance)
-    recipe = test_recipe(prepared)
+    recipe = recipe_of(prepared)
     sandbox = ctx.start_sandbox(prepared.snapshot, instance, "grading", network=False)
     timeout = ctx.settings.grading.test_timeout
     try:

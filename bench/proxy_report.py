@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.grading.log_parsers import match_expected, parse_test_log
-from orchestrator.spec.recipes import load_recipes
+from orchestrator.recipes.recipe import load_recipes
 from orchestrator.validation.sweep import SweepRecord, load_records, merge_records, root_cause
 
 # the Verified dataset, in the shared data beside the repository

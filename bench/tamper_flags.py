@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import load_recipes
-from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
+from orchestrator.recipes.harness_files import drop_harness_files, runner_files
+from orchestrator.recipes.recipe import load_recipes
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # what a runtime monitor watches, as the lines a patch adds spell it
@@ -120,7 +120,7 @@ def flags(patches: list[Patch], instances: dict[str, Instance]) -> list[Flagged]
         if item.source == "gold":
             reasons = tamper_reasons(item.patch, runner_files(recipe))
         else:
-            gradeable, _ = drop_test_infrastructure(item.patch, instance, recipe)
+            gradeable, _ = drop_harness_files(item.patch, instance, recipe)
             reasons = tamper_reasons(gradeable, runner_files(recipe), instance.patch)
         if reasons:
             found.append(Flagged(instance_id=item.instance_id, source=item.source, reasons=reasons))

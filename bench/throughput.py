@@ -44,7 +44,7 @@ from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
-from orchestrator.environments.prepared import test_recipe  # noqa: E402
+from orchestrator.environments.prepared import recipe_of  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
@@ -107,7 +107,7 @@ def validate_with(
     # the baseline predates snapshots: it starts from the instance image's name
     source = prepared.snapshot if module is current else prepared.instance_image
     validate = module.validate if module is current else module.validate_instance
-    check = validate(ctx, instance, source, test_recipe(prepared))
+    check = validate(ctx, instance, source, recipe_of(prepared))
     if hasattr(module, "calls"):  # the baseline: base, gold, then reruns
         calls = module.calls
         phases = {"base": calls[0], "gold": sum(calls[1:2]), "gold_rerun": sum(calls[2:])}

@@ -101,7 +101,7 @@ class FailureLabel(StrEnum):
     TESTS_TIMED_OUT = "tests_timed_out"
 
 
-class TestStatus(StrEnum):
+class CaseStatus(StrEnum):
     PASSED = "PASSED"
     FAILED = "FAILED"
     ERROR = "ERROR"
@@ -109,7 +109,7 @@ class TestStatus(StrEnum):
     XFAIL = "XFAIL"
 
 
-class TestGroups(BaseModel):
+class CaseGroups(BaseModel):
     """Which of the expected tests passed or failed after the patch."""
 
     fail_to_pass_passed: list[str] = Field(default_factory=list)
@@ -159,7 +159,7 @@ class InstanceResult(BaseModel):
     status: Status
     reason: Reason = Reason.NONE
     message: str = ""
-    tests: TestGroups = Field(default_factory=TestGroups)
+    tests: CaseGroups = Field(default_factory=CaseGroups)
     apply_strategy: str | None = None
     excluded_patch_files: list[str] = Field(default_factory=list)
     # why a person should look at this result (the patch touches the runner's machinery)

@@ -5,7 +5,7 @@ Usage: ``python scripts/make_recipes.py [--data ../shared/data] [--out FILE]``
 Reads ``swe-bench-verified.jsonl``, ``swebench-specs/specs.json`` and
 ``swebench-specs/environments/<instance_id>.yml`` and writes one recipe per ``(repo, version)``
 of the Verified instances. What goes into a recipe is described in
-``orchestrator/spec/recipes.py``; this script holds the conda -> PyPI translation.
+``orchestrator/recipes/recipe.py``; this script holds the conda -> PyPI translation.
 Run it again when the data changes and commit the output: the runtime never reads
 ``../shared``. Needs PyYAML (installed with ``datasets``).
 """
@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.spec.recipes import Recipe, load_recipes  # noqa: E402
+from orchestrator.recipes.recipe import Recipe, load_recipes  # noqa: E402
 from sandbox_tools.contract import SERVICES_DIR, SWE_DIR, VENV  # noqa: E402
 
 # conda package -> PyPI distribution, where the names differ (None: nothing to install)

@@ -29,9 +29,9 @@ from orchestrator.dependencies.bytecode import MANIFEST, drop_manifest_command
 from orchestrator.environments.build import prepare_instance
 from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.evaluation import run_tests
-from orchestrator.models import TestStatus as TS
+from orchestrator.models import CaseStatus as TS
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 from sandbox_tools.contract import TEST_USER
 
 from .conftest import TEST_RUN_ID

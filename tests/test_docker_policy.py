@@ -266,7 +266,7 @@ def test_a_reinstall_under_the_restricted_policy_runs_without_network(
     env_settings, synthetic_instances, proxy, tmp_path
 ):
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.prepared import test_recipe as recipe_of
+    from orchestrator.environments.prepared import recipe_of
     from orchestrator.grading.reinstall.contained import reinstall_after_patch
 
     from .test_reinstall import ADD_DEPENDENCY, PYPI_PROBE
@@ -335,7 +335,7 @@ def test_a_contained_reinstall_under_the_restricted_policy_makes_no_refused_call
 ):
     from orchestrator.context.successor import successor
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.prepared import test_recipe as recipe_of
+    from orchestrator.environments.prepared import recipe_of
     from orchestrator.grading.reinstall.contained import contained_reinstall
 
     from .test_reinstall import HONEST_SETUP_PY, TAMPERING_SETUP_PY

@@ -15,9 +15,9 @@ from orchestrator.dataset.instances import load_instances
 from orchestrator.dependencies.install import install_script, own_pins_script, render
 from orchestrator.environments.env_layers import tools_key, tools_script
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import load_recipes, pins_for
 from orchestrator.setup.plan import EnvPlan, own_pins
 from orchestrator.setup.scripts import environment_script
-from orchestrator.spec.recipes import load_recipes, pins_for
 from sandbox_tools.contract import ACTIVATE, VENV_SEED
 
 from .reference_data import SHARED_VERIFIED, VERIFIED, shared_data

@@ -25,17 +25,17 @@ from orchestrator.grading.evaluation import (
     run_tests,
 )
 from orchestrator.grading.script import BEFORE_LIST, unexplained_directories, writable_paths
+from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, Reason, Status
-from orchestrator.models import TestStatus as TS
 from orchestrator.patches.apply import apply_patch
-from orchestrator.sandbox.docker import DockerSandbox as Sandbox
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.test_infrastructure import (
-    drop_test_infrastructure,
-    is_test_infrastructure,
+from orchestrator.recipes.harness_files import (
+    drop_harness_files,
+    is_harness_file,
     runner_files,
     shadows_a_module,
 )
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from sandbox_tools.contract import TEST_USER, TESTBED
 
 from .conftest import TEST_RUN_ID
@@ -179,7 +179,7 @@ def test_runner_files_are_the_paths_the_test_command_names(recipes):
     ],
 )
 def test_test_infrastructure_paths(path, infra):
-    assert is_test_infrastructure(path) is infra
+    assert is_harness_file(path) is infra
 
 
 def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes):
@@ -192,11 +192,11 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
         "+++ b/conftest.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     setup_cfg = "--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1 +1 @@\n-a\n+b\n"
-    kept, dropped = drop_test_infrastructure(source + infra + setup_cfg, instance, recipe)
+    kept, dropped = drop_harness_files(source + infra + setup_cfg, instance, recipe)
     assert (kept, dropped) == (source, ["bin/test", "conftest.py", "setup.cfg"])
     # a file the gold patch changes stays, even where it counts as test infrastructure
     gold_changes_setup_cfg = instance.model_copy(update={"patch": instance.patch + setup_cfg})
-    kept, dropped = drop_test_infrastructure(source + setup_cfg, gold_changes_setup_cfg, recipe)
+    kept, dropped = drop_harness_files(source + setup_cfg, gold_changes_setup_cfg, recipe)
     assert (kept, dropped) == (source + setup_cfg, [])
 
 
@@ -225,8 +225,8 @@ def test_new_shadowing_modules_are_left_out_but_edits_are_not(instances, recipes
         "--- /dev/null\n+++ b/bin/traceback.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     edit = "--- a/bin/traceback.py\n+++ b/bin/traceback.py\n@@ -1 +1 @@\n-a\n+b\n"
-    assert drop_test_infrastructure(new, instance, recipe) == ("", ["bin/traceback.py"])
-    assert drop_test_infrastructure(edit, instance, recipe) == (edit, [])
+    assert drop_harness_files(new, instance, recipe) == ("", ["bin/traceback.py"])
+    assert drop_harness_files(edit, instance, recipe) == (edit, [])
 
 
 _PYC_DATA = "GIT binary patch\nliteral 3\nKcmZ>A0ssI200961\n\nliteral 0\nHcmV?d00001\n\n"
@@ -253,12 +253,12 @@ def test_compiled_and_binary_files_are_left_out(instances, recipes, path):
     instance = instances[UNITS.instance_id]
     recipe = recipes[instance.repo]
     source = "--- a/units/__init__.py\n+++ b/units/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"
-    kept, dropped = drop_test_infrastructure(source + _binary(path), instance, recipe)
+    kept, dropped = drop_harness_files(source + _binary(path), instance, recipe)
     assert (kept, dropped) == (source, [path])
     # unless the gold patch changes binaries of that kind: then kept (and flagged)
     gold = instance.model_copy(update={"patch": instance.patch + _binary("units/other.bin")})
     if path == "calc/data.bin":
-        assert drop_test_infrastructure(source + _binary(path), gold, recipe)[1] == []
+        assert drop_harness_files(source + _binary(path), gold, recipe)[1] == []
 
 
 def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recipes):
@@ -268,7 +268,7 @@ def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recip
         "new file mode 100644\n--- /dev/null\n+++ b/calc/__pycache__/x.cpython-311.pyc\n"
         "@@ -0,0 +1 @@\n+x\n"
     )
-    assert drop_test_infrastructure(text, instance, recipes[instance.repo]) == (
+    assert drop_harness_files(text, instance, recipes[instance.repo]) == (
         "",
         ["calc/__pycache__/x.cpython-311.pyc"],
     )

@@ -17,7 +17,7 @@ from orchestrator.grading.failure_labels import (
     symptom_label,
     tier,
 )
-from orchestrator.models import FailureLabel, InstanceResult, Reason, Status, TestGroups
+from orchestrator.models import CaseGroups, FailureLabel, InstanceResult, Reason, Status
 
 
 def test_the_labels_and_signatures_are_the_official_ones() -> None:
@@ -73,7 +73,7 @@ def test_failure_label(
 def _results() -> list[InstanceResult]:
     flaky = InstanceResult(
         instance_id="o__r-1", repo="o/r", status=Status.BREAKING_RESOLVED,
-        tests=TestGroups(fail_to_pass_passed=["a"], pass_to_pass_failed=["b"]),
+        tests=CaseGroups(fail_to_pass_passed=["a"], pass_to_pass_failed=["b"]),
         flaky_tests={"b": ["FAILED", "PASSED", "FAILED"]},
     )  # fmt: skip
     timeout = InstanceResult(
@@ -92,7 +92,7 @@ def test_verdict_marks_and_the_flaky_count() -> None:
     flaky, timeout, _network, plain = _results()
     assert flaky.verdict == "breaking_resolved~"
     assert plain.verdict == "resolved" and timeout.verdict == "error"
-    reduced = flaky.model_copy(update={"tests": TestGroups(pass_to_pass_excluded=["c"])})
+    reduced = flaky.model_copy(update={"tests": CaseGroups(pass_to_pass_excluded=["c"])})
     assert reduced.verdict == "breaking_resolved*~"
     assert aggregate(_results()).flaky_count == 1
     # an error's flaky tests (none are recorded, but a hand-made file) do not count

@@ -19,7 +19,7 @@ from orchestrator.frontends.report.fidelity import (
     load_official,
 )
 from orchestrator.frontends.report.fidelity_text import render_markdown, summary_lines
-from orchestrator.models import InstanceResult, Reason, Status, TestGroups
+from orchestrator.models import CaseGroups, InstanceResult, Reason, Status
 from tests.cli_in_process import swe_green
 
 OFFICIAL = Path(__file__).parent / "fixtures" / "official"
@@ -29,7 +29,7 @@ def _result(iid: str, status: Status, **tests: list[str]) -> InstanceResult:
     extra = {
         k: tests.pop(k) for k in ("stricter_than_official", "excluded_patch_files") if k in tests
     }
-    return InstanceResult(instance_id=iid, status=status, tests=TestGroups(**tests), **extra)
+    return InstanceResult(instance_id=iid, status=status, tests=CaseGroups(**tests), **extra)
 
 
 RESULTS = [

@@ -9,7 +9,7 @@ import pytest
 
 from orchestrator.dataset.synthetic_repos import CALC
 from orchestrator.grading.classify import classify, grade_tests
-from orchestrator.grading.evaluation import Evaluation, TestRun, run_tests
+from orchestrator.grading.evaluation import Evaluation, SuiteRun, run_tests
 from orchestrator.grading.flaky_reruns import (
     MAX_DECIDING,
     changed,
@@ -17,10 +17,10 @@ from orchestrator.grading.flaky_reruns import (
     rerun_deciding,
     rerun_deciding_tests,
 )
-from orchestrator.models import Instance, Reason, Status, TestGroups
-from orchestrator.models import TestStatus as TS
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.test_selection import django_label, selected_directives
+from orchestrator.models import CaseGroups, Instance, Reason, Status
+from orchestrator.models import CaseStatus as TS
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import django_label, selected_directives
 from sandbox_tools.contract import ACTIVATE, TESTBED
 
 from .test_evaluation import CALC_FIXED, TIMEOUT, grading, instance_image, instances, recipes
@@ -30,12 +30,12 @@ __all__ = ["grading", "instance_image", "instances", "recipes"]  # fixtures used
 
 def test_deciding_tests() -> None:
     # every PASS_TO_PASS failure decides; a FAIL_TO_PASS failure only when it is the only one
-    groups = TestGroups(pass_to_pass_failed=["p"], fail_to_pass_failed=["f"])
+    groups = CaseGroups(pass_to_pass_failed=["p"], fail_to_pass_failed=["f"])
     assert deciding_tests(groups) == ["p", "f"]
-    groups = TestGroups(pass_to_pass_failed=["p"], fail_to_pass_failed=["f", "g"])
+    groups = CaseGroups(pass_to_pass_failed=["p"], fail_to_pass_failed=["f", "g"])
     assert deciding_tests(groups) == ["p"]
-    assert deciding_tests(TestGroups(fail_to_pass_passed=["f"], pass_to_pass_passed=["p"])) == []
-    many = TestGroups(pass_to_pass_failed=[f"p{i}" for i in range(MAX_DECIDING + 1)])
+    assert deciding_tests(CaseGroups(fail_to_pass_passed=["f"], pass_to_pass_passed=["p"])) == []
+    many = CaseGroups(pass_to_pass_failed=[f"p{i}" for i in range(MAX_DECIDING + 1)])
     assert deciding_tests(many) == []  # a broken patch, not a flake
 
 
@@ -154,8 +154,8 @@ def test_a_test_failing_by_hash_seed_is_found_flaky(grading, flaky: bool) -> Non
 def test_which_verdicts_are_not_re_run(status, reason, logs, ran) -> None:
     """These return before any container or setting is touched (none is given)."""
     evaluation = Evaluation(
-        status=status, reason=reason, logs=logs, groups=TestGroups(pass_to_pass_failed=["p"]),
-        test_run=TestRun(outcomes={"p": TS.FAILED}) if ran else None,
+        status=status, reason=reason, logs=logs, groups=CaseGroups(pass_to_pass_failed=["p"]),
+        test_run=SuiteRun(outcomes={"p": TS.FAILED}) if ran else None,
     )  # fmt: skip
     found = rerun_deciding(None, None, None, evaluation, times=TIMES, timeout=TIMEOUT)
     assert found.runs == 0 and found.flaky == {}

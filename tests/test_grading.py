@@ -14,9 +14,9 @@ from orchestrator.grading.classify import (
     grade_tests,
 )
 from orchestrator.grading.log_parsers import parse_test_log
+from orchestrator.models import CaseGroups as Groups
+from orchestrator.models import CaseStatus as TS
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
-from orchestrator.models import TestStatus as TS
 
 from .reference_data import TEST_LOGS as LOGS
 from .reference_data import verified_row

@@ -15,8 +15,8 @@ from orchestrator.dataset.instances import Selection
 from orchestrator.errors import UserError
 from orchestrator.frontends.report.text import render_text
 from orchestrator.frontends.run_plan import RunPlan, resumed
+from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Status
-from orchestrator.models import TestGroups as Groups
 
 PARTICIPANT = "http://127.0.0.1:9019/"
 CHOSEN = ["demo__calc-1", "demo__units-1"]

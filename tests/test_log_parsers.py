@@ -24,7 +24,7 @@ from orchestrator.grading.markers import (
     wrap_test_command,
 )
 from orchestrator.grading.runner_summary import forged_output, runner_summary
-from orchestrator.models import TestStatus as TS
+from orchestrator.models import CaseStatus as TS
 
 from .reference_data import SHARED_VERIFIED, SPECS, TEST_LOGS, VERIFIED, shared_data, verified_rows
 

@@ -4,10 +4,10 @@ out of validation and grading only when the instance keeps other FAIL_TO_PASS te
 from __future__ import annotations
 
 from orchestrator.grading.classify import classify, grade_tests
-from orchestrator.grading.evaluation import TestRun
+from orchestrator.grading.evaluation import SuiteRun
 from orchestrator.grading.network_tests import network_failures
+from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, Status
-from orchestrator.models import TestStatus as TS
 from orchestrator.validation.validation import _judge
 
 HISTORY = "test_requests.py::RequestsTestCase::test_requests_history_is_saved"
@@ -62,8 +62,8 @@ def _instance(f2p: list[str]) -> Instance:
 
 def test_validation_leaves_out_fail_to_pass_tests_that_need_the_internet():
     instance = _instance([HISTORY, POST])
-    base = TestRun(outcomes={HISTORY: TS.FAILED, POST: TS.FAILED, "p1": TS.PASSED}, section="x")
-    gold = TestRun(outcomes={HISTORY: TS.FAILED, POST: TS.PASSED, "p1": TS.PASSED},
+    base = SuiteRun(outcomes={HISTORY: TS.FAILED, POST: TS.FAILED, "p1": TS.PASSED}, section="x")
+    gold = SuiteRun(outcomes={HISTORY: TS.FAILED, POST: TS.PASSED, "p1": TS.PASSED},
                    section=OUTPUT, exit_code=1)  # fmt: skip
     check = _judge(instance, base, True, "", gold, "pytest")
     assert check.ok and check.excluded_f2p == [HISTORY]
@@ -79,16 +79,16 @@ def test_validation_leaves_out_fail_to_pass_tests_that_need_the_internet():
 
 def test_an_instance_whose_only_fail_to_pass_tests_need_the_internet_stays_invalid():
     instance = _instance([HISTORY])
-    base = TestRun(outcomes={HISTORY: TS.FAILED, "p1": TS.PASSED}, section="x")
-    gold = TestRun(outcomes={HISTORY: TS.FAILED, "p1": TS.PASSED}, section=OUTPUT, exit_code=1)
+    base = SuiteRun(outcomes={HISTORY: TS.FAILED, "p1": TS.PASSED}, section="x")
+    gold = SuiteRun(outcomes={HISTORY: TS.FAILED, "p1": TS.PASSED}, section=OUTPUT, exit_code=1)
     check = _judge(instance, base, True, "", gold, "pytest")
     assert not check.ok and "(they need the internet)" in check.message
 
 
 def test_any_other_gold_failure_keeps_the_instance_invalid():
     instance = _instance([HISTORY, POST, BROKEN])
-    base = TestRun(outcomes={HISTORY: TS.FAILED, POST: TS.FAILED, BROKEN: TS.FAILED}, section="x")
-    gold = TestRun(outcomes={HISTORY: TS.FAILED, POST: TS.PASSED, BROKEN: TS.FAILED},
+    base = SuiteRun(outcomes={HISTORY: TS.FAILED, POST: TS.FAILED, BROKEN: TS.FAILED}, section="x")
+    gold = SuiteRun(outcomes={HISTORY: TS.FAILED, POST: TS.PASSED, BROKEN: TS.FAILED},
                    section=OUTPUT)  # fmt: skip
     check = _judge(instance, base, True, "", gold, "pytest")
     assert not check.ok and check.excluded_f2p == []

@@ -13,7 +13,7 @@ from swebench.harness.reporting import make_run_report
 from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.report.fidelity import compare_official, load_official
 from orchestrator.grading.failure_labels import failure_label
-from orchestrator.models import FailureLabel, InstanceResult, Reason, Status, TestGroups
+from orchestrator.models import CaseGroups, FailureLabel, InstanceResult, Reason, Status
 from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.run.official_layout import model_dir_name, official_test_output
 
@@ -22,8 +22,8 @@ MODEL = "acme/agent:1"  # a colon, as in real ids; the harness keeps it in the n
 PATCH = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 
 
-def _groups(f: tuple[int, int], p: tuple[int, int]) -> TestGroups:
-    return TestGroups(
+def _groups(f: tuple[int, int], p: tuple[int, int]) -> CaseGroups:
+    return CaseGroups(
         fail_to_pass_passed=[f"t.py::f{i}" for i in range(f[0])],
         fail_to_pass_failed=[f"t.py::g{i}" for i in range(f[1])],
         pass_to_pass_passed=[f"t.py::p{i}" for i in range(p[0])],
@@ -32,20 +32,20 @@ def _groups(f: tuple[int, int], p: tuple[int, int]) -> TestGroups:
 
 
 # (instance id, status, reason, message, patch, test output, graded tests)
-CASES: list[tuple[str, Status, Reason, str, str | None, str | None, TestGroups]] = [
+CASES: list[tuple[str, Status, Reason, str, str | None, str | None, CaseGroups]] = [
     ("o__r-1", Status.RESOLVED, Reason.NONE, "", PATCH, "1 passed", _groups((2, 0), (3, 0))),
     ("o__r-2", Status.BREAKING_RESOLVED, Reason.NONE, "", PATCH, "x", _groups((1, 0), (2, 1))),
     ("o__r-3", Status.NO_OP, Reason.PATCH_APPLY_FAILED, "does not apply", PATCH, None,
      _groups((0, 1), (2, 0))),
     ("o__r-4", Status.NO_OP, Reason.EMPTY_PATCH, "empty patch", "", None, _groups((0, 1), (1, 0))),
     ("o__r-5", Status.ERROR, Reason.TEST_TIMEOUT, "the tests ran longer than 1800 s", PATCH,
-     "tests started\n", TestGroups()),
+     "tests started\n", CaseGroups()),
     ("o__r-6", Status.ERROR, Reason.ENVIRONMENT,
-     "clone failed: Could not resolve host: github.com", None, None, TestGroups()),
+     "clone failed: Could not resolve host: github.com", None, None, CaseGroups()),
     ("o__r-7", Status.REGRESSION, Reason.NONE, "", PATCH,
      "E   ModuleNotFoundError: No module named 'foo'\n", _groups((0, 1), (0, 2))),
     ("o__r-8", Status.ERROR, Reason.INFRASTRUCTURE, "internal error: boom", PATCH, None,
-     TestGroups()),
+     CaseGroups()),
     ("o__r-9", Status.PARTIALLY_RESOLVED, Reason.NONE, "", PATCH, "ok", _groups((1, 1), (1, 0))),
 ]  # fmt: skip
 NOT_RUN = "o__r-10"  # in the run's selection, no result (an interrupted run)
@@ -202,7 +202,7 @@ def test_the_official_report_command_regrades_our_run_without_being_told(tmp_pat
     })  # fmt: skip
     run_dir.write_result(InstanceResult(
         instance_id=iid, repo=row["repo"], status=Status.RESOLVED, apply_strategy="git apply",
-        tests=TestGroups(fail_to_pass_passed=f2p, pass_to_pass_passed=p2p),
+        tests=CaseGroups(fail_to_pass_passed=f2p, pass_to_pass_passed=p2p),
     ))  # fmt: skip
     run_dir.write_text(iid, "patch.diff", row["patch"])
     run_dir.write_text(iid, "eval.sh", "#!/bin/bash\npytest -rA\n")

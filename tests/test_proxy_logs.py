@@ -8,10 +8,10 @@ from functools import cache
 from pathlib import Path
 
 from orchestrator.grading.classify import detect_test_crash
-from orchestrator.grading.evaluation import TestRun
+from orchestrator.grading.evaluation import SuiteRun
 from orchestrator.grading.log_parsers import match_expected, parse_test_log
 from orchestrator.grading.markers import extract_between_markers
-from orchestrator.models import Instance, TestStatus
+from orchestrator.models import CaseStatus, Instance
 from orchestrator.validation.validation import _judge
 
 from .reference_data import verified_row
@@ -25,15 +25,15 @@ def instance(instance_id: str) -> Instance:
     return Instance.model_validate(verified_row(instance_id))
 
 
-def read_run(log_format: str, name: str) -> TestRun:
-    """The TestRun validation builds from one saved output (as evaluation.run_tests does)."""
+def read_run(log_format: str, name: str) -> SuiteRun:
+    """The SuiteRun validation builds from one saved output (as evaluation.run_tests does)."""
     output = (LOGS / name).read_text()
     match = _NONCE.search(output)
     assert match is not None
     section, exit_code = extract_between_markers(output, nonce=match.group(1))
     outcomes = parse_test_log(log_format, section or "")
     crash = detect_test_crash(exit_code, section, outcomes)
-    return TestRun(outcomes=outcomes, section=section, exit_code=exit_code, crash=crash)
+    return SuiteRun(outcomes=outcomes, section=section, exit_code=exit_code, crash=crash)
 
 
 def test_django_bug_that_crashes_the_runner_at_the_base_still_validates() -> None:
@@ -48,7 +48,7 @@ def test_django_bug_that_crashes_the_runner_at_the_base_still_validates() -> Non
     assert gold.crash is None
     listed = match_expected(inst.FAIL_TO_PASS + inst.PASS_TO_PASS, gold.outcomes)
     assert [name for name, status in listed.items() if status is None] == []
-    assert all(listed[name] == TestStatus.PASSED for name in inst.FAIL_TO_PASS)
+    assert all(listed[name] == CaseStatus.PASSED for name in inst.FAIL_TO_PASS)
     check = _judge(inst, base, True, "", gold, "django")
     assert check.ok, check.message
     assert "the tests crash at the base commit" in check.message
@@ -57,7 +57,7 @@ def test_django_bug_that_crashes_the_runner_at_the_base_still_validates() -> Non
 def test_a_base_whose_test_patch_does_not_apply_is_still_rejected() -> None:
     inst = instance("django__django-10554")
     gold = read_run("django", "django--django__django-10554--gold.txt")
-    base = TestRun(
+    base = SuiteRun(
         outcomes={}, section="", exit_code=1,
         crash="the test patch does not apply after the patch (see the test output)",
     )  # fmt: skip
@@ -84,7 +84,7 @@ def test_skipped_subtests_are_not_taken_for_tampering() -> None:
     section = _closing(lines, 21, "OK (skipped=7)")
     outcomes = parse_test_log("django", section)
     assert detect_test_crash(0, section, outcomes) is None
-    assert outcomes["test_validators (validators.tests.TestValidators)"] == TestStatus.SKIPPED
+    assert outcomes["test_validators (validators.tests.TestValidators)"] == CaseStatus.SKIPPED
     # one passing line more than the tests that can have passed is still caught
     faked = section.replace(_RULE, f"test_fake (validators.tests.X) ... ok\n{_RULE}", 1)
     message = detect_test_crash(0, faked, parse_test_log("django", faked))

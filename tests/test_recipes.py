@@ -10,14 +10,14 @@ import yaml
 
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import (
+from orchestrator.recipes.recipe import (
     Recipe,
+    directives_of,
     load_recipes,
     pins_for,
     recipe_key,
-    test_command,
-    test_directives,
-    test_files,
+    suite_command,
+    touched_test_files,
 )
 
 from .reference_data import (
@@ -209,7 +209,7 @@ def test_recipe_key_is_stable_and_tracks_the_environment():
     key = recipe_key(recipe)
     assert re.fullmatch(r"[0-9a-f]{16}", key)
     code = (
-        "from orchestrator.spec.recipes import load_recipes, recipe_key; "
+        "from orchestrator.recipes.recipe import load_recipes, recipe_key; "
         "print(recipe_key(load_recipes()[('django/django', '4.0')]))"
     )
     other_process = subprocess.run(
@@ -253,11 +253,11 @@ def test_nearest_python_edge_cases():
 
 
 def test_test_files_of_real_patches(instances):
-    assert test_files(instances["django__django-11099"].test_patch) == [
+    assert touched_test_files(instances["django__django-11099"].test_patch) == [
         "tests/auth_tests/test_validators.py"
     ]
     # a rename: both names are touched
-    assert test_files(instances["astropy__astropy-7336"].test_patch) == [
+    assert touched_test_files(instances["astropy__astropy-7336"].test_patch) == [
         "astropy/units/tests/py3_test_quantity_annotations.py",
         "astropy/units/tests/test_quantity_annotations.py",
         "astropy/units/tests/test_quantity_decorator.py",
@@ -266,7 +266,7 @@ def test_test_files_of_real_patches(instances):
     assert created
     for instance in created:
         for path in re.findall(r"^\+\+\+ b/(.*)$", instance.test_patch, re.M):
-            assert path in test_files(instance.test_patch)
+            assert path in touched_test_files(instance.test_patch)
 
 
 def test_test_command_django_labels(instances):
@@ -274,33 +274,33 @@ def test_test_command_django_labels(instances):
     base = "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"
     assert recipe.test_cmd == base
     i = instances["django__django-15525"]
-    assert test_command(recipe_for(i), i) == (
+    assert suite_command(recipe_for(i), i) == (
         f"{base} backends.sqlite.test_features fixtures_regress.models fixtures_regress.tests"
     )
     i = instances["django__django-11099"]
-    assert test_command(recipe_for(i), i) == f"{base} auth_tests.test_validators"
+    assert suite_command(recipe_for(i), i) == f"{base} auth_tests.test_validators"
     # only data files touched: SWE-bench passes no label, so the whole suite runs
     i = instances["django__django-10097"]
-    assert test_directives(i) == [] and test_command(recipe_for(i), i) == base
+    assert directives_of(i) == [] and suite_command(recipe_for(i), i) == base
 
 
 def test_test_command_sympy_and_pytest_paths(instances):
     i = instances["sympy__sympy-20590"]
-    assert test_command(recipe_for(i), i) == (
+    assert suite_command(recipe_for(i), i) == (
         "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose "
         "sympy/core/tests/test_basic.py"
     )
     i = instances["psf__requests-2931"]
-    assert test_command(recipe_for(i), i) == "pytest -rA test_requests.py"
+    assert suite_command(recipe_for(i), i) == "pytest -rA test_requests.py"
     i = instances["astropy__astropy-7336"]
-    assert test_directives(i) == [
+    assert directives_of(i) == [
         "astropy/units/tests/test_quantity_annotations.py",
         "astropy/units/tests/test_quantity_decorator.py",
     ]
     i = instances["sphinx-doc__sphinx-11510"]
-    assert test_command(recipe_for(i), i).startswith("tox --current-env -epy39 -v -- ")
-    assert "tests/roots/test-directive-include/text.txt" not in test_directives(i)
-    assert "tests/roots/test-directive-include/foo.rst" in test_directives(i)
+    assert suite_command(recipe_for(i), i).startswith("tox --current-env -epy39 -v -- ")
+    assert "tests/roots/test-directive-include/text.txt" not in directives_of(i)
+    assert "tests/roots/test-directive-include/foo.rst" in directives_of(i)
 
 
 def test_each_instance_with_python_tests_gets_directives(instances):
@@ -314,7 +314,7 @@ def test_every_instance_with_python_tests_gets_directives(all_instances):
 
 def instances_get_directives(instances: dict[str, Instance]) -> None:
     for instance in instances.values():
-        directives = test_directives(instance)
+        directives = directives_of(instance)
         if instance.instance_id != "django__django-10097":
             assert directives, instance.instance_id
         if instance.repo == "django/django":
@@ -347,13 +347,17 @@ index 3333333..4444444 100644
 
 
 def test_synthetic_patch_with_deletion_quoting_and_spaces():
-    assert test_files(SYNTHETIC) == ["tests/old_test.py", "tests/tést it.py", "tests/with space.py"]
+    assert touched_test_files(SYNTHETIC) == [
+        "tests/old_test.py",
+        "tests/tést it.py",
+        "tests/with space.py",
+    ]
     instance = patch_instance("pytest-dev/pytest", SYNTHETIC)
-    assert test_directives(instance) == ["tests/tést it.py", "tests/with space.py"]
+    assert directives_of(instance) == ["tests/tést it.py", "tests/with space.py"]
     recipe = load_recipes()[("pytest-dev/pytest", "5.4")]
-    assert test_command(recipe, instance) == "pytest -rA 'tests/tést it.py' 'tests/with space.py'"
+    assert suite_command(recipe, instance) == "pytest -rA 'tests/tést it.py' 'tests/with space.py'"
     django = patch_instance("django/django", SYNTHETIC)
-    assert test_directives(django) == ["tést it", "with space"]
+    assert directives_of(django) == ["tést it", "with space"]
 
 
 def test_plain_unified_diff():
@@ -361,8 +365,8 @@ def test_plain_unified_diff():
         "--- a/pkg/tests/test_x.py\t2020-01-01\n+++ b/pkg/tests/test_x.py\t2020-01-02\n"
         "@@ -1 +1 @@\n-a\n+b\n"
     )
-    assert test_files(diff) == ["pkg/tests/test_x.py"]
-    assert test_files("") == []
+    assert touched_test_files(diff) == ["pkg/tests/test_x.py"]
+    assert touched_test_files("") == []
 
 
 @pytest.mark.parametrize(
@@ -381,13 +385,13 @@ def test_plain_unified_diff():
     ],
 )
 def test_reinstall_at_the_base_only_when_the_build_reads_what_changed(install, changed, needed):
-    from orchestrator.spec.recipes import reinstall_needed
+    from orchestrator.recipes.recipe import reinstall_needed
 
     assert reinstall_needed(install, changed) is needed
 
 
 def test_old_requests_recipes_serve_httpbin_locally():
-    from orchestrator.spec.services import service_start_lines
+    from orchestrator.recipes.services import service_start_lines
 
     recipe = load_recipes()[("psf/requests", "2.0")]
     assert recipe.env["HTTPBIN_URL"].startswith("http://127.0.0.1:")
@@ -412,11 +416,11 @@ def test_sphinx_3_3_asks_for_every_result_line_through_tox_posargs():
     -rA no PASSED lines are printed and every FAIL_TO_PASS test counted missing (8120)."""
     recipe = load_recipes()[("sphinx-doc/sphinx", "3.3")]
     assert recipe.test_cmd == "tox --current-env -epy39 -v -- -rA"
-    from orchestrator.spec.recipes import test_command
+    from orchestrator.recipes.recipe import suite_command
 
     diff = "--- a/tests/test_intl.py\n+++ b/tests/test_intl.py\n@@ -1 +1,2 @@\n x\n+y\n"
     instance = patch_instance("sphinx-doc/sphinx", diff)
-    assert test_command(recipe, instance).endswith("-- -rA tests/test_intl.py")
+    assert suite_command(recipe, instance).endswith("-- -rA tests/test_intl.py")
 
 
 @shared_data

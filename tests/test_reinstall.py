@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.context.successor import successor
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.reinstall.contained import (
     changes_build_inputs,
     contained_reinstall,
@@ -28,8 +28,8 @@ from orchestrator.grading.reinstall.guard import (
     reinstall_problems,
     repo_file_problem,
 )
+from orchestrator.recipes.recipe import load_recipes
 from orchestrator.sandbox import FileMissing
-from orchestrator.spec.recipes import load_recipes
 
 from .reference_data import verified_row
 

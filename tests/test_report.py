@@ -25,8 +25,8 @@ from orchestrator.frontends.report import (
     triage,
     write_html,
 )
+from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
 
 from .cli_in_process import swe_green
 
@@ -420,10 +420,10 @@ def test_report_compare_exit_status_says_whether_anything_regressed(tmp_path: Pa
 
 def test_caveats_flag_many_left_out_p2p_tests_and_another_python():
     from orchestrator.frontends.report import caveats
-    from orchestrator.models import InstanceResult, Status, TestGroups
+    from orchestrator.models import CaseGroups, InstanceResult, Status
 
     def result(iid: str, excluded: int, passed: int, spec: str = "", used: str = ""):
-        tests = TestGroups(pass_to_pass_passed=[f"p{i}" for i in range(passed)],
+        tests = CaseGroups(pass_to_pass_passed=[f"p{i}" for i in range(passed)],
                            pass_to_pass_excluded=[f"x{i}" for i in range(excluded)])  # fmt: skip
         return InstanceResult(instance_id=iid, status=Status.RESOLVED, tests=tests,
                               python_spec=spec, python_used=used)  # fmt: skip

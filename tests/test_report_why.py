@@ -22,8 +22,8 @@ from orchestrator.frontends.report import (
     triage,
     write_html,
 )
+from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
 
 from .cli_in_process import swe_green
 

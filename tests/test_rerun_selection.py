@@ -29,8 +29,8 @@ def test_every_recipe_runner_selects_the_fail_to_pass_tests_by_name(
     """django's runner (labels), sphinx's tox (node ids after ``--``), sympy's bin/test (``-k``)
     and pytest: the FAIL_TO_PASS script names the real instances' FAIL_TO_PASS tests."""
     from orchestrator.dataset.instances import load_instances
+    from orchestrator.recipes.recipe import load_recipes
     from orchestrator.run.rerun import fail_to_pass_directives
-    from orchestrator.spec.recipes import load_recipes
 
     from .reference_data import VERIFIED
 

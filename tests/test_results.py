@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from orchestrator.context.run_dir import RunDir, atomic_write_text
+from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
 from orchestrator.run.leaderboard import write_leaderboard
 
 # DESIGN.md "Results", verbatim

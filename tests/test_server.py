@@ -39,8 +39,8 @@ from orchestrator.frontends.assessment_text import (
 )
 from orchestrator.frontends.server import build_app
 from orchestrator.grading.classify import LeaderboardRow
+from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
 from orchestrator.participant.serving import serve_asgi_in_thread
 from orchestrator.participant.transport import host_allowed, tls_context
 from orchestrator.settings import Settings

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.evaluation import run_tests
-from orchestrator.models import TestStatus
+from orchestrator.models import CaseStatus
 
 pytestmark = pytest.mark.container
 # succeeds only with the network on (the package index is the one host containers reach)
@@ -28,7 +28,7 @@ def test_a_local_service_answers_the_tests_with_the_network_off(
         recipe = recipe.model_copy(update={"services": []})
     sandbox = make_sandbox(prepared.instance_image)
     run = run_tests(sandbox, instance, recipe, timeout=120)
-    expected = TestStatus.PASSED if with_services else TestStatus.FAILED
+    expected = CaseStatus.PASSED if with_services else CaseStatus.FAILED
     assert run.outcomes[SERVICE_TEST] == expected, run.output[-2000:]
     # the network stayed off: only loopback
     assert sandbox.exec(PYPI_PROBE, timeout=60).exit_code != 0

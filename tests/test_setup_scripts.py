@@ -14,8 +14,8 @@ from orchestrator.base_commit.scripts import base_commit_script
 from orchestrator.dependencies.install import install_script, render
 from orchestrator.dependencies.pins import raise_pins
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import Recipe, load_recipes
 from orchestrator.setup.scripts import environment_script
-from orchestrator.spec.recipes import Recipe, load_recipes
 
 
 def recipe_setup_script(recipe: Recipe, pins: list[str], **environment: Any) -> str:

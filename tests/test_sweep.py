@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.frontends.report.validation import validation_markdown
-from orchestrator.models import TestStatus
+from orchestrator.models import CaseStatus
 from orchestrator.validation.sweep import SweepRecord, root_cause
 from orchestrator.validation.validation import flaky_tests
 
-P, F = TestStatus.PASSED, TestStatus.FAILED
+P, F = CaseStatus.PASSED, CaseStatus.FAILED
 
 
 def test_flaky_tests_are_those_whose_outcome_differs_between_runs():
@@ -95,15 +95,15 @@ def test_a_sweep_goes_breadth_first_over_repository_versions():
     ],
 )
 def test_validation_needs_one_fail_to_pass_test_failing_at_the_base(at_base, ok):
-    from orchestrator.grading.evaluation import TestRun
+    from orchestrator.grading.evaluation import SuiteRun
     from orchestrator.models import Instance
     from orchestrator.validation.validation import _judge
 
     instance = Instance(instance_id="o__r-1", repo="o/r", base_commit="b",
                         environment_setup_commit="e", FAIL_TO_PASS=["f1", "f2"],
                         PASS_TO_PASS=["p1"])  # fmt: skip
-    base = TestRun(outcomes={**at_base, "p1": P}, section="x", exit_code=1)
-    gold = TestRun(outcomes={"f1": P, "f2": P, "p1": P}, section="x", exit_code=0)
+    base = SuiteRun(outcomes={**at_base, "p1": P}, section="x", exit_code=1)
+    gold = SuiteRun(outcomes={"f1": P, "f2": P, "p1": P}, section="x", exit_code=0)
     check = _judge(instance, base, True, "", gold)
     assert check.ok is ok
     passing = [name for name, status in at_base.items() if status == P]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.spec.recipes import load_recipes
+from orchestrator.recipes.recipe import load_recipes
 
 pytestmark = pytest.mark.container
 

@@ -13,7 +13,7 @@ from orchestrator.frontends.report.text import twin_line, twin_rows
 from orchestrator.frontends.report.validation import twin_coverage
 from orchestrator.frontends.viewer.instance_page import twin_flags
 from orchestrator.grading.classify import aggregate
-from orchestrator.grading.evaluation import Evaluation, TestRun
+from orchestrator.grading.evaluation import Evaluation, SuiteRun
 from orchestrator.grading.twins.check import (
     NO_F2P_PASSED,
     NO_TWIN,
@@ -28,11 +28,11 @@ from orchestrator.grading.twins.check import (
     twin_run,
 )
 from orchestrator.grading.twins.model import Twin, TwinCandidates
+from orchestrator.models import CaseGroups as Groups
+from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, InstanceResult, Reason, Status, TwinCheck
-from orchestrator.models import TestGroups as Groups
-from orchestrator.models import TestStatus as TS
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 from orchestrator.validation import twins as validation_twins
 from orchestrator.validation.sweep import SweepRecord
 from orchestrator.validation.twins import at_mutated_line, effective_twins, ineffective
@@ -145,7 +145,7 @@ RECIPE = Recipe(
 
 def twin_graded(outcomes: dict[str, TS], **run: object) -> TwinRun:
     """A twin run whose tests ended with ``outcomes``."""
-    tested = TestRun(outcomes=outcomes, section="", exit_code=1, **run)
+    tested = SuiteRun(outcomes=outcomes, section="", exit_code=1, **run)
     graded = Evaluation(status=Status.NO_OP, groups=Groups(), test_run=tested)
     return TwinRun(chosen=[MUL_A, DIV_A], evaluation=graded, seconds=3.0)
 
@@ -202,8 +202,8 @@ def test_no_twin_run_without_validation_or_effective_twins() -> None:
 
 
 # ------------------------------------------------------------------------------- validation
-def run(outcomes: dict[str, TS], section: str = "") -> TestRun:
-    return TestRun(outcomes=outcomes, section=section, exit_code=1)
+def run(outcomes: dict[str, TS], section: str = "") -> SuiteRun:
+    return SuiteRun(outcomes=outcomes, section=section, exit_code=1)
 
 
 def test_a_twin_is_effective_only_when_it_fails_every_run() -> None:
@@ -217,7 +217,7 @@ def test_a_twin_is_effective_only_when_it_fails_every_run() -> None:
     assert "errors" in (ineffective(MUL_A, errored, "pytest", {PATH: FILE}) or "")
     assert ineffective(MUL_A, errored, "django", {PATH: FILE}) is None  # unittest: assertRaises
     assert "not reported" in (ineffective(MUL_A, [run({})] * 2, "pytest", {PATH: FILE}) or "")
-    crashed = TestRun(outcomes={MUL: TS.FAILED}, section="", crash="no summary")
+    crashed = SuiteRun(outcomes={MUL: TS.FAILED}, section="", crash="no summary")
     assert "no outcomes" in (ineffective(MUL_A, [crashed] * 2, "pytest", {PATH: FILE}) or "")
 
 
@@ -252,7 +252,7 @@ def test_rounds_try_the_next_candidate_of_tests_still_without_one(
     )  # fmt: skip
     patches: list[str] = []
 
-    def run_twins(patch: str) -> list[TestRun]:
+    def run_twins(patch: str) -> list[SuiteRun]:
         patches.append(patch)
         outcomes = {MUL: TS.PASSED if MUL_B.mutated in patch else TS.FAILED}
         outcomes[DIV] = TS.FAILED

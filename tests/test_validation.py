@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import test_recipe as recipe_of
+from orchestrator.environments.prepared import recipe_of
 from orchestrator.validation.validation import _cache_path, validate
 
 pytestmark = pytest.mark.container

@@ -15,8 +15,8 @@ from orchestrator.frontends.report import compare, compare_runs
 from orchestrator.frontends.viewer import write_viewer
 from orchestrator.frontends.viewer.excerpts import excerpt, short_names
 from orchestrator.frontends.viewer.instance_page import diff_html
+from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
-from orchestrator.models import TestGroups as Groups
 from tests.headless import Browser, chromium
 
 PYTEST_OUTPUT = """\

@@ -16,10 +16,10 @@ from orchestrator.dependencies.bytecode import refresh_instance
 from orchestrator.dependencies.install import run_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import reinstall_needed
 from orchestrator.sandbox import Sandbox
 from orchestrator.settings import Settings
 from orchestrator.setup.plan import EnvPlan
-from orchestrator.spec.recipes import reinstall_needed
 
 
 def prepare_base_commit(

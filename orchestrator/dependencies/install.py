@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from orchestrator.atomic import append_text
 from orchestrator.dependencies.pins import pins_for_python
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 from sandbox_tools.contract import ACTIVATE, DROPPED_PINS, SWE_DIR, TESTBED, VENV
 
 # Bump when a set-up script changes in a way that changes what it builds: it is part of the

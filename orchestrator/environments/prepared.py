@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Snapshot
 from orchestrator.setup.plan import EnvPlan
-from orchestrator.spec.recipes import Recipe
 
 
 class PreparedInstance(BaseModel):
@@ -34,7 +34,7 @@ class PreparedInstance(BaseModel):
         self.snapshot.discard()
 
 
-def test_recipe(prepared: PreparedInstance) -> Recipe:
+def recipe_of(prepared: PreparedInstance) -> Recipe:
     """The recipe that says how to run the tests (the LLM's test command if no recipe)."""
     if prepared.plan.recipe is not None:
         return prepared.plan.recipe

@@ -89,9 +89,9 @@ def envs_plan(
     and why each part is what it is: a plan to read, or to freeze as a recipe (its
     ``recipe`` in the JSON)."""
     from orchestrator.dependencies.install import install_script
+    from orchestrator.recipes.recipe import pins_for
     from orchestrator.setup.plan import find_recipe
     from orchestrator.setup.scripts import environment_script
-    from orchestrator.spec.recipes import pins_for
 
     settings = load_settings(dataset=dataset, setup_strategy=strategy)
     chosen = select_instances(settings, [instance_id], None, None, None, None)

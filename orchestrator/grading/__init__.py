@@ -17,8 +17,8 @@ from orchestrator.grading.evaluation import Evaluation, evaluate
 from orchestrator.grading.flaky_reruns import rerun_deciding
 from orchestrator.grading.twins.check import Fresh, TwinSet, judge_twins, twin_run
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 
 __all__ = ["grade"]
 

@@ -28,10 +28,10 @@ from pydantic import BaseModel, Field
 from orchestrator.atomic import atomic_write_text
 from orchestrator.models import Instance
 from orchestrator.patches.diff import split_patch
+from orchestrator.recipes.recipe import Recipe, touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.recipes import Recipe, test_files
 from sandbox_tools.contract import AUDIT_CONFIG, AUDIT_DIR, EVAL_DIR, TESTBED
 
 HOOK_PATH = f"{AUDIT_DIR}/hook.py"
@@ -194,7 +194,7 @@ def audit_config(
          f"--no-color --no-ext-diff --no-renames {shlex.quote(instance.base_commit)} --"],
         timeout=120,
     )  # fmt: skip
-    tests = test_files(instance.test_patch)
+    tests = touched_test_files(instance.test_patch)
     return AuditConfig(
         repo=repo_dir,
         lines=patch_lines(diff.stdout, patch),

@@ -24,20 +24,20 @@ from pydantic import BaseModel
 
 from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
 from orchestrator.grading.runner_summary import runner_summary
-from orchestrator.models import Instance, InstanceResult, Reason, Status, TestGroups, TestStatus
+from orchestrator.models import CaseGroups, CaseStatus, Instance, InstanceResult, Reason, Status
 
 
-def _passes(status: TestStatus | None) -> bool:
+def _passes(status: CaseStatus | None) -> bool:
     return status in PASSING
 
 
 def grade_tests(
     instance_f2p: list[str],
     instance_p2p: list[str],
-    outcomes: Mapping[str, TestStatus],
+    outcomes: Mapping[str, CaseStatus],
     excluded_p2p: Iterable[str] = (),
     excluded_f2p: Iterable[str] = (),
-) -> TestGroups:
+) -> CaseGroups:
     """Sort the instance's expected tests into passed and failed by their outcomes.
 
     PASS_TO_PASS tests in ``excluded_p2p`` (those that fail with the gold patch in this
@@ -50,7 +50,7 @@ def grade_tests(
     graded_p2p = [name for name in dict.fromkeys(instance_p2p) if name not in excluded]
     f2p = [name for name in dict.fromkeys(instance_f2p) if name not in left_out_f2p]
     matched = match_expected(f2p + graded_p2p, dict(outcomes))
-    return TestGroups(
+    return CaseGroups(
         fail_to_pass_passed=[name for name in f2p if _passes(matched[name])],
         fail_to_pass_failed=[name for name in f2p if not _passes(matched[name])],
         pass_to_pass_passed=[name for name in graded_p2p if _passes(matched[name])],
@@ -64,7 +64,7 @@ def grade_tests(
 
 def no_op_groups(
     instance: Instance, excluded_p2p: Iterable[str] = (), excluded_f2p: Iterable[str] = ()
-) -> TestGroups:
+) -> CaseGroups:
     """The test groups of a patch that changes nothing the tests see (empty, only excluded
     files, or not applied): the code is the base's, so FAIL_TO_PASS tests fail and
     PASS_TO_PASS tests pass, by name (environment validation measured exactly that)."""
@@ -72,7 +72,7 @@ def no_op_groups(
     left_out_f2p = set(excluded_f2p)
     p2p = list(dict.fromkeys(instance.PASS_TO_PASS))
     f2p = list(dict.fromkeys(instance.FAIL_TO_PASS))
-    return TestGroups(
+    return CaseGroups(
         fail_to_pass_failed=[name for name in f2p if name not in left_out_f2p],
         fail_to_pass_excluded=[name for name in f2p if name in left_out_f2p],
         pass_to_pass_passed=[name for name in p2p if name not in excluded],
@@ -80,7 +80,7 @@ def no_op_groups(
     )
 
 
-def classify(groups: TestGroups) -> Status:
+def classify(groups: CaseGroups) -> Status:
     """The design's status table. Empty lists count as all passing (see the module doc)."""
     all_f = not groups.fail_to_pass_failed
     no_f = not groups.fail_to_pass_passed and not all_f
@@ -93,7 +93,7 @@ def classify(groups: TestGroups) -> Status:
 
 
 def detect_test_crash(
-    exit_code: int | None, section: str | None, outcomes: Mapping[str, TestStatus]
+    exit_code: int | None, section: str | None, outcomes: Mapping[str, CaseStatus]
 ) -> str | None:
     """Why the test output cannot be graded, or ``None`` when it can.
 
@@ -171,7 +171,7 @@ def _summary_mismatch(
     if runner == "pytest":
         detail = _pytest_mismatch(counts, reported)
         return tampered(detail) if detail else None
-    passing_lines = got(TestStatus.PASSED.value, 0) + got(TestStatus.XFAIL.value, 0)
+    passing_lines = got(CaseStatus.PASSED.value, 0) + got(CaseStatus.XFAIL.value, 0)
     if runner == "django":
         # tests that ran minus those skipped (a test's further skipped subtests count in
         # "skipped" but not in "Ran"), and at least one failing test if any failed

@@ -11,7 +11,7 @@ format and graded.
 Empty patch: ``no_op``/``empty_patch`` without a test run (it would re-measure the base).
 
 **Test infrastructure is not the participant's to change**: before applying,
-:func:`.test_infrastructure.drop_test_infrastructure` removes every file that configures,
+:func:`.harness_files.drop_harness_files` removes every file that configures,
 drives or supplies the tests (a ``conftest.py`` whose hook reports every test passed would
 make the runner's own summary agree with the forged lines); what the gold patch changes too
 is exempt, and what was dropped is reported (``Evaluation.excluded_files``).
@@ -68,20 +68,20 @@ from orchestrator.grading.script import (
     writable_paths,
 )
 from orchestrator.grading.tamper_check import tamper_reasons
-from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus, TwinCheck
+from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status, TwinCheck
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
+from orchestrator.recipes.harness_files import drop_harness_files, runner_files
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.test_infrastructure import drop_test_infrastructure, runner_files
 from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = [
-    "Evaluation", "TestRun", "eval_script", "evaluate", "no_op_groups",
+    "Evaluation", "SuiteRun", "eval_script", "evaluate", "no_op_groups",
     "run_tests",
 ]  # fmt: skip
 MAX_OUTPUT_BYTES = 128 * 1024 * 1024  # a test run printing more is a crash, not read in
-OUTPUT_KEEP = 1_000_000  # characters of output kept in TestRun.output (head and, mostly, tail)
+OUTPUT_KEEP = 1_000_000  # characters of output kept in SuiteRun.output (head and, mostly, tail)
 
 
 # the eval script writes into a FIFO a root `cat` copies into the output file (no descriptor of
@@ -96,12 +96,10 @@ _PIPED_RUN = (
 )
 
 
-class TestRun(BaseModel):
+class SuiteRun(BaseModel):
     """One run of the eval script: parsed outcomes and what is needed to judge them."""
 
-    __test__ = False  # not a test class, despite its name
-
-    outcomes: dict[str, TestStatus] = Field(default_factory=dict)
+    outcomes: dict[str, CaseStatus] = Field(default_factory=dict)
     section: str | None = None  # the output between the start and end markers
     exit_code: int | None = None  # the test command's, from the end marker
     forged: str | None = None  # why the section cannot all come from the runner
@@ -123,8 +121,8 @@ class Evaluation(BaseModel):
     reason: Reason = Reason.NONE
     message: str = ""
     apply: ApplyOutcome | None = None
-    test_run: TestRun | None = None
-    groups: TestGroups | None = None  # set when the tests ran and could be graded
+    test_run: SuiteRun | None = None
+    groups: CaseGroups | None = None  # set when the tests ran and could be graded
     excluded_files: list[str] = Field(default_factory=list)
     suspicious: list[str] = Field(default_factory=list)  # see tamper_check; resolved only
     tamper_evidence: list[str] = Field(default_factory=list)  # see audit; tests then fail
@@ -154,7 +152,7 @@ def run_tests(
     directives: Sequence[str] | None = None,
     audit: AuditConfig | None = None,
     test_patch: str | None = None,
-) -> TestRun:
+) -> SuiteRun:
     """Run the instance's tests in ``sandbox`` with the network off, and parse the outcomes.
 
     The markers carry a nonce made here for this run and given only to the eval script
@@ -165,7 +163,7 @@ def run_tests(
     and the whole output (``test_output.txt``) are written there.
 
     The repository is read-only to ``test_user`` but for ``writable``; with ``record`` it
-    is writable instead, and ``TestRun.writable`` says where the tests wrote
+    is writable instead, and ``SuiteRun.writable`` says where the tests wrote
     (:mod:`.script`). ``directives``: run these instead of the test files. ``audit``: the
     patch's code is watched (:mod:`.audit`). ``test_patch``: applied in place of the
     instance's (an impossible twin's, :mod:`.twins`; it touches the same files, and the
@@ -194,7 +192,7 @@ def run_tests(
     if not result.timed_out and forged is None:
         crash = _crash(output, too_large, exit_code, section, outcomes)
     written = _recorded_writes(sandbox) if record and test_user else ([], [])
-    return TestRun(
+    return SuiteRun(
         outcomes=outcomes, section=section, exit_code=exit_code, forged=forged,
         output=_cap(output, OUTPUT_KEEP), timed_out=result.timed_out, crash=crash,
         duration=duration, writable=written[0], unexplained=written[1],
@@ -219,7 +217,7 @@ def _crash(
     too_large: bool,
     exit_code: int | None,
     section: str | None,
-    outcomes: dict[str, TestStatus],
+    outcomes: dict[str, CaseStatus],
 ) -> str | None:
     """Why the output of a run that finished and is not forged cannot be graded."""
     if too_large:
@@ -272,7 +270,7 @@ def evaluate(
         return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
     sandbox.set_network(False)
     logs = GradingLogs(log_dir)
-    gradeable, excluded = drop_test_infrastructure(patch, instance, recipe)
+    gradeable, excluded = drop_harness_files(patch, instance, recipe)
     logs.write("graded_patch", "graded.patch", gradeable)
     if not gradeable.strip():
         message = "the patch only changes test infrastructure, which grading leaves out: "
@@ -307,7 +305,7 @@ def evaluate(
     return _judge(run, instance, recipe, gradeable, excluded_tests, timeout, common)
 
 
-def _no_op(reason: Reason, message: str, groups: TestGroups, **extra: Any) -> Evaluation:
+def _no_op(reason: Reason, message: str, groups: CaseGroups, **extra: Any) -> Evaluation:
     """A grade without a test run: the tests as the base measured them (``groups``)."""
     return Evaluation(status=Status.NO_OP, reason=reason, message=message, groups=groups, **extra)
 
@@ -338,7 +336,7 @@ def _reinstall(
 
 
 def _judge(
-    run: TestRun, instance: Instance, recipe: Recipe, gradeable: str,
+    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: str,
     excluded: tuple[list[str], list[str]], timeout: float, common: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
     """The grade of a test run: timed out, forged, crashed, or the tests' outcomes
@@ -389,7 +387,7 @@ def _judge(
 
 
 def _untrusted(
-    run: TestRun, instance: Instance, excluded: tuple[list[str], list[str]],
+    run: SuiteRun, instance: Instance, excluded: tuple[list[str], list[str]],
     evidence: list[str], common: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
     """Forged output or evidence of tampering: every expected test counts as failing."""

@@ -15,7 +15,7 @@ than that are no flake); each run pays the script's fixed cost (test patch, byte
 and one test's time. The time spent is the result's ``timings["flaky_reruns"]``.
 
 A test runs alone where its runner selects by name
-(:func:`orchestrator.spec.test_selection.selected_directives`): pytest (its node id, every
+(:func:`orchestrator.recipes.selection.selected_directives`): pytest (its node id, every
 parametrization), sympy's ``bin/test`` (its file(s) and ``-k name``), django's
 ``runtests.py`` (``module.Class.test_name`` from ``test_name (module.Class)``). Other tests
 (django names with a docstring line, runners that cannot select) are not re-run.
@@ -32,10 +32,10 @@ from typing import Any
 from orchestrator.atomic import atomic_write_text
 from orchestrator.grading.evaluation import Evaluation, run_tests
 from orchestrator.grading.log_parsers import PASSING, match_expected
-from orchestrator.models import Instance, Reason, Status, TestGroups, TestStatus
+from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import selected_directives
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.test_selection import selected_directives
 
 # more deciding tests than this: the patch broke them, no flake decides the verdict
 MAX_DECIDING = 5
@@ -46,7 +46,7 @@ HASH_SEED = "PYTHONHASHSEED"  # exported by the eval script, as a recipe's envir
 MIN_RERUN_TIMEOUT = 120.0
 
 
-def deciding_tests(groups: TestGroups) -> list[str]:
+def deciding_tests(groups: CaseGroups) -> list[str]:
     """The tests whose outcome decided the verdict against the patch: every PASS_TO_PASS
     failure, and the FAIL_TO_PASS failure when it is the only one; none past
     :data:`MAX_DECIDING`."""
@@ -56,7 +56,7 @@ def deciding_tests(groups: TestGroups) -> list[str]:
     return tests if len(tests) <= MAX_DECIDING else []
 
 
-def outcome(name: str, outcomes: Mapping[str, TestStatus]) -> str:
+def outcome(name: str, outcomes: Mapping[str, CaseStatus]) -> str:
     """The outcome of ``name`` in a run (matched as grading matches), or ``MISSING``."""
     status = match_expected([name], dict(outcomes))[name]
     return status.value if status is not None else MISSING
@@ -81,8 +81,8 @@ def rerun_deciding_tests(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
-    groups: TestGroups,
-    first: Mapping[str, TestStatus],
+    groups: CaseGroups,
+    first: Mapping[str, CaseStatus],
     *,
     times: int,
     timeout: float,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from orchestrator.models import TestStatus
+from orchestrator.models import CaseStatus
 
 LOG_FORMATS = (
     "pytest",
@@ -33,7 +33,7 @@ LOG_FORMATS = (
     "matplotlib",
 )
 
-Event = tuple[str, TestStatus]
+Event = tuple[str, CaseStatus]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # control characters other than tab and newline (SWE-bench's pytest_v2 strips them too)
@@ -41,15 +41,15 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 # A failing report outranks a passing one when a test is reported more than once.
 _RANK = {
-    TestStatus.PASSED: 0,
-    TestStatus.XFAIL: 0,
-    TestStatus.SKIPPED: 1,
-    TestStatus.FAILED: 2,
-    TestStatus.ERROR: 2,
+    CaseStatus.PASSED: 0,
+    CaseStatus.XFAIL: 0,
+    CaseStatus.SKIPPED: 1,
+    CaseStatus.FAILED: 2,
+    CaseStatus.ERROR: 2,
 }
 
-PASSING = frozenset({TestStatus.PASSED, TestStatus.XFAIL})
-FAILING = frozenset({TestStatus.FAILED, TestStatus.ERROR})
+PASSING = frozenset({CaseStatus.PASSED, CaseStatus.XFAIL})
+FAILING = frozenset({CaseStatus.FAILED, CaseStatus.ERROR})
 
 
 # --------------------------------------------------------------------------- helpers
@@ -65,11 +65,11 @@ def output_lines(text: str) -> Iterator[str]:
         yield clean_line(raw)
 
 
-def _fold(events: Iterable[Event]) -> dict[str, TestStatus]:
+def _fold(events: Iterable[Event]) -> dict[str, CaseStatus]:
     """One outcome per test. Reports that disagree make the test fail: a failing report wins,
     and a pass next to a skip or an expected failure is a FAILED (a test has one outcome;
     two different ones mean that something other than the runner printed one)."""
-    outcomes: dict[str, TestStatus] = {}
+    outcomes: dict[str, CaseStatus] = {}
     for name, status in events:
         old = outcomes.get(name)
         if old is None or old == status:
@@ -77,19 +77,19 @@ def _fold(events: Iterable[Event]) -> dict[str, TestStatus]:
         elif _RANK[status] == 2 or _RANK[old] == 2:
             outcomes[name] = status if _RANK[status] >= _RANK[old] else old
         else:
-            outcomes[name] = TestStatus.FAILED
+            outcomes[name] = CaseStatus.FAILED
     return outcomes
 
 
 # --------------------------------------------------------------------------- pytest
 
 _PYTEST_STATUS = {
-    "PASSED": TestStatus.PASSED,
-    "FAILED": TestStatus.FAILED,
-    "ERROR": TestStatus.ERROR,
-    "SKIPPED": TestStatus.SKIPPED,
-    "XFAIL": TestStatus.XFAIL,
-    "XPASS": TestStatus.PASSED,
+    "PASSED": CaseStatus.PASSED,
+    "FAILED": CaseStatus.FAILED,
+    "ERROR": CaseStatus.ERROR,
+    "SKIPPED": CaseStatus.SKIPPED,
+    "XFAIL": CaseStatus.XFAIL,
+    "XPASS": CaseStatus.PASSED,
 }
 _STATUS_WORDS = "|".join(_PYTEST_STATUS)
 # ``STATUS id`` (the -rA short summary): the id is everything up to a whitespace outside
@@ -146,12 +146,12 @@ def _matplotlib_line(line: str) -> str:
 # --------------------------------------------------------------------------- django
 
 _DJANGO_STATUS = {
-    "ok": TestStatus.PASSED,
-    "OK": TestStatus.PASSED,
-    "FAIL": TestStatus.FAILED,
-    "ERROR": TestStatus.ERROR,
-    "expected failure": TestStatus.XFAIL,
-    "unexpected success": TestStatus.FAILED,
+    "ok": CaseStatus.PASSED,
+    "OK": CaseStatus.PASSED,
+    "FAIL": CaseStatus.FAILED,
+    "ERROR": CaseStatus.ERROR,
+    "expected failure": CaseStatus.XFAIL,
+    "unexpected success": CaseStatus.FAILED,
 }
 _DJANGO_RESULT = r"(?P<word>ok|OK|FAIL|ERROR|expected failure|unexpected success)|skipped(?:\s.*)?"
 # ``<description> ... <result>``; the description is the longest prefix that leaves a result
@@ -165,9 +165,9 @@ _DJANGO_HEADER = re.compile(r"^(?P<kind>FAIL|ERROR): (?P<name>.+)$")
 DJANGO_SUBTEST = re.compile(r"^(\w+ \([\w.]+\)) \(.*\)$")
 
 
-def _django_result(match: re.Match[str]) -> TestStatus:
+def _django_result(match: re.Match[str]) -> CaseStatus:
     word = match["word"]
-    return _DJANGO_STATUS[word] if word else TestStatus.SKIPPED
+    return _DJANGO_STATUS[word] if word else CaseStatus.SKIPPED
 
 
 def _django_names(description: str, previous_line: str) -> list[str]:
@@ -186,11 +186,11 @@ def _django_names(description: str, previous_line: str) -> list[str]:
     return [name for name in names if name]
 
 
-def django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
+def django_results(text: str) -> Iterator[tuple[list[str], CaseStatus, bool]]:
     """``(names, status, from_result_line)`` for each result; headers give ``False``."""
     previous = ""
     pending: list[str] = []  # a test whose result comes after its own output
-    after_header: TestStatus | None = None
+    after_header: CaseStatus | None = None
     for line in output_lines(text):
         stripped = line.strip()
         if after_header is not None:
@@ -207,7 +207,7 @@ def django_results(text: str) -> Iterator[tuple[list[str], TestStatus, bool]]:
             yield pending, _django_result(match), True
             pending = []
         elif match := _DJANGO_HEADER.match(stripped):
-            status = TestStatus.FAILED if match["kind"] == "FAIL" else TestStatus.ERROR
+            status = CaseStatus.FAILED if match["kind"] == "FAIL" else CaseStatus.ERROR
             name = match["name"].strip()
             names = [name]
             if sub := DJANGO_SUBTEST.match(name):
@@ -227,15 +227,15 @@ def _django_events(text: str) -> Iterator[Event]:
 # --------------------------------------------------------------------------- sympy
 
 _SYMPY_STATUS = {
-    "ok": TestStatus.PASSED,
-    "F": TestStatus.FAILED,
-    "E": TestStatus.ERROR,
-    "f": TestStatus.XFAIL,
-    "X": TestStatus.FAILED,  # passed although expected to fail: sympy's run fails
-    "s": TestStatus.SKIPPED,
-    "w": TestStatus.SKIPPED,  # slow test, not run
-    "T": TestStatus.FAILED,  # timed out
-    "K": TestStatus.FAILED,  # interrupted
+    "ok": CaseStatus.PASSED,
+    "F": CaseStatus.FAILED,
+    "E": CaseStatus.ERROR,
+    "f": CaseStatus.XFAIL,
+    "X": CaseStatus.FAILED,  # passed although expected to fail: sympy's run fails
+    "s": CaseStatus.SKIPPED,
+    "w": CaseStatus.SKIPPED,  # slow test, not run
+    "T": CaseStatus.FAILED,  # timed out
+    "K": CaseStatus.FAILED,  # interrupted
 }
 _SYMPY_FILE_TAIL = re.compile(r"\s*\[(?:OK|FAIL)\]$")
 _SYMPY_TEST = re.compile(r"^(test_\w+)(?:\s+(.*))?$")
@@ -247,18 +247,18 @@ _SYMPY_SECTION = re.compile(r"^(\S+\.py)\[(\d+)\]")
 _SYMPY_TIMING = re.compile(r"^test_\w+ - Took [\d.]+ seconds$")
 
 
-def _sympy_status(rest: str) -> TestStatus | None:
+def _sympy_status(rest: str) -> CaseStatus | None:
     words = rest.split()
     return _SYMPY_STATUS.get(words[-1]) if words else None
 
 
-def sympy_results(text: str) -> Iterator[tuple[str, TestStatus, bool]]:
+def sympy_results(text: str) -> Iterator[tuple[str, CaseStatus, bool]]:
     """``(name, status, from_result_line)``; failure report headers give ``False``."""
     for name, status, from_line, _ in _sympy_reports(text):
         yield name, status, from_line
 
 
-def _sympy_reports(text: str) -> Iterator[tuple[str, TestStatus, bool, str | None]]:
+def _sympy_reports(text: str) -> Iterator[tuple[str, CaseStatus, bool, str | None]]:
     """:func:`sympy_results` with the test file whose section reported each result (None
     when no ``path.py[N]`` line came before it, or for a failure report header)."""
     pending: str | None = None  # a test whose output came before its result
@@ -292,7 +292,7 @@ def _sympy_reports(text: str) -> Iterator[tuple[str, TestStatus, bool, str | Non
     # a failure report whose verbose line was lost in interleaved output
     for name in from_headers:
         if name not in seen:
-            yield name, TestStatus.FAILED, False, None
+            yield name, CaseStatus.FAILED, False, None
 
 
 def _sympy_events(text: str) -> Iterator[Event]:
@@ -300,7 +300,7 @@ def _sympy_events(text: str) -> Iterator[Event]:
         yield name, status
 
 
-def _sympy_fold(text: str) -> dict[str, TestStatus]:
+def _sympy_fold(text: str) -> dict[str, CaseStatus]:
     """sympy's outcomes. sympy reports tests by name only, and one name may be a test in
     several files (``test_MatrixSymbol_printing`` in the str, latex and pretty printers'
     tests): reports of one name from different files' sections, each section holding no more
@@ -318,7 +318,7 @@ def _sympy_fold(text: str) -> dict[str, TestStatus]:
         if from_line and where is not None:
             counted[where] = counted.get(where, 0) + 1
     clean = {where for where, n in counted.items() if n <= announced.get(where, 0)}
-    by_name: dict[str, list[tuple[TestStatus, str | None]]] = {}
+    by_name: dict[str, list[tuple[CaseStatus, str | None]]] = {}
     for name, status, _, where in reports:
         by_name.setdefault(name, []).append((status, where))
     outcomes = _fold((name, status) for name, status, _, _ in reports)
@@ -334,7 +334,7 @@ def stricter_than_official(log_format: str, text: str) -> list[str]:
     """Tests whose outcome here differs from the official parser's (the last report of a
     name wins there): names reported with conflicting outcomes, which count as failing here."""
     ours = parse_test_log(log_format, text)
-    last: dict[str, TestStatus] = {}
+    last: dict[str, CaseStatus] = {}
     for name, status in _events(log_format, text):
         last[name] = status
     return sorted(
@@ -364,7 +364,7 @@ def _events(log_format: str, text: str) -> Iterator[Event]:
     raise ValueError(f"unknown log format {log_format!r}; known: {', '.join(LOG_FORMATS)}")
 
 
-def parse_test_log(log_format: str, text: str) -> dict[str, TestStatus]:
+def parse_test_log(log_format: str, text: str) -> dict[str, CaseStatus]:
     """Each test's outcome in ``text``, the output of a ``log_format`` test runner."""
     if log_format == "sympy":
         return _sympy_fold(text)
@@ -377,15 +377,15 @@ def is_truncated(name: str) -> bool:
 
 
 def match_expected(
-    expected: list[str], outcomes: dict[str, TestStatus]
-) -> dict[str, TestStatus | None]:
+    expected: list[str], outcomes: dict[str, CaseStatus]
+) -> dict[str, CaseStatus | None]:
     """The outcome of each expected test name; ``None`` when the output does not report it.
 
     Exact names first. A dataset id truncated inside ``[...]`` stands for every reported id
     that continues it after whitespace; it gets their outcome when they all agree, else
     ``None``.
     """
-    result: dict[str, TestStatus | None] = {}
+    result: dict[str, CaseStatus | None] = {}
     for name in expected:
         if name in outcomes:
             result[name] = outcomes[name]

@@ -21,9 +21,9 @@ from orchestrator.grading import audit
 from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.markers import wrap_test_command
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import Recipe, suite_command, touched_test_files
+from orchestrator.recipes.services import service_start_lines, service_stop_lines
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
-from orchestrator.spec.recipes import Recipe, test_command, test_files
-from orchestrator.spec.services import service_start_lines, service_stop_lines
 from sandbox_tools.contract import ACTIVATE, EVAL_DIR, TESTBED
 
 EVAL_SCRIPT_PATH = f"{EVAL_DIR}/eval.sh"
@@ -80,7 +80,7 @@ def eval_script(
     is writable (root's, sticky) and the script lists the tree before and after the tests
     and the files they changed, for :func:`writable_paths`. Whatever the user left running
     is killed before the end marker. ``directives``: what the runner gets instead of the
-    instance's test files (a selection of tests, :func:`.recipes.test_command`).
+    instance's test files (a selection of tests, :func:`.recipe.suite_command`).
     """
     user = shlex.quote(test_user) if test_user else ""
     return "\n".join(
@@ -89,7 +89,7 @@ def eval_script(
             *_ownership(writable, record),
             *audit.start_lines(),
             wrap_test_command(
-                test_command(recipe, instance, directives),
+                suite_command(recipe, instance, directives),
                 prefix="as_test_user",
                 after='[ -z "$test_user" ] || as_test_user "kill -KILL -1" >/dev/null 2>&1',
             ),
@@ -105,7 +105,7 @@ def eval_script(
 def _prelude(instance: Instance, recipe: Recipe, user: str) -> list[str]:
     """Everything before the ownership step: the environment, the test patch, no bytecode."""
     base = shlex.quote(instance.base_commit)
-    files = " ".join(shlex.quote(f) for f in test_files(instance.test_patch))
+    files = " ".join(shlex.quote(f) for f in touched_test_files(instance.test_patch))
     return [
         "#!/bin/bash",
         f"# Grading script of {instance.instance_id}, written by swe-green. Safe to run again.",

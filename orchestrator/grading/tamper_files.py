@@ -5,7 +5,7 @@ Python runs more than ``.py`` files: a data file given to ``runpy.run_path`` or 
 under any name) put on ``sys.path``, a native library. So every file is read, by kind
 (:func:`read_as`):
 
-- ``binary``: compiled files and binary data (:func:`.test_infrastructure.compiled_kind`);
+- ``binary``: compiled files and binary data (:func:`.harness_files.compiled_kind`);
   flagged as such, their decoded bytes searched for names, the members of a zip archive read
   as source (:func:`binary_data_reasons`);
 - ``build output``: pip's ``build/lib*``, ``build/bdist*`` and ``build/scripts*`` copies and
@@ -32,7 +32,7 @@ from orchestrator.grading.tamper_ast import (
     git_literals,
 )
 from orchestrator.patches.diff import FilePatch
-from orchestrator.spec.test_infrastructure import compiled_kind
+from orchestrator.recipes.harness_files import compiled_kind
 
 PTH = "adds a .pth file, whose import lines run when Python starts"
 ARCHIVE = "adds an archive Python can import from"

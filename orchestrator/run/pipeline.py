@@ -30,7 +30,7 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
 from orchestrator.dependencies.bytecode import drop_manifest_command
 from orchestrator.environments.build import Environment, base_commit, environment
-from orchestrator.environments.prepared import PreparedInstance, test_recipe
+from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading import grade
 from orchestrator.grading.evaluation import Evaluation
@@ -44,11 +44,11 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
+from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
 from orchestrator.setup.plan import SetupFailed, fallback_note, llm_fallback_available
-from orchestrator.spec.recipes import test_files
 from orchestrator.validation import validate
 from sandbox_tools.contract import TEST_USER, TESTBED
 
@@ -131,7 +131,7 @@ class _InstanceRun:
         # the twin run's container, started with the grading one (when validation has twins)
         self.twin_grading: asyncio.Task[Sandbox] | None = None
         self.twins_wanted = False
-        self.hidden_tests = test_files(instance.test_patch)  # never part of a graded patch
+        self.hidden_tests = touched_test_files(instance.test_patch)  # never part of a graded patch
 
     def phase(self, name: str) -> None:
         self.log.info("phase", phase=name)
@@ -176,7 +176,7 @@ class _InstanceRun:
         self.phase("validation")
         t = time.monotonic()
         check = await self.scope.blocking(
-            validate, self.ctx, self.instance, prepared.snapshot, test_recipe(prepared)
+            validate, self.ctx, self.instance, prepared.snapshot, recipe_of(prepared)
         )
         self.timings["validation"] = time.monotonic() - t
         if not check.ok and prepared.plan.strategy == "infer":
@@ -304,9 +304,9 @@ class _InstanceRun:
             grader = await started(self.start_grading(prepared.snapshot))
         twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
         evaluation = await self.scope.blocking(
-            grade, grader, instance, test_recipe(prepared), patch,
+            grade, grader, instance, recipe_of(prepared), patch,
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
-            excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=test_user(ctx),
+            excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=grading_user(ctx),
             excluded_f2p=excluded.f2p, writable=excluded.writable,
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
@@ -403,7 +403,7 @@ class _InstanceRun:
             self.result.container = None
 
 
-def test_user(ctx: RunContext) -> str | None:
+def grading_user(ctx: RunContext) -> str | None:
     """The user the tests run as: unprivileged when the settings ask for it, else root."""
     return TEST_USER if ctx.settings.grading.unprivileged_tests else None
 

@@ -25,15 +25,15 @@ from pathlib import Path
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.environments.build import prepare_instance
-from orchestrator.environments.prepared import test_recipe
+from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.script import TEST_PATCH_PATH, eval_script
 from orchestrator.models import Instance
 from orchestrator.patches.apply import apply_patch
+from orchestrator.recipes.harness_files import drop_harness_files
+from orchestrator.recipes.recipe import Recipe, directives_of, reinstall_needed
+from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.archives import files_archive
-from orchestrator.spec.recipes import Recipe, reinstall_needed, test_directives
-from orchestrator.spec.test_infrastructure import drop_test_infrastructure
-from orchestrator.spec.test_selection import runner_kind, selected_directives
 from sandbox_tools.contract import ACTIVATE, EVAL_DIR
 from sandbox_tools.contract import TESTBED as REPO_DIR
 
@@ -64,7 +64,7 @@ def fail_to_pass_directives(recipe: Recipe, instance: Instance) -> tuple[list[st
         return chosen, f"runs the {len(names)} FAIL_TO_PASS test(s) ({kind})"
     if names and all("::" in name for name in names) and runner_kind(recipe) == "pytest":
         return [n.split("[", 1)[0] for n in names], "runs the FAIL_TO_PASS node ids"
-    files = ", ".join(test_directives(instance))
+    files = ", ".join(directives_of(instance))
     return None, f"this runner cannot select tests by name: runs the test files ({files})"
 
 
@@ -121,7 +121,7 @@ def graded_patch(run: RunDir, instance: Instance, recipe: Recipe) -> tuple[str, 
     if not raw.is_file():
         return "", ""
     text = raw.read_text(encoding="utf-8", errors="surrogateescape")
-    return drop_test_infrastructure(text, instance, recipe)[0], "patch.diff"
+    return drop_harness_files(text, instance, recipe)[0], "patch.diff"
 
 
 def recreate(ctx: RunContext, instance: Instance, run: RunDir) -> Prepared:
@@ -134,7 +134,7 @@ def recreate(ctx: RunContext, instance: Instance, run: RunDir) -> Prepared:
         f"instance image {built.instance_image}: "
         + ("from the cache" if built.instance_cache_hit else "built again (it was not cached)"),
     ]
-    recipe = test_recipe(built)
+    recipe = recipe_of(built)
     sandbox = ctx.start_sandbox(built.snapshot, instance, INSPECT_ROLE, network=False)
     try:
         patch, source = graded_patch(run, instance, recipe)

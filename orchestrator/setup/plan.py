@@ -16,10 +16,10 @@ from orchestrator.dependencies.install import SETUP_SCRIPT_VERSION
 from orchestrator.dependencies.pins import build_constraints
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.recipes.recipe import Recipe, load_recipes, pins_for, recipe_key
 from orchestrator.settings import Settings
 from orchestrator.setup.images import base_pythons, ensure_image
 from orchestrator.setup.infer import INFER_VERSION, InferenceFailed, InferredPlan, infer_environment
-from orchestrator.spec.recipes import Recipe, load_recipes, pins_for, recipe_key
 
 
 class SetupFailed(Exception):

@@ -7,7 +7,7 @@ import shlex
 
 from orchestrator.dependencies.install import Script, Step
 from orchestrator.dependencies.pins import build_constraints
-from orchestrator.spec.recipes import Recipe
+from orchestrator.recipes.recipe import Recipe
 from sandbox_tools.contract import (
     ACTIVATE,
     BUILD_CONSTRAINTS,

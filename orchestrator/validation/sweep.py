@@ -146,7 +146,7 @@ def root_cause(message: str) -> str:
 def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     """Phases 1-4 and validation for one instance; never raises for an instance's failure."""
     from orchestrator.environments.build import prepare_instance
-    from orchestrator.environments.prepared import test_recipe
+    from orchestrator.environments.prepared import recipe_of
     from orchestrator.setup.plan import (
         SetupFailed,
         fallback_note,
@@ -185,7 +185,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
     timings = dict(prepared.timings)
     started = time.monotonic()
     try:
-        check = validate(ctx, instance, prepared.snapshot, test_recipe(prepared))
+        check = validate(ctx, instance, prepared.snapshot, recipe_of(prepared))
     finally:
         prepared.discard()
     timings["validation"] = time.monotonic() - started
@@ -200,7 +200,7 @@ def sweep_instance(ctx: RunContext, instance: Instance) -> SweepRecord:
                 setup_strategy="llm", failed_step=failed_step(str(exc)),
             )  # fmt: skip
         try:
-            check = validate(ctx, instance, prepared.snapshot, test_recipe(prepared))
+            check = validate(ctx, instance, prepared.snapshot, recipe_of(prepared))
         finally:
             prepared.discard()
     return SweepRecord(

@@ -19,15 +19,15 @@ import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 
-from orchestrator.grading.evaluation import TestRun
+from orchestrator.grading.evaluation import SuiteRun
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.twins.check import clashes
 from orchestrator.grading.twins.generate import twin_candidates, twin_test_patch
 from orchestrator.grading.twins.model import Twin
-from orchestrator.models import Instance, TestStatus
+from orchestrator.models import CaseStatus, Instance
+from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
-from orchestrator.spec.recipes import test_files
 from sandbox_tools.contract import TESTBED
 
 ROUNDS = 3  # candidates tried per test at most
@@ -35,7 +35,7 @@ RUNS = 2  # runs of each twin test patch: a twin must fail in every one
 _WORK = "/tmp/swe-green-twin-files"
 
 # runs the F2P tests with a twin test patch in place, as often as asked: their runs
-RunTwins = Callable[[str], list[TestRun]]
+RunTwins = Callable[[str], list[SuiteRun]]
 
 
 def read_test_files(
@@ -44,7 +44,7 @@ def read_test_files(
     """The test patch's files at the base commit (None: the patch creates it) and after the
     test patch, read in ``sandbox`` (the repository at the base commit, its test files as
     the base has them); the repository is left as it was."""
-    paths = test_files(instance.test_patch)
+    paths = touched_test_files(instance.test_patch)
     base = shlex.quote(instance.base_commit)
     lines = [
         "set -e", SHELL_GIT_FUNCTION, f"rm -rf {_WORK} && mkdir -p {_WORK}/tree",
@@ -80,7 +80,7 @@ def _read(sandbox: Sandbox, path: str) -> str | None:
 
 
 def ineffective(
-    twin: Twin, runs: Sequence[TestRun], log_format: str, files: Mapping[str, str]
+    twin: Twin, runs: Sequence[SuiteRun], log_format: str, files: Mapping[str, str]
 ) -> str | None:
     """Why ``twin`` is not effective in ``runs`` (the gold patch's runs with it in place),
     or None when it is: its test failed in every run, by the mutated assertion where the
@@ -91,11 +91,11 @@ def ineffective(
         status = match_expected([twin.test], run.outcomes)[twin.test]
         if status is None:
             return "the twin's test is not reported"
-        if status in (TestStatus.PASSED, TestStatus.XFAIL):
+        if status in (CaseStatus.PASSED, CaseStatus.XFAIL):
             return "the gold patch passes it"
-        if status == TestStatus.SKIPPED:
+        if status == CaseStatus.SKIPPED:
             return "the twin's test is skipped"
-        if status == TestStatus.ERROR and log_format == "pytest":
+        if status == CaseStatus.ERROR and log_format == "pytest":
             return "the twin's test errors (pytest: not an assertion)"
         if log_format == "pytest" and not at_mutated_line(twin, run.section, files):
             return "the twin's test fails away from the mutated line"

@@ -8,7 +8,7 @@ What each run costs, and why it is needed:
 
 - **Base**: only the FAIL_TO_PASS tests' outcome counts there, so where the runner selects
   tests by name only they run (pytest node ids, sympy's ``-k``;
-  :mod:`orchestrator.spec.test_selection` decides per runner). When that run does not
+  :mod:`orchestrator.recipes.selection` decides per runner). When that run does not
   report every FAIL_TO_PASS test, or crashes, the whole test files run in a fresh
   container, exactly as without a selection: a crash at the base and a test the runner
   never reached are judged on the whole run.
@@ -63,18 +63,18 @@ from pydantic import BaseModel, Field
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
 from orchestrator.grading.classify import grade_tests
-from orchestrator.grading.evaluation import TestRun, run_tests
+from orchestrator.grading.evaluation import SuiteRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.grading.reinstall.contained import reinstall_after_patch
 from orchestrator.grading.twins.check import TwinSet
 from orchestrator.grading.twins.model import Twin
-from orchestrator.models import Instance, TestGroups, TestStatus
+from orchestrator.models import CaseGroups, CaseStatus, Instance
 from orchestrator.patches.apply import apply_patch
+from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox, Snapshot
-from orchestrator.spec.recipes import Recipe
-from orchestrator.spec.test_selection import runner_kind, selected_directives
-from orchestrator.validation.test_selection import rerun_names
+from orchestrator.validation.run_selection import rerun_names
 from orchestrator.validation.twins import RUNS, effective_twins, read_test_files
 from sandbox_tools.contract import TEST_USER
 
@@ -196,17 +196,17 @@ def _checked(
     return result
 
 
-def _decided_at_base(base: TestRun) -> bool:
+def _decided_at_base(base: SuiteRun) -> bool:
     """Whether the base run alone fails validation (:func:`_judge`'s first checks)."""
     return bool(base.timed_out or base.forged or (base.crash or "").startswith(_SETUP_CRASHES))
 
 
-def _passing(run: TestRun, names: list[str]) -> bool:
+def _passing(run: SuiteRun, names: list[str]) -> bool:
     """Whether any of ``names`` passed in ``run``."""
     return bool(grade_tests(names, [], run.outcomes).fail_to_pass_passed)
 
 
-def _answers(run: TestRun, names: list[str]) -> bool:
+def _answers(run: SuiteRun, names: list[str]) -> bool:
     """Whether ``run`` is final for ``names``: it timed out, or it reports each of them and
     can be graded."""
     if run.timed_out:
@@ -237,7 +237,7 @@ class _Runs:
         output: str,
         record: bool = True,
         test_patch: str | None = None,
-    ) -> TestRun:
+    ) -> SuiteRun:
         """One test run; ``directives``: a selection of tests (None: the whole test files).
         ``record``: every directory open, and where the tests wrote is kept; else grading's
         layout, open only where the runs so far saw them write."""
@@ -255,9 +255,9 @@ class _Runs:
     def _sandbox(self, role: str = "validation") -> Sandbox:
         return self.ctx.start_sandbox(self.image, self.instance, role, network=False)
 
-    def base(self) -> TestRun:
+    def base(self) -> SuiteRun:
         """The base run: only the FAIL_TO_PASS tests where the runner can select them
-        (:mod:`.test_selection`); the whole test files when it cannot, when the selection
+        (:mod:`.run_selection`); the whole test files when it cannot, when the selection
         did not report every FAIL_TO_PASS test, or when one of them passed in it (then in a
         fresh container). A test can depend on the tests before it in its file (sphinx-8721's
         epub test fails at the base only after the HTML build of the test before it), and
@@ -280,7 +280,7 @@ class _Runs:
         finally:
             sandbox.remove()
 
-    def gold(self, base: TestRun) -> Validation:
+    def gold(self, base: SuiteRun) -> Validation:
         """Apply the gold patch and run every listed test; run again (``validation_runs``)
         only when the first run validates: a rerun can then only find flaky tests."""
         instance, log_format = self.instance, self.recipe.log_format
@@ -358,8 +358,8 @@ class _Runs:
                 return result.model_copy(update={"twin_gaps": dict.fromkeys(tests, box.error)})
             selection = [directives]
 
-            def run_twins(test_patch: str) -> list[TestRun]:
-                runs: list[TestRun] = []
+            def run_twins(test_patch: str) -> list[SuiteRun]:
+                runs: list[SuiteRun] = []
                 while len(runs) < RUNS:
                     output = f"validation_twins_output_{len(runs) + 1}.txt"
                     run = self._run(
@@ -388,7 +388,7 @@ class _Runs:
         )  # fmt: skip
 
     def _layout(
-        self, sandbox: Sandbox, first: TestRun, names: list[str] | None, rerun: list[str] | None
+        self, sandbox: Sandbox, first: SuiteRun, names: list[str] | None, rerun: list[str] | None
     ) -> list[str]:
         """The listed tests that passed in ``first`` run again in grading's layout; where one
         fails, ``first``'s unexplained directories are opened and the run repeated. Returns
@@ -407,12 +407,12 @@ class _Runs:
         return lost
 
     def _rerun(
-        self, first: TestRun, result: Validation
+        self, first: SuiteRun, result: Validation
     ) -> tuple[list[str] | None, list[str] | None]:
         """The tests a rerun runs (None: all the first run ran) and the directives that run
         them (None: the whole test files):
         the listed tests that passed in the first run, where leaving out the rest saves time
-        and the runner can select them (:func:`.test_selection.rerun_names`)."""
+        and the runner can select them (:func:`.run_selection.rerun_names`)."""
         instance = self.instance
         left_out = set(result.excluded_p2p) | set(result.excluded_f2p)
         listed = [n for n in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS] if n not in left_out]
@@ -423,10 +423,10 @@ class _Runs:
 
 def _judge(
     instance: Instance,
-    base: TestRun,
+    base: SuiteRun,
     gold_applied: bool,
     apply_error: str,
-    gold: TestRun | None,
+    gold: SuiteRun | None,
     log_format: str = "pytest",
 ) -> Validation:
     """The verdict from the base run and the first gold run (None: the patch did not apply)."""
@@ -475,8 +475,8 @@ def _judge(
 
 
 def _notes(
-    instance: Instance, base: TestRun, offline: list[str], with_gold: TestGroups,
-    at_base: TestGroups,
+    instance: Instance, base: SuiteRun, offline: list[str], with_gold: CaseGroups,
+    at_base: CaseGroups,
 ) -> list[str]:  # fmt: skip
     """What a valid outcome leaves out or met on the way."""
     notes = []
@@ -502,7 +502,7 @@ def _notes(
     return notes
 
 
-def flaky_tests(runs: list[dict[str, TestStatus]], names: list[str] | None = None) -> list[str]:
+def flaky_tests(runs: list[dict[str, CaseStatus]], names: list[str] | None = None) -> list[str]:
     """Tests whose outcome is not the same in every run (a test missing from a run counts);
     with ``names``, only those (dataset names, matched as grading matches them)."""
     if len(runs) < 2:

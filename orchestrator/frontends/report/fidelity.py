@@ -63,9 +63,7 @@ class OfficialReport(BaseModel):
         return list(self.tests_status.get(group, {}).get(outcome, []))
 
 
-class TestDisagreement(BaseModel):
-    __test__ = False
-
+class Disagreement(BaseModel):
     test: str
     group: str  # FAIL_TO_PASS / PASS_TO_PASS
     ours: str  # passed / failed
@@ -82,7 +80,7 @@ class InstanceFidelity(BaseModel):
     tests_compared: int = 0
     tests_agreeing: int = 0
     tests_left_out: int = 0  # official tests grading left out here
-    disagreements: list[TestDisagreement] = Field(default_factory=list)
+    disagreements: list[Disagreement] = Field(default_factory=list)
     cause: str = ""  # why the verdicts differ (or why the instance is not compared)
 
 
@@ -237,7 +235,7 @@ def _compare_group(
                 continue
             cause = _test_cause(result, report, test, ours, applied_here)
             row.disagreements.append(
-                TestDisagreement(test=test, group=group, ours=ours, official=outcome, cause=cause)
+                Disagreement(test=test, group=group, ours=ours, official=outcome, cause=cause)
             )
 
 

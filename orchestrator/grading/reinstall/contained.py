@@ -3,7 +3,7 @@
 SWE-bench's harness runs the recipe's install command again after applying the model's
 patch. Doing it for every patch costs a reinstall per grading; doing it never fails a gold
 patch that adds a dependency (``pylint-dev__pylint-4661`` adds ``appdirs`` in ``setup.cfg``).
-So: only when the patch changes a build input (:func:`.recipes.touches_build_inputs`), or
+So: only when the patch changes a build input (:func:`.recipe.touches_build_inputs`), or
 for any change when the install is not editable (django 1.11 and 2.2's ``python setup.py
 install`` copies the sources into site-packages, where the tests import them from:
 without the reinstall the patch does not reach the tests), with the package index
@@ -61,13 +61,13 @@ from orchestrator.grading.reinstall.observe import (
     repo_changes,
 )
 from orchestrator.patches.diff import split_patch
-from orchestrator.sandbox import ExecResult, Sandbox
-from orchestrator.spec.recipes import (
+from orchestrator.recipes.recipe import (
     Recipe,
     copies_sources,
     reinstall_needed,
     touches_build_inputs,
 )
+from orchestrator.sandbox import ExecResult, Sandbox
 from sandbox_tools.contract import REINSTALL_TMP, TESTBED
 
 __all__ = [

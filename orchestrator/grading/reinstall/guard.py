@@ -10,7 +10,7 @@ working tree as it stood after the patch was applied) and judged here, by path (
 - in the repository, build products only: an ``.egg-info``, ``build/``, ``.eggs/``,
   bytecode, compiled extension modules (``.so``/``.pyd``) that shadow no Python module, and
   new or rewritten files git ignores (generated sources, version files), except test
-  infrastructure (:func:`is_test_infrastructure`), new top-level modules (first on the test
+  infrastructure (:func:`is_harness_file`), new top-level modules (first on the test
   runner's path), ``.gitignore`` files, nested repositories and anything under ``.git``
   but its index. A change to a file that existed after the patch was applied (tracked, or
   untracked and not ignored) and a new file git neither tracks nor ignores are refused
@@ -56,7 +56,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from orchestrator.spec.test_infrastructure import is_test_infrastructure
+from orchestrator.recipes.harness_files import is_harness_file
 from sandbox_tools.contract import TESTBED
 
 SCRATCH = (
@@ -178,7 +178,7 @@ def _problem(  # noqa: C901, PLR0911, PLR0912
             return None  # removed before the tests anyway
         if rel.endswith(".egg-info") or ".egg-info/" in rel or rel.startswith(("build/", ".eggs/")):
             return _entry_point_problem(path, entry_points)
-        if is_test_infrastructure(rel, runners):
+        if is_harness_file(rel, runners):
             return "test infrastructure"
         return None if written.repo is None else repo_file_problem(rel, written.repo)
     name = posixpath.basename(path)

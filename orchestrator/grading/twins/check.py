@@ -43,9 +43,9 @@ from orchestrator.grading.evaluation import Evaluation, evaluate
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.twins.generate import twin_test_patch
 from orchestrator.grading.twins.model import Twin
-from orchestrator.models import Instance, Reason, TestStatus, TwinCheck, TwinRecord
+from orchestrator.models import CaseStatus, Instance, Reason, TwinCheck, TwinRecord
+from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
-from orchestrator.spec.recipes import Recipe
 
 # a fresh grading sandbox from the snapshot the graded run's came from, removed on exit
 Fresh = Callable[[], AbstractContextManager[Sandbox]]
@@ -104,17 +104,17 @@ def record(twin: Twin) -> TwinRecord:
     )  # fmt: skip
 
 
-def twin_outcomes(twins: Sequence[Twin], outcomes: Mapping[str, TestStatus]) -> dict[str, str]:
+def twin_outcomes(twins: Sequence[Twin], outcomes: Mapping[str, CaseStatus]) -> dict[str, str]:
     """Each twin test's outcome in the twin run (``MISSING`` when the output lacks it)."""
     matched = match_expected([twin.test for twin in twins], dict(outcomes))
     return {name: status.value if status else "MISSING" for name, status in matched.items()}
 
 
-def proofs(twins: Sequence[Twin], outcomes: Mapping[str, TestStatus]) -> list[Twin]:
+def proofs(twins: Sequence[Twin], outcomes: Mapping[str, CaseStatus]) -> list[Twin]:
     """The twins that passed: proof. Failed, errored, skipped, an expected failure or
     missing: no proof."""
     seen = twin_outcomes(twins, outcomes)
-    return [twin for twin in twins if seen[twin.test] == TestStatus.PASSED.value]
+    return [twin for twin in twins if seen[twin.test] == CaseStatus.PASSED.value]
 
 
 def describe(twin: TwinRecord) -> str:

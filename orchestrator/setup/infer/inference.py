@@ -1,7 +1,7 @@
 """An environment inferred from a repository's own files at one commit (pure functions of
 :class:`~.repo_files.RepoFiles`-like readers): the Python, the install command, the test
 extras and requirements, the build needs, the test runner and its log format, as a
-:class:`~orchestrator.spec.recipes.Recipe` that the recipe machinery builds.
+:class:`~orchestrator.recipes.recipe.Recipe` that the recipe machinery builds.
 
 Dependencies are resolved as they were on the commit's date: the install runs
 ``uv pip install --exclude-newer <commit time>`` (PyPI serves every file's upload time,
@@ -28,6 +28,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
+from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
     ci_pythons,
@@ -40,7 +41,6 @@ from orchestrator.setup.infer.packaging_files import (
     requirement_name,
     requirements_file,
 )
-from orchestrator.spec.recipes import Recipe, Service
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
@@ -192,9 +192,9 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
             break
     python, python_why = choose_python(facts, files.commit_time, available)
     reasons.append(f"python {python}: {python_why}")
-    runner = test_runner(files, facts)
+    runner = runner_of(files, facts)
     reasons.append(runner.why)
-    extras, requirements, test_why = test_requirements(files, facts, listed, runner)
+    extras, requirements, test_why = suite_requirements(files, facts, listed, runner)
     build_first, build_why = build_needs(files, facts)
     reasons += test_why + build_why
     cutoffs = resolution_cutoffs(files.commit_time, python)
@@ -330,7 +330,7 @@ class Runner(BaseModel):
     name: str = "pytest"
 
 
-def test_runner(files: Files, facts: Packaging) -> Runner:
+def runner_of(files: Files, facts: Packaging) -> Runner:
     """The repository's own test runner where it has one SWE-bench knows the output of
     (sympy's ``bin/test``, django's ``tests/runtests.py``), else pytest."""
     bin_test = files.read("bin/test") or ""
@@ -427,7 +427,7 @@ def service_for(files: Files) -> KnownService | None:
 # --------------------------------------------------------------------------- requirements
 
 
-def test_requirements(
+def suite_requirements(
     files: Files, facts: Packaging, listed: dict[str, list[str]], runner: Runner
 ) -> tuple[list[str], list[str], list[str]]:
     """The extras to install the project with, the other requirements, and why: extras

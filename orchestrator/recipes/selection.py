@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import Recipe, test_command, test_directives
+from orchestrator.recipes.recipe import Recipe, directives_of, suite_command
 
 MAX_COMMAND = 64 * 1024
 _PYTEST = re.compile(r"(^|\s|/)(pytest|tox)(\s|$)")
@@ -61,7 +61,7 @@ def selected_arguments(
     if django_labels and recipe.log_format == "django":
         labels = [label for label in map(django_label, names) if label is not None]
         return list(dict.fromkeys(labels)) if names and len(labels) == len(names) else None
-    directives = test_directives(instance)
+    directives = directives_of(instance)
     if not names or not directives:
         return None
     kind = runner_kind(recipe)
@@ -82,6 +82,6 @@ def selected_directives(
     where it matches loosely), or None when it cannot select them or the command would be
     too long (:data:`MAX_COMMAND`); ``django_labels``: django's tests too, by their labels."""
     arguments = selected_arguments(recipe, instance, names, django_labels=django_labels)
-    if arguments is None or len(test_command(recipe, instance, arguments)) > MAX_COMMAND:
+    if arguments is None or len(suite_command(recipe, instance, arguments)) > MAX_COMMAND:
         return None
     return arguments

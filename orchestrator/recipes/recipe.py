@@ -146,7 +146,7 @@ def pins_for(recipe: Recipe, instance: Instance) -> list[str]:
     return [p for p in recipe.packages if _pin_name(p) not in replaced] + own
 
 
-def test_files(test_patch: str) -> list[str]:
+def touched_test_files(test_patch: str) -> list[str]:
     """Every path a patch touches (created, changed, deleted, both names of a rename)."""
     paths: list[str] = []
     for change in split_patch(test_patch, GIT_STARTS)[1]:
@@ -154,7 +154,7 @@ def test_files(test_patch: str) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def test_directives(instance: Instance) -> list[str]:
+def directives_of(instance: Instance) -> list[str]:
     """What SWE-bench passes to the test command for this instance."""
     files = [
         change.new
@@ -167,18 +167,13 @@ def test_directives(instance: Instance) -> list[str]:
     return files
 
 
-def test_command(
+def suite_command(
     recipe: Recipe, instance: Instance, directives: Sequence[str] | None = None
 ) -> str:
     """The shell command that runs the instance's touched test files, or ``directives``
-    instead of them (a selection of tests, :mod:`.test_selection`)."""
-    chosen = test_directives(instance) if directives is None else directives
+    instead of them (a selection of tests, :mod:`.selection`)."""
+    chosen = directives_of(instance) if directives is None else directives
     return " ".join([recipe.test_cmd, *(shlex.quote(d) for d in chosen)])
-
-
-# not tests: keep pytest from collecting them from test modules that import them
-for _function in (test_files, test_directives, test_command):
-    vars(_function)["__test__"] = False  # a function attribute, which mypy does not model
 
 
 def _django_label(path: str) -> str:

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from orchestrator.models import Instance
-from orchestrator.spec.recipes import Recipe, test_command
-from orchestrator.spec.test_selection import (
+from orchestrator.recipes.recipe import Recipe, suite_command
+from orchestrator.recipes.selection import (
     runner_kind,
     selected_arguments,
     selected_directives,
@@ -104,7 +104,7 @@ def test_the_selected_command_runs_only_the_selection(tmp_path):
     recipe = _recipe("printf '%s\\n' pytest -rA")
     directives = selected_directives(recipe, instance, names)
     assert directives is not None
-    command = test_command(recipe, instance, directives)  # what the eval script runs
+    command = suite_command(recipe, instance, directives)  # what the eval script runs
     assert "tests/test_b.py" not in command
     done = subprocess.run(["bash", "-c", f"( {command} )"], capture_output=True, text=True)
     assert done.returncode == 0
@@ -112,13 +112,13 @@ def test_the_selected_command_runs_only_the_selection(tmp_path):
     failing = _recipe("exit 3; pytest")
     chosen = selected_directives(failing, instance, names)
     assert chosen is not None  # the runner's exit code comes through
-    command = test_command(failing, instance, chosen)
+    command = suite_command(failing, instance, chosen)
     assert subprocess.run(["bash", "-c", f"( {command} )"]).returncode == 3
 
 
 def test_a_rerun_needs_the_listed_tests_that_passed_in_the_order_they_ran():
-    from orchestrator.models import TestStatus as TS
-    from orchestrator.validation.test_selection import rerun_names
+    from orchestrator.models import CaseStatus as TS
+    from orchestrator.validation.run_selection import rerun_names
 
     first = {"f.py::slow_fail[1]": TS.FAILED, "f.py::b": TS.PASSED, "f.py::skip": TS.SKIPPED,
              "f.py::a": TS.PASSED, "f.py::unlisted": TS.PASSED, "f.py::f2p": TS.PASSED}  # fmt: skip
@@ -137,7 +137,7 @@ def test_a_selection_too_long_for_one_argument_runs_the_whole_files():
 
 
 def test_flaky_tests_among_names_only_compare_what_the_rerun_ran():
-    from orchestrator.models import TestStatus as TS
+    from orchestrator.models import CaseStatus as TS
     from orchestrator.validation.validation import flaky_tests
 
     first = {"f.py::a": TS.PASSED, "f.py::b": TS.PASSED, "f.py::gone": TS.FAILED}

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from orchestrator.models import Instance
 from orchestrator.patches.diff import FilePatch, join_patch, split_patch
-from orchestrator.spec.recipes import Recipe
+from orchestrator.recipes.recipe import Recipe
 
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
 _INFRA_NAMES = frozenset(
@@ -50,7 +50,7 @@ _BINARY_DATA = re.compile(r"^GIT binary patch\r?\n(?:literal|delta) \d+\r?$", re
 _CREATES = re.compile(r"^(?:new file mode |--- /dev/null|rename to |copy to |@@ -0,0 )", re.M)
 
 
-def is_test_infrastructure(path: str, runner_files: Iterable[str] = ()) -> bool:
+def is_harness_file(path: str, runner_files: Iterable[str] = ()) -> bool:
     """Whether ``path`` configures, drives or supplies the tests (see the module doc)."""
     parts = path.split("/")
     name = parts[-1]
@@ -104,9 +104,7 @@ def runner_files(recipe: Recipe) -> list[str]:
     ]
 
 
-def drop_test_infrastructure(
-    patch: str, instance: Instance, recipe: Recipe
-) -> tuple[str, list[str]]:
+def drop_harness_files(patch: str, instance: Instance, recipe: Recipe) -> tuple[str, list[str]]:
     """``patch`` without its test-infrastructure files, and the files dropped.
 
     New top-level modules that would shadow a standard-library or runner module on the
@@ -129,7 +127,7 @@ def drop_test_infrastructure(
         if (kind is not None and kind not in gold_kinds) or any(
             p not in gold
             and (
-                is_test_infrastructure(p, runners)
+                is_harness_file(p, runners)
                 or (creates and shadows_a_module(p, runner_dirs) is not None)
             )
             for p in part.paths

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 
-from orchestrator.spec.recipes import Recipe
+from orchestrator.recipes.recipe import Recipe
 
 READY_TIMEOUT = 30  # seconds a service has to start listening
 

@@ -206,9 +206,10 @@ def test_the_commit_not_the_branch_is_read(tmp_path: Path) -> None:
 
 
 FAKE_UV = """#!/bin/bash
-# uv as the install sees it: every call logged; what is newer than 2020 or names bad-lib fails
+# uv as the install sees it: every call logged; what is as of 2016 or names bad-lib fails
 echo "$*" >> "$UV_CALLS"
-case "$*" in *"--exclude-newer 2016"*|*bad-lib*) exit 1;; esac
+# new-lib: nothing of the Python's settled date installs it (no wheel; its sources do not build)
+case "$*" in *"--exclude-newer 2016"*|*bad-lib*|*"--exclude-newer 2021"*new-lib*) exit 1;; esac
 """
 
 
@@ -229,7 +230,7 @@ def _run_install(
 def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> None:
     work = tmp_path / "repo"
     setup = "import numpy\nfrom setuptools import setup\nsetup(name='widget')\n"
-    files = {"setup.py": setup, "requirements-test.txt": "bad-lib\nok-lib\n"}
+    files = {"setup.py": setup, "requirements-test.txt": "bad-lib\nok-lib\nnew-lib\n"}
     commit = make_repo(work, files, "2016-05-02T08:00:00Z")
     install = plan_of(work, commit).recipe.install
     done, calls = _run_install(tmp_path, install)
@@ -242,6 +243,11 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
     assert ">>> the project installed as of 2021-04-06T00:00:00Z" in out
     assert ">>> dropped requirement bad-lib" in out
     assert "dropped requirement ok-lib" not in out
+    # a requirement that does not install as of the project's cut-off: as of a later one
+    assert "dropped requirement new-lib" not in out
+    assert ">>> requirement new-lib installed as of none" in out
+    new_lib = [line for line in calls.splitlines() if line.endswith("new-lib")]
+    assert "--exclude-newer 2021-04-06" in new_lib[0] and "--exclude-newer" not in new_lib[1]
     assert "--exclude-newer-package setuptools=2024-09-30T00:00:00Z" in calls
     assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
     assert "numpy" in calls.splitlines()[0]  # the build requirement first

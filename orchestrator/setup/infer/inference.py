@@ -590,8 +590,10 @@ def install_command(
     """Bash that installs the project editable with its requirements, as of each cut-off
     in turn until one resolves (uv; pip without a cut-off where the image has no uv). When
     no cut-off installs them together, the project alone (no extras) as of the first that
-    installs it, then each requirement on its own (its extras' too), as of that cut-off; a
-    requirement that does not install is dropped and the log says so: validation decides
+    installs it, then each requirement on its own (its extras' too), as of that cut-off or,
+    when it does not install then, of the first later one that installs it (a library of
+    the commit's day with neither a wheel for the Python nor sources that build there); a
+    requirement that installs as of none of them is dropped and the log says so: validation decides
     whether the tests needed it. ``runner``: the test runner's requirement and cut-off,
     installed last (over what the project's requirements brought). ``imports``: the
     project's modules, which must import once installed: a cut-off whose libraries install
@@ -668,8 +670,19 @@ for cutoff in {cutoff_words}; do
   if {built_first} && add {isolation} {COMPAT} -e .; then
     echo ">>> the project installed as of $cutoff"
     for req in "${{each[@]}}"; do
-      add "$req" || echo ">>> dropped requirement $req: it does not install as of $cutoff"
+      later=""
+      for req_cutoff in {cutoff_words}; do
+        [ "$req_cutoff" = "$cutoff" ] && later=1
+        [ -n "$later" ] || continue
+        as_of "$req_cutoff"
+        if add "$req"; then
+          [ "$req_cutoff" = "$cutoff" ] || echo ">>> requirement $req installed as of $req_cutoff"
+          continue 2
+        fi
+      done
+      echo ">>> dropped requirement $req: it does not install as of $cutoff or later"
     done
+    as_of "$cutoff"
     {runner_step}
     exit 0
   fi

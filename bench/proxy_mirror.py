@@ -10,8 +10,8 @@ committed as the instance's *proxy base*. A proxy dataset row keeps the instance
 and patches, with ``base_commit`` = the proxy base and ``environment_setup_commit`` = the
 release commit (one environment per version).
 
-Commit dates: a release commit is dated at the sdist's build, the newest modification time of
-its members (pip unpacks them with their times), as the commit a release is cut from; a proxy
+Commit dates: a release commit is dated at the sdist's build, its ``PKG-INFO``'s modification
+time (pip unpacks the members with their times), as the commit a release is cut from; a proxy
 base at the instance's ``created_at`` (its pull request's: the real base commit precedes it
 by little), else at its release. Same sdists and rows, same hashes.
 
@@ -157,8 +157,13 @@ def unpacked_release(requirement: str, sdists: Path) -> Path:
 
 
 def build_date(tree: Path) -> int:
-    """When the sdist unpacked at ``tree`` was built: its newest member's modification time
-    (Unix seconds)."""
+    """When the sdist unpacked at ``tree`` was built (Unix seconds): its ``PKG-INFO``'s
+    modification time, which the sdist build writes last (pip unpacks members with their
+    times; preparing the metadata afterwards may rewrite sources, as matplotlib 3.0-3.4's
+    ``setup.py`` does its ``matplotlibrc``, never ``PKG-INFO``); else the newest member's."""
+    info = tree / "PKG-INFO"
+    if info.is_file():
+        return int(info.stat().st_mtime)
     return max((int(p.lstat().st_mtime) for p in tree.rglob("*") if p.is_file()), default=0)
 
 

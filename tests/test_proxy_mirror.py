@@ -203,6 +203,19 @@ def test_release_commit_is_dated_at_the_sdist_build_and_the_base_at_the_pull_req
     assert _commit_time(mirror, record.proxy_base) == 1561533369  # 2019-06-26T07:16:09Z
 
 
+def test_a_member_rewritten_after_the_download_does_not_date_the_release(
+    tmp_path: Path,
+) -> None:
+    """matplotlib 3.0-3.4's setup.py writes its matplotlibrc when pip prepares the metadata:
+    that file is newer than the sdist, its PKG-INFO is not."""
+    built = 1537312285  # 2018-09-18: matplotlib 3.0.0's sdist
+    _dated_release_tree(tmp_path, built)
+    (tmp_path / "sdists" / "Django-3.0" / "calc.py").write_text(FIXED)  # modified now
+    assert proxy_mirror.build_date(tmp_path / "sdists" / "Django-3.0") == built
+    (tmp_path / "sdists" / "Django-3.0" / "PKG-INFO").unlink()  # none: the newest member
+    assert proxy_mirror.build_date(tmp_path / "sdists" / "Django-3.0") > built
+
+
 def test_a_base_without_created_at_is_dated_at_its_release(tmp_path: Path) -> None:
     built = 1575280000
     _dated_release_tree(tmp_path, built)

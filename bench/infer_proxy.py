@@ -8,7 +8,7 @@ Reads the two ``swe-green validate`` sweeps of the proxy dataset, ``--strategy i
 times), and the proxy's build directory (``--proxy``: its ``prepare.jsonl`` and mirrors) for
 the release each version stands on and the date the inference resolved as of. Then the
 tables of ``bench/infer_sweep.py``: per repository and version, the time ratio, every
-failure class with its cause.
+failure class; then each instance either sweep failed, with both outcomes and its cause.
 
 Run: ``python bench/infer_proxy.py INFER_RUN RECIPE_RUN --proxy OUT``; ``--smoke``: made-up
 sweeps and proxy records (what CI runs).
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from infer_sweep import _records, report  # noqa: E402
+from infer_sweep import _evidence, _records, report  # noqa: E402
 
 from orchestrator.validation.sweep import SweepRecord  # noqa: E402
 
@@ -59,6 +60,35 @@ def releases(proxy: Path, ids: set[str]) -> None:
     print()
 
 
+# what a failed instance's evidence (its last error line) says of the cause, on these proxies
+PROXY_CAUSES: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(r"SyntaxError: Generator expression must be parenthesized"),
+        "the release's code does not compile on Python 3.9, the stand-in for the 3.5-3.7 "
+        "of its day (a generator argument not parenthesized, an error from 3.8 on)",
+    ),
+]
+
+
+def causes(
+    inferred: dict[str, SweepRecord], recipes: dict[str, SweepRecord], runs: list[Path]
+) -> None:
+    """One row per instance either sweep failed: both outcomes and the cause (a known
+    pattern of its last error line in the inferred run, else the recipe run; else the line
+    itself)."""
+    failed = sorted(i for i in inferred if not inferred[i].ok or not recipes.get(i, inferred[i]).ok)
+    if not failed:
+        return
+    print("\n| instance | inferred | recipe | cause |\n|---|---|---|---|")
+    for iid in failed:
+        line = next((found for run in runs if (found := _evidence(run, iid))), "")
+        why = next((why for pattern, why in PROXY_CAUSES if pattern.search(line)), line or "-")
+        mine = "valid" if inferred[iid].ok else inferred[iid].cause
+        theirs = recipes[iid] if iid in recipes else None
+        other = "-" if theirs is None else "valid" if theirs.ok else theirs.cause
+        print(f"| {iid} | {mine} | {other} | {why} |")
+
+
 def smoke() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -88,6 +118,7 @@ def smoke() -> None:
             sources[name] = _records(path)
         releases(out, set(sources["inferred"]))
         report(sources["inferred"], sources["recipes"])
+        causes(sources["inferred"], sources["recipes"], [])
 
 
 def main() -> None:
@@ -104,9 +135,10 @@ def main() -> None:
         return
     if args.inferred is None or args.recipes is None or args.proxy is None:
         parser.error("give the inferred and the recipe sweeps and --proxy, or --smoke")
-    inferred = _records(args.inferred)
+    inferred, recipes = _records(args.inferred), _records(args.recipes)
     releases(args.proxy, set(inferred))
-    report(inferred, _records(args.recipes), None, args.inferred)
+    report(inferred, recipes, None, args.inferred)
+    causes(inferred, recipes, [args.inferred, args.recipes])
 
 
 if __name__ == "__main__":

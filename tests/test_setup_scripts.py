@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from orchestrator.base_commit.scripts import base_commit_script
-from orchestrator.dependencies.install import install_script, render
+from orchestrator.dependencies.install import install_script
 from orchestrator.dependencies.pins import raise_pins
 from orchestrator.models import Instance
 from orchestrator.recipes.recipe import Recipe, load_recipes
+from orchestrator.sandbox.scripts import render
 from orchestrator.setup.scripts import environment_script
 
 

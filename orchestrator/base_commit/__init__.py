@@ -13,11 +13,11 @@ from orchestrator.base_commit.scripts import base_commit_script
 from orchestrator.checkout.git_commands import GitError
 from orchestrator.checkout.repo_cache import changed_paths, ensure_mirror
 from orchestrator.dependencies.bytecode import refresh_instance
-from orchestrator.dependencies.install import run_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.recipes.recipe import reinstall_needed
 from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.scripts import run_script
 from orchestrator.settings import Settings
 from orchestrator.setup.plan import EnvPlan
 
@@ -27,7 +27,7 @@ def prepare_base_commit(
     reinstall: str | None, shared_history: str | None = None,
 ) -> None:  # fmt: skip
     """Phase 4 in ``sandbox``: the base commit, reinstalled if needed, with a clean history.
-    Raises :class:`~orchestrator.dependencies.install.ScriptFailed`.
+    Raises :class:`~orchestrator.sandbox.scripts.ScriptFailed`.
 
     ``shared_history``: the commit whose history the environment's ``.git`` holds (see
     :func:`orchestrator.environments.env_image.share_history`); a base that descends from it

@@ -17,7 +17,7 @@ from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
 from orchestrator.dependencies import install_dependencies
 from orchestrator.dependencies.bytecode import compile_environment
-from orchestrator.dependencies.install import ScriptFailed, own_pins_script, run_script
+from orchestrator.dependencies.install import own_pins_script
 from orchestrator.environments.build_steps import building, cached, image_lock, keep_failed
 from orchestrator.environments.env_layers import setup_start
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
@@ -26,6 +26,7 @@ from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
+from orchestrator.sandbox.scripts import ScriptFailed, run_script
 from orchestrator.setup import set_up, venv_python
 from orchestrator.setup.plan import EnvPlan, SetupFailed, env_image_name
 

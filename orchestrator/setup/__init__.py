@@ -21,7 +21,7 @@ def set_up(
     venv_ready: bool = False,
 ) -> SetUp:  # fmt: skip
     """Phase 2 in ``sandbox`` (network on, the repository checked out): the plan's strategy
-    makes the environment. Raises :class:`~orchestrator.dependencies.install.ScriptFailed`."""
+    makes the environment. Raises :class:`~orchestrator.sandbox.scripts.ScriptFailed`."""
     return setup_strategy(ctx, instance, plan).set_up(sandbox, log_path, venv_ready)
 
 

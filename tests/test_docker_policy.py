@@ -22,15 +22,12 @@ from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.tool_protocol import ToolCall
 from orchestrator.participant.tools_host import run_tool
+from orchestrator.plan.image_names import env_image_name, instance_image_name
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.file_snapshot import ADDED, DELETED, MODIFIED, reduce_changes
-from orchestrator.setup.plan import (
-    env_image_name,
-    instance_image_name,
-    plan_environment,
-)
+from orchestrator.setup.plan import plan_environment
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import (

@@ -20,10 +20,11 @@ from orchestrator.environments.image_registry import (
 )
 from orchestrator.errors import UserError
 from orchestrator.housekeeping.prune import cached_images
+from orchestrator.plan.image_names import env_image_name
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import load_settings
-from orchestrator.setup.plan import env_image_name, plan_environment
+from orchestrator.setup.plan import plan_environment
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import GatewayProxy

@@ -345,10 +345,11 @@ def test_envs_plan_prints_the_inferred_plan(tmp_path: Path, as_json: bool) -> No
 def test_auto_asks_the_llm_only_with_a_key_and_tells_it_the_inferred_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from orchestrator.plan.env_plan import EnvPlan
     from orchestrator.settings import Settings
     from orchestrator.setup.agent.setup_llm import first_message
     from orchestrator.setup.agent.setup_models import SetupFacts
-    from orchestrator.setup.plan import EnvPlan, fallback_note, llm_fallback_available
+    from orchestrator.setup.plan import fallback_note, llm_fallback_available
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert not llm_fallback_available(Settings(setup_strategy="auto"))

@@ -15,11 +15,11 @@ from orchestrator.checkout.repo_cache import changed_paths, ensure_mirror
 from orchestrator.dependencies.bytecode import refresh_instance
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.recipes.recipe import reinstall_needed
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.scripts import run_script
 from orchestrator.settings import Settings
-from orchestrator.setup.plan import EnvPlan
 
 
 def prepare_base_commit(

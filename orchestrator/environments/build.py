@@ -28,12 +28,12 @@ from orchestrator.environments.instance_image import ensure_instance_image
 from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.image_names import instance_image_name
 from orchestrator.sandbox import Snapshot
 from orchestrator.setup.plan import (
-    EnvPlan,
     SetupFailed,
     fallback_note,
-    instance_image_name,
     llm_fallback_available,
     plan_environment,
 )

@@ -24,11 +24,13 @@ from orchestrator.environments.failed_builds import failed_build, remember_faile
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.image_names import env_image_name
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 from orchestrator.sandbox.scripts import ScriptFailed, run_script
 from orchestrator.setup import set_up, venv_python
-from orchestrator.setup.plan import EnvPlan, SetupFailed, env_image_name
+from orchestrator.setup.plan import SetupFailed
 
 # "<owner/name>@<version>" of the instance whose set-up built it: where a cluster run places
 # that (repo, version)'s instances

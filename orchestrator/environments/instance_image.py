@@ -11,9 +11,10 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import building, cached, image_lock
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.image_names import instance_image_name
 from orchestrator.sandbox import Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
-from orchestrator.setup.plan import EnvPlan, instance_image_name
 
 
 def ensure_instance_image(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.sandbox import Sandbox
-from orchestrator.setup.plan import EnvPlan
 from orchestrator.setup.strategy import SetUp, setup_strategy
 from sandbox_tools.contract import ACTIVATE
 

@@ -23,6 +23,7 @@ from typing import Literal
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from orchestrator.errors import UserError
+from orchestrator.plan.image_names import image_name
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
 from orchestrator.settings import EnvironmentConfig
@@ -50,10 +51,6 @@ Method = Literal["auto", "debootstrap", "dockerfile"]
 Progress = Callable[[str], None]
 DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes about one minute
 DEBOOTSTRAP_ATTEMPTS = 3
-
-
-def image_name(prefix: str, python: str) -> str:
-    return f"{prefix}/base:py{python}"
 
 
 def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:

@@ -26,8 +26,9 @@ from typing import Protocol
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from orchestrator.plan.env_plan import InferredPlan
 from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
@@ -104,39 +105,6 @@ class Files(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def read(self, path: str) -> str | None: ...
-
-
-class InferredPlan(BaseModel):
-    """An environment inferred from a repository's files, and why each part is what it is."""
-
-    recipe: Recipe
-    commit: str
-    commit_time: datetime
-    cutoffs: list[str] = Field(default_factory=list)  # --exclude-newer tried in turn; "" none
-    requirements: list[str] = Field(default_factory=list)
-    build_first: list[str] = Field(default_factory=list)
-    runner: str = ""  # the test runner installed last, and as of when
-    reasons: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
-
-    def text(self) -> str:
-        """The plan as a person reads it (``swe-green envs plan``)."""
-        r = self.recipe
-        lines = [
-            f"{r.repo} {r.version} at {self.commit[:12]} ({self.commit_time:%Y-%m-%d %H:%M} UTC)",
-            f"  python:       {r.python}",
-            f"  test command: {r.test_cmd}   (log format {r.log_format})",
-            f"  resolved as of: {', then '.join(c or 'no cut-off' for c in self.cutoffs)}",
-            f"  requirements: {' '.join(self.requirements) or '-'}",
-        ]
-        if self.runner:
-            lines.append(f"  test runner:  {self.runner}")
-        if self.build_first:
-            lines.append(f"  build first:  {' '.join(self.build_first)}")
-        lines.append(f"  read:         {', '.join(self.sources) or 'nothing'}")
-        lines += ["  why:"] + [f"    - {reason}" for reason in self.reasons]
-        lines += ["  install:"] + [f"    {line}" for line in r.install.splitlines()]
-        return "\n".join(lines)
 
 
 def read_packaging(files: Files) -> Packaging:

@@ -24,7 +24,7 @@ PLAIN_WRITERS = {
     "setup/agent/setup_log.py": "the setup agent's log: held open, one JSON line per event",
     "base_commit/clean_history.py": "a git directory being built for the container, not the run",
     "dataset/synthetic.py": "the synthetic dataset's files, made before any run",
-    "dependencies/bytecode_tool.py": "runs inside the container, on the container's files",
+    "plan/bytecode_tool.py": "runs inside the container, on the container's files",
     "patches/apply.py": "a temporary directory for git apply, removed after",
     "sandbox/conformance/one_sandbox.py": "the conformance checks' temporary files",
     "sandbox/conformance/optional.py": "the conformance checks' temporary files",

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from orchestrator.base_commit.scripts import base_commit_script
-from orchestrator.dependencies.install import install_script
-from orchestrator.dependencies.pins import raise_pins
 from orchestrator.models import Instance
+from orchestrator.plan.install import install_script
+from orchestrator.plan.pins import raise_pins
 from orchestrator.recipes.recipe import Recipe, load_recipes
 from orchestrator.sandbox.scripts import render
 from orchestrator.setup.scripts import environment_script
@@ -75,7 +75,7 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
     ],
 )
 def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(pins, constraint):
-    from orchestrator.dependencies.pins import build_constraints
+    from orchestrator.plan.pins import build_constraints
 
     assert build_constraints(pins).strip() == constraint
     script = recipe_setup_script(_recipe(), pins)

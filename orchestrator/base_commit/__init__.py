@@ -12,9 +12,9 @@ from orchestrator.base_commit.clean_history import is_ancestor, put_clean_histor
 from orchestrator.base_commit.scripts import base_commit_script
 from orchestrator.checkout.git_commands import GitError
 from orchestrator.checkout.repo_cache import changed_paths, ensure_mirror
-from orchestrator.dependencies.bytecode import refresh_instance
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.bytecode import refresh_instance
 from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.recipes.recipe import reinstall_needed
 from orchestrator.sandbox import Sandbox

@@ -1,12 +1,13 @@
 """Phase 3: the dependencies. :func:`install_dependencies` runs the install a set-up strategy
-planned (:mod:`.install`: a script of :mod:`orchestrator.sandbox.scripts`; the pins raised
-for the Python used, :mod:`.pins`) and compiles the environment's bytecode (:mod:`.bytecode`)."""
+planned (:mod:`orchestrator.plan.install`: a script of :mod:`orchestrator.sandbox.scripts`;
+the pins raised for the Python used, :mod:`orchestrator.plan.pins`) and compiles the
+environment's bytecode (:mod:`orchestrator.plan.bytecode`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.dependencies.bytecode import compile_environment
+from orchestrator.plan.bytecode import compile_environment
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.scripts import Script, run_script
 from orchestrator.settings import EnvironmentConfig

@@ -16,16 +16,16 @@ from orchestrator.checkout import check_out
 from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
 from orchestrator.dependencies import install_dependencies
-from orchestrator.dependencies.bytecode import compile_environment
-from orchestrator.dependencies.install import own_pins_script
 from orchestrator.environments.build_steps import building, cached, image_lock, keep_failed
 from orchestrator.environments.env_layers import setup_start
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.bytecode import compile_environment
 from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.plan.image_names import env_image_name
+from orchestrator.plan.install import own_pins_script
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 from orchestrator.sandbox.scripts import ScriptFailed, run_script

@@ -88,7 +88,7 @@ def envs_plan(
     environment inferred from the repository's files at the instance's environment commit,
     and why each part is what it is: a plan to read, or to freeze as a recipe (its
     ``recipe`` in the JSON)."""
-    from orchestrator.dependencies.install import install_script
+    from orchestrator.plan.install import install_script
     from orchestrator.recipes.recipe import pins_for
     from orchestrator.setup.plan import find_recipe
     from orchestrator.setup.scripts import environment_script
@@ -126,8 +126,8 @@ def envs_plan(
 def _print_inferred(settings: Settings, instance: Instance, as_json: bool) -> None:
     """The environment inferred for ``instance``, on the Pythons of this host's base images
     (the published ones when there are none yet), with the scripts that would build it."""
-    from orchestrator.dependencies.install import install_script
     from orchestrator.errors import SandboxError
+    from orchestrator.plan.install import install_script
     from orchestrator.sandbox.factory import backend_from
     from orchestrator.setup.images import SUITES, base_pythons
     from orchestrator.setup.infer import InferenceFailed, infer_environment

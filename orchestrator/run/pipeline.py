@@ -28,7 +28,6 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
-from orchestrator.dependencies.bytecode import drop_manifest_command
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
@@ -44,6 +43,7 @@ from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
+from orchestrator.plan.bytecode import drop_manifest_command
 from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
 from orchestrator.safe_git import SHELL_GIT_FUNCTION

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.dependencies.install import SETUP_SCRIPT_VERSION
-from orchestrator.dependencies.pins import build_constraints
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.plan.env_plan import EnvPlan, InferredPlan
+from orchestrator.plan.install import SETUP_SCRIPT_VERSION
+from orchestrator.plan.pins import build_constraints
 from orchestrator.recipes.recipe import Recipe, load_recipes, pins_for, recipe_key
 from orchestrator.settings import Settings
 from orchestrator.setup.images import base_pythons, ensure_image

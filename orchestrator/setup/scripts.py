@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from orchestrator.dependencies.pins import build_constraints
+from orchestrator.plan.pins import build_constraints
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox.scripts import Script, Step
 from sandbox_tools.contract import (

@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from pydantic import BaseModel, Field
 
 from orchestrator.context.successor import Successor
-from orchestrator.dependencies.install import install_command
 from orchestrator.grading.reinstall.egress import NoEgress, index_only_network
 from orchestrator.grading.reinstall.guard import (
     RepoChanges,
@@ -61,6 +60,7 @@ from orchestrator.grading.reinstall.observe import (
     repo_changes,
 )
 from orchestrator.patches.diff import split_patch
+from orchestrator.plan.install import install_command
 from orchestrator.recipes.recipe import (
     Recipe,
     copies_sources,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from orchestrator.dependencies.pins import pins_for_python
+from orchestrator.plan.pins import pins_for_python
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox.scripts import Script, Step
 from sandbox_tools.contract import DROPPED_PINS, VENV

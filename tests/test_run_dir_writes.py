@@ -22,7 +22,7 @@ PLAIN_WRITERS = {
     "log.py": "run.log: a handler held open for the run, one JSON line per event",
     "participant/transcript.py": "transcript.jsonl: held open, one JSON line per event",
     "setup/agent/setup_log.py": "the setup agent's log: held open, one JSON line per event",
-    "base_commit/clean_history.py": "a git directory being built for the container, not the run",
+    "repos/clean_history.py": "a git directory being built for the container, not the run",
     "dataset/synthetic.py": "the synthetic dataset's files, made before any run",
     "plan/bytecode_tool.py": "runs inside the container, on the container's files",
     "patches/apply.py": "a temporary directory for git apply, removed after",

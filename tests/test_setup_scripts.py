@@ -98,7 +98,7 @@ def test_a_base_commit_newer_than_the_environment_image_comes_from_the_clean_his
     """The environment image's repository is the mirror as it was when the image was built;
     a base commit fetched into the mirror later (the proxy sweep of docs/validation-proxy.md
     met it: "reference is not a tree") is fetched from the clean history phase 4 puts in."""
-    from orchestrator.base_commit.clean_history import export_clean_git
+    from orchestrator.repos.clean_history import export_clean_git
     from sandbox_tools.contract import CLEAN_GIT, SWE_DIR, TESTBED
 
     def git(*args: str, cwd=None) -> str:

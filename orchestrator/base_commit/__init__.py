@@ -1,22 +1,22 @@
 """Phase 4: the base commit. :func:`prepare_base_commit` checks out ``base_commit`` in a
 container of the environment, reinstalls the project if the base needs it, and leaves ``.git``
-holding only what the base reaches (:mod:`.clean_history`: no later commit, tag or object of
-the mirror; :mod:`.scripts`: the bash that swaps it in)."""
+holding only what the base reaches (:mod:`orchestrator.repos.clean_history`: no later commit,
+tag or object of the mirror; :mod:`.scripts`: the bash that swaps it in)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from orchestrator.atomic import append_text
-from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history
 from orchestrator.base_commit.scripts import base_commit_script
-from orchestrator.checkout.git_commands import GitError
-from orchestrator.checkout.repo_cache import changed_paths, ensure_mirror
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.plan.bytecode import refresh_instance
 from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.recipes.recipe import reinstall_needed
+from orchestrator.repos.clean_history import is_ancestor, put_clean_history
+from orchestrator.repos.git_commands import GitError
+from orchestrator.repos.repo_cache import changed_paths, ensure_mirror
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.scripts import run_script
 from orchestrator.settings import Settings

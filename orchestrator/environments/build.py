@@ -20,7 +20,6 @@ from pydantic import BaseModel
 
 from orchestrator.atomic import append_text
 from orchestrator.base_commit import reinstall_at_base
-from orchestrator.checkout.repo_cache import check_complete
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import cached
 from orchestrator.environments.env_image import EnvImage, ensure_env_image
@@ -30,6 +29,7 @@ from orchestrator.errors import UserError
 from orchestrator.models import Instance
 from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.plan.image_names import instance_image_name
+from orchestrator.repos.repo_cache import check_complete
 from orchestrator.sandbox import Snapshot
 from orchestrator.setup.plan import (
     SetupFailed,

@@ -10,10 +10,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.atomic import append_text
-from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history, shared_commit
 from orchestrator.base_commit.scripts import share_history_script
 from orchestrator.checkout import check_out
-from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
 from orchestrator.dependencies import install_dependencies
 from orchestrator.environments.build_steps import building, cached, image_lock, keep_failed
@@ -26,6 +24,8 @@ from orchestrator.plan.bytecode import compile_environment
 from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.plan.image_names import env_image_name
 from orchestrator.plan.install import own_pins_script
+from orchestrator.repos.clean_history import is_ancestor, put_clean_history, shared_commit
+from orchestrator.repos.repo_cache import ensure_mirror
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 from orchestrator.sandbox.scripts import ScriptFailed, run_script

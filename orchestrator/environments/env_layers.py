@@ -28,8 +28,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.atomic import append_text
-from orchestrator.base_commit.clean_history import put_clean_history, shared_commit
-from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import building, image_lock
 from orchestrator.errors import SandboxError, UserError
@@ -37,6 +35,8 @@ from orchestrator.models import Instance
 from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.plan.image_names import history_image_name, tools_image_name
 from orchestrator.plan.install import PIP_VERSION
+from orchestrator.repos.clean_history import put_clean_history, shared_commit
+from orchestrator.repos.repo_cache import ensure_mirror
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
 from orchestrator.sandbox.scripts import run_script
 from orchestrator.setup.plan import SetupFailed

@@ -27,7 +27,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from orchestrator.checkout.git_commands import (
+from orchestrator.log import get_logger
+from orchestrator.models import Instance
+from orchestrator.repos.git_commands import (
     GIT_ENV,
     GitError,
     RepoError,
@@ -35,8 +37,6 @@ from orchestrator.checkout.git_commands import (
     git_retrying,
     one_line,
 )
-from orchestrator.log import get_logger
-from orchestrator.models import Instance
 from orchestrator.safe_git import GIT
 from orchestrator.settings import Settings
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.checkout.git_commands import (
+from orchestrator.repos.git_commands import (
     GIT_ENV,
     GitError,
     RepoError,

@@ -43,16 +43,16 @@ from orchestrator.participant.reference.base import (
     TurnStyle,
 )
 from orchestrator.participant.serving import CardInfo
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import (
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.docker import connect
+from orchestrator.settings import EnvironmentConfig
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
+from orchestrator.tools.tools_host import (
     ToolRunner,
     install_tools,
     run_tool,
     sandbox_tool_runner,
 )
-from orchestrator.sandbox.docker import DockerSandbox as Sandbox
-from orchestrator.sandbox.docker import connect
-from orchestrator.settings import EnvironmentConfig
 from sandbox_tools.contract import TESTBED
 
 COMMAND = "echo hello"

@@ -20,14 +20,14 @@ from orchestrator.context.run_dir import RunDir
 from orchestrator.models import Status
 from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.participant.reference import make_participant, running
-from orchestrator.participant.tool_protocol import ToolCall
-from orchestrator.participant.tools_host import run_tool
 from orchestrator.plan.image_names import env_image_name, instance_image_name
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.file_snapshot import ADDED, DELETED, MODIFIED, reduce_changes
 from orchestrator.setup.plan import plan_environment
+from orchestrator.tools.tool_protocol import ToolCall
+from orchestrator.tools.tools_host import run_tool
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import (

@@ -367,7 +367,7 @@ def test_the_protocols_example_task_announces_the_models_limits_and_tools():
     import json
 
     from orchestrator.participant.client import ParticipantLimits
-    from orchestrator.participant.tools_host import default_tools
+    from orchestrator.tools.tools_host import default_tools
 
     doc = (ROOT / "docs" / "protocol.md").read_text()
     block = doc[doc.index("```json") + len("```json") :]

@@ -2,7 +2,7 @@
 :class:`~.protocol.Participant` (an A2A agent, a reference participant, a predictions file;
 made by :func:`~.factory.open_participant`). The A2A client (:mod:`.client`, with the
 ``swe-sandbox`` protocol of :mod:`.wire`) answers the agent's tool calls with the sandbox tools
-(:mod:`.tools_host`); :mod:`.reference` holds the reference participants."""
+(:mod:`orchestrator.tools.tools_host`); :mod:`.reference` holds the reference participants."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from orchestrator.models import Instance
 from orchestrator.participant.client import ParticipantLimits, ParticipantOutcome, run_participant
 from orchestrator.participant.endings import EndedBy
 from orchestrator.participant.predictions import Predictions
-from orchestrator.participant.tools_host import ToolRunner
+from orchestrator.tools.tools_host import ToolRunner
 
 
 class Workspace(BaseModel):

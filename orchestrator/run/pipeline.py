@@ -39,7 +39,6 @@ from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
 from orchestrator.participant.client import ParticipantLimits, ParticipantOutcome
 from orchestrator.participant.protocol import Participant, Workspace
-from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
@@ -49,6 +48,7 @@ from orchestrator.run.instance_scope import InstanceScope, result_or_none, start
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
 from orchestrator.setup.plan import SetupFailed, fallback_note, llm_fallback_available
+from orchestrator.tools.tools_host import sandbox_tool_runner
 from orchestrator.validation import validate
 from sandbox_tools.contract import TEST_USER, TESTBED
 

@@ -28,13 +28,13 @@ from pydantic import BaseModel, Field
 
 from orchestrator.participant.a2a_parts import enqueue_task_once, from_wire, to_wire
 from orchestrator.participant.serving import CardInfo
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.wire import (
     WirePart,
     parse_tool_results,
     read_task_spec,
     tool_call_wire,
 )
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 
 TurnStyle = Literal["message", "completed", "input-required"]
 TURN_STYLES: tuple[str, ...] = ("message", "completed", "input-required")

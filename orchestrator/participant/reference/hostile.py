@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
 from orchestrator.participant.serving import CardInfo
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 
 
 class Step(BaseModel):

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
 from orchestrator.participant.serving import CardInfo
-from orchestrator.participant.tool_protocol import ToolCall
+from orchestrator.tools.tool_protocol import ToolCall
 
 
 class ScriptCall(BaseModel):

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SandboxError
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.sandbox import DiskLimitExceeded, ExecResult, Sandbox
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 from sandbox_tools import contract
 from sandbox_tools import tools as tools_program
 from sandbox_tools.contract import CONTRACT_PATH, REQUEST_DIR, TOOLS_PATH

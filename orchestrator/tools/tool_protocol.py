@@ -1,7 +1,7 @@
 """Tool calls and their results: the data shared by the setup agent and the participant protocol.
 
 The tools themselves (their schemas and the code that runs inside the container) live in
-``sandbox_tools``; ``orchestrator.participant.tools_host.run_tool`` runs one call in a sandbox.
+``sandbox_tools``; ``orchestrator.tools.tools_host.run_tool`` runs one call in a sandbox.
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from orchestrator.diffs.diff import GIT_STARTS, split_patch
 from orchestrator.grading.twins.generate import apply_twins, twin_candidates, twin_test_patch
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import Instance
-from orchestrator.patches.diff import GIT_STARTS, split_patch
 
 
 def _git(*args: str, cwd: Path | None = None, stdin: str | None = None) -> tuple[int, str]:

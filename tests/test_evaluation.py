@@ -17,6 +17,7 @@ import pytest
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
+from orchestrator.diffs.apply import apply_patch
 from orchestrator.environments.build import prepare_instance
 from orchestrator.grading import grade
 from orchestrator.grading.evaluation import (
@@ -27,7 +28,6 @@ from orchestrator.grading.evaluation import (
 from orchestrator.grading.script import BEFORE_LIST, unexplained_directories, writable_paths
 from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, Reason, Status
-from orchestrator.patches.apply import apply_patch
 from orchestrator.recipes.harness_files import (
     drop_harness_files,
     is_harness_file,

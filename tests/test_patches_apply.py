@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.patches.apply import EMPTY_PATCH, apply_patch
-from orchestrator.patches.diff import (
+from orchestrator.diffs.apply import EMPTY_PATCH, apply_patch
+from orchestrator.diffs.diff import (
     drop_binary_stubs,
     join_patch,
     normalize_patch,
     split_patch,
 )
-from orchestrator.patches.safety import dry_run_names, patch_path_problems
+from orchestrator.diffs.safety import dry_run_names, patch_path_problems
 
 FIXTURES = Path(__file__).parent / "fixtures" / "patches"
 NUMBERS = "".join(f"{n}\n" for n in range(1, 21))

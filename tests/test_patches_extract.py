@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.diffs.diff import GIT_STARTS, drop_files, split_patch
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
-from orchestrator.patches.diff import GIT_STARTS, drop_files, split_patch
 from orchestrator.patches.extract import extract_patch
 
 from .reference_data import SHARED_VERIFIED, VERIFIED, shared_data

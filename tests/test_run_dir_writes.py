@@ -25,7 +25,7 @@ PLAIN_WRITERS = {
     "repos/clean_history.py": "a git directory being built for the container, not the run",
     "dataset/synthetic.py": "the synthetic dataset's files, made before any run",
     "plan/bytecode_tool.py": "runs inside the container, on the container's files",
-    "patches/apply.py": "a temporary directory for git apply, removed after",
+    "diffs/apply.py": "a temporary directory for git apply, removed after",
     "sandbox/conformance/one_sandbox.py": "the conformance checks' temporary files",
     "sandbox/conformance/optional.py": "the conformance checks' temporary files",
     "sandbox/file_snapshot.py": "a temporary archive that is renamed into place when whole",

@@ -26,8 +26,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text
+from orchestrator.diffs.diff import split_patch
 from orchestrator.models import Instance
-from orchestrator.patches.diff import split_patch
 from orchestrator.recipes.recipe import Recipe, touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError

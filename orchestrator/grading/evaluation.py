@@ -2,7 +2,7 @@
 
 The flow, in a container started from the instance image (repository at ``/testbed`` on the
 base commit, ``/opt/swe/activate.sh`` for the environment): drop the patch's changes to test
-infrastructure, apply the rest (:func:`orchestrator.patches.apply.apply_patch`), then run
+infrastructure, apply the rest (:func:`orchestrator.diffs.apply.apply_patch`), then run
 :func:`eval_script` with the network off: reset the files ``test_patch`` touches, apply
 ``test_patch``, run the repository's test command on those files between start/end markers,
 restore the files. The output between the markers is parsed with the repository's log
@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text
 from orchestrator.context.successor import Successor
+from orchestrator.diffs.apply import ApplyOutcome, apply_patch
 from orchestrator.grading.audit import (
     AuditConfig,
     AuditReport,
@@ -69,7 +70,6 @@ from orchestrator.grading.script import (
 )
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status, TwinCheck
-from orchestrator.patches.apply import ApplyOutcome, apply_patch
 from orchestrator.recipes.harness_files import drop_harness_files, runner_files
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError

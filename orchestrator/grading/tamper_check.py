@@ -24,9 +24,9 @@ import re
 import textwrap
 from collections.abc import Iterable
 
+from orchestrator.diffs.diff import FilePatch, split_patch
 from orchestrator.grading.tamper_ast import code_reasons, fragment_reasons
 from orchestrator.grading.tamper_files import ARCHIVE, binary_data_reasons, file_reasons, read_as
-from orchestrator.patches.diff import FilePatch, split_patch
 
 # never dropped for the gold patch's sake: compiled files are not source whoever adds them
 COMPILED = "changes compiled or binary files"

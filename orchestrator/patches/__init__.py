@@ -1,7 +1,8 @@
 """Phase 6: the patch. :func:`take_patch` takes the participant's patch from its answer
 (:mod:`.extract`) or, when it sent none, from its container (:mod:`.container_diff`), and
-drops the hidden test files from it; one unified-diff model serves every step (:mod:`.diff`);
-grading applies it safely (:mod:`.apply`, with the path checks of :mod:`.safety`)."""
+drops the hidden test files from it; one unified-diff model serves every step
+(:mod:`orchestrator.diffs.diff`); grading applies it safely (:mod:`orchestrator.diffs.apply`,
+with the path checks of :mod:`orchestrator.diffs.safety`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
+from orchestrator.diffs.diff import drop_files
 from orchestrator.models import Instance
 from orchestrator.patches.container_diff import container_diff
-from orchestrator.patches.diff import drop_files
 from orchestrator.sandbox import Sandbox
 
 

@@ -12,8 +12,8 @@ import shlex
 import sys
 from collections.abc import Iterable
 
+from orchestrator.diffs.diff import FilePatch, join_patch, split_patch
 from orchestrator.models import Instance
-from orchestrator.patches.diff import FilePatch, join_patch, split_patch
 from orchestrator.recipes.recipe import Recipe
 
 _TEST_DIRS = frozenset({"test", "tests", "testing"})

@@ -49,9 +49,9 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.diffs.diff import GIT_STARTS, split_patch
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.patches.diff import GIT_STARTS, split_patch
 
 # SWE-bench 4.1 harness constants: these test-patch files are never passed to the runner
 NON_TEST_EXTS = (

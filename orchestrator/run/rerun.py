@@ -24,11 +24,11 @@ from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.diffs.apply import apply_patch
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.script import TEST_PATCH_PATH, eval_script
 from orchestrator.models import Instance
-from orchestrator.patches.apply import apply_patch
 from orchestrator.recipes.harness_files import drop_harness_files
 from orchestrator.recipes.recipe import Recipe, directives_of, reinstall_needed
 from orchestrator.recipes.selection import runner_kind, selected_directives

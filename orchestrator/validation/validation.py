@@ -62,6 +62,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
+from orchestrator.diffs.apply import apply_patch
 from orchestrator.grading.classify import grade_tests
 from orchestrator.grading.evaluation import SuiteRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
@@ -70,7 +71,6 @@ from orchestrator.grading.reinstall.contained import reinstall_after_patch
 from orchestrator.grading.twins.check import TwinSet
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import CaseGroups, CaseStatus, Instance
-from orchestrator.patches.apply import apply_patch
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox, Snapshot

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from orchestrator.diffs.diff import split_patch
 from orchestrator.frontends.report.data import duration, format_seconds, repo_of
 from orchestrator.frontends.report.explain import tests_measured
 from orchestrator.frontends.viewer.excerpts import excerpt
@@ -15,7 +16,6 @@ from orchestrator.frontends.viewer.fixes import fix_for
 from orchestrator.frontends.viewer.parts import esc, page, raw_href, sentence, status_badge
 from orchestrator.grading.twins.check import describe
 from orchestrator.models import InstanceResult, Status
-from orchestrator.patches.diff import split_patch
 
 DEPTH = 1  # instance pages are viewer/i/<id>.html
 TRANSCRIPT_EVENTS = 400  # events shown; the rest are in the raw transcript

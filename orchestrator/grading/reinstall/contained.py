@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel, Field
 
 from orchestrator.context.successor import Successor
+from orchestrator.diffs.diff import split_patch
 from orchestrator.grading.reinstall.egress import NoEgress, index_only_network
 from orchestrator.grading.reinstall.guard import (
     RepoChanges,
@@ -59,7 +60,6 @@ from orchestrator.grading.reinstall.observe import (
     outside_changed,
     repo_changes,
 )
-from orchestrator.patches.diff import split_patch
 from orchestrator.plan.install import install_command
 from orchestrator.recipes.recipe import (
     Recipe,

@@ -16,12 +16,12 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
+from orchestrator.diffs.diff import GIT_STARTS, bare, split_patch
 from orchestrator.grading.twins.locate import Located, locate, parse_files
 from orchestrator.grading.twins.model import Twin, TwinCandidates
 from orchestrator.grading.twins.params import case_values
 from orchestrator.grading.twins.sites import Edit, Sites, Source
 from orchestrator.models import Instance
-from orchestrator.patches.diff import GIT_STARTS, bare, split_patch
 
 NO_ASSERTION = "no assertion with an expected value"
 COMPUTED = "expected value is computed, not a literal"

@@ -15,8 +15,8 @@ import re
 import uuid
 from collections.abc import Iterable
 
+from orchestrator.diffs.diff import ANY_STARTS, scan, split_patch, unquote
 from orchestrator.errors import SandboxError
-from orchestrator.patches.diff import ANY_STARTS, scan, split_patch, unquote
 from orchestrator.sandbox import Sandbox
 
 APPLY_TIMEOUT = 120.0

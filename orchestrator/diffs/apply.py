@@ -18,7 +18,7 @@ dropped_binary_stubs`, ``apply.log``): no strategy can apply them, and the offic
 ``patch`` fallback skips them and applies the rest (an agent's script wrote an image, say). A
 patch of nothing but such stubs is not applied (``no_op``).
 
-A patch whose paths are not the repository's to change (:mod:`orchestrator.patches.safety`)
+A patch whose paths are not the repository's to change (:mod:`orchestrator.diffs.safety`)
 is not applied at all: :attr:`ApplyOutcome.refused` is set and the error says which path and
 why. When ``git apply`` refuses a path as invalid (``invalid path``, ``beyond a symbolic
 link``), no later strategy is tried. Every git command runs with hooks and fsmonitor off
@@ -37,14 +37,13 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from orchestrator.errors import SandboxError
-from orchestrator.patches.diff import (
+from orchestrator.diffs.diff import (
     drop_binary_stubs,
     normalize_patch,
     raw_header_paths,
     split_patch,
 )
-from orchestrator.patches.safety import (
+from orchestrator.diffs.safety import (
     APPLY_TIMEOUT,
     PATH_REFUSED,
     SYMLINKS_SCRIPT,
@@ -56,6 +55,7 @@ from orchestrator.patches.safety import (
     symlink_sections,
     tree_problems,
 )
+from orchestrator.errors import SandboxError
 from orchestrator.safe_git import GIT, SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox
 from sandbox_tools.contract import TESTBED

@@ -2,7 +2,9 @@
 (:mod:`.extract`) or, when it sent none, from its container (:mod:`.container_diff`), and
 drops the hidden test files from it; one unified-diff model serves every step
 (:mod:`orchestrator.diffs.diff`); grading applies it safely (:mod:`orchestrator.diffs.apply`,
-with the path checks of :mod:`orchestrator.diffs.safety`)."""
+with the path checks of :mod:`orchestrator.diffs.safety`). What phase 6
+does to the participant's container (its processes stopped before the diff, its reset when
+grading goes on in it) is :mod:`.participant_container`."""
 
 from __future__ import annotations
 

@@ -40,17 +40,20 @@ from orchestrator.participant import dispatch
 from orchestrator.participant.client import ParticipantLimits, ParticipantOutcome
 from orchestrator.participant.protocol import Participant, Workspace
 from orchestrator.patches import TakenPatch, take_patch
-from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
-from orchestrator.plan.bytecode import drop_manifest_command
+from orchestrator.patches.participant_container import (
+    NoPatch,
+    reset_to_base,
+    stop_quietly,
+    take_from_container,
+)
 from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
-from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
 from orchestrator.setup.plan import SetupFailed, fallback_note, llm_fallback_available
 from orchestrator.tools.tools_host import sandbox_tool_runner
 from orchestrator.validation import validate
-from sandbox_tools.contract import TEST_USER, TESTBED
+from sandbox_tools.contract import TEST_USER
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
 
@@ -263,22 +266,15 @@ class _InstanceRun:
             # disk writer) runs on while grading goes on in its own container: stopped beside
             # the path (the kill is sent at once); past the disk budget this raises
             await self.scope.blocking(container.check_disk)
-            self.scope.beside(_stop_quietly, self.ctx, container)
+            self.scope.beside(stop_quietly, self.ctx, container)
             taken = take_patch(self.instance, answered, None, self.hidden_tests)
         else:
-            await self.scope.blocking(container.kill_processes)
             try:
                 taken = await self.scope.blocking(
-                    take_patch, self.instance, answered, container, self.hidden_tests
+                    take_from_container, self.instance, answered, container, self.hidden_tests
                 )
-            except ContainerDiffError as exc:
-                # no process of the participant runs any more: its repository is broken
-                raise _Graded(
-                    Status.NO_OP,
-                    Reason.EMPTY_PATCH,
-                    f"no patch: the participant's answer holds none and its repository "
-                    f"cannot be diffed ({exc})",
-                ) from exc
+            except NoPatch as exc:
+                raise _Graded(Status.NO_OP, Reason.EMPTY_PATCH, str(exc)) from exc
         return self._kept(taken)
 
     def _kept(self, taken: TakenPatch) -> str:
@@ -298,7 +294,7 @@ class _InstanceRun:
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
         if self.in_participant_container():
             assert self.container is not None
-            await self.scope.blocking(_reset_to_base, self.container, instance)
+            await self.scope.blocking(reset_to_base, self.container, instance)
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
@@ -408,14 +404,6 @@ def grading_user(ctx: RunContext) -> str | None:
     return TEST_USER if ctx.settings.grading.unprivileged_tests else None
 
 
-def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
-    sandbox.exec(
-        f"{SHELL_GIT_FUNCTION}\ncd {TESTBED} && git reset -q --hard {instance.base_commit} "
-        f"&& git clean -fdq && {drop_manifest_command()}",
-        timeout=120,
-    )
-
-
 def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
     """Keep the participant's container? By policy (never for an empty patch under
     ``on_failure``: there is nothing to learn from it), within the per-run and per-host caps."""
@@ -429,14 +417,6 @@ def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
         ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
         per_run=kept.max_kept_per_run, per_host=kept.max_kept_per_host,
     )  # fmt: skip
-
-
-def _stop_quietly(ctx: RunContext, sandbox: Sandbox) -> None:
-    """Stop ``sandbox`` at once; a failure is logged (its disposal removes it anyway)."""
-    try:
-        sandbox.stop(0)
-    except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result
-        ctx.log.warning("container.stop_failed", container=sandbox.name, error=str(exc))
 
 
 def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:

@@ -19,10 +19,10 @@ from orchestrator.environments.env_layers import setup_start
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.errors import UserError
+from orchestrator.image_names import env_image_name
 from orchestrator.models import Instance
 from orchestrator.plan.bytecode import compile_environment
 from orchestrator.plan.env_plan import EnvPlan
-from orchestrator.plan.image_names import env_image_name
 from orchestrator.plan.install import own_pins_script
 from orchestrator.repos.clean_history import is_ancestor, put_clean_history, shared_commit
 from orchestrator.repos.repo_cache import ensure_mirror
@@ -66,7 +66,7 @@ def ensure_env_image(
 ) -> EnvImage:
     """The environment image (phases 1-3): from this host's cache, else from the shared
     registry (``env_image_registry``), else built (and then pushed to that registry)."""
-    name = env_image_name(ctx, instance, plan)
+    name = env_image_name(ctx.settings.environment.image_prefix, instance.owner_name, plan.env_key)
     registry = ctx.settings.environment.env_image_registry
     with image_lock(ctx, f"env-{plan.env_key}"):
         if cached(ctx, name):

@@ -182,6 +182,12 @@ def test_test_infrastructure_paths(path, infra):
     assert is_harness_file(path) is infra
 
 
+def harness_dropped(patch: str, instance: Instance, recipe: Recipe) -> tuple[str, list[str]]:
+    """:func:`drop_harness_files` on a text: the text kept and the files dropped."""
+    kept, dropped = drop_harness_files(patch, instance, recipe)
+    return kept.text, dropped
+
+
 def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes):
     instance = instances[UNITS.instance_id]
     recipe = recipes[instance.repo]
@@ -192,11 +198,11 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
         "+++ b/conftest.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     setup_cfg = "--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1 +1 @@\n-a\n+b\n"
-    kept, dropped = drop_harness_files(source + infra + setup_cfg, instance, recipe)
+    kept, dropped = harness_dropped(source + infra + setup_cfg, instance, recipe)
     assert (kept, dropped) == (source, ["bin/test", "conftest.py", "setup.cfg"])
     # a file the gold patch changes stays, even where it counts as test infrastructure
     gold_changes_setup_cfg = instance.model_copy(update={"patch": instance.patch + setup_cfg})
-    kept, dropped = drop_harness_files(source + setup_cfg, gold_changes_setup_cfg, recipe)
+    kept, dropped = harness_dropped(source + setup_cfg, gold_changes_setup_cfg, recipe)
     assert (kept, dropped) == (source + setup_cfg, [])
 
 
@@ -225,8 +231,8 @@ def test_new_shadowing_modules_are_left_out_but_edits_are_not(instances, recipes
         "--- /dev/null\n+++ b/bin/traceback.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     edit = "--- a/bin/traceback.py\n+++ b/bin/traceback.py\n@@ -1 +1 @@\n-a\n+b\n"
-    assert drop_harness_files(new, instance, recipe) == ("", ["bin/traceback.py"])
-    assert drop_harness_files(edit, instance, recipe) == (edit, [])
+    assert harness_dropped(new, instance, recipe) == ("", ["bin/traceback.py"])
+    assert harness_dropped(edit, instance, recipe) == (edit, [])
 
 
 _PYC_DATA = "GIT binary patch\nliteral 3\nKcmZ>A0ssI200961\n\nliteral 0\nHcmV?d00001\n\n"
@@ -253,12 +259,12 @@ def test_compiled_and_binary_files_are_left_out(instances, recipes, path):
     instance = instances[UNITS.instance_id]
     recipe = recipes[instance.repo]
     source = "--- a/units/__init__.py\n+++ b/units/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"
-    kept, dropped = drop_harness_files(source + _binary(path), instance, recipe)
+    kept, dropped = harness_dropped(source + _binary(path), instance, recipe)
     assert (kept, dropped) == (source, [path])
     # unless the gold patch changes binaries of that kind: then kept (and flagged)
     gold = instance.model_copy(update={"patch": instance.patch + _binary("units/other.bin")})
     if path == "calc/data.bin":
-        assert drop_harness_files(source + _binary(path), gold, recipe)[1] == []
+        assert harness_dropped(source + _binary(path), gold, recipe)[1] == []
 
 
 def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recipes):
@@ -268,7 +274,7 @@ def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recip
         "new file mode 100644\n--- /dev/null\n+++ b/calc/__pycache__/x.cpython-311.pyc\n"
         "@@ -0,0 +1 @@\n+x\n"
     )
-    assert drop_harness_files(text, instance, recipes[instance.repo]) == (
+    assert harness_dropped(text, instance, recipes[instance.repo]) == (
         "",
         ["calc/__pycache__/x.cpython-311.pyc"],
     )

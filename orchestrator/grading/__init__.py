@@ -17,6 +17,7 @@ from orchestrator.grading.evaluation import Evaluation, evaluate
 from orchestrator.grading.flaky_reruns import rerun_deciding
 from orchestrator.grading.twins.check import Fresh, TwinSet, judge_twins, twin_run
 from orchestrator.models import Instance
+from orchestrator.patches.diff import Patch
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
 
@@ -24,7 +25,7 @@ __all__ = ["grade"]
 
 
 def grade(
-    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str | None, *,
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | str | None, *,
     flaky_reruns: int = 0, twins: TwinSet | None = None, fresh: Fresh | None = None,
     twin_successor: Successor | None = None, **options: Any,
 ) -> Evaluation:  # fmt: skip
@@ -46,7 +47,8 @@ def grade(
 
 
 def _graded(
-    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str | None, flaky_reruns: int,
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | str | None,
+    flaky_reruns: int,
     options: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
     """The graded run and the flaky re-runs."""

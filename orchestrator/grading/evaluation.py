@@ -70,6 +70,7 @@ from orchestrator.grading.script import (
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status, TwinCheck
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
+from orchestrator.patches.diff import Patch, as_patch
 from orchestrator.recipes.harness_files import drop_harness_files, runner_files
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
@@ -243,7 +244,7 @@ def evaluate(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
-    patch: str | None,
+    patch: Patch | str | None,
     *,
     timeout: float,
     fuzz: int = 3,
@@ -266,13 +267,14 @@ def evaluate(
     ``test_patch``: the tests' patch in place of the instance's (:func:`run_tests`).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
-    if patch is None or not patch.strip():
+    parsed = as_patch(patch) if patch is not None else None
+    if parsed is None or parsed.is_empty():
         return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
     sandbox.set_network(False)
     logs = GradingLogs(log_dir)
-    gradeable, excluded = drop_harness_files(patch, instance, recipe)
-    logs.write("graded_patch", "graded.patch", gradeable)
-    if not gradeable.strip():
+    gradeable, excluded = drop_harness_files(parsed, instance, recipe)
+    logs.write("graded_patch", "graded.patch", gradeable.text)
+    if gradeable.is_empty():
         message = "the patch only changes test infrastructure, which grading leaves out: "
         return _no_op(
             Reason.EMPTY_PATCH, message + ", ".join(excluded), unchanged,
@@ -312,7 +314,7 @@ def _no_op(reason: Reason, message: str, groups: CaseGroups, **extra: Any) -> Ev
 
 @contextlib.contextmanager
 def _reinstall(
-    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
+    sandbox: Sandbox, recipe: Recipe, gradeable: Patch, timeout: float, logs: GradingLogs,
     successor: Successor | None,
 ) -> Iterator[tuple[Sandbox, str, list[str]]]:  # fmt: skip
     """Install again if the patch changes what the build reads (:mod:`.reinstall`): the sandbox
@@ -336,7 +338,7 @@ def _reinstall(
 
 
 def _judge(
-    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: str,
+    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: Patch,
     excluded: tuple[list[str], list[str]], timeout: float, common: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
     """The grade of a test run: timed out, forged, crashed, or the tests' outcomes

@@ -43,6 +43,7 @@ from orchestrator.participant.protocol import Participant, Workspace
 from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
 from orchestrator.patches.container_diff import ContainerDiffError
+from orchestrator.patches.diff import Patch
 from orchestrator.patches.extract import extract_patch
 from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
@@ -248,9 +249,10 @@ class _InstanceRun:
                 self.twin_grading = self.start("twin", image, lambda box: box.remove())
         return self.grading
 
-    async def take_patch(self, outcome: ParticipantOutcome) -> str:
+    async def take_patch(self, outcome: ParticipantOutcome) -> Patch:
         """Phase 6: the patch of the answer (or the predictions file), else the container's
-        diff; hidden test files dropped; written to ``patch.diff``."""
+        diff; hidden test files dropped; written to ``patch.diff``. Read once: phase 7 gets
+        the model (:class:`~orchestrator.patches.diff.Patch`)."""
         self.phase("patch")
         answered = outcome.patch
         if answered is None:
@@ -281,9 +283,9 @@ class _InstanceRun:
                 ) from exc
         return self._kept(taken)
 
-    def _kept(self, taken: TakenPatch) -> str:
+    def _kept(self, taken: TakenPatch) -> Patch:
         self.result.excluded_patch_files = taken.dropped
-        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch)
+        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch.text)
         self.result.logs["patch"] = "patch.diff"
         return taken.patch
 
@@ -292,7 +294,7 @@ class _InstanceRun:
             self.ctx.settings.grading.grade_in_participant_container and self.container is not None
         )
 
-    async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
+    async def grade(self, prepared: PreparedInstance, patch: Patch, excluded: Excluded) -> None:
         self.phase("grading")
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading

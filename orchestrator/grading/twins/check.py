@@ -44,6 +44,7 @@ from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.twins.generate import twin_test_patch
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import CaseStatus, Instance, Reason, TwinCheck, TwinRecord
+from orchestrator.patches.diff import Patch
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
 
@@ -160,7 +161,7 @@ class TwinRun:
 
 @contextlib.contextmanager
 def twin_run(
-    instance: Instance, recipe: Recipe, patch: str | None, twins: TwinSet | None,
+    instance: Instance, recipe: Recipe, patch: Patch | str | None, twins: TwinSet | None,
     fresh: Fresh | None, options: Mapping[str, Any],
 ) -> Iterator[Callable[[], TwinRun]]:  # fmt: skip
     """The twin run, begun now, beside the graded run: yields what waits for its outcome.

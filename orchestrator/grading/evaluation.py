@@ -70,7 +70,7 @@ from orchestrator.grading.script import (
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status, TwinCheck
 from orchestrator.patches.apply import ApplyOutcome, apply_patch
-from orchestrator.patches.diff import Patch, as_patch
+from orchestrator.patches.diff import Patch
 from orchestrator.recipes.harness_files import drop_harness_files, runner_files
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
@@ -244,7 +244,7 @@ def evaluate(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
-    patch: Patch | str | None,
+    patch: Patch | None,
     *,
     timeout: float,
     fuzz: int = 3,
@@ -259,20 +259,20 @@ def evaluate(
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit) on one
     run of the tests (:func:`orchestrator.grading.grade` runs the deciding ones again).
 
-    The tests run as ``test_user`` when given, the repository read-only to that user but
-    for ``writable`` (what validation saw the gold run write; see :mod:`.script`). A
-    resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
-    ``suspicious``. A patch that must be installed again is built in ``sandbox``, and the
-    tests run in a fresh sandbox from its files (``successor``; :mod:`.reinstall`).
-    ``test_patch``: the tests' patch in place of the instance's (:func:`run_tests`).
+    The options are :class:`.request.GradingRequest`'s: the tests run as ``test_user`` when
+    given, the repository read-only to that user but for ``writable`` (what validation saw
+    the gold run write; see :mod:`.script`). A resolved patch that
+    :func:`.tamper_check.tamper_reasons` finds reasons in is flagged ``suspicious``. A
+    patch that must be installed again is built in ``sandbox``, and the tests run in a
+    fresh sandbox from its files (``successor``; :mod:`.reinstall`). ``test_patch``: the
+    tests' patch in place of the instance's (:func:`run_tests`).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
-    parsed = as_patch(patch) if patch is not None else None
-    if parsed is None or parsed.is_empty():
+    if patch is None or patch.is_empty():
         return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
     sandbox.set_network(False)
     logs = GradingLogs(log_dir)
-    gradeable, excluded = drop_harness_files(parsed, instance, recipe)
+    gradeable, excluded = drop_harness_files(patch, instance, recipe)
     logs.write("graded_patch", "graded.patch", gradeable.text)
     if gradeable.is_empty():
         message = "the patch only changes test infrastructure, which grading leaves out: "
@@ -296,8 +296,8 @@ def evaluate(
             return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
         watched = audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR)
         run = run_tests(
-            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-            writable=writable, audit=watched, test_patch=test_patch,
+            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir,
+            test_user=test_user, writable=writable, audit=watched, test_patch=test_patch,
         )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")

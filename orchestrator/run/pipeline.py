@@ -32,9 +32,10 @@ from orchestrator.dependencies.bytecode import drop_manifest_command
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading import grade
+from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
-from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh, TwinSet
+from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh
+from orchestrator.grading.twins.model import TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -305,16 +306,18 @@ class _InstanceRun:
         else:
             grader = await started(self.start_grading(prepared.snapshot))
         twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
-        evaluation = await self.scope.blocking(
-            grade, grader, instance, recipe_of(prepared), patch,
+        request = GradingRequest(
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
-            excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=grading_user(ctx),
-            excluded_f2p=excluded.f2p, writable=excluded.writable,
+            excluded_p2p=tuple(excluded.p2p), excluded_f2p=tuple(excluded.f2p),
+            log_dir=self.out_dir, test_user=grading_user(ctx), writable=tuple(excluded.writable),
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
             fresh=self._fresh_grading(prepared.snapshot, twin_box),
             twin_successor=successor(ctx, instance, "twin"),
         )  # fmt: skip
+        evaluation = await self.scope.blocking(
+            grade, grader, instance, recipe_of(prepared), patch, request
+        )
         self.timings["grading"] = time.monotonic() - t
         check = evaluation.twin_check
         if not grading.twin_check and check is not None and check.why_unchecked == NOT_VALIDATED:

@@ -37,12 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from orchestrator.diffs.diff import (
-    drop_binary_stubs,
-    normalize_patch,
-    raw_header_paths,
-    split_patch,
-)
+from orchestrator.diffs.diff import Patch, drop_binary_stubs, normalize_patch, raw_header_paths
 from orchestrator.diffs.safety import (
     APPLY_TIMEOUT,
     PATH_REFUSED,
@@ -125,13 +120,19 @@ class ApplyOutcome(BaseModel):
 
 
 def apply_patch(
-    sandbox: Sandbox, patch: str, *, repo_dir: str = TESTBED, fuzz: int = 3
+    sandbox: Sandbox, patch: Patch | str, *, repo_dir: str = TESTBED, fuzz: int = 3
 ) -> ApplyOutcome:
-    """Apply ``patch`` to the tree at ``repo_dir`` with the first strategy that works."""
-    if not patch.strip():
+    """Apply ``patch`` to the tree at ``repo_dir`` with the first strategy that works. A
+    :class:`~.diff.Patch` is used as read unless transport repair changes its text (then the
+    repaired text is read again). Raises :class:`~orchestrator.errors.SandboxError` when the
+    container cannot check or back up the files the patch touches."""
+    text = patch.text if isinstance(patch, Patch) else patch
+    if not text.strip():
         return ApplyOutcome(applied=False, error=EMPTY_PATCH)
-    patch, stubs = drop_binary_stubs(normalize_patch(patch))
-    if stubs and not patch.strip():
+    normal = normalize_patch(text)
+    parsed = patch if isinstance(patch, Patch) and normal == text else Patch.parse(normal)
+    parsed, stubs = drop_binary_stubs(parsed)
+    if stubs and parsed.is_empty():
         return ApplyOutcome(
             applied=False,
             dropped_binary_stubs=stubs,
@@ -141,7 +142,7 @@ def apply_patch(
                 "nothing to apply (make the patch with `git diff --binary`)"
             ),
         )
-    outcome = _apply(sandbox, patch, repo_dir, fuzz)
+    outcome = _apply(sandbox, parsed, repo_dir, fuzz)
     if stubs:
         note = (
             f"left out: binary file(s) changed without their content ({', '.join(stubs)}); "
@@ -161,7 +162,7 @@ def _put_work(sandbox: Sandbox, work: str, patch: str, touched: list[str]) -> No
         sandbox.put_dir(Path(tmp), work)
 
 
-def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutcome:
+def _apply(sandbox: Sandbox, patch: Patch, repo_dir: str, fuzz: int) -> ApplyOutcome:
     """Apply a normalized patch without binary stubs (see :func:`apply_patch`)."""
     problems = patch_path_problems(patch)
     if problems:
@@ -169,7 +170,7 @@ def _apply(sandbox: Sandbox, patch: str, repo_dir: str, fuzz: int) -> ApplyOutco
     work = f"/tmp/swe-green-apply-{uuid.uuid4().hex[:12]}"
     patch_file = f"{work}/patch.diff"
     touched = _touched_paths(patch)
-    _put_work(sandbox, work, patch, touched)
+    _put_work(sandbox, work, patch.text, touched)
     links_ok = symlink_sections(patch)
     strategies = _strategies(patch_file, fuzz)
     log: list[str] = []
@@ -254,10 +255,10 @@ def _first_attempt(
     return _First(kind="failed", error=f"{strategy}: {output or f'exit code {result.exit_code}'}")
 
 
-def _touched_paths(patch: str) -> list[str]:
+def _touched_paths(patch: Patch) -> list[str]:
     """Relative paths the patch may write, as ``git apply`` and ``patch -p1`` read them."""
     paths: list[str] = []
-    for part in split_patch(patch)[1]:
+    for part in patch.files:
         paths.extend(part.paths)
         if not part.text.startswith("diff --git "):  # patch -p1 strips any first component
             paths.extend(p.split("/", 1)[1] for p in raw_header_paths(part.text) if "/" in p)

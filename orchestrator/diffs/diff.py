@@ -2,9 +2,13 @@
 
 :func:`scan` classifies the lines of a text holding unified diffs (git diffs and plain ones),
 following hunk line counts so that a removed line reading ``--- x`` is never taken for a file
-header. :func:`split_patch` cuts a patch into :class:`FilePatch` sections, each with the paths
-it names (``/dev/null`` is not a path; both names of a rename or copy).
-:func:`drop_files` filters a patch by file. All pure.
+header. :meth:`Patch.parse` reads a patch once into a :class:`Patch`: its preamble and its
+:class:`FilePatch` sections, each with the paths it names (``/dev/null`` is not a path; both
+names of a rename or copy) and its :attr:`~FilePatch.kind`; :attr:`Patch.text` gives back the
+exact text read. A patch travels between the phases as a :class:`Patch`, so no later step
+splits its text again; functions that take a patch take a :class:`Patch` or a text
+(:func:`as_patch` parses it). :meth:`Patch.without` filters a patch by file. All pure; nothing
+here raises on a malformed patch (what no rule recognises is preamble or section text).
 
 Paths are read as git writes them: C-quoted when they hold odd characters, ``a/``/``b/``
 prefixes removed. Patches keep their line endings (CRLF stays CRLF).
@@ -15,7 +19,8 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Literal
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 GIT_HEADERS = (
@@ -36,6 +41,7 @@ GIT_HEADERS = (
 _BINARY_CHUNK = re.compile(r"^(literal|delta) \d+$")
 _BINARY_STUB = re.compile(r"^Binary files (.*) differ\r?$", re.MULTILINE)
 _BINARY_DATA = re.compile(r"^(?:literal|delta) \d+\r?$")
+_BINARY_SECTION = re.compile(r"^(?:Binary files .* differ|GIT binary patch)\r?$", re.MULTILINE)
 # what starts a file's section: only `diff --git` (reading prose), or any `diff`/`Index:`
 # line (applying a patch: what `patch` itself would read as a new file)
 GIT_STARTS = ("diff --git ",)
@@ -117,7 +123,10 @@ def looks_like_diff(text: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- sections
-@dataclass
+FileKind = Literal["added", "deleted", "renamed", "copied", "binary", "modified"]
+
+
+@dataclass(frozen=True)
 class FilePatch:
     """The part of a patch that changes one file: its text and the names it gives.
 
@@ -127,7 +136,9 @@ class FilePatch:
     text: str
     old: str | None = None
     new: str | None = None
-    named: list[str] = field(default_factory=list)  # header names, in order
+    named: tuple[str, ...] = ()  # header names, in order
+    renamed: bool = False  # a ``rename from``/``rename to`` pair
+    copied: bool = False  # a ``copy from``/``copy to`` pair
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -139,79 +150,134 @@ class FilePatch:
     @property
     def names(self) -> list[str]:
         """The names its ``---``/``+++``/rename/copy lines give, else its ``diff --git`` line's."""
-        found = self.named or [p for p in (self.old, self.new) if p]
+        found = list(self.named) or [p for p in (self.old, self.new) if p]
         return list(dict.fromkeys(found))
 
+    @property
+    def binary(self) -> bool:
+        """The section changes a binary file (``GIT binary patch`` or ``Binary files``)."""
+        return bool(_BINARY_SECTION.search(self.text))
 
-def split_patch(patch: str, starts: tuple[str, ...] = ANY_STARTS) -> tuple[str, list[FilePatch]]:
-    """The text before the first file (a commit message, say) and the per-file sections."""
-    preamble: list[str] = []
-    sections: list[list[Line]] = []
-    for line in scan(patch.splitlines(keepends=True), starts):
-        if line.kind == "start":
-            sections.append([])
-        if sections:
-            sections[-1].append(line)
-        else:
-            preamble.append(line.text)
-    return "".join(preamble), [_file_patch(section) for section in sections]
+    @property
+    def kind(self) -> FileKind:
+        """What the section does to its file; ``binary`` first, then a created or deleted
+        file (one name is ``/dev/null``), then a rename or copy."""
+        if self.binary:
+            return "binary"
+        if self.old is None and self.new is not None:
+            return "added"
+        if self.new is None and self.old is not None:
+            return "deleted"
+        return "renamed" if self.renamed else "copied" if self.copied else "modified"
 
 
-def join_patch(preamble: str, parts: list[FilePatch]) -> str:
-    """The inverse of :func:`split_patch` (for any subset of the parts)."""
-    return preamble + "".join(part.text for part in parts) if parts else ""
+@dataclass(frozen=True)
+class Patch:
+    """A patch read once: the text before its first file (a commit message, say) and its
+    files' sections, in order. ``text`` gives the exact text read back (line endings, a
+    missing final newline and all); a patch made of a subset of the files (:meth:`without`,
+    :meth:`keeping`) gives theirs.
+
+    Read with :meth:`parse`; pure, never raises: a text without file sections is a patch of
+    no files whose preamble is the whole text.
+    """
+
+    preamble: str = ""
+    files: tuple[FilePatch, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str, starts: tuple[str, ...] = ANY_STARTS) -> Patch:
+        """``text`` cut into file sections (``starts``: what begins one, see :func:`scan`)."""
+        preamble: list[str] = []
+        sections: list[list[Line]] = []
+        for line in scan(text.splitlines(keepends=True), starts):
+            if line.kind == "start":
+                sections.append([])
+            if sections:
+                sections[-1].append(line)
+            else:
+                preamble.append(line.text)
+        return cls("".join(preamble), tuple(_file_patch(section) for section in sections))
+
+    @property
+    def text(self) -> str:
+        return self.preamble + "".join(part.text for part in self.files)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path the files' sections change, each once, in order."""
+        return tuple(dict.fromkeys(path for part in self.files for path in part.paths if path))
+
+    def is_empty(self) -> bool:
+        """Nothing but whitespace: no patch at all."""
+        return not self.text.strip()
+
+    def keeping(self, parts: Iterable[FilePatch]) -> Patch:
+        """The patch of ``parts`` (some of its files) with its preamble; no files: empty."""
+        kept = tuple(parts)
+        return Patch(self.preamble if kept else "", kept)
+
+    def without(self, files: Iterable[str]) -> tuple[Patch, list[str]]:
+        """The patch without the sections that name any of ``files`` (the preamble kept),
+        and the paths dropped."""
+        unwanted = set(files)
+        kept, dropped = list[FilePatch](), list[str]()
+        for section in self.files:
+            paths = section.names
+            if unwanted.intersection(paths):
+                dropped.extend(p for p in paths if p not in dropped)
+            else:
+                kept.append(section)
+        return Patch(self.preamble, tuple(kept)), dropped
+
+
+def as_patch(patch: Patch | str) -> Patch:
+    """``patch`` as a :class:`Patch`: a text is parsed (as ``patch`` reads it)."""
+    return patch if isinstance(patch, Patch) else Patch.parse(patch)
 
 
 def _file_patch(lines: list[Line]) -> FilePatch:
-    section = FilePatch(text="".join(line.text for line in lines))
+    text = "".join(line.text for line in lines)
+    old: str | None = None
+    new: str | None = None
+    renamed = copied = False
+    named: list[str] = []
     is_git = lines[0].text.startswith("diff --git ")
     git_names: list[str] = []
     plain: list[str | None] = []
     for line in lines:
         if line.kind not in ("start", "header"):
             continue
-        text = bare(line.text)
-        if text.startswith("diff --git "):
-            section.old, section.new = git_line_paths(text[len("diff --git ") :])
-            git_names = [p for p in (section.old, section.new) if p]
-        elif text.startswith(("--- ", "+++ ")):
-            plain.append(path := header_path(text[4:]))
-            section.named.extend([path] if path else [])
-        elif text.startswith("new file mode"):
-            section.old = None
-        elif text.startswith("deleted file mode"):
-            section.new = None
-        elif text.startswith(("rename from ", "copy from ")):
-            section.old = unquote(text.split(" from ", 1)[1])
-            section.named.append(section.old)
-        elif text.startswith(("rename to ", "copy to ")):
-            section.new = unquote(text.split(" to ", 1)[1])
-            section.named.append(section.new)
+        header = bare(line.text)
+        if header.startswith("diff --git "):
+            old, new = git_line_paths(header[len("diff --git ") :])
+            git_names = [p for p in (old, new) if p]
+        elif header.startswith(("--- ", "+++ ")):
+            plain.append(path := header_path(header[4:]))
+            named.extend([path] if path else [])
+        elif header.startswith("new file mode"):
+            old = None
+        elif header.startswith("deleted file mode"):
+            new = None
+        elif header.startswith(("rename from ", "copy from ")):
+            renamed, copied = (
+                renamed or header.startswith("rename"),
+                copied or header.startswith("copy"),
+            )
+            old = unquote(header.split(" from ", 1)[1])
+            named.append(old)
+        elif header.startswith(("rename to ", "copy to ")):
+            new = unquote(header.split(" to ", 1)[1])
+            named.append(new)
     if not is_git and len(plain) >= 2:
-        section.old, section.new = plain[0], plain[1]
-    if not section.named:
-        section.named = git_names
-    return section
+        old, new = plain[0], plain[1]
+    return FilePatch(text, old, new, tuple(named or git_names), renamed, copied)
 
 
 def raw_header_paths(text: str) -> tuple[str, ...]:
     """The paths of the ``---``/``+++`` headers as written (prefix kept), without /dev/null."""
     found = re.findall(r"^(?:---|\+\+\+) (\S+)", text, re.MULTILINE)
     return tuple(dict.fromkeys(p for p in found if p != "/dev/null"))
-
-
-def drop_files(patch: str, files: Iterable[str]) -> tuple[str, list[str]]:
-    """``patch`` without the sections that touch any of ``files``, and the paths dropped."""
-    unwanted = set(files)
-    preamble, sections = split_patch(patch, GIT_STARTS)
-    kept, dropped = [preamble], list[str]()
-    for section in sections:
-        paths = section.names
-        if unwanted.intersection(paths):
-            dropped.extend(p for p in paths if p not in dropped)
-        else:
-            kept.append(section.text)
-    return "".join(kept), dropped
 
 
 # ----------------------------------------------------------------------------- names
@@ -290,19 +356,18 @@ def normalize_patch(patch: str) -> str:
     return patch
 
 
-def drop_binary_stubs(patch: str) -> tuple[str, list[str]]:
+def drop_binary_stubs(patch: Patch) -> tuple[Patch, list[str]]:
     """``patch`` without its content-less binary sections (``Binary files a/x and b/x
     differ``, an empty ``GIT binary patch``), and the files they name.
 
     No strategy can apply such a section; the official harness's last one (``patch``) skips
     it and applies the rest, so grading does the same, and says which files it left out.
     """
-    preamble, parts = split_patch(patch)
-    kept = [part for part in parts if not _stub(part)]
-    if len(kept) == len(parts):
+    kept = [part for part in patch.files if not _stub(part)]
+    if len(kept) == len(patch.files):
         return patch, []
-    dropped = [part.paths[-1] if part.paths else "?" for part in parts if _stub(part)]
-    return (preamble + "".join(part.text for part in kept) if kept else ""), dropped
+    dropped = [part.paths[-1] if part.paths else "?" for part in patch.files if _stub(part)]
+    return patch.keeping(kept), dropped
 
 
 def _stub(part: FilePatch) -> bool:

@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import Iterable
 
-from orchestrator.diffs.diff import ANY_STARTS, scan, split_patch, unquote
+from orchestrator.diffs.diff import ANY_STARTS, Patch, as_patch, scan, unquote
 from orchestrator.errors import SandboxError
 from orchestrator.sandbox import Sandbox
 
@@ -42,15 +42,16 @@ _DRY_RUN_NAME = re.compile(r"^checking file (.*?)(?: \((?:renamed|copied) from (
 _SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode|index \S+) 120000\s*$", re.MULTILINE)
 
 
-def patch_path_problems(patch: str) -> list[str]:
+def patch_path_problems(patch: Patch | str) -> list[str]:
     """Why the paths of ``patch`` are not the repository's to change (empty: they are).
 
     Every name the patch gives (see the module doc) is checked with :func:`path_problems`,
     and no path may lie below a symbolic link the patch itself creates.
     """
-    problems = path_problems(_named_paths(patch))
-    links = symlink_sections(patch)
-    for part in split_patch(patch)[1]:
+    parsed = as_patch(patch)
+    problems = path_problems(_named_paths(parsed.text))
+    links = symlink_sections(parsed)
+    for part in parsed.files:
         for path in part.paths:
             for link in links:
                 if path.startswith(link.rstrip("/") + "/"):
@@ -120,11 +121,11 @@ def _named_paths(patch: str) -> list[str]:
     return names
 
 
-def symlink_sections(patch: str) -> set[str]:
+def symlink_sections(patch: Patch | str) -> set[str]:
     """Paths the patch creates or changes as symbolic links (mode 120000)."""
     return {
         part.paths[-1]
-        for part in split_patch(patch)[1]
+        for part in as_patch(patch).files
         if part.paths and _SYMLINK_MODE.search(part.text)
     }
 

@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 from orchestrator.atomic import atomic_write_text
 from orchestrator.context.successor import Successor
 from orchestrator.diffs.apply import ApplyOutcome, apply_patch
+from orchestrator.diffs.diff import Patch
 from orchestrator.grading.audit import (
     AuditConfig,
     AuditReport,
@@ -243,7 +244,7 @@ def evaluate(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
-    patch: str | None,
+    patch: Patch | None,
     *,
     timeout: float,
     fuzz: int = 3,
@@ -258,21 +259,22 @@ def evaluate(
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit) on one
     run of the tests (:func:`orchestrator.grading.grade` runs the deciding ones again).
 
-    The tests run as ``test_user`` when given, the repository read-only to that user but
-    for ``writable`` (what validation saw the gold run write; see :mod:`.script`). A
-    resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
-    ``suspicious``. A patch that must be installed again is built in ``sandbox``, and the
-    tests run in a fresh sandbox from its files (``successor``; :mod:`.reinstall`).
-    ``test_patch``: the tests' patch in place of the instance's (:func:`run_tests`).
+    The options are :class:`.request.GradingRequest`'s: the tests run as ``test_user`` when
+    given, the repository read-only to that user but for ``writable`` (what validation saw
+    the gold run write; see :mod:`.script`). A resolved patch that
+    :func:`.tamper_check.tamper_reasons` finds reasons in is flagged ``suspicious``. A
+    patch that must be installed again is built in ``sandbox``, and the tests run in a
+    fresh sandbox from its files (``successor``; :mod:`.reinstall`). ``test_patch``: the
+    tests' patch in place of the instance's (:func:`run_tests`).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
-    if patch is None or not patch.strip():
+    if patch is None or patch.is_empty():
         return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
     sandbox.set_network(False)
     logs = GradingLogs(log_dir)
     gradeable, excluded = drop_harness_files(patch, instance, recipe)
-    logs.write("graded_patch", "graded.patch", gradeable)
-    if not gradeable.strip():
+    logs.write("graded_patch", "graded.patch", gradeable.text)
+    if gradeable.is_empty():
         message = "the patch only changes test infrastructure, which grading leaves out: "
         return _no_op(
             Reason.EMPTY_PATCH, message + ", ".join(excluded), unchanged,
@@ -294,8 +296,8 @@ def evaluate(
             return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
         watched = audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR)
         run = run_tests(
-            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-            writable=writable, audit=watched, test_patch=test_patch,
+            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir,
+            test_user=test_user, writable=writable, audit=watched, test_patch=test_patch,
         )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
@@ -312,7 +314,7 @@ def _no_op(reason: Reason, message: str, groups: CaseGroups, **extra: Any) -> Ev
 
 @contextlib.contextmanager
 def _reinstall(
-    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
+    sandbox: Sandbox, recipe: Recipe, gradeable: Patch, timeout: float, logs: GradingLogs,
     successor: Successor | None,
 ) -> Iterator[tuple[Sandbox, str, list[str]]]:  # fmt: skip
     """Install again if the patch changes what the build reads (:mod:`.reinstall`): the sandbox
@@ -336,7 +338,7 @@ def _reinstall(
 
 
 def _judge(
-    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: str,
+    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: Patch,
     excluded: tuple[list[str], list[str]], timeout: float, common: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
     """The grade of a test run: timed out, forged, crashed, or the tests' outcomes

@@ -28,12 +28,14 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
+from orchestrator.diffs.diff import Patch
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading import grade
+from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
-from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh, TwinSet
+from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh
+from orchestrator.grading.twins.model import TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -251,9 +253,10 @@ class _InstanceRun:
                 self.twin_grading = self.start("twin", image, lambda box: box.remove())
         return self.grading
 
-    async def take_patch(self, outcome: ParticipantOutcome) -> str:
+    async def take_patch(self, outcome: ParticipantOutcome) -> Patch:
         """Phase 6: the patch of the answer (or the predictions file), else the container's
-        diff; hidden test files dropped; written to ``patch.diff``."""
+        diff; hidden test files dropped; written to ``patch.diff``. Read once: phase 7 gets
+        the model (:class:`~orchestrator.diffs.diff.Patch`)."""
         self.phase("patch")
         answered = outcome.patch
         if answered is None:
@@ -277,9 +280,9 @@ class _InstanceRun:
                 raise _Graded(Status.NO_OP, Reason.EMPTY_PATCH, str(exc)) from exc
         return self._kept(taken)
 
-    def _kept(self, taken: TakenPatch) -> str:
+    def _kept(self, taken: TakenPatch) -> Patch:
         self.result.excluded_patch_files = taken.dropped
-        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch)
+        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch.text)
         self.result.logs["patch"] = "patch.diff"
         return taken.patch
 
@@ -288,7 +291,7 @@ class _InstanceRun:
             self.ctx.settings.grading.grade_in_participant_container and self.container is not None
         )
 
-    async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
+    async def grade(self, prepared: PreparedInstance, patch: Patch, excluded: Excluded) -> None:
         self.phase("grading")
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
@@ -299,16 +302,18 @@ class _InstanceRun:
         else:
             grader = await started(self.start_grading(prepared.snapshot))
         twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
-        evaluation = await self.scope.blocking(
-            grade, grader, instance, recipe_of(prepared), patch,
+        request = GradingRequest(
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
-            excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=grading_user(ctx),
-            excluded_f2p=excluded.f2p, writable=excluded.writable,
+            excluded_p2p=tuple(excluded.p2p), excluded_f2p=tuple(excluded.f2p),
+            log_dir=self.out_dir, test_user=grading_user(ctx), writable=tuple(excluded.writable),
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
             fresh=self._fresh_grading(prepared.snapshot, twin_box),
             twin_successor=successor(ctx, instance, "twin"),
         )  # fmt: skip
+        evaluation = await self.scope.blocking(
+            grade, grader, instance, recipe_of(prepared), patch, request
+        )
         self.timings["grading"] = time.monotonic() - t
         check = evaluation.twin_check
         if not grading.twin_check and check is not None and check.why_unchecked == NOT_VALIDATED:

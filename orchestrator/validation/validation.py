@@ -68,8 +68,7 @@ from orchestrator.grading.evaluation import SuiteRun, run_tests
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.grading.reinstall.contained import reinstall_after_patch
-from orchestrator.grading.twins.check import TwinSet
-from orchestrator.grading.twins.model import Twin
+from orchestrator.grading.twins.model import Twin, TwinSet
 from orchestrator.models import CaseGroups, CaseStatus, Instance
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import runner_kind, selected_directives

@@ -95,7 +95,7 @@ def test_every_command_function_is_registered() -> None:
     assert {
         "orchestrator.frontends.cli:images_ls",
         "orchestrator.frontends.commands_run:run_cmd",
-        "orchestrator.frontends.server:serve_command",
+        "orchestrator.frontends.server.green_agent:serve_command",
         "orchestrator.participant.reference.cli:gold",
     } <= set(expected.values())
     assert sorted(name for f, name in expected.items() if f not in registered) == []

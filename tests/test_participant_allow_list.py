@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from orchestrator.frontends.participant_card import CardUnusable, read_card
+from orchestrator.frontends.shared.participant_card import CardUnusable, read_card
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import ParticipantLimits, run_participant
 from orchestrator.participant.reference import running

@@ -31,13 +31,13 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
-from orchestrator.frontends.admission import HostSlots, split_hosts
-from orchestrator.frontends.assessment_text import (
+from orchestrator.frontends.server.admission import HostSlots, split_hosts
+from orchestrator.frontends.server.assessment_text import (
     infrastructure_failure,
     progress_text,
     summary_text,
 )
-from orchestrator.frontends.server import build_app
+from orchestrator.frontends.server.green_agent import build_app
 from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
@@ -345,7 +345,7 @@ def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) ->
 
 
 def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.frontends import server
+    from orchestrator.frontends.server import green_agent as server
 
     calls: list[tuple] = []
     monkeypatch.setattr(server, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
@@ -389,7 +389,7 @@ def test_serve_refuses_a_public_address_with_nobody_checked(
     monkeypatch: pytest.MonkeyPatch, host: str, settings: dict, starts: bool
 ) -> None:
     from orchestrator.errors import UserError
-    from orchestrator.frontends import server
+    from orchestrator.frontends.server import green_agent as server
 
     started: list[str] = []
     monkeypatch.setattr(server, "listen", lambda host, port: started.append(host))
@@ -410,7 +410,7 @@ def test_serve_refuses_a_public_address_with_nobody_checked(
 def test_whole_numbers_reach_0_3_clients_as_integers() -> None:
     from a2a.compat.v0_3 import conversions
 
-    from orchestrator.frontends.compat03 import install, integral
+    from orchestrator.frontends.shared.compat03 import install, integral
 
     assert install() and install()  # idempotent
     data = {"total_instances": 3, "resolved_pct": 1.0, "f": 0.5, "xs": [{"done": 2}]}
@@ -814,7 +814,7 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
 def test_kept_containers_of_assessments_are_capped_oldest_first(
     fast_settings: Settings, docker_client: docker.DockerClient, base_image: str, docker_backend
 ) -> None:
-    from orchestrator.frontends.assessment_executor import AssessmentExecutor, prune_kept
+    from orchestrator.frontends.server.assessment_executor import AssessmentExecutor, prune_kept
     from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 

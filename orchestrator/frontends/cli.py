@@ -19,7 +19,7 @@ from orchestrator.frontends.commands_inspect import inspect_cmd
 from orchestrator.frontends.commands_report import report_cmd
 from orchestrator.frontends.commands_run import demo_cmd, run_cmd
 from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
-from orchestrator.frontends.server import serve_command
+from orchestrator.frontends.server.green_agent import serve_command
 from orchestrator.frontends.tables import plain_table
 from orchestrator.log import configure_logging
 from orchestrator.participant.reference.cli import app as participant_app

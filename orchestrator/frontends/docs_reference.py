@@ -145,7 +145,7 @@ def exit_codes_table() -> str:
 def assessment_config_table() -> str:
     """The request's config keys: the key as a requester writes it, its meaning (synonyms
     included), its upper bound."""
-    from orchestrator.frontends.assessment import LIMITS, AssessmentConfig
+    from orchestrator.frontends.server.assessment import LIMITS, AssessmentConfig
 
     lines = ["| key | meaning | at most |", "|---|---|---|"]
     for name, field in AssessmentConfig.model_fields.items():

@@ -1,6 +1,6 @@
 """The green agent on A2A: receives an assessment request, evaluates, answers with the results.
 
-One request is one A2A task (see :mod:`orchestrator.frontends.assessment` for the request):
+One request is one A2A task (see :mod:`orchestrator.frontends.server.assessment` for the request):
 
 - a malformed request, a participant URL that is not http(s) or not on the allow-list, or a
   selection that picks nothing, ends the task ``rejected`` with a text saying what is wrong;
@@ -20,8 +20,8 @@ One request is one A2A task (see :mod:`orchestrator.frontends.assessment` for th
 Several assessments may run at once; each has its own run id and directory. Their instances
 share the host's slots (:class:`.admission.HostSlots`, ``concurrency`` in total): a later assessment
 queues and says so. Numbers in data parts reach A2A 0.3 clients as integers where they are
-whole (:mod:`orchestrator.frontends.compat03`). Optional: a bearer token on every A2A call, an
-allow-list of participant hosts (every URL the server contacts: the request's, the agent
+whole (:mod:`orchestrator.frontends.shared.compat03`). Optional: a bearer token on every A2A
+call, an allow-list of participant hosts (every URL the server contacts: the request's, the agent
 card's interface, any redirect); kept participant containers are capped.
 
 A stop (SIGTERM, SIGINT) cancels the assessments in progress as ``tasks/cancel`` does and waits
@@ -50,10 +50,10 @@ from a2a.types import (
 from starlette.applications import Starlette
 
 from orchestrator.errors import UserError
-from orchestrator.frontends import compat03
-from orchestrator.frontends.admission import LEGACY_CARD_PATH, BearerAuth
-from orchestrator.frontends.assessment import EXAMPLE
-from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
+from orchestrator.frontends.server.admission import LEGACY_CARD_PATH, BearerAuth
+from orchestrator.frontends.server.assessment import EXAMPLE
+from orchestrator.frontends.server.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
+from orchestrator.frontends.shared import compat03
 from orchestrator.log import get_logger
 from orchestrator.participant.serving import CardInfo, agent_card, listen
 from orchestrator.sandbox import BackendUnavailable

@@ -56,7 +56,7 @@ from orchestrator.participant.reference.scripted import (  # noqa: E402
 from orchestrator.sandbox.models import LABEL_RUN  # noqa: E402
 
 INSTANCE = "demo__units-1"
-CLI = [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()"]
+CLI = [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()"]
 STOP_TIMEOUT = 120  # serve_stop_timeout
 REAPED = re.compile(r"runs=\[([^\]]*)\]")
 

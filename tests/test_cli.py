@@ -75,7 +75,7 @@ def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
     refused = swe_green("inspect", "demo__inspect-1")
     assert refused.returncode == 2 and sb.name in refused.stderr, refused.stderr
     shell = subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
+        [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", "inspect",
          "demo__inspect-1", "--run", TEST_RUN_ID],
         input="cat where.txt; exit\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -514,8 +514,9 @@ def serve_process(tmp_path: Path) -> Iterator[Any]:
 def _cli(script: Path) -> list[str]:
     return [
         sys.executable,
-        "-m",
-        "orchestrator.participant.reference.cli",
+        "-c",
+        "from orchestrator.frontends.cli.app import main; main()",
+        "participant",
         "scripted",
         "--script",
         str(script),

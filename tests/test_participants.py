@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from orchestrator.dataset.instances import load_instances
 from orchestrator.errors import UserError
+from orchestrator.frontends.cli.app import app as cli_app
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import EndedBy, ParticipantLimits, run_participant
 from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.reference.claude import ClaudeParticipant
-from orchestrator.participant.reference.cli import app as participant_cli
 from orchestrator.patches.extract import extract_patch
 
 from .fake_anthropic import UNAUTHORIZED, FakeAnthropic, Reply, bash, text, tool_use
@@ -99,7 +99,7 @@ def test_make_participant_explains_bad_options(tmp_path):
 
 def test_cli_reports_a_bad_script_in_one_line(tmp_path):
     result = CliRunner().invoke(
-        participant_cli, ["scripted", "--script", str(tmp_path / "missing.json")]
+        cli_app, ["participant", "scripted", "--script", str(tmp_path / "missing.json")]
     )
     assert result.exit_code == 2
     assert "Cannot read the script" in result.output

@@ -116,7 +116,7 @@ def test_envs_plan_shows_the_recipe_install_as_data(monkeypatch, capsys) -> None
     """``envs plan`` prints phases 2 and 3 of a real instance's recipe as steps (JSON)."""
     import json
 
-    from orchestrator.frontends.commands import envs_plan
+    from orchestrator.frontends.cli.commands import envs_plan
 
     from .reference_data import VERIFIED
 

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from orchestrator.dataset.instances import Selection
-from orchestrator.frontends.run_plan import RunPlan, resumed
+from orchestrator.frontends.cli.run_plan import RunPlan, resumed
 from orchestrator.housekeeping.engine_leases import LABEL_LEASE, hold_leases
 from orchestrator.housekeeping.reaper import reap_dead_holders
 from orchestrator.leases import LEASES_DIR

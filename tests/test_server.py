@@ -345,12 +345,14 @@ def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) ->
 
 
 def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.frontends.server import green_agent as server
+    from orchestrator.frontends.cli import commands_serve
 
     calls: list[tuple] = []
-    monkeypatch.setattr(server, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
-    server.serve_command()
-    server.serve_command(
+    monkeypatch.setattr(
+        commands_serve, "serve", lambda *args, **kwargs: calls.append((args, kwargs))
+    )
+    commands_serve.serve_command()
+    commands_serve.serve_command(
         host="0.0.0.0", port=9009, card_url="http://g:9009/", token="t",
         allow_host=["127.0.0.1", "*.internal"], keep_containers="on_failure", max_kept=3,
         allow_requester=["setup_strategy", "validate"],

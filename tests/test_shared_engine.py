@@ -17,7 +17,7 @@ pytestmark = pytest.mark.container
 
 def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", *args],
         capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -126,7 +126,7 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
     run_a = tmp_path / "runs" / "a"
     with running(slow) as url:
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "run",
+            [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", "run",
              "--participant", url, *[a for i in ids for a in ("--id", i)], "--concurrency", "1",
              "--output", str(run_a)],
             env=env_a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -283,7 +283,7 @@ def test_inspect_opens_the_callers_own_container_and_uses_the_runs_recorded_data
 
         def inspect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
             return subprocess.run(
-                [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+                [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()",
                  "inspect", *args],
                 input="grep -c scribble README.md; exit\n", capture_output=True, text=True,
                 timeout=300, env=env,

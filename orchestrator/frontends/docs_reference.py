@@ -103,7 +103,7 @@ def cli_reference() -> str:
     import typer
     from click.testing import CliRunner
 
-    from orchestrator.frontends.cli import _tidy_help, app
+    from orchestrator.frontends.cli.app import _tidy_help, app
 
     root = typer.main.get_command(app)
     _tidy_help(root)

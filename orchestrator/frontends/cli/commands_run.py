@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from orchestrator.errors import UserError
-from orchestrator.frontends import cli_common as cli
-from orchestrator.frontends.cli_common import console, err_console, present, start_cli_run
-from orchestrator.frontends.cli_participant import check_card, participant_name
-from orchestrator.frontends.live_progress import LiveProgress
-from orchestrator.frontends.run_plan import RunPlan, resumed
+from orchestrator.frontends.cli import common as cli
+from orchestrator.frontends.cli.common import console, err_console, present, start_cli_run
+from orchestrator.frontends.cli.live_progress import LiveProgress
+from orchestrator.frontends.cli.participant_checks import check_card, participant_name
+from orchestrator.frontends.cli.run_plan import RunPlan, resumed
 from orchestrator.log import run_log
 from orchestrator.participant.factory import (
     PARTICIPANT_KINDS,

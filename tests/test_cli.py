@@ -139,9 +139,13 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(
 ):
     import signal
 
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     from .conftest import cli_env, run_cli
 

@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.scripted import Script, ScriptedParticipant
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import (
     EndedBy,
@@ -30,8 +32,6 @@ from orchestrator.participant.client import (
     ParticipantOutcome,
     run_participant,
 )
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.transport import tls_context
 from orchestrator.participant.wire import PROTOCOL, parse_tool_results, parse_turn

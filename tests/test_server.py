@@ -497,7 +497,7 @@ def test_every_instance_failing_before_the_participant_fails_the_task(
 ) -> None:
     """No recipes and no API key: every environment fails before any participant call (the
     participant answers: its card is read before the run starts)."""
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     settings = fast_settings.replace(
         **{"image_prefix": env_settings.environment.image_prefix, "setup_strategy": "recipe"}
@@ -536,7 +536,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
     answers with an artifact the leaderboard query reads."""
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     gold = make_participant("gold", dataset=settings.dataset.dataset)
@@ -606,7 +606,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
 def test_two_assessments_at_once_get_their_own_runs(env_settings: Settings, tmp_path: Path) -> None:
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     gold = make_participant("gold", dataset=settings.dataset.dataset)
@@ -673,9 +673,13 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
 ) -> None:
     """Canceled while the participant works (it would answer in 10 minutes): the task ends
     ``canceled``, the participant's container is gone, the server serves on."""
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=600)))
@@ -752,7 +756,7 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
     query then show the participant's id with whole-number counts."""
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
     from tests.test_leaderboard import GREEN_ID, PURPLE_ID, run_query
 
     settings = env_settings.replace(
@@ -851,8 +855,8 @@ def test_the_host_cap_holds_across_concurrent_assessments(
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
     import threading
 
+    from orchestrator.frontends.reference_participants import make_participant, running
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import make_participant, running
 
     settings = env_settings.replace(
         **{"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}

@@ -94,9 +94,13 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
     from orchestrator.environments.build import prepare_instance
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
     from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_TOOL
 
     from .conftest import TEST_RUN_ID, cli_env

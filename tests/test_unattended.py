@@ -221,10 +221,14 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
     """Run A (a slow participant) and run B (a scripted one that scribbles, two instances,
     at most one kept container) on one engine; gc, inspect and a crashed run's leftovers
     while both are in progress."""
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.gc import gc
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     from .conftest import TEST_RUN_ID, cli_env, run_cli
 

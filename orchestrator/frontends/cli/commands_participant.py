@@ -10,7 +10,7 @@ import typer
 
 from orchestrator.dataset.instances import DEFAULT_SPLIT
 from orchestrator.errors import UserError
-from orchestrator.participant.reference import make_participant
+from orchestrator.frontends.reference_participants import make_participant
 from orchestrator.participant.serving import serve
 from orchestrator.settings import option_help
 

@@ -15,13 +15,13 @@ from orchestrator.frontends.cli import common as cli
 from orchestrator.frontends.cli.common import console, err_console, present, start_cli_run
 from orchestrator.frontends.cli.live_progress import LiveProgress
 from orchestrator.frontends.cli.participant_checks import check_card, participant_name
-from orchestrator.frontends.cli.run_plan import RunPlan, resumed
-from orchestrator.log import run_log
-from orchestrator.participant.factory import (
+from orchestrator.frontends.cli.participant_factory import (
     PARTICIPANT_KINDS,
     check_participant_spec,
     open_participant,
 )
+from orchestrator.frontends.cli.run_plan import RunPlan, resumed
+from orchestrator.log import run_log
 from orchestrator.participant.protocol import A2AParticipant, Participant
 from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.run.outcome import EXIT_INTERRUPTED

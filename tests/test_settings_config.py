@@ -344,7 +344,7 @@ def test_no_default_is_written_again_in_the_front_ends_or_the_documentation():
 
 
 def test_the_settings_page_is_the_models_table():
-    from orchestrator.frontends.docs_reference import fill
+    from orchestrator.frontends.docs.reference_pages import fill
 
     page = (ROOT / "docs" / "reference" / "settings.md").read_text()
     assert settings_table().replace("[", "\\[") in fill(page)

@@ -108,6 +108,7 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
     """Check everything, start (or resume) the run, evaluate it with the live display,
     then report. A check that fails leaves no run directory behind."""
     from orchestrator.dataset.instances import resolve
+    from orchestrator.setup import check_strategy_settings
 
     if not plan.participant and not plan.predictions:
         raise UserError(
@@ -125,10 +126,7 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
         instances = resolve(settings, plan.selection)
     if not instances:
         raise UserError("The selection holds no instance.", "check --id/--pattern/--repo/--shard.")
-    if settings.environment.setup_strategy == "llm":
-        from orchestrator.setup.agent.setup_llm import check_llm_settings
-
-        check_llm_settings(settings)
+    check_strategy_settings(settings)
     with open_participant(
         plan.participant, settings, script=plan.script, predictions=predicted
     ) as participant:

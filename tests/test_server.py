@@ -18,7 +18,7 @@ import docker
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import new_data_part, new_text_part
+from a2a.helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -33,6 +33,8 @@ from starlette.applications import Starlette
 
 from orchestrator.frontends.server.admission import HostSlots, split_hosts
 from orchestrator.frontends.server.assessment_text import (
+    finished_parts,
+    heartbeat_parts,
     infrastructure_failure,
     progress_text,
     summary_text,
@@ -116,6 +118,26 @@ def test_progress_text() -> None:
     assert progress_text(3, 10, _result(Status.RESOLVED)) == "3/10 demo__calc-1: resolved"
     text = progress_text(1, 2, _result(Status.ERROR, Reason.PARTICIPANT_TIMEOUT))
     assert text == "1/2 demo__calc-1: error (participant_timeout)"
+
+
+def test_a_finished_instance_updates_with_its_line_and_summary() -> None:
+    parts = finished_parts(3, 10, _result(Status.RESOLVED))
+    assert parts[0].text == "3/10 demo__calc-1: resolved"
+    (data,) = get_data_parts(parts)
+    assert data["type"] == "instance_result" and (data["done"], data["total"]) == (3, 10)
+    assert (data["instance_id"], data["status"]) == ("demo__calc-1", "resolved")
+
+
+@pytest.mark.parametrize("queued", [0, 2])
+def test_a_heartbeat_says_what_runs_and_what_queues_for_the_hosts_slots(queued: int) -> None:
+    in_flight = {"a__b-1": "grading"} | {f"q__q-{n}": "queued" for n in range(queued)}
+    parts = heartbeat_parts(1, 5, {"resolved": 1}, in_flight, 61.24, host_slots=4)
+    text = parts[0].text
+    assert text.startswith("1/5 done after 1m01s; running: a__b-1 (grading)")
+    assert ("2 queued for the host's 4 instance slot(s)" in text) == bool(queued)
+    (data,) = get_data_parts(parts)
+    assert data["type"] == "heartbeat" and data["queued"] == queued
+    assert (data["statuses"], data["elapsed"]) == ({"resolved": 1}, 61.2)
 
 
 @pytest.mark.parametrize("total", [0, 1, 3])

@@ -122,7 +122,7 @@ def test_envs_plan_never_loads_the_llm_setup_agent() -> None:
 
     code = (
         "import sys\n"
-        "from orchestrator.frontends.cli.commands import envs_plan\n"
+        "from orchestrator.frontends.cli.commands_envs import envs_plan\n"
         "envs_plan('psf__requests-2317', as_json=True)\n"
         "agent = ('orchestrator.setup.agent', 'anthropic')\n"
         "loaded = [m for m in sys.modules if m.startswith(agent)]\n"
@@ -141,7 +141,7 @@ def test_envs_plan_shows_the_recipe_install_as_data(monkeypatch, capsys) -> None
     """``envs plan`` prints phases 2 and 3 of a real instance's recipe as steps (JSON)."""
     import json
 
-    from orchestrator.frontends.cli.commands import envs_plan
+    from orchestrator.frontends.cli.commands_envs import envs_plan
 
     from .reference_data import VERIFIED
 

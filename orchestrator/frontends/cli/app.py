@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli.commands import envs_ls, envs_plan, envs_prune, instances_ls
 from orchestrator.frontends.cli.commands_assess import assess_cmd
+from orchestrator.frontends.cli.commands_envs import envs_ls, envs_plan, envs_prune
 from orchestrator.frontends.cli.commands_host import (
     config_cmd,
     gc_cmd,
@@ -26,6 +26,7 @@ from orchestrator.frontends.cli.commands_host import (
     sandbox_ls,
 )
 from orchestrator.frontends.cli.commands_inspect import inspect_cmd
+from orchestrator.frontends.cli.commands_instances import instances_ls
 from orchestrator.frontends.cli.commands_participant import claude, empty, gold, scripted
 from orchestrator.frontends.cli.commands_report import report_cmd
 from orchestrator.frontends.cli.commands_run import demo_cmd, run_cmd

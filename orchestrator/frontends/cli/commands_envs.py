@@ -1,4 +1,4 @@
-"""``swe-green instances`` and ``swe-green envs`` (:mod:`.app` registers them)."""
+"""``swe-green envs``: the environment image cache (:mod:`.app` registers them)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,10 @@ from rich.table import Table
 
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli.common import (
-    Count,
     Dataset,
-    Ids,
-    Pattern,
-    Repo,
-    Shard,
     console,
     select_instances,
 )
-from orchestrator.frontends.cli.tables import plain_table, short_difficulty
 from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
@@ -29,28 +23,6 @@ if TYPE_CHECKING:
     from orchestrator.settings import Settings
 
 
-# --------------------------------------------------------------------------- instances
-def instances_ls(
-    ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
-    shard: Shard = None, dataset: Dataset = None,
-) -> None:  # fmt: skip
-    """Print what a selection resolves to."""
-    settings = load_settings(dataset=dataset)
-    chosen = select_instances(settings, ids, pattern, repo, count, shard)
-    table = plain_table(
-        ("instance", "keep"), ("repo", "fold"), ("version", "keep"), ("F2P", "keep"),
-        ("P2P", "keep"), ("difficulty", "keep"),
-    )  # fmt: skip
-    for inst in chosen:
-        table.add_row(
-            inst.instance_id, inst.repo, inst.version, str(len(inst.FAIL_TO_PASS)),
-            str(len(inst.PASS_TO_PASS)), short_difficulty(inst.difficulty),
-        )  # fmt: skip
-    console.print(table)
-    console.print(f"{len(chosen)} instance(s)")
-
-
-# --------------------------------------------------------------------------- envs
 def envs_ls() -> None:
     """List the cached environment and instance images, least recently used first."""
     from orchestrator.housekeeping.prune import cached_images

@@ -213,12 +213,13 @@ case "$*" in *"--exclude-newer 2016"*|*bad-lib*) exit 1;; esac
 
 
 def _run_install(
-    tmp_path: Path, install: str, mkdir: bool = True
+    tmp_path: Path, install: str, mkdir: bool = True, uv: bool = True
 ) -> tuple[subprocess.CompletedProcess[str], str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=not mkdir)
-    (bin_dir / "uv").write_text(FAKE_UV)
-    (bin_dir / "uv").chmod(0o755)
+    if uv:
+        (bin_dir / "uv").write_text(FAKE_UV)
+        (bin_dir / "uv").chmod(0o755)
     calls = tmp_path / "calls"
     env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "UV_CALLS": str(calls),
                         "PIP_CONSTRAINT": "/c.txt"}  # fmt: skip
@@ -296,6 +297,44 @@ def test_the_import_check_names_the_projects_own_module_only(tmp_path: Path) -> 
     )
     assert "imports=(wid_get)" in plan_of(tmp_path / "flat", flat).recipe.install
     assert "imports=()" in plan_of(tmp_path / "other", other).recipe.install
+
+
+# uv where atomicwrites deleted its old releases: as of 2019 none fits, uv says when one came
+FAKE_UV_LATE = """#!/bin/bash
+echo "$*" >> "$UV_CALLS"
+case "$*" in *"atomicwrites="*) exit 0;; esac
+case "$*" in *"--exclude-newer 20"*)
+  echo "error: No solution found when resolving dependencies" >&2
+  echo "hint: \\`atomicwrites\\` was filtered by \\`exclude-newer\\` to only include packages \\
+uploaded before 2019-11-19T01:37:59Z. The latest version satisfying the requirement is \\
+v1.4.1, published at 2022-07-08T18:31:40.459Z. Consider using \\`exclude-newer-package\\`." >&2
+  exit 1;;
+esac
+"""
+
+
+def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "repo"
+    setup = (
+        "from setuptools import setup\n"
+        "setup(name='widget', install_requires=['atomicwrites>=1.0'])\n"
+    )
+    commit = make_repo(work, {"setup.py": setup}, "2019-11-19T01:37:59Z")
+    install = plan_of(work, commit).recipe.install
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uv").write_text(FAKE_UV_LATE)
+    (tmp_path / "bin" / "uv").chmod(0o755)
+    done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out, adds = done.stdout, calls.splitlines()
+    assert "published at 2022-07-08T18:31:40.459Z" in out  # uv's own words stay in the log
+    assert ">>> atomicwrites has no release before the cut-off that fits: allowed up to " \
+        "2022-07-09T00:00:00Z" in out  # fmt: skip
+    assert ">>> installed as of 2019-11-19T01:37:59Z" in out  # the commit's day for the rest
+    assert "--exclude-newer-package atomicwrites=2022-07-09T00:00:00Z" in adds[1]
+    assert all("atomicwrites=" in call for call in adds[2:])  # the runner's install too
 
 
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:

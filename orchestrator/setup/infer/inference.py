@@ -576,6 +576,13 @@ def import_names(files: Files, facts: Packaging) -> list[str]:
     return []
 
 
+# uv's hint when a cut-off leaves no version of a requirement (a project that deleted its
+# old releases, atomicwrites', or a requirement newer than the commit): "name day"
+LATE_HINT = shlex.quote(
+    r"s/.*`\([^`]*\)` was filtered by `exclude-newer`.* published at \([0-9-]*\)T.*/\1 \2/p"
+)
+
+
 def install_command(
     target: str,
     requirements: list[str],
@@ -629,8 +636,25 @@ if ! command -v uv >/dev/null; then
     && python -m pip install {pip_isolation}{PIP_COMPAT} {pip_project} {pip_runner}
   exit $?
 fi
-as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted}); }}
-add() {{ uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@"; }}
+late=()
+as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted} "${{late[@]}}"); }}
+add() {{
+  local out found name until
+  while :; do
+    out=$(uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@" 2>&1)
+    local status=$?
+    printf '%s\n' "$out"
+    [ $status -eq 0 ] && return 0
+    [ ${{#when[@]}} -gt 0 ] || return 1
+    found=$(printf '%s\n' "$out" | sed -n {LATE_HINT} | head -n 1)
+    name=${{found%% *}}
+    [ -n "$found" ] && [[ " ${{late[*]}} " != *" $name="* ]] || return 1
+    until=$(date -u -d "${{found#* }} + 1 day" +%Y-%m-%dT00:00:00Z) || return 1
+    echo ">>> $name has no release before the cut-off that fits: allowed up to $until"
+    late+=(--exclude-newer-package "$name=$until")
+    when+=(--exclude-newer-package "$name=$until")
+  done
+}}
 imports=({import_words})
 imports_ok() {{
   local module why

@@ -17,10 +17,10 @@ import pytest
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.frontends.reference_participants import make_participant, running
 from orchestrator.image_names import env_image_name, instance_image_name
 from orchestrator.models import Status
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox

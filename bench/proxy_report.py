@@ -10,6 +10,7 @@ The automatic attribution by root cause can be overridden per instance in a JSON
 
 Run: python bench/proxy_report.py --prepare DIR/prepare.jsonl \
     --causes docs/validation-proxy-causes.json --out docs/validation-proxy.md RUN_DIR ...
+(``--dataset`` defaults to ``../shared/data/swe-bench-verified.jsonl`` beside the repository.)
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from orchestrator.grading.log_parsers import match_expected, parse_test_log
 from orchestrator.recipes.recipe import load_recipes
 from orchestrator.validation.sweep import SweepRecord, load_records, merge_records, root_cause
 
+# the Verified dataset, in the shared data beside the repository
+DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 REPOS = ("django/django", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
 # the automatic owner of a sweep root cause (overridable per instance)
 _OWNER = {
@@ -285,7 +288,9 @@ def smoke() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("runs", nargs="*", type=Path, help="run directories of the sweep")
-    parser.add_argument("--dataset", default="/work/shared/data/swe-bench-verified.jsonl")
+    parser.add_argument(
+        "--dataset", type=Path, default=DATASET, help="the Verified dataset (default: %(default)s)"
+    )
     parser.add_argument("--prepare", type=Path)
     parser.add_argument("--causes", type=Path, default=None)
     parser.add_argument("--notes", type=Path, default=None, help="Markdown to append")
@@ -298,6 +303,8 @@ def main() -> None:
         return
     if args.prepare is None or args.out is None:
         parser.error("--prepare and --out are required")
+    if not args.dataset.is_file():
+        parser.error(f"no dataset at {args.dataset}: give the Verified dataset with --dataset")
     dataset = [json.loads(x) for x in Path(args.dataset).read_text().splitlines() if x]
     dataset = [r for r in dataset if r["repo"] in REPOS]
     prepared = {}

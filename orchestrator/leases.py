@@ -4,7 +4,8 @@ A lease is a file ``<data_dir>/active-runs/<holder>.json`` naming the run id (it
 and images carry it as the ``swe-green.run`` label), the instances and any extra containers
 it holds, the images its containers started from (:func:`note_image`: written at once, so
 that ``envs prune`` spares what a live run actually uses), and the process (pid, host)
-holding it. The holder rewrites the file every ``LEASE_BEAT`` seconds (its heartbeat). A
+holding it. The holder rewrites the file every ``LEASE_BEAT`` seconds (its heartbeat: one
+:class:`Heartbeat` thread beats every lease a holder holds together). A
 lease is live while its heartbeat is younger than ``LEASE_TTL`` and, on this host, its
 process exists; a crashed holder's lease (``kill -9``, a reboot) therefore expires, and what
 it held becomes collectable. ``gc``, ``envs prune``, the kept-container caps and the Ray
@@ -20,11 +21,12 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.atomic import atomic_write_text
+from orchestrator.log import get_logger
 
 LEASES_DIR = "active-runs"
 LEASE_BEAT = 30.0  # seconds between heartbeats
@@ -82,14 +84,13 @@ class _UsedImages:
         self._wakes: dict[str, list[threading.Event]] = {}
 
     @contextlib.contextmanager
-    def watching(self, run_id: str) -> Iterator[threading.Event]:
-        """An event set whenever run ``run_id`` uses a new image, while the block runs."""
-        wake = threading.Event()
+    def watching(self, run_id: str, wake: threading.Event) -> Iterator[None]:
+        """Set ``wake`` whenever run ``run_id`` uses a new image, while the block runs."""
         with self._lock:
             self._images.setdefault(run_id, set())
             self._wakes.setdefault(run_id, []).append(wake)
         try:
-            yield wake
+            yield
         finally:
             with self._lock:
                 wakes = self._wakes.get(run_id, [])
@@ -126,6 +127,67 @@ def lease_path(data_dir: Path, holder: str) -> Path:
     return Path(data_dir) / LEASES_DIR / f"{_NOT_NAME.sub('_', holder)}.json"
 
 
+class Heartbeat:
+    """One daemon thread that calls its beats every ``every`` seconds, and at once when
+    :attr:`woken` is set, while the ``with`` block runs. A beat that raises is logged and the
+    others still beat; the thread stops (and is joined) when the block ends. Leases held
+    together share one heartbeat (:func:`hold_lease`'s ``heartbeat``)."""
+
+    JOIN_TIMEOUT = 5.0  # seconds a stop (or a removal) waits for a beat in flight
+
+    def __init__(self, name: str, every: float = LEASE_BEAT) -> None:
+        self.name = f"heartbeat-{name}"
+        self.every = every
+        self.woken = threading.Event()  # set: beat now
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # held while a beat runs and while beats change
+        self._beats: list[Callable[[], object]] = []
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self.woken.set()
+        self._thread.join(timeout=self.JOIN_TIMEOUT)
+
+    @contextlib.contextmanager
+    def beating(self, beat: Callable[[], object]) -> Iterator[None]:
+        """Call ``beat`` on every heartbeat while the block runs; once the block has ended
+        it is not called again (a call in flight is waited for, up to ``JOIN_TIMEOUT``)."""
+        with self._lock:
+            self._beats.append(beat)
+        try:
+            yield
+        finally:
+            held = self._lock.acquire(timeout=self.JOIN_TIMEOUT)
+            try:
+                self._beats.remove(beat)
+            finally:
+                if held:
+                    self._lock.release()
+
+    def _run(self) -> None:
+        log = get_logger()
+        while True:
+            self.woken.wait(self.every)
+            self.woken.clear()
+            if self._stop.is_set():
+                return
+            with self._lock:
+                beats = list(self._beats)
+            for beat in beats:
+                with self._lock:
+                    if beat not in self._beats:
+                        continue  # its holder let go meanwhile
+                    try:
+                        beat()
+                    except Exception as exc:  # noqa: BLE001 - a beat that fails must not stop the others
+                        log.warning("lease.beat_failed", heartbeat=self.name, error=repr(exc))
+
+
 @contextlib.contextmanager
 def hold_lease(
     data_dir: Path,
@@ -135,41 +197,29 @@ def hold_lease(
     containers: Iterable[str] = (),
     holder: str | None = None,
     beat: float = LEASE_BEAT,
+    heartbeat: Heartbeat | None = None,
 ) -> Iterator[Path]:
     """Hold a lease on run ``run_id``'s containers and images (and on ``containers`` by name)
-    while the block runs; a thread renews its heartbeat. The file goes when the block ends."""
+    while the block runs; ``heartbeat`` (or a heartbeat of its own, every ``beat`` seconds)
+    renews it, at once when the run uses a new image. The file goes when the block ends."""
     path = lease_path(data_dir, holder or run_id)
     payload = {
         "run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(),
         "started": time.time(), "instances": sorted(instances), "containers": sorted(containers),
     }  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    stop = threading.Event()
 
     def write() -> None:
         atomic_write_text(path, json.dumps({**payload, "images": USED_IMAGES.of(run_id)}))
 
-    with USED_IMAGES.watching(run_id) as wake:
+    with contextlib.ExitStack() as stack:
+        if heartbeat is None:
+            heartbeat = stack.enter_context(Heartbeat(f"lease-{run_id}", beat))
+        stack.enter_context(USED_IMAGES.watching(run_id, heartbeat.woken))
+        stack.callback(path.unlink, missing_ok=True)
         write()
-
-        def renew() -> None:
-            while True:
-                wake.wait(beat)
-                wake.clear()
-                if stop.is_set():
-                    return
-                with contextlib.suppress(OSError):
-                    write()
-
-        thread = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
-        thread.start()
-        try:
-            yield path
-        finally:
-            stop.set()
-            wake.set()
-            thread.join(timeout=5)
-            path.unlink(missing_ok=True)
+        stack.enter_context(heartbeat.beating(write))
+        yield path
 
 
 def read_leases(data_dir: Path, *, now: float | None = None, ttl: float = LEASE_TTL) -> list[Lease]:

@@ -55,6 +55,41 @@ def test_run_containers_are_named_unique_and_kept_stopped(run_ctx, synthetic_ins
         second.remove()
 
 
+@pytest.mark.parametrize("runs", [1, 3])
+@pytest.mark.parametrize("unprivileged", [True, False])
+@pytest.mark.parametrize("twins", [True, False])
+def test_envs_prune_removes_every_validation_record_of_a_pruned_tag_and_no_other(
+    tmp_path, runs: int, unprivileged: bool, twins: bool
+) -> None:
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.housekeeping.prune import CachedImage, PrunePlan, execute_prune
+    from orchestrator.sandbox.local import LocalBackend
+    from orchestrator.settings import Settings
+    from orchestrator.validation.validation import _cache_path
+
+    data = tmp_path / "data"
+    settings = Settings(
+        data_dir=data, validation_runs=runs, unprivileged_tests=unprivileged, twin_check=twins
+    )
+    ctx = RunContext(settings, LocalBackend(), "run-1", RunDir(tmp_path / "run"))
+    # what validation writes for the pruned tag, however its tests ran, and older records
+    written = _cache_path(ctx, "p/instance:x-1")
+    pruned = {written, *(data / "validation" / f"x-1{s}.json" for s in ("", "-uw3", "-r3-uw2-tw1"))}
+    # records of other tags that merely start with the pruned one
+    other = {data / "validation" / f"{t}.json" for t in ("x-10", "x-10-uw3", "x-1-abc", "x-1.5")}
+    for path in pruned | other:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    image = CachedImage(
+        id="local", tag="p/instance:x-1", kind="instance", size=0, last_used=0, parent="",
+        labels={}, tags=("p/instance:x-1",),
+    )  # fmt: skip
+    assert execute_prune(LocalBackend(), data, PrunePlan([image], [], [])) == ["p/instance:x-1"]
+    assert not any(path.exists() for path in pruned)
+    assert all(path.exists() for path in other)
+
+
 @pytest.mark.container
 def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
     env_settings, tmp_path, docker_backend

@@ -212,11 +212,14 @@ case "$*" in *"--exclude-newer 2016"*|*bad-lib*) exit 1;; esac
 """
 
 
-def _run_install(tmp_path: Path, install: str) -> tuple[subprocess.CompletedProcess[str], str]:
+def _run_install(
+    tmp_path: Path, install: str, mkdir: bool = True, uv: bool = True
+) -> tuple[subprocess.CompletedProcess[str], str]:
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "uv").write_text(FAKE_UV)
-    (bin_dir / "uv").chmod(0o755)
+    bin_dir.mkdir(exist_ok=not mkdir)
+    if uv:
+        (bin_dir / "uv").write_text(FAKE_UV)
+        (bin_dir / "uv").chmod(0o755)
     calls = tmp_path / "calls"
     env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "UV_CALLS": str(calls),
                         "PIP_CONSTRAINT": "/c.txt"}  # fmt: skip
@@ -243,6 +246,95 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
     assert "--exclude-newer-package setuptools=2024-09-30T00:00:00Z" in calls
     assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
     assert "numpy" in calls.splitlines()[0]  # the build requirement first
+
+
+# python as the import check sees it: the project does not import with the libraries of 2019
+FAKE_PYTHON = """#!/bin/bash
+last=$(tail -n 1 "$UV_CALLS")
+case "$last" in *"--exclude-newer ${BROKEN_UNTIL:-2019}"*|*"${BROKEN_ALWAYS:-@none@}"*)
+  echo "Traceback (most recent call last):"; echo "AttributeError: no attribute 'name'"; exit 1;;
+esac
+"""
+
+
+@pytest.mark.parametrize("imports_somewhere", [True, False])
+def test_a_cutoff_whose_libraries_do_not_import_passes_to_the_next(
+    tmp_path: Path, imports_somewhere: bool
+) -> None:
+    work = tmp_path / "repo"
+    files = {"setup.py": "from setuptools import setup\nsetup(name='widget')\n",
+             "src/widget/__init__.py": ""}  # fmt: skip
+    commit = make_repo(work, files, "2019-08-20T14:20:40Z")
+    install = plan_of(work, commit).recipe.install
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").write_text(FAKE_PYTHON)
+    (tmp_path / "bin" / "python").chmod(0o755)
+    os.environ["BROKEN_ALWAYS"] = "@none@" if imports_somewhere else "pip install"
+    try:
+        done, calls = _run_install(tmp_path, install, mkdir=False)
+    finally:
+        del os.environ["BROKEN_ALWAYS"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    out, adds = done.stdout, calls.splitlines()
+    assert ">>> widget does not import as of 2019-08-20T14:20:40Z: AttributeError" in out
+    assert "--upgrade" not in adds[0] and "--upgrade" in adds[1]  # the next date's libraries
+    if imports_somewhere:
+        assert ">>> installed as of 2021-04-06T00:00:00Z" in out
+        assert len(adds) == 3 and "pytest" in adds[2]  # then the test runner
+    else:  # none imports: the first date that installed stays, as the log says
+        assert ">>> it imports as of no cut-off: installed as of 2019-08-20T14:20:40Z" in out
+        restore = adds[-2]  # before the test runner's
+        assert "--exclude-newer 2019-08-20T14:20:40Z" in restore and "--upgrade" in restore
+
+
+def test_the_import_check_names_the_projects_own_module_only(tmp_path: Path) -> None:
+    setup = "from setuptools import setup\nsetup(name='Wid-Get')\n"
+    flat = make_repo(
+        tmp_path / "flat", {"setup.py": setup, "wid_get.py": ""}, "2020-01-01T00:00:00Z"
+    )
+    other = make_repo(
+        tmp_path / "other", {"setup.py": setup, "lib/x.py": ""}, "2020-01-01T00:00:00Z"
+    )
+    assert "imports=(wid_get)" in plan_of(tmp_path / "flat", flat).recipe.install
+    assert "imports=()" in plan_of(tmp_path / "other", other).recipe.install
+
+
+# uv where atomicwrites deleted its old releases: as of 2019 none fits, uv says when one came
+FAKE_UV_LATE = """#!/bin/bash
+echo "$*" >> "$UV_CALLS"
+case "$*" in *"atomicwrites="*) exit 0;; esac
+case "$*" in *"--exclude-newer 20"*)
+  echo "error: No solution found when resolving dependencies" >&2
+  echo "hint: \\`atomicwrites\\` was filtered by \\`exclude-newer\\` to only include packages \\
+uploaded before 2019-11-19T01:37:59Z. The latest version satisfying the requirement is \\
+v1.4.1, published at 2022-07-08T18:31:40.459Z. Consider using \\`exclude-newer-package\\`." >&2
+  exit 1;;
+esac
+"""
+
+
+def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "repo"
+    setup = (
+        "from setuptools import setup\n"
+        "setup(name='widget', install_requires=['atomicwrites>=1.0'])\n"
+    )
+    commit = make_repo(work, {"setup.py": setup}, "2019-11-19T01:37:59Z")
+    install = plan_of(work, commit).recipe.install
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uv").write_text(FAKE_UV_LATE)
+    (tmp_path / "bin" / "uv").chmod(0o755)
+    done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out, adds = done.stdout, calls.splitlines()
+    assert "published at 2022-07-08T18:31:40.459Z" in out  # uv's own words stay in the log
+    assert ">>> atomicwrites has no release before the cut-off that fits: allowed up to " \
+        "2022-07-09T00:00:00Z" in out  # fmt: skip
+    assert ">>> installed as of 2019-11-19T01:37:59Z" in out  # the commit's day for the rest
+    assert "--exclude-newer-package atomicwrites=2022-07-09T00:00:00Z" in adds[1]
+    assert all("atomicwrites=" in call for call in adds[2:])  # the runner's install too
 
 
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:

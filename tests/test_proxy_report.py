@@ -110,3 +110,7 @@ def test_image_comparisons_with_debians_freetype_are_the_hosts() -> None:
     )
     # built with freetype 2.6.1 (the download worked): the automatic owner, as before
     assert proxy_report._owner_and_cause(record, {}, gold, "")[0] == "proxy"
+
+
+def test_the_default_dataset_is_the_shared_data_beside_the_repository():
+    assert proxy_report.DATASET == ROOT.parent / "shared" / "data" / "swe-bench-verified.jsonl"

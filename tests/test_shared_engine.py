@@ -88,6 +88,38 @@ def test_engine_leases_beat_and_expire(docker_backend):
         crashed.remove(force=True)
 
 
+def test_held_leases_beat_file_and_engine_from_one_thread(docker_backend, tmp_path):
+    import threading
+
+    from orchestrator.housekeeping.engine_leases import engine_leases, hold_leases
+    from orchestrator.leases import note_image, read_leases
+
+    from .conftest import TEST_RUN_ID
+
+    run_id = f"{TEST_RUN_ID}-both"
+
+    def on_engine():  # noqa: ANN202
+        return next(x for x in engine_leases(docker_backend) if x.run_id == run_id)
+
+    def heartbeats() -> list[str]:
+        return sorted(t.name for t in threading.enumerate() if t.name.startswith("heartbeat-"))
+
+    before = heartbeats()
+    with hold_leases(docker_backend, tmp_path, run_id, beat=0.5) as path:
+        assert heartbeats() == sorted([*before, f"heartbeat-leases-{run_id}"])  # one, for both
+        file_beat, engine_beat = path.stat().st_mtime, on_engine().heartbeat
+        time.sleep(2.5)
+        assert path.stat().st_mtime > file_beat and on_engine().heartbeat > engine_beat
+        note_image(run_id, "swe-green/env:both")  # both beat at once
+        deadline = time.monotonic() + 5
+        while not (on_engine().images and read_leases(tmp_path)[0].images):
+            assert time.monotonic() < deadline, "no beat on a new image"
+            time.sleep(0.05)
+        assert on_engine().images == {"swe-green/env:both"}
+    assert heartbeats() == before and not path.exists()
+    assert all(x.run_id != run_id for x in engine_leases(docker_backend))
+
+
 def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
     env_settings, synthetic_instances, tmp_path, docker_backend, docker_client, make_sandbox
 ):

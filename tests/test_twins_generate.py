@@ -274,6 +274,24 @@ def test_pytest_and_sympy_names_find_their_function(name: str, mutated: str):
     assert found.by_test[name][0].mutated.strip() == mutated
 
 
+def test_a_bare_name_in_two_files_finds_both_and_prefers_the_lines_the_patch_adds():
+    # sympy runs a bare name in every file given: the function of the second file counts too
+    first = "def test_hermite():\n    assert f(1) == 1\n"
+    second = "def test_hermite():\n    assert g(1) == 1\n    assert g(2) == 7\n"
+    patch = (
+        "diff --git a/b/test_n.py b/b/test_n.py\n--- a/b/test_n.py\n+++ b/b/test_n.py\n"
+        "@@ -2,0 +3,1 @@\n+    assert g(2) == 7\n"
+    )
+    found = twin_candidates(
+        _instance(["test_hermite"], patch),
+        {"a/test_n.py": first, "b/test_n.py": second},
+        per_test=5,
+    )
+    twins = found.by_test["test_hermite"]
+    assert {t.path for t in twins} == {"a/test_n.py", "b/test_n.py"}
+    assert (twins[0].path, twins[0].mutated.strip()) == ("b/test_n.py", "assert g(2) == 8")
+
+
 def test_a_twin_names_its_function_line_and_offsets():
     found = twin_candidates(_instance(["test_sympy_style"]), {"t/test_x.py": _PYTEST}, per_test=5)
     twins = found.by_test["test_sympy_style"]

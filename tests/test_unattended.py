@@ -15,8 +15,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import structlog
 
-from orchestrator.leases import hold_lease, lease_path, live_set_of, read_leases
+from orchestrator.leases import (
+    Heartbeat,
+    hold_lease,
+    lease_path,
+    live_set_of,
+    note_image,
+    read_leases,
+)
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.run.outcome import run_exit_code
 
@@ -59,6 +67,68 @@ def test_a_lease_is_live_while_held_and_expires_when_its_holder_is_gone(tmp_path
     live = live_set_of(read_leases(tmp_path))
     assert live.runs == {"run-remote"}
     assert live.expired_runs == {"run-crashed", "run-silent"}
+
+
+def _heartbeat_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("heartbeat-"))
+
+
+def test_one_heartbeat_thread_beats_every_beat_and_a_failing_beat_stops_none():
+    calls = {"failing": 0, "counting": 0}
+
+    def failing() -> None:
+        calls["failing"] += 1
+        raise OSError("disk full")
+
+    def counting() -> None:
+        calls["counting"] += 1
+
+    before = _heartbeat_threads()
+    with structlog.testing.capture_logs() as logs, Heartbeat("both", every=0.02) as heartbeat:
+        with heartbeat.beating(failing), heartbeat.beating(counting):
+            assert _heartbeat_threads() == sorted([*before, "heartbeat-both"])  # one for both
+            deadline = time.monotonic() + 5
+            while calls["counting"] < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        stopped = dict(calls)
+        time.sleep(0.1)
+        assert calls == stopped  # a beat whose block ended is not called again
+    assert calls["failing"] >= 3 and calls["counting"] >= 3  # the failure did not stop the others
+    assert any(log["event"] == "lease.beat_failed" and "disk full" in log["error"] for log in logs)
+    assert _heartbeat_threads() == before  # the thread stops with the block
+
+
+def test_held_leases_share_one_heartbeat_and_a_new_image_beats_at_once(tmp_path):
+    before = _heartbeat_threads()
+    with Heartbeat("shared", every=3600) as heartbeat:
+        with (
+            hold_lease(tmp_path, "run-a", heartbeat=heartbeat) as a,
+            hold_lease(tmp_path, "run-b", heartbeat=heartbeat) as b,
+        ):
+            assert _heartbeat_threads() == sorted([*before, "heartbeat-shared"])
+            note_image("run-b", "swe-green/env:x")  # beats now, not in an hour
+            deadline = time.monotonic() + 5
+            while "images" not in b.read_text() or not json.loads(b.read_text())["images"]:
+                assert time.monotonic() < deadline, "no beat on a new image"
+                time.sleep(0.01)
+            assert json.loads(b.read_text())["images"] == ["swe-green/env:x"]
+            assert json.loads(a.read_text())["images"] == []
+        assert not a.exists() and not b.exists()
+
+
+def test_held_leases_run_one_heartbeat_thread(tmp_path):
+    from orchestrator.housekeeping.engine_leases import hold_leases
+    from orchestrator.sandbox.local import LocalBackend
+
+    before = _heartbeat_threads()
+    with hold_leases(LocalBackend(), tmp_path, "run-a", beat=0.05) as path:
+        assert _heartbeat_threads() == sorted([*before, "heartbeat-leases-run-a"])
+        first = path.stat().st_mtime_ns
+        deadline = time.monotonic() + 5
+        while path.stat().st_mtime_ns == first:
+            assert time.monotonic() < deadline, "the lease file was not renewed"
+            time.sleep(0.02)
+    assert not path.exists() and _heartbeat_threads() == before
 
 
 # --------------------------------------------------------------------------- exit codes

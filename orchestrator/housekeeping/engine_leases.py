@@ -20,7 +20,6 @@ import contextlib
 import datetime as dt
 import os
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -32,8 +31,10 @@ from orchestrator.leases import (
     LEASE_BEAT,
     LEASE_TTL,
     USED_IMAGES,
+    Heartbeat,
     Lease,
     LiveSet,
+    hold_lease,
     lease_state,
     live_set_of,
     read_leases,
@@ -82,11 +83,12 @@ def hold_engine_lease(
     containers: Iterable[str] = (),
     holder: str | None = None,
     beat: float = LEASE_BEAT,
+    heartbeat: Heartbeat | None = None,
 ) -> Iterator[None]:
     """Hold a lease on the engine on run ``run_id``'s containers and images (and on
-    ``containers`` by name) while the block runs; a thread renews its heartbeat, at once when
-    the run uses a new image (:func:`orchestrator.leases.note_image`). Its volumes go when
-    the block ends."""
+    ``containers`` by name) while the block runs; ``heartbeat`` (or a heartbeat of its own,
+    every ``beat`` seconds) renews it, at once when the run uses a new image
+    (:func:`orchestrator.leases.note_image`). Its volumes go when the block ends."""
     client = _client(backend)
     if client is None:
         yield
@@ -99,7 +101,6 @@ def hold_engine_lease(
         LABEL_INSTANCES: ",".join(sorted(instances)),
         LABEL_CONTAINERS: ",".join(sorted(containers)),
     }  # fmt: skip
-    errors = ENGINE_ERRORS
     log = get_logger(run_id=run_id)
 
     def beat_once() -> bool:
@@ -110,36 +111,25 @@ def hold_engine_lease(
             for older in _holder_volumes(client, holder, host, pid):
                 if older != name:
                     remove_volume(client, older)
-        except errors as exc:
+        except ENGINE_ERRORS as exc:
             log.warning("lease.engine_beat_failed", error=str(exc).splitlines()[0])
             return False
         return True
 
-    stop = threading.Event()
-    with USED_IMAGES.watching(run_id) as wake:
-        held = beat_once()
+    with contextlib.ExitStack() as stack:
+        if heartbeat is None:
+            heartbeat = stack.enter_context(Heartbeat(f"engine-lease-{run_id}", beat))
+        stack.enter_context(USED_IMAGES.watching(run_id, heartbeat.woken))
+        stack.callback(_remove_holder_volumes, client, holder, host, pid)
+        if beat_once():  # an engine that refuses volumes: logged once, no heartbeat
+            stack.enter_context(heartbeat.beating(beat_once))
+        yield
 
-        def renew() -> None:
-            while True:
-                wake.wait(beat)
-                wake.clear()
-                if stop.is_set():
-                    return
-                beat_once()
 
-        thread = threading.Thread(target=renew, name=f"engine-lease-{run_id}", daemon=True)
-        if held:
-            thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            wake.set()
-            if held:
-                thread.join(timeout=5)
-            with contextlib.suppress(*errors):
-                for name in _holder_volumes(client, holder, host, pid):
-                    remove_volume(client, name)
+def _remove_holder_volumes(client: Any, holder: str, host: str, pid: int) -> None:
+    with contextlib.suppress(*ENGINE_ERRORS):
+        for name in _holder_volumes(client, holder, host, pid):
+            remove_volume(client, name)
 
 
 def _engine_now(client: Any) -> float:
@@ -256,18 +246,20 @@ def hold_leases(
     instances: Iterable[str] = (),
     containers: Iterable[str] = (),
     holder: str | None = None,
+    beat: float = LEASE_BEAT,
 ) -> Iterator[Path]:
-    """A lease file in ``data_dir`` and a lease on the engine, held together; the file's
-    path."""
-    from orchestrator.leases import hold_lease
-
+    """A lease file in ``data_dir`` and a lease on the engine, held together and renewed by
+    one heartbeat thread; the file's path."""
     instances, containers = list(instances), list(containers)
     with (
+        Heartbeat(f"leases-{holder or run_id}", beat) as heartbeat,
         hold_lease(
-            data_dir, run_id, instances=instances, containers=containers, holder=holder
+            data_dir, run_id, instances=instances, containers=containers, holder=holder,
+            heartbeat=heartbeat,
         ) as path,
         hold_engine_lease(
-            backend, run_id, instances=instances, containers=containers, holder=holder
+            backend, run_id, instances=instances, containers=containers, holder=holder,
+            heartbeat=heartbeat,
         ),
-    ):
+    ):  # fmt: skip
         yield path

@@ -3,6 +3,8 @@ recently used first, never those of a run in progress), and removing them."""
 
 from __future__ import annotations
 
+import glob
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,8 +173,9 @@ def _choose(
 
 def execute_prune(backend: SandboxBackend, data_dir: Path, plan: PrunePlan) -> list[str]:
     """Remove what ``plan`` says (containers first, instance images before their
-    environments); returns the tags removed. Validation outcomes of removed instance images
-    go too. An image that became busy meanwhile stays."""
+    environments); returns the tags removed. The validation outcomes of removed instance
+    images go too, whatever way their tests ran (:func:`validation_records`). An image that
+    became busy meanwhile stays."""
     for name in plan.containers:
         backend.remove_container(name)
     removed = []
@@ -182,6 +185,24 @@ def execute_prune(backend: SandboxBackend, data_dir: Path, plan: PrunePlan) -> l
         else:
             get_logger().warning("prune.busy", image=image.tag)
         if image.kind == "instance":
-            tag = image.tag.rsplit(":", 1)[-1]
-            (Path(data_dir) / "validation" / f"{tag}.json").unlink(missing_ok=True)
+            for tag in image.tags or (image.tag,):
+                for record in validation_records(data_dir, tag.rsplit(":", 1)[-1]):
+                    record.unlink(missing_ok=True)
     return removed
+
+
+# a validation outcome of an instance image tagged ``tag`` is ``<tag><suffix>.json``, the
+# suffix naming how its tests ran (orchestrator.validation.validation): ``-r<runs>``,
+# ``-uw<n>``, ``-tw<n>``, in that order, each optional
+_RECORD_SUFFIX = r"(?:-r\d+)?(?:-uw\d+)?(?:-tw\d+)?\.json"
+
+
+def validation_records(data_dir: Path, tag: str) -> list[Path]:
+    """The validation outcomes recorded for the instance image tagged ``tag``, whatever the
+    way its tests ran; never those of another tag that starts with ``tag``."""
+    record = re.compile(re.escape(tag) + _RECORD_SUFFIX)
+    directory = Path(data_dir) / "validation"
+    return sorted(
+        path for path in directory.glob(f"{glob.escape(tag)}*.json")
+        if record.fullmatch(path.name)
+    )  # fmt: skip

@@ -58,9 +58,11 @@ def locate(name: str, trees: Mapping[str, ast.Module | None]) -> list[Located] |
             for qualname, node in _functions(tree)
             if node.name == name
         ]
-        found.sort(key=lambda f: "." in f.qualname)  # module level first (sympy)
+        # sympy runs a bare name in every test file given, and reports it once: the module
+        # level functions of that name in all files, else every method of that name
+        module_level = [f for f in found if "." not in f.qualname]
         if found:
-            return found[:1] if "." not in found[0].qualname else found
+            return module_level or found
         return NO_PARSE if any(tree is None for tree in trees.values()) else NOT_FOUND
     return _by_docstring(name.strip(), trees)
 

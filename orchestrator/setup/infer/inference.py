@@ -215,7 +215,7 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
         )
     install = install_command(
         target, requirements, build_first, cutoffs, exempt_until(files.commit_time),
-        facts.name, extra_reqs, runner_step,
+        facts.name, extra_reqs, runner_step, import_names(files, facts),
     )  # fmt: skip
     service = service_for(files)
     if service is not None:
@@ -563,6 +563,26 @@ COMPAT = "-C editable_mode=compat"
 PIP_COMPAT = "--config-settings editable_mode=compat"
 
 
+def import_names(files: Files, facts: Packaging) -> list[str]:
+    """The project's own top-level module, when the checkout has one named for the
+    distribution (``widget/``, ``widget.py``, under ``src/`` too): what must import once the
+    environment is installed."""
+    if not facts.name:
+        return []
+    module = requirement_name(facts.name).replace("-", "_")
+    for base in ("", "src/"):
+        if files.exists(f"{base}{module}/__init__.py") or files.exists(f"{base}{module}.py"):
+            return [module]
+    return []
+
+
+# uv's hint when a cut-off leaves no version of a requirement (a project that deleted its
+# old releases, atomicwrites', or a requirement newer than the commit): "name day"
+LATE_HINT = shlex.quote(
+    r"s/.*`\([^`]*\)` was filtered by `exclude-newer`.* published at \([0-9-]*\)T.*/\1 \2/p"
+)
+
+
 def install_command(
     target: str,
     requirements: list[str],
@@ -572,6 +592,7 @@ def install_command(
     name: str,
     extra_requirements: list[str] | None = None,
     runner: tuple[str, str] | None = None,
+    imports: list[str] | None = None,
 ) -> str:
     """Bash that installs the project editable with its requirements, as of each cut-off
     in turn until one resolves (uv; pip without a cut-off where the image has no uv). When
@@ -579,7 +600,10 @@ def install_command(
     installs it, then each requirement on its own (its extras' too), as of that cut-off; a
     requirement that does not install is dropped and the log says so: validation decides
     whether the tests needed it. ``runner``: the test runner's requirement and cut-off,
-    installed last (over what the project's requirements brought)."""
+    installed last (over what the project's requirements brought). ``imports``: the
+    project's modules, which must import once installed: a cut-off whose libraries install
+    but do not run on the Python (a stand-in's, later than the commit's) passes to the next,
+    upgrading; when none imports, the install of the first cut-off that installed stays."""
     quoted = " ".join(shlex.quote(r) for r in requirements)
     one_by_one = " ".join(shlex.quote(r) for r in [*(extra_requirements or []), *requirements])
     first = " ".join(shlex.quote(b) for b in build_first)
@@ -592,8 +616,10 @@ def install_command(
         f"--exclude-newer-package {shlex.quote(f'{k}={v}')}" for k, v in exempt.items()
     )
     cutoff_words = " ".join(c or "none" for c in cutoffs)
+    import_words = " ".join(shlex.quote(m) for m in imports or [])
     built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
     pip_project = f'-e {shlex.quote(target)} "${{reqs[@]}}"'
+    project = f"{isolation} {COMPAT} {pip_project}"
     runner_step, pip_runner = ":", ""
     if runner is not None:
         spec, cutoff = (shlex.quote(part) for part in runner)
@@ -610,17 +636,56 @@ if ! command -v uv >/dev/null; then
     && python -m pip install {pip_isolation}{PIP_COMPAT} {pip_project} {pip_runner}
   exit $?
 fi
-as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted}); }}
-add() {{ uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@"; }}
+late=()
+as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted} "${{late[@]}}"); }}
+add() {{
+  local out found name until
+  while :; do
+    out=$(uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@" 2>&1)
+    local status=$?
+    printf '%s\n' "$out"
+    [ $status -eq 0 ] && return 0
+    [ ${{#when[@]}} -gt 0 ] || return 1
+    found=$(printf '%s\n' "$out" | sed -n {LATE_HINT} | head -n 1)
+    name=${{found%% *}}
+    [ -n "$found" ] && [[ " ${{late[*]}} " != *" $name="* ]] || return 1
+    until=$(date -u -d "${{found#* }} + 1 day" +%Y-%m-%dT00:00:00Z) || return 1
+    echo ">>> $name has no release before the cut-off that fits: allowed up to $until"
+    late+=(--exclude-newer-package "$name=$until")
+    when+=(--exclude-newer-package "$name=$until")
+  done
+}}
+imports=({import_words})
+imports_ok() {{
+  local module why
+  for module in "${{imports[@]}}"; do
+    if ! why=$(python -c "import $module" 2>&1); then
+      echo ">>> $module does not import as of $cutoff: $(printf '%s' "$why" | tail -n 1)"
+      return 1
+    fi
+  done
+}}
+upgrade=() installed=""
 for cutoff in {cutoff_words}; do
   as_of "$cutoff"
   echo ">>> resolving as of $cutoff"
-  if {built_first} && add {isolation} {COMPAT} -e {shlex.quote(target)} "${{reqs[@]}}"; then
+  if {built_first} && add "${{upgrade[@]}}" {project}; then
+    installed=${{installed:-$cutoff}}
+    upgrade=(--upgrade)
+    imports_ok || continue
     echo ">>> installed as of $cutoff"
     {runner_step}
     exit 0
   fi
 done
+if [ -n "$installed" ]; then
+  cutoff=$installed
+  as_of "$cutoff"
+  echo ">>> it imports as of no cut-off: installed as of $cutoff"
+  {built_first} && add --upgrade {project} || exit 1
+  {runner_step}
+  exit 0
+fi
 echo ">>> no cut-off installs it all: the project alone, then each requirement"
 for cutoff in {cutoff_words}; do
   as_of "$cutoff"

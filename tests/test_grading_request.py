@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from orchestrator.grading import GradingRequest
+from orchestrator.validation import validation
 
 
 def test_a_misspelt_option_is_refused() -> None:
@@ -28,3 +30,20 @@ def test_the_request_has_grading_s_defaults_and_cannot_change() -> None:
         GradingRequest(timeout=0)
     with pytest.raises(ValidationError):
         GradingRequest(timeout=60, successor="not callable")
+
+
+def test_validation_runs_tests_and_applies_patches_only_through_the_entry() -> None:
+    """Validation imports from phase 7 its entry and what judges outcomes, never the pieces
+    that apply a patch, install it again or run the tests."""
+    source = Path(validation.__file__).read_text()
+    imported = {
+        (node.module, alias.name)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    assert ("orchestrator.grading", "grade") in imported
+    assert ("orchestrator.grading", "GradingRequest") in imported
+    running = {"run_tests", "evaluate", "apply_patch", "reinstall_after_patch"}
+    assert {name for _, name in imported} & running == set()
+    assert not any(module.startswith("orchestrator.patches") for module, _ in imported)

@@ -9,7 +9,11 @@ attempt. The tree is never reset wholesale, so whatever state it had before (a p
 patch already applied, untracked build files) survives. A successful ``--3way`` leaves its
 result unstaged, as the other strategies do.
 
-The patch reaches the container as a file, never through a shell string. Before applying,
+The patch comes as phase 6's model (:class:`~orchestrator.diffs.diff.Patch`; a text is read
+once here) and reaches the container as a file of its sections' exact text, never through a
+shell string. A failed strategy is an outcome (:class:`ApplyOutcome`), never an exception;
+:func:`apply_patch` raises :class:`~orchestrator.errors.SandboxError` only when the container
+cannot check or back up the files the patch touches. Before applying,
 :func:`normalize_patch` repairs what transport does to patches: CRLF line endings on the
 patch's own header lines (the whole text went through a CRLF conversion) and a missing final
 newline. Binary changes without their data (``Binary files a/x and b/x differ``, or a

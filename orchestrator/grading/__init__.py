@@ -73,6 +73,9 @@ def _evaluated(
         test_user=request.test_user, excluded_f2p=request.excluded_f2p,
         writable=request.writable, successor=request.successor,
         test_patch=test_patch if test_patch is not None else request.test_patch,
+        record=request.record, directives=request.directives, audit=request.audit,
+        tests_without_patch=request.tests_without_patch,
+        reinstall_in_place=request.reinstall_in_place, run=request.run_tests,
     )  # fmt: skip
 
 

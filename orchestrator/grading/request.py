@@ -34,6 +34,14 @@ class GradingRequest(BaseModel):
     graded in a ``fresh`` container with impossible twins (``twins``: validation's, None
     when validation is off; ``twin_successor``: the twin run's ``successor``, None: the
     graded run's; :mod:`.twins.check`).
+
+    Validation grades the benchmark's own gold patch (and the base) through the same entry,
+    with options a participant's patch is never graded with: ``record`` (the repository
+    writable to the tests, and where they wrote recorded), ``directives`` (these tests in
+    place of the test files, :mod:`orchestrator.recipes.selection`), ``audit`` False (the
+    patch's code not watched), ``tests_without_patch`` (the tests run with no patch: the tree
+    as it is), ``reinstall_in_place`` (a reinstall in the grading container itself,
+    unguarded), ``run_tests`` False (the patch applied and installed, no test run).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,3 +59,10 @@ class GradingRequest(BaseModel):
     twins: TwinSet | None = None
     fresh: Fresh | None = None
     twin_successor: Successor | None = None
+    # validation's (see above)
+    record: bool = False
+    directives: tuple[str, ...] | None = None
+    audit: bool = True
+    tests_without_patch: bool = False
+    reinstall_in_place: bool = False
+    run_tests: bool = True

@@ -17,9 +17,9 @@ import pytest
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.frontends.reference_participants import make_participant, running
 from orchestrator.models import Status
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import make_participant, running
 from orchestrator.participant.tool_protocol import ToolCall
 from orchestrator.participant.tools_host import run_tool
 from orchestrator.run.scheduler import run_evaluation

@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.scripted import Script, ScriptedParticipant
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import (
     EndedBy,
@@ -30,8 +32,6 @@ from orchestrator.participant.client import (
     ParticipantOutcome,
     run_participant,
 )
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.transport import tls_context
 from orchestrator.participant.wire import PROTOCOL, parse_tool_results, parse_turn
@@ -514,8 +514,9 @@ def serve_process(tmp_path: Path) -> Iterator[Any]:
 def _cli(script: Path) -> list[str]:
     return [
         sys.executable,
-        "-m",
-        "orchestrator.participant.reference.cli",
+        "-c",
+        "from orchestrator.frontends.cli.app import main; main()",
+        "participant",
         "scripted",
         "--script",
         str(script),

@@ -10,7 +10,7 @@ import typer
 
 from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli_common import console, path_in_doc
+from orchestrator.frontends.cli.common import console, path_in_doc
 from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
 
 CompareWith = Annotated[

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.atomic import atomic_write_text
-from orchestrator.frontends.cli_common import console, err_console
+from orchestrator.frontends.cli.common import console, err_console
 from orchestrator.settings import load_settings
 
 
@@ -45,7 +45,7 @@ def assess_cmd(
     green agent could not evaluate, was stopped, or went away; the reason says what to fix),
     130 interrupted.
     """
-    from orchestrator.frontends.assess_client import (
+    from orchestrator.frontends.cli.assess_client import (
         EXIT_FAILED,
         ServerWentAway,
         Update,

@@ -1,5 +1,5 @@
 """What the requester of an assessment reads: progress and heartbeat texts, the summary, the
-leaderboard data part, and the progress updates made of the scheduler's events."""
+leaderboard data part, and the progress updates (a finished instance, a heartbeat)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.types import Part
 
 from orchestrator.context.run_dir import RunDir
-from orchestrator.frontends.assessment import AssessmentRequest
+from orchestrator.frontends.server.assessment import AssessmentRequest
 from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult, Reason, Status
 from orchestrator.run.leaderboard import write_leaderboard
-from orchestrator.run.scheduler import ProgressEvent
 
 # errors that say the host cannot evaluate, not that the participant did badly
 _INFRA_REASONS = (Reason.INFRASTRUCTURE, Reason.ENVIRONMENT)
@@ -136,27 +135,26 @@ def infrastructure_failure(
     )
 
 
-def progress_parts(event: ProgressEvent, host_slots: int) -> list[Part] | None:
-    """The ``working`` update for a scheduler event: a finished instance or a heartbeat."""
-    if event.kind == "finished" and event.result is not None:
-        summary = instance_summary(event.result)
-        summary |= {"type": "instance_result", "done": event.done, "total": event.total}
-        return [
-            new_text_part(progress_text(event.done, event.total, event.result)),
-            new_data_part(summary),
-        ]
-    if event.kind != "heartbeat":
-        return None
-    text = heartbeat_text(event.done, event.total, event.in_flight, event.elapsed)
-    queued = sum(phase == "queued" for phase in event.in_flight.values())
+def finished_parts(done: int, total: int, result: InstanceResult) -> list[Part]:
+    """The ``working`` update for a finished instance: its progress line and its summary."""
+    summary = instance_summary(result) | {"type": "instance_result", "done": done, "total": total}
+    return [new_text_part(progress_text(done, total, result)), new_data_part(summary)]
+
+
+def heartbeat_parts(
+    done: int, total: int, statuses: dict[str, int], in_flight: dict[str, str], elapsed: float,
+    host_slots: int,
+) -> list[Part]:  # fmt: skip
+    """The ``working`` update of a heartbeat: what is done, what is in flight, what queues."""
+    text = heartbeat_text(done, total, in_flight, elapsed)
+    queued = sum(phase == "queued" for phase in in_flight.values())
     if queued:
         text += (
             f"; {queued} queued for the host's {host_slots} instance "
             "slot(s), busy with other assessments"
         )
     data = {
-        "type": "heartbeat", "done": event.done, "total": event.total,
-        "statuses": event.statuses, "in_flight": event.in_flight, "queued": queued,
-        "elapsed": round(event.elapsed, 1),
+        "type": "heartbeat", "done": done, "total": total, "statuses": statuses,
+        "in_flight": in_flight, "queued": queued, "elapsed": round(elapsed, 1),
     }  # fmt: skip
     return [new_text_part(text), new_data_part(data)]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
+from orchestrator.frontends.reference_participants.base import (
+    Incoming,
+    ReferenceParticipant,
+    Reply,
+    TurnStyle,
+)
 from orchestrator.participant.serving import CardInfo
 
 

@@ -15,7 +15,12 @@ from typing import Any
 from anthropic.types import Message
 
 from orchestrator.anthropic_retry import ApiRetry, RetryPolicy, async_client
-from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
+from orchestrator.frontends.reference_participants.base import (
+    Incoming,
+    ReferenceParticipant,
+    Reply,
+    TurnStyle,
+)
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.wire import whole_numbers

@@ -9,7 +9,7 @@ import typer
 
 from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli_common import (
+from orchestrator.frontends.cli.common import (
     Count,
     Dataset,
     Ids,
@@ -25,8 +25,8 @@ from orchestrator.frontends.cli_common import (
     select_instances,
     start_cli_run,
 )
-from orchestrator.frontends.live_progress import LiveProgress
-from orchestrator.frontends.tables import plain_table
+from orchestrator.frontends.cli.live_progress import LiveProgress
+from orchestrator.frontends.cli.tables import plain_table
 from orchestrator.log import run_log
 from orchestrator.run.outcome import EXIT_NOTHING_GRADED
 from orchestrator.settings import load_settings

@@ -103,7 +103,7 @@ def cli_reference() -> str:
     import typer
     from click.testing import CliRunner
 
-    from orchestrator.frontends.cli import _tidy_help, app
+    from orchestrator.frontends.cli.app import _tidy_help, app
 
     root = typer.main.get_command(app)
     _tidy_help(root)
@@ -145,7 +145,7 @@ def exit_codes_table() -> str:
 def assessment_config_table() -> str:
     """The request's config keys: the key as a requester writes it, its meaning (synonyms
     included), its upper bound."""
-    from orchestrator.frontends.assessment import LIMITS, AssessmentConfig
+    from orchestrator.frontends.server.assessment import LIMITS, AssessmentConfig
 
     lines = ["| key | meaning | at most |", "|---|---|---|"]
     for name, field in AssessmentConfig.model_fields.items():

@@ -1,12 +1,8 @@
-"""``participant <kind>``: serve a reference participant over A2A until interrupted.
-
-:mod:`orchestrator.frontends.cli` registers :data:`app` as ``swe-green participant``;
-``python -m orchestrator.participant.reference.cli`` runs it alone.
-"""
+"""``swe-green participant <kind>``: serve a reference participant over A2A until
+interrupted (:mod:`.app` registers them)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,16 +10,9 @@ import typer
 
 from orchestrator.dataset.instances import DEFAULT_SPLIT
 from orchestrator.errors import UserError
-from orchestrator.participant.reference import make_participant
+from orchestrator.frontends.reference_participants import make_participant
 from orchestrator.participant.serving import serve
 from orchestrator.settings import option_help
-
-app = typer.Typer(
-    help="Serve a reference participant (gold, empty, scripted, claude) over A2A.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
 
 Host = Annotated[str, typer.Option("--host", help="Interface to listen on.")]
 Port = Annotated[int, typer.Option("--port", help="Port to listen on.")]
@@ -54,7 +43,6 @@ def _serve(kind: str, host: str, port: int, card_url: str | None, **options: obj
         raise typer.Exit(2) from None
 
 
-@app.command("gold")
 def gold(
     dataset: Annotated[
         str,
@@ -81,7 +69,6 @@ def gold(
     _serve("gold", host, port, card_url, dataset=dataset, split=split, turn_style=turn_style)
 
 
-@app.command("empty")
 def empty(
     host: Host = "127.0.0.1",
     port: Port = 9019,
@@ -92,7 +79,6 @@ def empty(
     _serve("empty", host, port, card_url, turn_style=turn_style)
 
 
-@app.command("scripted")
 def scripted(
     script: Annotated[Path, typer.Option("--script", help="JSON script of tool calls.")],
     host: Host = "127.0.0.1",
@@ -106,7 +92,6 @@ def scripted(
     _serve("scripted", host, port, card_url, script=script, turn_style=turn_style)
 
 
-@app.command("claude")
 def claude(
     model: Annotated[str, typer.Option("--model", help="Anthropic model.")] = "claude-sonnet-4-6",
     api_key: Annotated[
@@ -133,7 +118,3 @@ def claude(
         base_url=base_url,
         max_turns=max_turns,
     )
-
-
-if __name__ == "__main__":
-    sys.exit(app())

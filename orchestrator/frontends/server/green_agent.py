@@ -1,6 +1,6 @@
 """The green agent on A2A: receives an assessment request, evaluates, answers with the results.
 
-One request is one A2A task (see :mod:`orchestrator.frontends.assessment` for the request):
+One request is one A2A task (see :mod:`orchestrator.frontends.server.assessment` for the request):
 
 - a malformed request, a participant URL that is not http(s) or not on the allow-list, or a
   selection that picks nothing, ends the task ``rejected`` with a text saying what is wrong;
@@ -20,8 +20,8 @@ One request is one A2A task (see :mod:`orchestrator.frontends.assessment` for th
 Several assessments may run at once; each has its own run id and directory. Their instances
 share the host's slots (:class:`.admission.HostSlots`, ``concurrency`` in total): a later assessment
 queues and says so. Numbers in data parts reach A2A 0.3 clients as integers where they are
-whole (:mod:`orchestrator.frontends.compat03`). Optional: a bearer token on every A2A call, an
-allow-list of participant hosts (every URL the server contacts: the request's, the agent
+whole (:mod:`orchestrator.frontends.shared.compat03`). Optional: a bearer token on every A2A
+call, an allow-list of participant hosts (every URL the server contacts: the request's, the agent
 card's interface, any redirect); kept participant containers are capped.
 
 A stop (SIGTERM, SIGINT) cancels the assessments in progress as ``tasks/cancel`` does and waits
@@ -34,9 +34,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
-from typing import Annotated
 
-import typer
 import uvicorn
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
@@ -50,14 +48,14 @@ from a2a.types import (
 from starlette.applications import Starlette
 
 from orchestrator.errors import UserError
-from orchestrator.frontends import compat03
-from orchestrator.frontends.admission import LEGACY_CARD_PATH, BearerAuth
-from orchestrator.frontends.assessment import EXAMPLE
-from orchestrator.frontends.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
+from orchestrator.frontends.server.admission import LEGACY_CARD_PATH, BearerAuth
+from orchestrator.frontends.server.assessment import EXAMPLE
+from orchestrator.frontends.server.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
+from orchestrator.frontends.shared import compat03
 from orchestrator.log import get_logger
 from orchestrator.participant.serving import CardInfo, agent_card, listen
 from orchestrator.sandbox import BackendUnavailable
-from orchestrator.settings import Settings, load_settings, option_help, setting_choices
+from orchestrator.settings import Settings, load_settings
 
 GREEN_CARD = CardInfo(
     name="swe-bench-verified-green",
@@ -231,80 +229,3 @@ def reap_left_behind(settings: Settings) -> None:
         get_logger().warning("green-agent.no_engine_at_start", error=str(exc))
         return
     reap_at_start(backend, settings.storage.data_dir)
-
-
-_Insecure = Annotated[
-    bool,
-    typer.Option(
-        "--insecure",
-        help="Listen on a non-loopback address without --token or an allow-list "
-        "(setting serve_insecure).",
-    ),
-]
-_AllowRequester = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--allow-requester",
-        help="Let a request's config ask for more than this server's settings for this key "
-        "(repeat; e.g. setup_strategy, which may call the paid LLM API; setting "
-        "serve_allowed_overrides).",
-    ),
-]
-_KEEP = f"Which participant containers stay: {setting_choices('serve_keep_containers')}"
-
-
-def serve_command(
-    host: Annotated[
-        str,
-        typer.Option(help="Address to listen on (0.0.0.0 for every interface, as in a container)."),
-    ] = DEFAULT_HOST,
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = DEFAULT_PORT,
-    card_url: Annotated[
-        str | None,
-        typer.Option(help="URL the agent card advertises (default: http://<host>:<port>/)."),
-    ] = None,
-    heartbeat: Annotated[
-        float,
-        typer.Option(min=1.0, help="Seconds between progress heartbeats while instances run."),
-    ] = DEFAULT_HEARTBEAT,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            "--token",
-            help="Require 'Authorization: Bearer TOKEN' on A2A calls (setting serve_token).",
-            show_default=False,
-        ),
-    ] = None,
-    allow_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-participant-host",
-            help="Allow only participants on this host (glob; repeat; setting "
-            "serve_allowed_hosts).",
-        ),
-    ] = None,
-    insecure: _Insecure = False,
-    allow_requester: _AllowRequester = None,
-    keep_containers: Annotated[
-        str | None,
-        typer.Option(help=option_help("serve_keep_containers", _KEEP)),
-    ] = None,
-    max_kept: Annotated[
-        int | None,
-        typer.Option(
-            "--max-kept-containers",
-            min=0,
-            help=option_help("serve_max_kept_containers", "Kept containers of assessments at most"),
-        ),
-    ] = None,
-) -> None:
-    """Serve the green agent over A2A (JSON-RPC, A2A 1.0 and 0.3) for assessment requests."""
-    settings = load_settings(
-        serve_token=token,
-        serve_allowed_hosts=",".join(allow_host) if allow_host else None,
-        serve_insecure=True if insecure else None,
-        serve_allowed_overrides=",".join(allow_requester) if allow_requester else None,
-        serve_keep_containers=keep_containers,
-        serve_max_kept_containers=max_kept,
-    )
-    serve(host, port, card_url, settings=settings, heartbeat=heartbeat)

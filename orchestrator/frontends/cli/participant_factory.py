@@ -1,6 +1,7 @@
 """The one factory of participants: :func:`open_participant` makes the
-:class:`~.protocol.Participant` a user names (an A2A URL, a reference participant started for
-the run, or a predictions file), checked before any instance starts."""
+:class:`~orchestrator.participant.protocol.Participant` a user names (an A2A URL, a reference
+participant started for the run, or a predictions file), checked before any instance
+starts."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def open_participant(
     if spec.startswith(("http://", "https://")):
         yield A2AParticipant(url=spec)
         return
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     check_participant_spec(spec, settings, script)
     reference = make_participant(spec, dataset=settings.dataset.dataset, script=script)
@@ -50,7 +51,7 @@ def open_participant(
 
 def check_participant_spec(spec: str, settings: Settings, script: Path | None) -> None:
     """A URL, or a reference participant whose requirements are met (before any run starts)."""
-    from orchestrator.participant.reference import KINDS
+    from orchestrator.frontends.reference_participants import KINDS
 
     if spec.startswith(("http://", "https://")):
         return

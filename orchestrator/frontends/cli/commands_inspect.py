@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli_common import err_console
+from orchestrator.frontends.cli.common import err_console
 
 RunOption = Annotated[
     str | None,
@@ -129,7 +129,7 @@ def _run_settings(current, run_dir: Path):  # noqa: ANN001, ANN202 - Settings
     """The settings the run was started with where they decide the environment."""
     import json
 
-    from orchestrator.frontends.run_plan import RESUME_PINNED
+    from orchestrator.frontends.cli.run_plan import RESUME_PINNED
     from orchestrator.settings import load_settings
 
     try:

@@ -27,7 +27,7 @@ from a2a.helpers import get_data_parts, new_text_part
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.compat03 import integral
+from orchestrator.frontends.shared.compat03 import integral
 
 EXIT_COMPLETED = 0
 EXIT_REJECTED = 2

@@ -1,4 +1,4 @@
-"""``swe-green instances`` and ``swe-green envs`` (:mod:`.cli` registers them)."""
+"""``swe-green envs``: the environment image cache (:mod:`.app` registers them)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,11 @@ import typer
 from rich.table import Table
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli_common import (
-    Count,
+from orchestrator.frontends.cli.common import (
     Dataset,
-    Ids,
-    Pattern,
-    Repo,
-    Shard,
     console,
     select_instances,
 )
-from orchestrator.frontends.tables import plain_table, short_difficulty
 from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
@@ -28,34 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.models import Instance
     from orchestrator.settings import Settings
 
-instances_app = typer.Typer(help="Benchmark instances.", no_args_is_help=True)
-envs_app = typer.Typer(help="The environment image cache.", no_args_is_help=True)
 
-
-# --------------------------------------------------------------------------- instances
-@instances_app.command("ls")
-def instances_ls(
-    ids: Ids = None, pattern: Pattern = None, repo: Repo = None, count: Count = None,
-    shard: Shard = None, dataset: Dataset = None,
-) -> None:  # fmt: skip
-    """Print what a selection resolves to."""
-    settings = load_settings(dataset=dataset)
-    chosen = select_instances(settings, ids, pattern, repo, count, shard)
-    table = plain_table(
-        ("instance", "keep"), ("repo", "fold"), ("version", "keep"), ("F2P", "keep"),
-        ("P2P", "keep"), ("difficulty", "keep"),
-    )  # fmt: skip
-    for inst in chosen:
-        table.add_row(
-            inst.instance_id, inst.repo, inst.version, str(len(inst.FAIL_TO_PASS)),
-            str(len(inst.PASS_TO_PASS)), short_difficulty(inst.difficulty),
-        )  # fmt: skip
-    console.print(table)
-    console.print(f"{len(chosen)} instance(s)")
-
-
-# --------------------------------------------------------------------------- envs
-@envs_app.command("ls")
 def envs_ls() -> None:
     """List the cached environment and instance images, least recently used first."""
     from orchestrator.housekeeping.prune import cached_images
@@ -72,7 +39,6 @@ def envs_ls() -> None:
     console.print(f"{len(images)} image(s), {_size(sum(i.size for i in images))}")
 
 
-@envs_app.command("plan")
 def envs_plan(
     instance_id: Annotated[str, typer.Argument(help="The instance whose environment to show.")],
     as_json: Annotated[bool, typer.Option("--json", help="The steps as JSON data.")] = False,
@@ -150,7 +116,6 @@ def _print_inferred(settings: Settings, instance: Instance, as_json: bool) -> No
     console.print(plan.text(), markup=False, highlight=False, soft_wrap=True)
 
 
-@envs_app.command("prune")
 def envs_prune(
     keep_days: Annotated[
         float | None,

@@ -1,65 +1,25 @@
-"""The ``swe-green`` command line."""
+"""``swe-green config``, ``images``, ``sandbox`` and ``gc``: this host's settings, base
+images and containers (:mod:`.app` registers them)."""
 
 from __future__ import annotations
 
-import functools
-import sys
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.commands import envs_app, instances_app
-from orchestrator.frontends.commands_assess import assess_cmd
-from orchestrator.frontends.commands_inspect import inspect_cmd
-from orchestrator.frontends.commands_report import report_cmd
-from orchestrator.frontends.commands_run import demo_cmd, run_cmd
-from orchestrator.frontends.commands_validate import validate_cmd, validation_report_cmd
-from orchestrator.frontends.server import serve_command
-from orchestrator.frontends.tables import plain_table
-from orchestrator.log import configure_logging
-from orchestrator.participant.reference.cli import app as participant_app
-from orchestrator.run.outcome import EXIT_INTERRUPTED, EXIT_USAGE
+from orchestrator.frontends.cli.common import console
+from orchestrator.frontends.cli.tables import plain_table
 from orchestrator.settings import Settings, config_file, load_settings
-
-app = typer.Typer(
-    help="Self-hosted SWE-bench Verified evaluator (AgentBeats green agent).",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-images_app = typer.Typer(help="Base images.", no_args_is_help=True)
-sandbox_app = typer.Typer(help="This tool's containers.", no_args_is_help=True)
-app.add_typer(images_app, name="images")
-app.add_typer(sandbox_app, name="sandbox")
-
-console = Console()
-err_console = Console(stderr=True)
 
 
 def settings() -> Settings:
     return load_settings()
 
 
-@app.callback()
-def _root(
-    log_json: Annotated[
-        bool, typer.Option("--log-json", help="Log JSON lines to stderr (runs too).")
-    ] = False,
-    verbose: Annotated[
-        bool, typer.Option("-v", "--verbose", help="Runs: log lines on stderr too.")
-    ] = False,
-) -> None:
-    s = settings()
-    json_lines = log_json or s.run.log_json
-    configure_logging(json_lines=json_lines, level=s.run.log_level, verbose=verbose)
-
-
-@app.command("config")
 def config_cmd(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also each setting's meaning.")
@@ -108,7 +68,6 @@ def _shorten(text: str, room: int) -> str:
     return text[:head] + "…" + text[len(text) - (max(room - 1, 0) - head) :]
 
 
-@images_app.command("build")
 def images_build(
     python: Annotated[
         list[str] | None, typer.Option("--python", help="Python version(s): 3.9, 3.11, 3.13.")
@@ -134,7 +93,6 @@ def images_build(
     )
 
 
-@images_app.command("ls")
 def images_ls() -> None:
     """List this tool's images (base, environment cache, snapshots)."""
     from orchestrator.housekeeping.inventory import list_images
@@ -150,7 +108,6 @@ def images_ls() -> None:
     console.print(table)
 
 
-@sandbox_app.command("ls")
 def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] = None) -> None:
     """List this tool's containers with their run and instance."""
     from orchestrator.housekeeping.inventory import list_containers
@@ -184,7 +141,6 @@ def _longest(found: list[Any], field: str) -> int:
     return max((len(getattr(info, field)) for info in found), default=0)
 
 
-@sandbox_app.command("check")
 def sandbox_check(
     check: Annotated[
         list[str] | None, typer.Option(help="Only this check (repeatable); all by default.")
@@ -219,7 +175,6 @@ def sandbox_check(
         raise typer.Exit(1)
 
 
-@app.command("gc")
 def gc_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only say what would go.")] = False,
     run: Annotated[str | None, typer.Option(help="Only this run's containers/images.")] = None,
@@ -270,57 +225,3 @@ def parse_age(text: str) -> float:
         raise UserError(f"--older-than {text!r} is not an age.", "write it like 30m, 12h or 7d.")
     scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
     return float(match[1]) * scale
-
-
-# the commands of the other command modules, each registered here by name: a module that
-# fails to import fails the CLI, never drops a command (tests/test_cli_commands.py)
-app.command("validate")(validate_cmd)
-app.command("validation-report")(validation_report_cmd)
-app.command("run")(run_cmd)
-app.command("report")(report_cmd)
-app.command("inspect")(inspect_cmd)
-app.command("demo")(demo_cmd)
-app.command("assess")(assess_cmd)
-app.command("serve")(serve_command)
-app.add_typer(instances_app, name="instances")
-app.add_typer(envs_app, name="envs")
-app.add_typer(participant_app, name="participant", help="Reference participants.")
-
-
-def _tidy_help(command: Any) -> None:
-    """Flags (``--help`` too) show no ``<bool>`` type in ``--help``: they take no value."""
-    for param in command.params:
-        if getattr(param, "is_flag", False):
-            param.metavar = ""
-    original = command.get_help_option
-
-    def help_option(ctx: Any) -> Any:
-        option = original(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
-
-    command.get_help_option = help_option
-    for sub in getattr(command, "commands", {}).values():
-        _tidy_help(sub)
-
-
-@functools.cache
-def _command() -> Any:
-    """The click command of the whole app, built once per process."""
-    command = typer.main.get_command(app)
-    _tidy_help(command)
-    return command
-
-
-def main() -> None:
-    """Entry point: user errors print one line, never a traceback."""
-    command = _command()
-    try:
-        command.main(prog_name="swe-green")
-    except UserError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(EXIT_USAGE)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(EXIT_INTERRUPTED)

@@ -1,5 +1,5 @@
 """One assessment per A2A task: parse and check the request, start the run, stream progress,
-answer with the summary and the leaderboard row (see :mod:`orchestrator.frontends.server`)."""
+answer with the summary and the leaderboard row (see :mod:`.green_agent`)."""
 
 from __future__ import annotations
 
@@ -20,17 +20,22 @@ from a2a.types import Message, Part, TaskState
 from orchestrator.context.run_context import RunContext
 from orchestrator.dataset.instances import load_instances, select
 from orchestrator.errors import UserError
-from orchestrator.frontends.admission import HostSlots, split_hosts
-from orchestrator.frontends.assessment import AssessmentRequest, InvalidAssessment, parse_request
-from orchestrator.frontends.assessment_text import (
+from orchestrator.frontends.server.admission import HostSlots, split_hosts
+from orchestrator.frontends.server.assessment import (
+    AssessmentRequest,
+    InvalidAssessment,
+    parse_request,
+)
+from orchestrator.frontends.server.assessment_text import (
+    finished_parts,
+    heartbeat_parts,
     infrastructure_failure,
     leaderboard_data,
-    progress_parts,
     prose,
     summary_text,
 )
-from orchestrator.frontends.participant_card import CARD_PATH, CardUnusable, read_card
-from orchestrator.frontends.request_policy import refusal_text, refused_overrides
+from orchestrator.frontends.server.request_policy import refusal_text, refused_overrides
+from orchestrator.frontends.shared.participant_card import CARD_PATH, CardUnusable, read_card
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
@@ -329,8 +334,16 @@ class AssessmentExecutor(AgentExecutor):
         def on_event(event: ProgressEvent) -> Awaitable[None] | None:
             if event.kind == "phase" and event.phase == "participant":
                 reached.add(event.instance_id)
-            parts = progress_parts(event, self.slots.capacity)
-            return working(parts) if parts else None
+            if event.kind == "finished" and event.result is not None:
+                return working(finished_parts(event.done, event.total, event.result))
+            if event.kind == "heartbeat":
+                return working(
+                    heartbeat_parts(
+                        event.done, event.total, event.statuses, event.in_flight, event.elapsed,
+                        self.slots.capacity,
+                    )
+                )  # fmt: skip
+            return None
 
         return await run_evaluation(
             ctx,

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from orchestrator.errors import UserError
-from orchestrator.frontends import cli_common as cli
-from orchestrator.frontends.cli_common import console, err_console, present, start_cli_run
-from orchestrator.frontends.cli_participant import check_card, participant_name
-from orchestrator.frontends.live_progress import LiveProgress
-from orchestrator.frontends.run_plan import RunPlan, resumed
-from orchestrator.log import run_log
-from orchestrator.participant.factory import (
+from orchestrator.frontends.cli import common as cli
+from orchestrator.frontends.cli.common import console, err_console, present, start_cli_run
+from orchestrator.frontends.cli.live_progress import LiveProgress
+from orchestrator.frontends.cli.participant_checks import check_card, participant_name
+from orchestrator.frontends.cli.participant_factory import (
     PARTICIPANT_KINDS,
     check_participant_spec,
     open_participant,
 )
+from orchestrator.frontends.cli.run_plan import RunPlan, resumed
+from orchestrator.log import run_log
 from orchestrator.participant.protocol import A2AParticipant, Participant
 from orchestrator.run.leaderboard import write_leaderboard
 from orchestrator.run.outcome import EXIT_INTERRUPTED
@@ -108,6 +108,7 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
     """Check everything, start (or resume) the run, evaluate it with the live display,
     then report. A check that fails leaves no run directory behind."""
     from orchestrator.dataset.instances import resolve
+    from orchestrator.setup import check_strategy_settings
 
     if not plan.participant and not plan.predictions:
         raise UserError(
@@ -125,10 +126,7 @@ def _run_batch(plan: RunPlan, *, resume: Path | None, output: Path | None) -> No
         instances = resolve(settings, plan.selection)
     if not instances:
         raise UserError("The selection holds no instance.", "check --id/--pattern/--repo/--shard.")
-    if settings.environment.setup_strategy == "llm":
-        from orchestrator.setup.agent.setup_llm import check_llm_settings
-
-        check_llm_settings(settings)
+    check_strategy_settings(settings)
     with open_participant(
         plan.participant, settings, script=plan.script, predictions=predicted
     ) as participant:

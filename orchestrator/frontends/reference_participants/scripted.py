@@ -26,7 +26,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
+from orchestrator.frontends.reference_participants.base import (
+    Incoming,
+    ReferenceParticipant,
+    Reply,
+    TurnStyle,
+)
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall
 

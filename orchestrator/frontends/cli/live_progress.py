@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
-from orchestrator.frontends.cli_common import console
+from orchestrator.frontends.cli.common import console
 
 
 class LiveProgress:

@@ -10,8 +10,13 @@ import asyncio
 from typing import Any, Literal
 
 from orchestrator.dataset.instances import DEFAULT_SPLIT, load_instances
+from orchestrator.frontends.reference_participants.base import (
+    Incoming,
+    ReferenceParticipant,
+    Reply,
+    TurnStyle,
+)
 from orchestrator.models import Instance
-from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
 from orchestrator.participant.serving import CardInfo
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli_common import read_json
+from orchestrator.frontends.cli.common import read_json
 from orchestrator.settings import load_settings
 
 

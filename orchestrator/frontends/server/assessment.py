@@ -46,7 +46,7 @@ from pydantic import (
 
 from orchestrator.dataset.instances import Selection, parse_shard
 from orchestrator.errors import UserError
-from orchestrator.frontends.request_json import (
+from orchestrator.frontends.server.request_json import (
     EXAMPLE,
     MAX_REQUEST_CHARS,
     InvalidAssessment,

@@ -9,7 +9,7 @@ from orchestrator.errors import UserError
 def check_card(url: str) -> None:
     """Fail before any instance when the participant's agent card does not answer 2xx with a
     JSON object."""
-    from orchestrator.frontends.participant_card import CardUnusable, check_card_sync
+    from orchestrator.frontends.shared.participant_card import CardUnusable, check_card_sync
 
     try:
         check_card_sync(url)

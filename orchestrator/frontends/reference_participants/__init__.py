@@ -1,4 +1,5 @@
-"""Reference participants for the swe-sandbox protocol, each an A2A server.
+"""Reference participants for the swe-sandbox protocol, each an A2A server: programs that
+talk to the green agent over A2A, as a participant's agent does (not part of phase 5).
 
 - ``gold``: answers with the instance's gold patch (from the dataset);
 - ``empty``: answers "no change";
@@ -6,8 +7,8 @@
 - ``claude``: a coding agent on the Anthropic API that uses the tools.
 
 :func:`make_participant` builds one by kind; :func:`running` serves one in a thread of this
-process and yields its URL (tests, ``swe-green run``); ``participant <kind>`` on the command
-line (:mod:`.cli`) serves one until interrupted.
+process and yields its URL (tests, ``swe-green run``); ``swe-green participant <kind>``
+(:mod:`orchestrator.frontends.cli.commands_participant`) serves one until interrupted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from typing import Any
 
 from orchestrator.dataset.instances import DEFAULT_SPLIT
 from orchestrator.errors import UserError
-from orchestrator.participant.reference.base import TURN_STYLES, ReferenceParticipant, TurnStyle
+from orchestrator.frontends.reference_participants.base import (
+    TURN_STYLES,
+    ReferenceParticipant,
+    TurnStyle,
+)
 from orchestrator.participant.serving import serve_in_thread
 
 KINDS = ("gold", "empty", "scripted", "claude")
@@ -38,17 +43,20 @@ def make_participant(
     if turn_style is not None and turn_style not in TURN_STYLES:
         raise UserError(f"Unknown turn style {turn_style!r}.", f"use one of {TURN_STYLES}.")
     if kind == "gold":
-        from orchestrator.participant.reference.gold import GoldParticipant
+        from orchestrator.frontends.reference_participants.gold import GoldParticipant
 
         if not dataset:
             raise UserError("The gold participant needs a dataset.", "pass --dataset PATH.")
         return GoldParticipant(dataset, split, turn_style=turn_style or "message")
     if kind == "empty":
-        from orchestrator.participant.reference.empty import EmptyParticipant
+        from orchestrator.frontends.reference_participants.empty import EmptyParticipant
 
         return EmptyParticipant(turn_style=turn_style or "message")
     if kind == "scripted":
-        from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
+        from orchestrator.frontends.reference_participants.scripted import (
+            Script,
+            ScriptedParticipant,
+        )
 
         if script is None:
             raise UserError("The scripted participant needs a script.", "pass --script FILE.")
@@ -58,7 +66,7 @@ def make_participant(
             raise UserError(f"Cannot read the script {script}: {exc}", "fix the file.") from exc
         return ScriptedParticipant(loaded, turn_style=turn_style)
     if kind == "claude":
-        from orchestrator.participant.reference.claude import ClaudeParticipant
+        from orchestrator.frontends.reference_participants.claude import ClaudeParticipant
 
         return ClaudeParticipant(turn_style=turn_style or "message", **claude_options)
     raise UserError(f"Unknown participant kind {kind!r}.", f"use one of {', '.join(KINDS)}.")

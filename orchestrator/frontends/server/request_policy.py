@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from orchestrator.frontends.assessment import SETTINGS_KEYS, AssessmentConfig
+from orchestrator.frontends.server.assessment import SETTINGS_KEYS, AssessmentConfig
 from orchestrator.settings.serve import REQUESTER_OVERRIDES
 
 # how much of the paid LLM API a set-up strategy may spend, in order

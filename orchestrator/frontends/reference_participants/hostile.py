@@ -19,7 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.participant.reference.base import Incoming, ReferenceParticipant, Reply, TurnStyle
+from orchestrator.frontends.reference_participants.base import (
+    Incoming,
+    ReferenceParticipant,
+    Reply,
+    TurnStyle,
+)
 from orchestrator.participant.serving import CardInfo
 from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 

@@ -243,7 +243,7 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
     assert ">>> the project installed as of 2021-04-06T00:00:00Z" in out
     assert ">>> dropped requirement bad-lib" in out
     assert "dropped requirement ok-lib" not in out
-    assert "--exclude-newer-package setuptools=2024-09-30T00:00:00Z" in calls
+    assert "--exclude-newer-package setuptools=2022-11-09T00:00:00Z" in calls
     assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
     assert "numpy" in calls.splitlines()[0]  # the build requirement first
 
@@ -340,8 +340,19 @@ def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     old = datetime(2015, 6, 1, tzinfo=UTC)
     assert resolution_cutoffs(old, "3.11") == ["2015-06-01T00:00:00Z", "2023-04-25T00:00:00Z", ""]
-    assert exempt_until(old) == dict.fromkeys(("setuptools", "wheel"), "2024-09-30T00:00:00Z")
-    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC)) == {}
+    # the oldest editable-making setuptools on the Python plus three months, not the newest
+    assert exempt_until(old, "3.11") == dict.fromkeys(
+        ("setuptools", "wheel"), "2022-11-09T00:00:00Z"
+    )
+    assert exempt_until(old, "3.13") == dict.fromkeys(
+        ("setuptools", "wheel"), "2024-08-19T00:00:00Z"
+    )
+    assert exempt_until(datetime(2022, 10, 1, tzinfo=UTC), "3.9") == {
+        "setuptools": "2022-11-09T00:00:00Z",
+        "wheel": "2022-11-09T00:00:00Z",
+    }
+    assert exempt_until(datetime(2023, 1, 1, tzinfo=UTC), "3.9") == {}  # its own day's
+    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC), "3.13") == {}
     # pytest 7.2.0 plus three months on 3.11; a newer commit's own date
     assert runner_install(old, "3.11") == ("pytest>=7.2.0", "2023-01-21T00:00:00Z")
     new = datetime(2024, 6, 1, tzinfo=UTC)

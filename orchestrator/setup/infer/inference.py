@@ -64,6 +64,13 @@ RUNNER_FLOORS = {
 RUNNER_PACKAGES = ("pytest", "pluggy", "iniconfig", "exceptiongroup", "tomli", "py")
 # the build tools' cut-off: setuptools 75.1.0, the newest the build constraints allow
 BUILD_TOOLS_DATE = date(2024, 9, 30)
+# the oldest build tools that make editable installs (setuptools 64.0.0, PEP 660) and run on
+# the Python, released: a commit older gets them plus three months of fixes, no later ones
+# (a later setuptools drops modules old setup scripts import, e.g. setuptools.dep_util)
+BUILD_TOOL_FLOORS = {
+    "3.9": date(2022, 8, 11), "3.10": date(2022, 8, 11), "3.11": date(2022, 8, 11),
+    "3.12": date(2023, 6, 19), "3.13": date(2024, 5, 21), "3.14": date(2025, 6, 2),
+}  # fmt: skip
 # a Python's first half year: packages of that age have wheels for it
 PYTHON_SETTLED = timedelta(days=183)
 
@@ -182,7 +189,7 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
             f"pytest that runs on Python {python}, or the commit's"
         )
     install = install_command(
-        target, requirements, build_first, cutoffs, exempt_until(files.commit_time),
+        target, requirements, build_first, cutoffs, exempt_until(files.commit_time, python),
         facts.name, extra_reqs, runner_step, import_names(files, facts),
     )  # fmt: skip
     service = service_for(files)
@@ -261,12 +268,16 @@ def resolution_cutoffs(commit_time: datetime, python: str) -> list[str]:
     return [*cutoffs, ""]
 
 
-def exempt_until(commit_time: datetime) -> dict[str, str]:
-    """Per-package cut-offs later than the commit's: the build tools, to the release the
-    build constraints allow (older ones do not run on the base images' Pythons)."""
-    if BUILD_TOOLS_DATE <= commit_time.date():
+def exempt_until(commit_time: datetime, python: str) -> dict[str, str]:
+    """Per-package cut-offs later than the commit's: the build tools, to the oldest release
+    that makes editable installs on the Python plus three months of fixes (older ones do not
+    run there), never past the newest the build constraints allow."""
+    floor = BUILD_TOOL_FLOORS.get(python)
+    until = BUILD_TOOLS_DATE if floor is None else floor + timedelta(days=90)
+    until = min(until, BUILD_TOOLS_DATE)
+    if until <= commit_time.date():
         return {}
-    return dict.fromkeys(("setuptools", "wheel"), _stamp(_day(BUILD_TOOLS_DATE)))
+    return dict.fromkeys(("setuptools", "wheel"), _stamp(_day(until)))
 
 
 def runner_install(commit_time: datetime, python: str) -> tuple[str, str]:

@@ -47,7 +47,7 @@ _.failure_kind  # the setup agent's result: why it failed (auth, turn_limit, ...
 _.oom_killed  # ExecResult: the sandbox interface says when the memory limit killed a command
 
 # the reference participants' API that tests drive
-_.HostileParticipant  # participant/reference/hostile.py: the hostile cases' participant
+_.HostileParticipant  # frontends/reference_participants/hostile.py: the hostile cases' participant
 _.received  # ScriptedParticipant: every message it received
 _.MODIFIED  # file_snapshot.py: Docker's change kind 0, named beside ADDED and DELETED
 

@@ -29,6 +29,7 @@ from run import synthetic_bench  # noqa: E402
 from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
+from orchestrator.diffs.apply import apply_patch  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
 from orchestrator.environments.prepared import recipe_of  # noqa: E402
 from orchestrator.grading.audit import AUDIT_DIR, audit_config  # noqa: E402
@@ -36,7 +37,6 @@ from orchestrator.grading.evaluation import run_tests  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance  # noqa: E402
-from orchestrator.patches.apply import apply_patch  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from sandbox_tools.contract import EVAL_DIR, TESTBED  # noqa: E402

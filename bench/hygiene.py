@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.base_commit.clean_history import export_clean_git  # noqa: E402
 from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
+from orchestrator.repos.clean_history import export_clean_git  # noqa: E402
 
 
 def _git(*args: str, cwd: Path | None = None) -> str:

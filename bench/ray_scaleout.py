@@ -37,10 +37,10 @@ from run import synthetic_bench  # noqa: E402
 
 from orchestrator.context.run_context import RunContext  # noqa: E402
 from orchestrator.context.run_dir import RunDir  # noqa: E402
+from orchestrator.frontends.reference_participants import make_participant, running  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
 from orchestrator.participant.protocol import A2AParticipant  # noqa: E402
-from orchestrator.participant.reference import make_participant, running  # noqa: E402
 from orchestrator.run.ray_runner import RayRunner  # noqa: E402
 from orchestrator.run.runner import InstanceRunner, LocalRunner  # noqa: E402
 from orchestrator.run.scheduler import ProgressEvent, run_evaluation  # noqa: E402

@@ -37,11 +37,11 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.instances import load_instances
 from orchestrator.dataset.synthetic import build_synthetic
+from orchestrator.frontends.reference_participants import make_participant, running
 from orchestrator.housekeeping.gc import gc
 from orchestrator.log import configure_logging
 from orchestrator.models import Instance, InstanceResult
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox import SandboxBackend
 from orchestrator.sandbox.docker import connect

@@ -45,18 +45,18 @@ import docker  # noqa: E402
 import httpx  # noqa: E402
 
 from orchestrator.dataset.synthetic import build_synthetic  # noqa: E402
-from orchestrator.housekeeping.engine_leases import LABEL_LEASE  # noqa: E402
-from orchestrator.leases import LEASES_DIR  # noqa: E402
-from orchestrator.participant.reference import make_participant, running  # noqa: E402
-from orchestrator.participant.reference.scripted import (  # noqa: E402
+from orchestrator.frontends.reference_participants import make_participant, running  # noqa: E402
+from orchestrator.frontends.reference_participants.scripted import (  # noqa: E402
     FinalAnswer,
     Script,
     ScriptedParticipant,
 )
+from orchestrator.housekeeping.engine_leases import LABEL_LEASE  # noqa: E402
+from orchestrator.leases import LEASES_DIR  # noqa: E402
 from orchestrator.sandbox.models import LABEL_RUN  # noqa: E402
 
 INSTANCE = "demo__units-1"
-CLI = [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()"]
+CLI = [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()"]
 STOP_TIMEOUT = 120  # serve_stop_timeout
 REAPED = re.compile(r"runs=\[([^\]]*)\]")
 

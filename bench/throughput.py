@@ -45,11 +45,11 @@ from orchestrator.context.run_dir import RunDir  # noqa: E402
 from orchestrator.dataset.instances import load_instances  # noqa: E402
 from orchestrator.environments.build import prepare_instance  # noqa: E402
 from orchestrator.environments.prepared import recipe_of  # noqa: E402
+from orchestrator.frontends.reference_participants import make_participant, running  # noqa: E402
 from orchestrator.housekeeping.gc import gc  # noqa: E402
 from orchestrator.log import configure_logging  # noqa: E402
 from orchestrator.models import Instance, InstanceResult  # noqa: E402
 from orchestrator.participant.protocol import A2AParticipant  # noqa: E402
-from orchestrator.participant.reference import make_participant, running  # noqa: E402
 from orchestrator.run.scheduler import run_evaluation  # noqa: E402
 from orchestrator.sandbox.docker import connect  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402

@@ -30,11 +30,8 @@ from typing import Any
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 
-from orchestrator.housekeeping.gc import gc
-from orchestrator.models import Instance
-from orchestrator.participant.client import ParticipantLimits, run_participant
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.base import (
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.base import (
     TURN_STYLES,
     Incoming,
     ReferenceParticipant,
@@ -42,17 +39,20 @@ from orchestrator.participant.reference.base import (
     TurnExecutor,
     TurnStyle,
 )
+from orchestrator.housekeeping.gc import gc
+from orchestrator.models import Instance
+from orchestrator.participant.client import ParticipantLimits, run_participant
 from orchestrator.participant.serving import CardInfo
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import (
+from orchestrator.sandbox.docker import DockerSandbox as Sandbox
+from orchestrator.sandbox.docker import connect
+from orchestrator.settings import EnvironmentConfig
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
+from orchestrator.tools.tools_host import (
     ToolRunner,
     install_tools,
     run_tool,
     sandbox_tool_runner,
 )
-from orchestrator.sandbox.docker import DockerSandbox as Sandbox
-from orchestrator.sandbox.docker import connect
-from orchestrator.settings import EnvironmentConfig
 from sandbox_tools.contract import TESTBED
 
 COMMAND = "echo hello"

@@ -24,10 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from orchestrator.diffs.diff import GIT_STARTS, Patch
 from orchestrator.grading.twins.generate import apply_twins, twin_candidates, twin_test_patch
 from orchestrator.grading.twins.model import Twin
 from orchestrator.models import Instance
-from orchestrator.patches.diff import GIT_STARTS, split_patch
 
 
 def _git(*args: str, cwd: Path | None = None, stdin: str | None = None) -> tuple[int, str]:
@@ -39,9 +39,8 @@ def _git(*args: str, cwd: Path | None = None, stdin: str | None = None) -> tuple
 
 def base_files(mirror: Path, instance: Instance) -> dict[str, str | None]:
     """The texts at the base commit of the files the test patch touches (None: absent)."""
-    _, sections = split_patch(instance.test_patch, GIT_STARTS)
     out: dict[str, str | None] = {}
-    for section in sections:
+    for section in Patch.parse(instance.test_patch, GIT_STARTS).files:
         for path in section.paths:
             status, text = _git("--git-dir", str(mirror), "show", f"{instance.base_commit}:{path}")
             out[path] = text if status == 0 else None

@@ -1,7 +1,7 @@
 """The tools that run inside an instance container, and their schemas.
 
 ``schemas`` (host side) describes the tools to a model and checks calls; ``tools`` is the
-self-contained program copied into the container (see ``orchestrator.participant.tools_host``).
+self-contained program copied into the container (see ``orchestrator.tools.tools_host``).
 """
 
 from .schemas import (

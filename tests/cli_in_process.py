@@ -19,7 +19,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from orchestrator.frontends.cli import main
+from orchestrator.frontends.cli.app import main
 
 
 def swe_green(

@@ -221,7 +221,7 @@ def run_cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
     the background by a non-interactive shell inherits SIGINT ignored, and Python then never
     turns Ctrl-C into KeyboardInterrupt."""
     return subprocess.Popen(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", *args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=_default_sigint, **kwargs,
     )  # fmt: skip

@@ -11,8 +11,8 @@ import pytest
 
 from orchestrator import anthropic_retry
 from orchestrator.anthropic_retry import ApiRetry, RetryPolicy
-from orchestrator.participant.reference.base import Incoming
-from orchestrator.participant.reference.claude import ClaudeParticipant
+from orchestrator.frontends.reference_participants.base import Incoming
+from orchestrator.frontends.reference_participants.claude import ClaudeParticipant
 from orchestrator.setup.agent.setup_api import MessagesRequest, SetupStop, create_message
 from orchestrator.setup.agent.setup_log import SetupLog
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from orchestrator.errors import UserError
-from orchestrator.frontends.assessment import (
+from orchestrator.frontends.server.assessment import (
     CONFIG_KEYS,
     LIMITS,
     SETTINGS_KEYS,
@@ -16,8 +16,12 @@ from orchestrator.frontends.assessment import (
     parse_request,
     validate_request,
 )
-from orchestrator.frontends.request_json import max_depth
-from orchestrator.frontends.request_policy import refusal_text, refused_overrides, request_key
+from orchestrator.frontends.server.request_json import max_depth
+from orchestrator.frontends.server.request_policy import (
+    refusal_text,
+    refused_overrides,
+    request_key,
+)
 from orchestrator.settings import Settings, load_settings
 from orchestrator.settings.serve import REQUESTER_OVERRIDES
 

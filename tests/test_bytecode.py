@@ -1,4 +1,4 @@
-"""Bytecode compiled with the image and checked before the tests (dependencies/bytecode.py).
+"""Bytecode compiled with the image and checked before the tests (plan/bytecode.py).
 
 The unit tests run the in-container program (bytecode_tool.py) and the eval script's sweep
 (real bash, this Python) on a small package in a temporary tree; each attack is one row:
@@ -24,12 +24,12 @@ import pytest
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC
-from orchestrator.dependencies import bytecode_tool as tool
-from orchestrator.dependencies.bytecode import MANIFEST, drop_manifest_command
 from orchestrator.environments.build import prepare_instance
 from orchestrator.grading.bytecode_sweep import sweep_lines
 from orchestrator.grading.evaluation import run_tests
 from orchestrator.models import CaseStatus as TS
+from orchestrator.plan import bytecode_tool as tool
+from orchestrator.plan.bytecode import MANIFEST, drop_manifest_command
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
 from sandbox_tools.contract import TEST_USER

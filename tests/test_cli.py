@@ -75,7 +75,7 @@ def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
     refused = swe_green("inspect", "demo__inspect-1")
     assert refused.returncode == 2 and sb.name in refused.stderr, refused.stderr
     shell = subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
+        [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", "inspect",
          "demo__inspect-1", "--run", TEST_RUN_ID],
         input="cat where.txt; exit\n", capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -139,9 +139,13 @@ def test_ctrl_c_stops_the_run_cleanly_and_keeps_what_finished(
 ):
     import signal
 
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     from .conftest import cli_env, run_cli
 

@@ -20,20 +20,18 @@ from typer.testing import CliRunner
 
 import orchestrator.frontends
 
-# the modules that define commands: the front ends, and the reference participants' group
+# the modules that define commands: the front ends
 COMMAND_PACKAGES = (orchestrator.frontends,)
-COMMAND_MODULES = ("orchestrator.participant.reference.cli",)
 
 
 def command_modules() -> list[ModuleType]:
-    """Every module of the command packages and :data:`COMMAND_MODULES`, imported (an import
-    error fails the test here)."""
+    """Every module of the command packages, imported (an import error fails the test here)."""
     names = [
         info.name
         for package in COMMAND_PACKAGES
         for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
     ]
-    return [importlib.import_module(name) for name in sorted({*names, *COMMAND_MODULES})]
+    return [importlib.import_module(name) for name in sorted(set(names))]
 
 
 def _takes_cli_parameters(function: Callable[..., object]) -> bool:
@@ -81,7 +79,7 @@ def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 
 def root_command() -> Any:
     """The root command (typer's own click): its ``commands`` are those it lists."""
-    from orchestrator.frontends.cli import app
+    from orchestrator.frontends.cli.app import app
 
     return typer.main.get_command(app)
 
@@ -91,18 +89,29 @@ def test_every_command_function_is_registered() -> None:
     registered = {
         inspect.unwrap(command.callback) for _, command in walk(root_command()) if command.callback
     }
-    # the finder finds decorated commands and those registered by name
+    # the finder finds the commands the table registers by name
     assert {
-        "orchestrator.frontends.cli:images_ls",
-        "orchestrator.frontends.commands_run:run_cmd",
-        "orchestrator.frontends.server:serve_command",
-        "orchestrator.participant.reference.cli:gold",
+        "orchestrator.frontends.cli.commands_host:sandbox_ls",
+        "orchestrator.frontends.cli.commands_run:run_cmd",
+        "orchestrator.frontends.cli.commands_serve:serve_command",
+        "orchestrator.frontends.cli.commands_participant:gold",
     } <= set(expected.values())
     assert sorted(name for f, name in expected.items() if f not in registered) == []
 
 
+def test_commands_are_registered_one_way_by_the_app_module_alone() -> None:
+    # a command module exposes plain functions; only the app module makes a Typer app and
+    # registers them (no decorator, no sub-app of its own elsewhere)
+    makers = sorted(
+        module.__name__
+        for module in command_modules()
+        if any(isinstance(value, typer.Typer) for value in vars(module).values())
+    )
+    assert makers == ["orchestrator.frontends.cli.app"]
+
+
 def test_every_group_lists_its_commands_in_its_help() -> None:
-    from orchestrator.frontends.cli import app
+    from orchestrator.frontends.cli.app import app
 
     groups = [(p, c) for p, c in walk(root_command()) if hasattr(c, "commands")]
     assert {p for p, _ in groups} >= {(), ("images",), ("sandbox",), ("participant",)}
@@ -149,7 +158,7 @@ def test_the_finder_sees_an_unregistered_command_function() -> None:
 def command_module_names() -> list[str]:
     return sorted(
         {name.split(":")[0] for name in command_functions(command_modules()).values()}
-        - {"orchestrator.frontends.cli"}
+        - {"orchestrator.frontends.cli.app"}
     )
 
 
@@ -157,7 +166,7 @@ def command_module_names() -> list[str]:
 def test_a_command_module_that_fails_to_import_fails_the_cli(
     broken: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delitem(sys.modules, "orchestrator.frontends.cli")
+    monkeypatch.delitem(sys.modules, "orchestrator.frontends.cli.app")
     monkeypatch.setitem(sys.modules, broken, None)  # importing it raises ImportError
     with pytest.raises(ImportError, match=re.escape(broken)):
-        importlib.import_module("orchestrator.frontends.cli")
+        importlib.import_module("orchestrator.frontends.cli.app")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator.frontends.commands import prune_lines
-from orchestrator.frontends.commands_validate import summary_table
+from orchestrator.frontends.cli.commands_envs import prune_lines
+from orchestrator.frontends.cli.commands_validate import summary_table
 from orchestrator.housekeeping.prune import CachedImage, PrunePlan
 from orchestrator.validation.sweep import SweepRecord
 

@@ -17,20 +17,17 @@ import pytest
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.frontends.reference_participants import make_participant, running
+from orchestrator.image_names import env_image_name, instance_image_name
 from orchestrator.models import Status
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import make_participant, running
-from orchestrator.participant.tool_protocol import ToolCall
-from orchestrator.participant.tools_host import run_tool
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from orchestrator.sandbox.file_snapshot import ADDED, DELETED, MODIFIED, reduce_changes
-from orchestrator.setup.plan import (
-    env_image_name,
-    instance_image_name,
-    plan_environment,
-)
+from orchestrator.setup.plan import plan_environment
+from orchestrator.tools.tool_protocol import ToolCall
+from orchestrator.tools.tools_host import run_tool
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import (
@@ -186,7 +183,11 @@ def test_a_synthetic_instance_resolves_through_the_gateway_with_no_call_refused(
     plan = plan_environment(ctx, instance)
     # images named like this instance's on the engine (a full-policy run's, say) are not
     # this backend's cache: it builds what it runs (the set-up runs, below)
-    planted = [env_image_name(ctx, instance, plan), instance_image_name(ctx, instance, plan)]
+    prefix = ctx.settings.environment.image_prefix
+    planted = [
+        env_image_name(prefix, instance.owner_name, plan.env_key),
+        instance_image_name(prefix, instance.instance_id, plan.instance_key(instance)),
+    ]
     for name in planted:
         docker_client.images.get(base_image).tag(name)
     try:

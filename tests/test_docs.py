@@ -107,7 +107,7 @@ def test_the_guides_script_format_is_the_scripted_participants() -> None:
     the tools' own arguments, and every key of the format is described on the page."""
     import json
 
-    from orchestrator.participant.reference.scripted import (
+    from orchestrator.frontends.reference_participants.scripted import (
         FinalAnswer,
         Script,
         ScriptCall,

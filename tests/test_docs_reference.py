@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from orchestrator.context.run_dir import RunDir
-from orchestrator.frontends.docs_reference import (
+from orchestrator.frontends.docs.reference_pages import (
     EXIT_MEANING,
     REASON_MEANING,
     STATUS_MEANING,

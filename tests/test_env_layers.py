@@ -12,11 +12,13 @@ import pytest
 
 from orchestrator.base_commit.scripts import share_history_script
 from orchestrator.dataset.instances import load_instances
-from orchestrator.dependencies.install import install_script, own_pins_script, render
 from orchestrator.environments.env_layers import tools_key, tools_script
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.install import install_script, own_pins_script
 from orchestrator.recipes.recipe import load_recipes, pins_for
-from orchestrator.setup.plan import EnvPlan, own_pins
+from orchestrator.sandbox.scripts import render
+from orchestrator.setup.plan import own_pins
 from orchestrator.setup.scripts import environment_script
 from sandbox_tools.contract import ACTIVATE, VENV_SEED
 

@@ -17,8 +17,9 @@ import pytest
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
+from orchestrator.diffs.apply import apply_patch
 from orchestrator.environments.build import prepare_instance
-from orchestrator.grading import grade
+from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import (
     eval_script,
     no_op_groups,
@@ -27,7 +28,6 @@ from orchestrator.grading.evaluation import (
 from orchestrator.grading.script import BEFORE_LIST, unexplained_directories, writable_paths
 from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, Reason, Status
-from orchestrator.patches.apply import apply_patch
 from orchestrator.recipes.harness_files import (
     drop_harness_files,
     is_harness_file,
@@ -182,6 +182,12 @@ def test_test_infrastructure_paths(path, infra):
     assert is_harness_file(path) is infra
 
 
+def harness_dropped(patch: str, instance: Instance, recipe: Recipe) -> tuple[str, list[str]]:
+    """:func:`drop_harness_files` on a text: the text kept and the files dropped."""
+    kept, dropped = drop_harness_files(patch, instance, recipe)
+    return kept.text, dropped
+
+
 def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes):
     instance = instances[UNITS.instance_id]
     recipe = recipes[instance.repo]
@@ -192,11 +198,11 @@ def test_drop_test_infrastructure_keeps_source_and_gold_files(instances, recipes
         "+++ b/conftest.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     setup_cfg = "--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1 +1 @@\n-a\n+b\n"
-    kept, dropped = drop_harness_files(source + infra + setup_cfg, instance, recipe)
+    kept, dropped = harness_dropped(source + infra + setup_cfg, instance, recipe)
     assert (kept, dropped) == (source, ["bin/test", "conftest.py", "setup.cfg"])
     # a file the gold patch changes stays, even where it counts as test infrastructure
     gold_changes_setup_cfg = instance.model_copy(update={"patch": instance.patch + setup_cfg})
-    kept, dropped = drop_harness_files(source + setup_cfg, gold_changes_setup_cfg, recipe)
+    kept, dropped = harness_dropped(source + setup_cfg, gold_changes_setup_cfg, recipe)
     assert (kept, dropped) == (source + setup_cfg, [])
 
 
@@ -225,8 +231,8 @@ def test_new_shadowing_modules_are_left_out_but_edits_are_not(instances, recipes
         "--- /dev/null\n+++ b/bin/traceback.py\n@@ -0,0 +1 @@\n+x = 1\n"
     )
     edit = "--- a/bin/traceback.py\n+++ b/bin/traceback.py\n@@ -1 +1 @@\n-a\n+b\n"
-    assert drop_harness_files(new, instance, recipe) == ("", ["bin/traceback.py"])
-    assert drop_harness_files(edit, instance, recipe) == (edit, [])
+    assert harness_dropped(new, instance, recipe) == ("", ["bin/traceback.py"])
+    assert harness_dropped(edit, instance, recipe) == (edit, [])
 
 
 _PYC_DATA = "GIT binary patch\nliteral 3\nKcmZ>A0ssI200961\n\nliteral 0\nHcmV?d00001\n\n"
@@ -253,12 +259,12 @@ def test_compiled_and_binary_files_are_left_out(instances, recipes, path):
     instance = instances[UNITS.instance_id]
     recipe = recipes[instance.repo]
     source = "--- a/units/__init__.py\n+++ b/units/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"
-    kept, dropped = drop_harness_files(source + _binary(path), instance, recipe)
+    kept, dropped = harness_dropped(source + _binary(path), instance, recipe)
     assert (kept, dropped) == (source, [path])
     # unless the gold patch changes binaries of that kind: then kept (and flagged)
     gold = instance.model_copy(update={"patch": instance.patch + _binary("units/other.bin")})
     if path == "calc/data.bin":
-        assert drop_harness_files(source + _binary(path), gold, recipe)[1] == []
+        assert harness_dropped(source + _binary(path), gold, recipe)[1] == []
 
 
 def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recipes):
@@ -268,7 +274,7 @@ def test_a_pyc_named_file_without_binary_data_is_still_bytecode(instances, recip
         "new file mode 100644\n--- /dev/null\n+++ b/calc/__pycache__/x.cpython-311.pyc\n"
         "@@ -0,0 +1 @@\n+x\n"
     )
-    assert drop_harness_files(text, instance, recipes[instance.repo]) == (
+    assert harness_dropped(text, instance, recipes[instance.repo]) == (
         "",
         ["calc/__pycache__/x.cpython-311.pyc"],
     )
@@ -390,10 +396,8 @@ def test_a_no_op_fails_every_fail_to_pass_test_and_passes_the_others(instances):
 @pytest.mark.parametrize("instance_id", [CALC.instance_id, TEXTKIT.instance_id, UNITS.instance_id])
 def test_the_gold_patch_resolves(grading, instance_id, tmp_path):
     sandbox, instance, recipe = grading(instance_id)
-    result = grade(
-        sandbox, instance, recipe, instance.patch, timeout=TIMEOUT, log_dir=tmp_path,
-        test_user=TEST_USER,
-    )  # fmt: skip
+    request = GradingRequest(timeout=TIMEOUT, log_dir=tmp_path, test_user=TEST_USER)
+    result = grade(sandbox, instance, recipe, instance.patch, request)
     assert (result.status, result.reason) == (Status.RESOLVED, Reason.NONE), result.message
     assert result.apply is not None and result.apply.strategy == "git apply"
     assert result.groups is not None
@@ -455,7 +459,7 @@ def test_a_test_run_printing_past_the_limit_is_a_crash_and_only_its_tail_is_read
 @pytest.mark.parametrize("patch", [None, "", " \n"])
 def test_an_empty_patch_is_a_no_op_without_a_test_run(grading, patch):
     sandbox, instance, recipe = grading(CALC.instance_id)
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT))
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
     assert result.test_run is None and result.apply is None
 
@@ -477,7 +481,7 @@ def test_an_empty_patch_is_a_no_op_without_a_test_run(grading, patch):
 def test_calc_patches_grade_by_the_status_table(grading, synthetic_dir, tmp_path, source, status):
     sandbox, instance, recipe = grading(CALC.instance_id)
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT))
     assert result.groups is not None, result.message
     assert result.status == status
     assert result.reason == Reason.NONE
@@ -497,14 +501,16 @@ def test_breaking_a_pass_to_pass_test_is_a_regression(
     sandbox, instance, recipe = grading(instance_id)
     source = sandbox.read_file(f"/testbed/{path}").decode()
     patch = patch_for(synthetic_dir, instance, tmp_path, {path: source.replace(old, new)})
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT))
     assert (result.status, result.reason) == (Status.REGRESSION, Reason.NONE), result.message
 
 
 @pytest.mark.container
 def test_a_garbage_patch_fails_to_apply(grading):
     sandbox, instance, recipe = grading(CALC.instance_id)
-    result = grade(sandbox, instance, recipe, "I fixed it!\n+++ trust me\n", timeout=TIMEOUT)
+    result = grade(
+        sandbox, instance, recipe, "I fixed it!\n+++ trust me\n", GradingRequest(timeout=TIMEOUT)
+    )
     assert (result.status, result.reason) == (Status.NO_OP, Reason.PATCH_APPLY_FAILED)
     assert result.apply is not None and not result.apply.applied
     assert result.message and result.test_run is None
@@ -521,7 +527,7 @@ def test_a_conftest_that_flips_outcomes_works_unless_left_out(grading, synthetic
     assert all(run.outcomes[name] == TS.PASSED for name in instance.FAIL_TO_PASS)
 
     fresh, _, _ = grading(CALC.instance_id)
-    result = grade(fresh, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(fresh, instance, recipe, patch, GradingRequest(timeout=TIMEOUT))
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH)
     assert result.excluded_files == ["conftest.py"]
     assert "conftest.py" in result.message
@@ -537,7 +543,7 @@ def test_a_conftest_next_to_a_half_fix_is_left_out(grading, synthetic_dir, tmp_p
         instance,
         recipe,
         patch_for(synthetic_dir, instance, tmp_path, files),
-        timeout=TIMEOUT,
+        GradingRequest(timeout=TIMEOUT),
     )
     assert result.status == Status.PARTIALLY_RESOLVED, result.message
     assert result.excluded_files == ["tests/conftest.py"]
@@ -550,7 +556,7 @@ def test_printed_fake_result_lines_do_not_resolve(grading, synthetic_dir, tmp_pa
     fake = "".join(f"    print('PASSED {name}')\n" for name in instance.FAIL_TO_PASS)
     source = f"import atexit\n\n\n@atexit.register\ndef _fake():\n{fake}\n\n" + CALC_BASE
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT))
     assert result.test_run is not None
     assert f"PASSED {instance.FAIL_TO_PASS[0]}" in result.test_run.section
     assert result.status == Status.NO_OP, result.message
@@ -562,7 +568,7 @@ def test_a_hanging_test_is_a_timeout_error(grading, synthetic_dir, tmp_path):
     sandbox, instance, recipe = grading(CALC.instance_id)
     source = CALC_BASE.replace("    result = 0\n", "    while True:\n        pass\n")
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
-    result = grade(sandbox, instance, recipe, patch, timeout=15)
+    result = grade(sandbox, instance, recipe, patch, GradingRequest(timeout=15))
     assert (result.status, result.reason) == (Status.ERROR, Reason.TEST_TIMEOUT)
     assert result.test_run is not None and result.test_run.timed_out
     assert result.groups is None
@@ -601,7 +607,13 @@ def test_excluded_pass_to_pass_tests_are_not_held_against_the_patch(
     source = CALC_FIXED.replace("return a + b", "return a + b + 1")
     patch = patch_for(synthetic_dir, instance, tmp_path, {"calc/__init__.py": source})
     excluded = ["tests/test_calc.py::test_add"]
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, excluded_p2p=excluded)
+    result = grade(
+        sandbox,
+        instance,
+        recipe,
+        patch,
+        GradingRequest(timeout=TIMEOUT, excluded_p2p=tuple(excluded)),
+    )
     assert result.status == Status.RESOLVED, result.message
     assert result.groups is not None and result.groups.pass_to_pass_excluded == excluded
 
@@ -674,7 +686,9 @@ def test_a_forged_marker_and_log_then_os_exit_is_caught(grading, synthetic_dir, 
     patch = patch_for(
         synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
     )
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(
+        sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT, test_user=TEST_USER)
+    )
     # the audit hook saw the test process leave with os._exit; the output shows the forgery
     assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
     assert "never reached the interpreter's exit" in result.message
@@ -693,7 +707,9 @@ def test_a_forged_log_without_markers_is_flagged(grading, synthetic_dir, tmp_pat
     patch = patch_for(
         synthetic_dir, instance, tmp_path, _append(sandbox, "units/__init__.py", forged)
     )
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(
+        sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT, test_user=TEST_USER)
+    )
     print(result.tamper_evidence)
     assert (result.status, result.reason) == (Status.REGRESSION, Reason.TAMPER_DETECTED)
     assert "never reached the interpreter's exit" in result.message
@@ -714,7 +730,9 @@ def test_runner_tampering_from_inside_is_flagged_suspicious(
 ):
     sandbox, instance, recipe = grading(instance_id)
     patch = patch_for(synthetic_dir, instance, tmp_path, _append(sandbox, path, code))
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(
+        sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT, test_user=TEST_USER)
+    )
     # whatever the tampering achieves, a resolved result never goes unflagged
     assert result.status != Status.RESOLVED or result.suspicious, result.message
     assert any(r.startswith(reason) for r in result.suspicious), (result.status, result.message)
@@ -731,7 +749,9 @@ def test_a_module_shadowing_the_standard_library_is_left_out(
     sandbox, instance, recipe = grading(instance_id)
     shadow = "import sys\nprint('all ok')\nsys.exit(0)\n"
     patch = patch_for(synthetic_dir, instance, tmp_path, {path: shadow})
-    result = grade(sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER)
+    result = grade(
+        sandbox, instance, recipe, patch, GradingRequest(timeout=TIMEOUT, test_user=TEST_USER)
+    )
     assert (result.status, result.reason) == (Status.NO_OP, Reason.EMPTY_PATCH), result.message
     assert result.excluded_files == [path]
     assert result.groups is not None
@@ -746,10 +766,8 @@ def test_the_unprivileged_tests_cannot_touch_git_the_environment_or_the_runner(
     sandbox, instance, recipe = grading(UNITS.instance_id)
     files = _append(sandbox, "units/__init__.py", PROBE)
     patch = patch_for(synthetic_dir, instance, tmp_path, files)
-    result = grade(
-        sandbox, instance, recipe, patch, timeout=TIMEOUT, test_user=TEST_USER,
-        writable=["units/out/"],
-    )  # fmt: skip
+    request = GradingRequest(timeout=TIMEOUT, test_user=TEST_USER, writable=("units/out/",))
+    result = grade(sandbox, instance, recipe, patch, request)
     assert result.test_run is not None and result.test_run.section is not None
     probes = [line for line in result.test_run.section.splitlines() if "PROBE-" in line]
     assert probes == [
@@ -778,7 +796,7 @@ def test_a_hook_planted_in_the_grading_container_never_runs(grading):
     sandbox.write_file(
         f"{TESTBED}/.git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/hook-ran\n", mode=0o755
     )
-    result = grade(sandbox, instance, recipe, instance.patch, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, instance.patch, GradingRequest(timeout=TIMEOUT))
     assert result.status == Status.RESOLVED, result.message
     assert sandbox.exec(["test", "-e", "/tmp/hook-ran"]).exit_code == 1
 
@@ -791,7 +809,7 @@ def test_a_patch_into_git_is_refused_and_graded_as_the_base(grading):
         "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-checkout\n"
         "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch /tmp/hook-ran\n"
     )
-    result = grade(sandbox, instance, recipe, hook, timeout=TIMEOUT)
+    result = grade(sandbox, instance, recipe, hook, GradingRequest(timeout=TIMEOUT))
     assert (result.status, result.reason) == (Status.NO_OP, Reason.PATCH_PATH_REFUSED)
     assert ".git/hooks/post-checkout: inside .git" in result.message
     assert result.groups is not None and result.groups.fail_to_pass_failed == ["test_to_celsius"]

@@ -81,7 +81,7 @@ def test_agreement_and_every_cause() -> None:
     # the official environment's difference is not an agreement target
     assert len(fidelity.verdict_targets) == 4
     assert (fidelity.tests_agreeing, fidelity.tests_compared) == (8, 11)
-    assert fidelity.test_targets == (8, 10)
+    assert fidelity.agreement_targets == (8, 10)
     text = "\n".join(summary_lines(fidelity))
     assert "verdicts agree: 1/5 (20.0 %)" in text
     markdown = render_markdown(fidelity, "Fidelity")

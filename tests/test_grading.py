@@ -315,7 +315,7 @@ def test_the_row_counts_verdicts_on_a_reduced_test_set() -> None:
 def test_the_status_line_marks_a_reduced_verdict(capsys) -> None:
     from types import SimpleNamespace
 
-    from orchestrator.frontends.live_progress import LiveProgress
+    from orchestrator.frontends.cli.live_progress import LiveProgress
 
     progress = LiveProgress(1)
     result = _result("a-1", Status.RESOLVED, Groups(pass_to_pass_excluded=["x", "y"]))

@@ -32,11 +32,11 @@ from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
 from orchestrator.dataset.synthetic_repos import SYNTHETIC_REPOS, SyntheticRepo
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.hostile import HostileParticipant, Plan, Step
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.hostile import HostileParticipant, Plan, Step
 from orchestrator.run.scheduler import run_evaluation
 
 from .conftest import TEST_RUN_ID
@@ -1963,8 +1963,9 @@ def _serve(participant: HostileParticipant, own_process: bool) -> Iterator[str]:
     plans = {k: v.model_dump() for k, v in participant.plans.items()}
     code = (
         "import json, sys\n"
-        "from orchestrator.participant.reference import running\n"
-        "from orchestrator.participant.reference.hostile import HostileParticipant, Plan\n"
+        "from orchestrator.frontends.reference_participants import running\n"
+        "from orchestrator.frontends.reference_participants.hostile import (\n"
+        "    HostileParticipant, Plan)\n"
         "plans = {k: Plan.model_validate(v) for k, v in json.loads(sys.argv[1]).items()}\n"
         "with running(HostileParticipant(plans)) as url:\n"
         "    print(url, flush=True)\n"

@@ -125,8 +125,8 @@ def test_a_failed_instance_leaves_a_named_stopped_container_that_inspect_starts(
             for path in result["logs"].values()
         ), result["logs"]
         shell = subprocess.run(
-            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
-             kept[0].name],
+            [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()",
+             "inspect", kept[0].name],
             input="echo in-$(basename $PWD) py=$(command -v python); exit\n",
             capture_output=True, text=True,
             timeout=60, env=env,

@@ -20,10 +20,11 @@ from orchestrator.environments.image_registry import (
 )
 from orchestrator.errors import UserError
 from orchestrator.housekeeping.prune import cached_images
+from orchestrator.image_names import env_image_name
 from orchestrator.sandbox.docker import DockerBackend
 from orchestrator.sandbox.local import LocalBackend
 from orchestrator.settings import load_settings
-from orchestrator.setup.plan import env_image_name, plan_environment
+from orchestrator.setup.plan import plan_environment
 
 from .conftest import TEST_RUN_ID
 from .gateway_proxy import GatewayProxy
@@ -103,7 +104,7 @@ def test_a_node_pulls_the_environment_another_built_and_pushed(
     a = _ctx(env_settings, docker_backend, tmp_path, "a",
              image_prefix=own_prefix, env_image_registry=image_registry)  # fmt: skip
     plan = plan_environment(a, instance)
-    name = env_image_name(a, instance, plan)
+    name = env_image_name(a.settings.environment.image_prefix, instance.owner_name, plan.env_key)
     reference = registry_reference(image_registry, name)
     log_a = tmp_path / "a.log"
     built = ensure_env_image(a, instance, plan, log_a)  # the registry is empty: a miss

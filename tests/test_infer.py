@@ -214,12 +214,13 @@ case "$*" in *"--exclude-newer 2016"*|*bad-lib*|*"--exclude-newer 2021"*new-lib*
 
 
 def _run_install(
-    tmp_path: Path, install: str, mkdir: bool = True
+    tmp_path: Path, install: str, mkdir: bool = True, uv: bool = True
 ) -> tuple[subprocess.CompletedProcess[str], str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=not mkdir)
-    (bin_dir / "uv").write_text(FAKE_UV)
-    (bin_dir / "uv").chmod(0o755)
+    if uv:
+        (bin_dir / "uv").write_text(FAKE_UV)
+        (bin_dir / "uv").chmod(0o755)
     calls = tmp_path / "calls"
     env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "UV_CALLS": str(calls),
                         "PIP_CONSTRAINT": "/c.txt"}  # fmt: skip
@@ -248,7 +249,7 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
     assert ">>> requirement new-lib installed as of none" in out
     new_lib = [line for line in calls.splitlines() if line.endswith("new-lib")]
     assert "--exclude-newer 2021-04-06" in new_lib[0] and "--exclude-newer" not in new_lib[1]
-    assert "--exclude-newer-package setuptools=2024-09-30T00:00:00Z" in calls
+    assert "--exclude-newer-package setuptools=2022-11-09T00:00:00Z" in calls
     assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
     assert "numpy" in calls.splitlines()[0]  # the build requirement first
 
@@ -304,11 +305,60 @@ def test_the_import_check_names_the_projects_own_module_only(tmp_path: Path) -> 
     assert "imports=()" in plan_of(tmp_path / "other", other).recipe.install
 
 
+# uv where atomicwrites deleted its old releases: as of 2019 none fits, uv says when one came
+FAKE_UV_LATE = """#!/bin/bash
+echo "$*" >> "$UV_CALLS"
+case "$*" in *"atomicwrites="*) exit 0;; esac
+case "$*" in *"--exclude-newer 20"*)
+  echo "error: No solution found when resolving dependencies" >&2
+  echo "hint: \\`atomicwrites\\` was filtered by \\`exclude-newer\\` to only include packages \\
+uploaded before 2019-11-19T01:37:59Z. The latest version satisfying the requirement is \\
+v1.4.1, published at 2022-07-08T18:31:40.459Z. Consider using \\`exclude-newer-package\\`." >&2
+  exit 1;;
+esac
+"""
+
+
+def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "repo"
+    setup = (
+        "from setuptools import setup\n"
+        "setup(name='widget', install_requires=['atomicwrites>=1.0'])\n"
+    )
+    commit = make_repo(work, {"setup.py": setup}, "2019-11-19T01:37:59Z")
+    install = plan_of(work, commit).recipe.install
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uv").write_text(FAKE_UV_LATE)
+    (tmp_path / "bin" / "uv").chmod(0o755)
+    done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out, adds = done.stdout, calls.splitlines()
+    assert "published at 2022-07-08T18:31:40.459Z" in out  # uv's own words stay in the log
+    assert ">>> atomicwrites has no release before the cut-off that fits: allowed up to " \
+        "2022-07-09T00:00:00Z" in out  # fmt: skip
+    assert ">>> installed as of 2019-11-19T01:37:59Z" in out  # the commit's day for the rest
+    assert "--exclude-newer-package atomicwrites=2022-07-09T00:00:00Z" in adds[1]
+    assert all("atomicwrites=" in call for call in adds[2:])  # the runner's install too
+
+
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     old = datetime(2015, 6, 1, tzinfo=UTC)
     assert resolution_cutoffs(old, "3.11") == ["2015-06-01T00:00:00Z", "2023-04-25T00:00:00Z", ""]
-    assert exempt_until(old) == dict.fromkeys(("setuptools", "wheel"), "2024-09-30T00:00:00Z")
-    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC)) == {}
+    # the oldest editable-making setuptools on the Python plus three months, not the newest
+    assert exempt_until(old, "3.11") == dict.fromkeys(
+        ("setuptools", "wheel"), "2022-11-09T00:00:00Z"
+    )
+    assert exempt_until(old, "3.13") == dict.fromkeys(
+        ("setuptools", "wheel"), "2024-08-19T00:00:00Z"
+    )
+    assert exempt_until(datetime(2022, 10, 1, tzinfo=UTC), "3.9") == {
+        "setuptools": "2022-11-09T00:00:00Z",
+        "wheel": "2022-11-09T00:00:00Z",
+    }
+    assert exempt_until(datetime(2023, 1, 1, tzinfo=UTC), "3.9") == {}  # its own day's
+    assert exempt_until(datetime(2025, 6, 1, tzinfo=UTC), "3.13") == {}
     # pytest 7.2.0 plus three months on 3.11; a newer commit's own date
     assert runner_install(old, "3.11") == ("pytest>=7.2.0", "2023-01-21T00:00:00Z")
     new = datetime(2024, 6, 1, tzinfo=UTC)
@@ -404,10 +454,11 @@ def test_envs_plan_prints_the_inferred_plan(tmp_path: Path, as_json: bool) -> No
 def test_auto_asks_the_llm_only_with_a_key_and_tells_it_the_inferred_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from orchestrator.plan.env_plan import EnvPlan
     from orchestrator.settings import Settings
     from orchestrator.setup.agent.setup_llm import first_message
     from orchestrator.setup.agent.setup_models import SetupFacts
-    from orchestrator.setup.plan import EnvPlan, fallback_note, llm_fallback_available
+    from orchestrator.setup.plan import fallback_note, llm_fallback_available
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert not llm_fallback_available(Settings(setup_strategy="auto"))

@@ -13,8 +13,8 @@ from rich.console import Console
 from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.instances import Selection
 from orchestrator.errors import UserError
+from orchestrator.frontends.cli.run_plan import RunPlan, resumed
 from orchestrator.frontends.report.text import render_text
-from orchestrator.frontends.run_plan import RunPlan, resumed
 from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Status
 

@@ -12,9 +12,9 @@ import duckdb
 import pytest
 
 from orchestrator.context.run_dir import RunDir
-from orchestrator.frontends.assessment import parse_request
-from orchestrator.frontends.assessment_text import leaderboard_data, summary_text
-from orchestrator.frontends.compat03 import integral
+from orchestrator.frontends.server.assessment import parse_request
+from orchestrator.frontends.server.assessment_text import leaderboard_data, summary_text
+from orchestrator.frontends.shared.compat03 import integral
 from orchestrator.models import Reason, Status
 from orchestrator.run.leaderboard import write_leaderboard
 from tests.test_results import _result, leaderboard_rows

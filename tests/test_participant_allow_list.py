@@ -19,15 +19,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from orchestrator.frontends.participant_card import CardUnusable, read_card
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.scripted import (
+    FinalAnswer,
+    Script,
+    ScriptedParticipant,
+)
+from orchestrator.frontends.shared.participant_card import CardUnusable, read_card
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import ParticipantLimits, run_participant
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 from orchestrator.participant.serving import serve_asgi_in_thread
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.transport import HostNotAllowed, allow_list_hook
 from orchestrator.settings import Settings
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 
 FAST = ParticipantLimits(max_tool_calls=5, tool_timeout=10, instance_timeout=60, reply_timeout=20)
 INSTANCE = Instance(

@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.scripted import Script, ScriptedParticipant
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import (
     EndedBy,
@@ -30,12 +32,10 @@ from orchestrator.participant.client import (
     ParticipantOutcome,
     run_participant,
 )
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.participant.transport import tls_context
 from orchestrator.participant.wire import PROTOCOL, parse_tool_results, parse_turn
 from orchestrator.patches.extract import extract_patch
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -514,8 +514,9 @@ def serve_process(tmp_path: Path) -> Iterator[Any]:
 def _cli(script: Path) -> list[str]:
     return [
         sys.executable,
-        "-m",
-        "orchestrator.participant.reference.cli",
+        "-c",
+        "from orchestrator.frontends.cli.app import main; main()",
+        "participant",
         "scripted",
         "--script",
         str(script),
@@ -640,8 +641,8 @@ def testbed(make_sandbox) -> tuple[Any, str]:
 @pytest.mark.container
 @pytest.mark.parametrize("style", ["message", "input-required"])
 def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_path):
-    from orchestrator.participant.tools_host import default_tools, sandbox_tool_runner
     from orchestrator.patches.container_diff import container_diff
+    from orchestrator.tools.tools_host import default_tools, sandbox_tool_runner
 
     sandbox, base = testbed
     participant = scripted(
@@ -710,7 +711,7 @@ def test_explore_edit_and_finish_without_a_patch(style, testbed, instance, tmp_p
 
 @pytest.mark.container
 def test_bad_calls_with_real_tools(testbed, instance, tmp_path):
-    from orchestrator.participant.tools_host import default_tools, sandbox_tool_runner
+    from orchestrator.tools.tools_host import default_tools, sandbox_tool_runner
 
     sandbox, _ = testbed
     participant = scripted(

@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from orchestrator.dataset.instances import load_instances
 from orchestrator.errors import UserError
+from orchestrator.frontends.cli.app import app as cli_app
+from orchestrator.frontends.reference_participants import make_participant, running
+from orchestrator.frontends.reference_participants.claude import ClaudeParticipant
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import EndedBy, ParticipantLimits, run_participant
-from orchestrator.participant.reference import make_participant, running
-from orchestrator.participant.reference.claude import ClaudeParticipant
-from orchestrator.participant.reference.cli import app as participant_cli
 from orchestrator.patches.extract import extract_patch
 
 from .fake_anthropic import UNAUTHORIZED, FakeAnthropic, Reply, bash, text, tool_use
@@ -57,7 +57,7 @@ def test_gold_answers_with_the_gold_patch(style, verified, host_bash, tmp_path):
 
 
 def test_gold_patch_in_text(verified, host_bash, tmp_path):
-    from orchestrator.participant.reference.gold import GoldParticipant
+    from orchestrator.frontends.reference_participants.gold import GoldParticipant
 
     instance = verified[0]
     with running(GoldParticipant(str(DATASET), patch_in="text")) as url:
@@ -99,7 +99,7 @@ def test_make_participant_explains_bad_options(tmp_path):
 
 def test_cli_reports_a_bad_script_in_one_line(tmp_path):
     result = CliRunner().invoke(
-        participant_cli, ["scripted", "--script", str(tmp_path / "missing.json")]
+        cli_app, ["participant", "scripted", "--script", str(tmp_path / "missing.json")]
     )
     assert result.exit_code == 2
     assert "Cannot read the script" in result.output

@@ -7,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.patches.apply import EMPTY_PATCH, apply_patch
-from orchestrator.patches.diff import (
-    drop_binary_stubs,
-    join_patch,
-    normalize_patch,
-    split_patch,
-)
-from orchestrator.patches.safety import dry_run_names, patch_path_problems
+from orchestrator.diffs.apply import EMPTY_PATCH, apply_patch
+from orchestrator.diffs.diff import Patch, drop_binary_stubs, normalize_patch
+from orchestrator.diffs.safety import dry_run_names, patch_path_problems
 
 FIXTURES = Path(__file__).parent / "fixtures" / "patches"
 NUMBERS = "".join(f"{n}\n" for n in range(1, 21))
@@ -95,12 +90,13 @@ def test_split_follows_hunk_counts_and_joins_back(tmp_path):
     patch = "Subject: a commit message\n\n" + host_diff(tmp_path, before, after)
     # the removed lines read "--- not a header" / "-++ nor this" inside the hunk
     assert "\n--- not a header\n" in patch
-    preamble, parts = split_patch(patch)
+    parsed = Patch.parse(patch)
+    preamble, parts = parsed.preamble, parsed.files
     assert preamble == "Subject: a commit message\n\n"
     assert [p.paths for p in parts] == [("a.txt",), ("b.txt",), ("c.txt",)]
-    assert join_patch(preamble, parts) == patch
-    assert join_patch(preamble, parts[1:2]) == preamble + parts[1].text
-    assert join_patch(preamble, []) == ""
+    assert parsed.text == patch
+    assert parsed.keeping(parts[1:2]).text == preamble + parts[1].text
+    assert parsed.keeping([]).text == ""
 
 
 def test_split_understands_plain_unified_diffs():
@@ -108,31 +104,38 @@ def test_split_understands_plain_unified_diffs():
         "--- orig/x.py\t2024-01-01\n+++ new/x.py\t2024-01-02\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n"
         "--- orig/y.py\n+++ new/y.py\n@@ -1 +1 @@\n-d\n+e\n"
     )
-    preamble, parts = split_patch(patch)
+    parsed = Patch.parse(patch)
+    preamble, parts = parsed.preamble, parsed.files
     assert preamble == ""
     assert len(parts) == 2
     assert parts[0].text.startswith("--- orig/x.py") and parts[1].text.endswith("+e\n")
+
+
+def stubs(patch: str) -> tuple[str, list[str]]:
+    """:func:`drop_binary_stubs` on a text: the kept text and the files dropped."""
+    kept, dropped = drop_binary_stubs(Patch.parse(patch))
+    return kept.text, dropped
 
 
 def test_binary_changes_without_data_are_found(tmp_path):
     after = changed(BASE_FILES, logo_dot_bin=LOGO[::-1])
     with_data = host_diff(tmp_path, BASE_FILES, after, "--binary")
     assert "GIT binary patch" in with_data
-    assert drop_binary_stubs(with_data) == (with_data, [])
-    assert drop_binary_stubs(host_diff(tmp_path / "2", BASE_FILES, after))[1] == ["logo.bin"]
+    assert stubs(with_data) == (with_data, [])
+    assert stubs(host_diff(tmp_path / "2", BASE_FILES, after))[1] == ["logo.bin"]
     header_only = with_data.split("GIT binary patch")[0] + "GIT binary patch\n"
-    assert drop_binary_stubs(header_only)[1] == ["logo.bin"]
+    assert stubs(header_only)[1] == ["logo.bin"]
 
 
 def test_binary_stubs_are_dropped_and_named():
     patch = (FIXTURES / "binary_stub_new_png.diff").read_text()
-    kept, dropped = drop_binary_stubs(patch)
+    kept, dropped = stubs(patch)
     assert dropped == ["test_plot.png"]
     assert "test_plot.png" not in kept and "+    return 20" in kept
-    assert [p.paths for p in split_patch(kept)[1]] == [("pkg/mod.py",)]
-    only, named = drop_binary_stubs(patch[patch.index("diff --git a/test_plot.png") :])
+    assert [p.paths for p in Patch.parse(kept).files] == [("pkg/mod.py",)]
+    only, named = stubs(patch[patch.index("diff --git a/test_plot.png") :])
     assert (only, named) == ("", ["test_plot.png"])
-    assert drop_binary_stubs(kept) == (kept, [])
+    assert stubs(kept) == (kept, [])
 
 
 HOOK_PATCH = (

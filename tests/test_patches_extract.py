@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.diffs.diff import GIT_STARTS, Patch
 from orchestrator.patches.container_diff import ContainerDiffError, container_diff
-from orchestrator.patches.diff import GIT_STARTS, drop_files, split_patch
 from orchestrator.patches.extract import extract_patch
 
 from .reference_data import SHARED_VERIFIED, VERIFIED, shared_data
@@ -30,7 +30,7 @@ def touched_files(patch: str) -> list[str]:
     """The repository paths a patch's sections name, in order: created and deleted files once
     (``/dev/null`` is not a path), renamed and copied files by both names."""
     seen: dict[str, None] = {}
-    for section in split_patch(patch, GIT_STARTS)[1]:
+    for section in Patch.parse(patch, GIT_STARTS).files:
         seen.update(dict.fromkeys(section.names))
     return list(seen)
 
@@ -228,19 +228,20 @@ def test_touched_files_matches_the_test_directives_of_every_verified_instance(da
 
 
 @DATASETS
-def test_drop_files_removes_the_test_patch_from_every_combined_patch(dataset):
+def test_without_removes_the_test_patch_from_every_combined_patch(dataset):
     for row in verified(dataset):
         tests = set(touched_files(row["test_patch"]))
-        kept, dropped = drop_files(row["patch"] + row["test_patch"], tests)
-        assert kept == row["patch"], row["instance_id"]
+        kept, dropped = Patch.parse(row["patch"] + row["test_patch"]).without(tests)
+        assert kept.text == row["patch"], row["instance_id"]
         assert set(dropped) == tests
-        assert drop_files(row["patch"], tests) == (row["patch"], [])
+        unchanged, none = Patch.parse(row["patch"]).without(tests)
+        assert (unchanged.text, none) == (row["patch"], [])
 
 
-def test_drop_files_keeps_text_before_the_first_file_and_other_files():
+def test_without_keeps_text_before_the_first_file_and_other_files():
     patch = "From: someone\nSubject: fix\n\n" + FIX_A + FIX_B
-    kept, dropped = drop_files(patch, {"src/pkg/core.py", "not/in/patch.py"})
-    assert kept == "From: someone\nSubject: fix\n\n" + FIX_B
+    kept, dropped = Patch.parse(patch).without({"src/pkg/core.py", "not/in/patch.py"})
+    assert kept.text == "From: someone\nSubject: fix\n\n" + FIX_B
     assert dropped == ["src/pkg/core.py"]
 
 

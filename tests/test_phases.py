@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import os
 from pathlib import Path
 
 import pytest
@@ -112,11 +113,35 @@ def test_the_setup_strategy_is_the_plans() -> None:
     }  # fmt: skip
 
 
+def test_envs_plan_never_loads_the_llm_setup_agent() -> None:
+    """``envs plan`` of a recipe reads the plan, never the LLM set-up agent (nor anthropic)."""
+    import subprocess
+    import sys
+
+    from .reference_data import VERIFIED
+
+    code = (
+        "import sys\n"
+        "from orchestrator.frontends.cli.commands_envs import envs_plan\n"
+        "envs_plan('psf__requests-2317', as_json=True)\n"
+        "agent = ('orchestrator.setup.agent', 'anthropic')\n"
+        "loaded = [m for m in sys.modules if m.startswith(agent)]\n"
+        "print('loaded:', loaded, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "SWE_GREEN_DATASET": str(VERIFIED)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"name": "install"' in done.stdout
+    assert "loaded: []" in done.stderr
+
+
 def test_envs_plan_shows_the_recipe_install_as_data(monkeypatch, capsys) -> None:
     """``envs plan`` prints phases 2 and 3 of a real instance's recipe as steps (JSON)."""
     import json
 
-    from orchestrator.frontends.commands import envs_plan
+    from orchestrator.frontends.cli.commands_envs import envs_plan
 
     from .reference_data import VERIFIED
 

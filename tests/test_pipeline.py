@@ -11,10 +11,10 @@ import time
 
 import pytest
 
+from orchestrator.frontends.reference_participants import make_participant, running
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Reason, Status
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.scheduler import run_evaluation
 
 from .conftest import TEST_RUN_ID, cli_env, run_cli
@@ -130,7 +130,7 @@ def test_run_killed_with_sigkill_resumes_to_the_same_results(
 def test_from_its_tools_the_participant_reaches_no_network_no_hidden_patch_no_later_commit(
     run_ctx, synthetic_instances, synthetic_dir
 ):
-    from orchestrator.participant.reference.scripted import Script, ScriptedParticipant
+    from orchestrator.frontends.reference_participants.scripted import Script, ScriptedParticipant
 
     instance = synthetic_instances["demo__units-1"]
     fix = next(
@@ -190,7 +190,11 @@ def test_the_empty_participant_scores_no_fail_to_pass_and_all_pass_to_pass(
 def test_a_patch_into_git_hooks_is_refused_on_every_instance(
     run_ctx, synthetic_instances, tmp_path
 ):
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
 
     hook = (
         "diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout\n"

@@ -23,11 +23,11 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
 from orchestrator.errors import UserError
+from orchestrator.frontends.reference_participants import make_participant, running
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.housekeeping.reaper import remove_dead_node_containers
 from orchestrator.models import Reason, Status
 from orchestrator.participant.protocol import A2AParticipant
-from orchestrator.participant.reference import make_participant, running
 from orchestrator.run.ray_runner import RayRunner
 from orchestrator.run.scheduler import run_evaluation
 from orchestrator.sandbox.models import LABEL_NODE
@@ -248,7 +248,7 @@ def test_the_cli_runs_on_the_cluster_with_ray(cluster, env_settings, tmp_path):
 
 def test_the_green_agent_evaluates_an_assessment_on_the_cluster(cluster, env_settings, tmp_path):
     """`serve` with SWE_GREEN_RAY_ADDRESS: an A2A assessment whose instance runs on a node."""
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     from .test_server import _request, assess, final_status, green_agent
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.checkout.repo_cache import (
+from orchestrator.models import Instance
+from orchestrator.repos.repo_cache import (
     RepoError,
     ensure_mirror,
     export_checkout,
@@ -14,7 +15,6 @@ from orchestrator.checkout.repo_cache import (
     prepare_checkout,
     source_url,
 )
-from orchestrator.models import Instance
 from orchestrator.settings import Settings
 
 REPO = "acme/widget"
@@ -216,7 +216,7 @@ def test_prepare_checkout_for_an_instance(settings, upstream, tmp_path):
 
 def test_a_snapshot_lacking_a_blob_fails_early_naming_the_repository_and_the_object(tmp_path):
     """Partial snapshots may lack large blobs: the check names them before any build."""
-    from orchestrator.checkout.repo_cache import check_complete, missing_objects
+    from orchestrator.repos.repo_cache import check_complete, missing_objects
 
     work = tmp_path / "work"
     work.mkdir()
@@ -256,7 +256,7 @@ def _reachable(mirror: Path, commit_: str) -> set[str]:
 def test_a_history_since_a_shared_one_adds_only_what_the_base_reaches_beyond_it(upstream, tmp_path):
     """Shared history (the environment's) + the pack beyond it = exactly the base's history,
     with the base's refs; nothing the base does not reach."""
-    from orchestrator.base_commit.clean_history import export_clean_git
+    from orchestrator.repos.clean_history import export_clean_git
 
     git("tag", "-a", "-m", "release", "v1.1", upstream.base, cwd=upstream.work)
     git("push", "-q", str(upstream.bare), "v1.1", cwd=upstream.work)
@@ -282,7 +282,7 @@ def test_a_history_since_a_shared_one_adds_only_what_the_base_reaches_beyond_it(
 
 
 def test_the_shared_commit_is_the_common_ancestor_of_the_bases(upstream):
-    from orchestrator.base_commit.clean_history import is_ancestor, shared_commit
+    from orchestrator.repos.clean_history import is_ancestor, shared_commit
 
     git("checkout", "-q", "-b", "side", upstream.setup, cwd=upstream.work)
     side = commit(upstream.work, "side.py", "side\n")
@@ -301,7 +301,7 @@ def test_the_shared_commit_is_the_common_ancestor_of_the_bases(upstream):
 def test_the_exported_history_computes_its_deltas_afresh(upstream, tmp_path):
     """A mirror whose pack holds poor deltas (chains of one, as a fetched pack can) does not
     pass them on: the fresh ``.git`` is packed with deltas computed for it."""
-    from orchestrator.base_commit.clean_history import export_clean_git
+    from orchestrator.repos.clean_history import export_clean_git
 
     lines = [f"line {i} {'x' * (20 + i % 60)}" for i in range(2000)]
     for i in range(1, 31):

@@ -22,7 +22,7 @@ CALC_MUL_ONLY = (FIXTURES / "calc_mul_only.diff").read_text()
 
 def _inspect(args: list[str], commands: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "inspect",
+        [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", "inspect",
          *args],
         input=commands, capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip

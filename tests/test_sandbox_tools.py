@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import (
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
+from orchestrator.tools.tools_host import (
     REQUEST_DIR,
     TOOLS_PATH,
     install_tools,
@@ -425,8 +425,8 @@ def test_the_programs_install_mark_goes_with_its_container(docker_client, base_i
     the program leaves with the container's handle, so the marks do not grow per instance."""
     import gc
 
-    from orchestrator.participant.tools_host import installed_sandboxes
     from orchestrator.sandbox.docker import DockerSandbox
+    from orchestrator.tools.tools_host import installed_sandboxes
 
     before = installed_sandboxes()
     for n in range(3):

@@ -22,12 +22,16 @@ import httpx
 import pytest
 
 from orchestrator.dataset.instances import Selection
-from orchestrator.frontends.run_plan import RunPlan, resumed
+from orchestrator.frontends.cli.run_plan import RunPlan, resumed
+from orchestrator.frontends.reference_participants import running
+from orchestrator.frontends.reference_participants.scripted import (
+    FinalAnswer,
+    Script,
+    ScriptedParticipant,
+)
 from orchestrator.housekeeping.engine_leases import LABEL_LEASE, hold_leases
 from orchestrator.housekeeping.reaper import reap_dead_holders
 from orchestrator.leases import LEASES_DIR
-from orchestrator.participant.reference import running
-from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 from orchestrator.sandbox.models import LABEL_RUN
 from orchestrator.settings import Settings
 

@@ -18,7 +18,7 @@ import docker
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.helpers import new_data_part, new_text_part
+from a2a.helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -31,13 +31,15 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
-from orchestrator.frontends.admission import HostSlots, split_hosts
-from orchestrator.frontends.assessment_text import (
+from orchestrator.frontends.server.admission import HostSlots, split_hosts
+from orchestrator.frontends.server.assessment_text import (
+    finished_parts,
+    heartbeat_parts,
     infrastructure_failure,
     progress_text,
     summary_text,
 )
-from orchestrator.frontends.server import build_app
+from orchestrator.frontends.server.green_agent import build_app
 from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import InstanceResult, Reason, Status
@@ -116,6 +118,26 @@ def test_progress_text() -> None:
     assert progress_text(3, 10, _result(Status.RESOLVED)) == "3/10 demo__calc-1: resolved"
     text = progress_text(1, 2, _result(Status.ERROR, Reason.PARTICIPANT_TIMEOUT))
     assert text == "1/2 demo__calc-1: error (participant_timeout)"
+
+
+def test_a_finished_instance_updates_with_its_line_and_summary() -> None:
+    parts = finished_parts(3, 10, _result(Status.RESOLVED))
+    assert parts[0].text == "3/10 demo__calc-1: resolved"
+    (data,) = get_data_parts(parts)
+    assert data["type"] == "instance_result" and (data["done"], data["total"]) == (3, 10)
+    assert (data["instance_id"], data["status"]) == ("demo__calc-1", "resolved")
+
+
+@pytest.mark.parametrize("queued", [0, 2])
+def test_a_heartbeat_says_what_runs_and_what_queues_for_the_hosts_slots(queued: int) -> None:
+    in_flight = {"a__b-1": "grading"} | {f"q__q-{n}": "queued" for n in range(queued)}
+    parts = heartbeat_parts(1, 5, {"resolved": 1}, in_flight, 61.24, host_slots=4)
+    text = parts[0].text
+    assert text.startswith("1/5 done after 1m01s; running: a__b-1 (grading)")
+    assert ("2 queued for the host's 4 instance slot(s)" in text) == bool(queued)
+    (data,) = get_data_parts(parts)
+    assert data["type"] == "heartbeat" and data["queued"] == queued
+    assert (data["statuses"], data["elapsed"]) == ({"resolved": 1}, 61.2)
 
 
 @pytest.mark.parametrize("total", [0, 1, 3])
@@ -345,12 +367,14 @@ def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) ->
 
 
 def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchestrator.frontends import server
+    from orchestrator.frontends.cli import commands_serve
 
     calls: list[tuple] = []
-    monkeypatch.setattr(server, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
-    server.serve_command()
-    server.serve_command(
+    monkeypatch.setattr(
+        commands_serve, "serve", lambda *args, **kwargs: calls.append((args, kwargs))
+    )
+    commands_serve.serve_command()
+    commands_serve.serve_command(
         host="0.0.0.0", port=9009, card_url="http://g:9009/", token="t",
         allow_host=["127.0.0.1", "*.internal"], keep_containers="on_failure", max_kept=3,
         allow_requester=["setup_strategy", "validate"],
@@ -389,7 +413,7 @@ def test_serve_refuses_a_public_address_with_nobody_checked(
     monkeypatch: pytest.MonkeyPatch, host: str, settings: dict, starts: bool
 ) -> None:
     from orchestrator.errors import UserError
-    from orchestrator.frontends import server
+    from orchestrator.frontends.server import green_agent as server
 
     started: list[str] = []
     monkeypatch.setattr(server, "listen", lambda host, port: started.append(host))
@@ -410,7 +434,7 @@ def test_serve_refuses_a_public_address_with_nobody_checked(
 def test_whole_numbers_reach_0_3_clients_as_integers() -> None:
     from a2a.compat.v0_3 import conversions
 
-    from orchestrator.frontends.compat03 import install, integral
+    from orchestrator.frontends.shared.compat03 import install, integral
 
     assert install() and install()  # idempotent
     data = {"total_instances": 3, "resolved_pct": 1.0, "f": 0.5, "xs": [{"done": 2}]}
@@ -495,7 +519,7 @@ def test_every_instance_failing_before_the_participant_fails_the_task(
 ) -> None:
     """No recipes and no API key: every environment fails before any participant call (the
     participant answers: its card is read before the run starts)."""
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     settings = fast_settings.replace(
         **{"image_prefix": env_settings.environment.image_prefix, "setup_strategy": "recipe"}
@@ -534,7 +558,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
     answers with an artifact the leaderboard query reads."""
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     gold = make_participant("gold", dataset=settings.dataset.dataset)
@@ -604,7 +628,7 @@ def test_platform_assessment_over_a2a_0_3(env_settings: Settings, tmp_path: Path
 def test_two_assessments_at_once_get_their_own_runs(env_settings: Settings, tmp_path: Path) -> None:
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
 
     settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     gold = make_participant("gold", dataset=settings.dataset.dataset)
@@ -671,9 +695,13 @@ def test_a_canceled_assessment_ends_canceled_and_leaves_no_container(
 ) -> None:
     """Canceled while the participant works (it would answer in 10 minutes): the task ends
     ``canceled``, the participant's container is gone, the server serves on."""
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     settings = env_settings.replace(**{"runs_dir": tmp_path / "runs", "keep_containers": "never"})
     slow = ScriptedParticipant(Script(final=FinalAnswer(text="done", delay=600)))
@@ -750,7 +778,7 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
     query then show the participant's id with whole-number counts."""
     if not A2A03_PYTHON:
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
-    from orchestrator.participant.reference import make_participant, running
+    from orchestrator.frontends.reference_participants import make_participant, running
     from tests.test_leaderboard import GREEN_ID, PURPLE_ID, run_query
 
     settings = env_settings.replace(
@@ -814,7 +842,7 @@ def test_the_gateway_path_workflow_config_through_a_path_prefixed_proxy(
 def test_kept_containers_of_assessments_are_capped_oldest_first(
     fast_settings: Settings, docker_client: docker.DockerClient, base_image: str, docker_backend
 ) -> None:
-    from orchestrator.frontends.assessment_executor import AssessmentExecutor, prune_kept
+    from orchestrator.frontends.server.assessment_executor import AssessmentExecutor, prune_kept
     from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_ROLE, LABEL_RUN, LABEL_TOOL
 
@@ -849,8 +877,8 @@ def test_the_host_cap_holds_across_concurrent_assessments(
         pytest.skip("set SWE_GREEN_A2A03_PYTHON to a Python with a2a-sdk[http-server]==0.3.*")
     import threading
 
+    from orchestrator.frontends.reference_participants import make_participant, running
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import make_participant, running
 
     settings = env_settings.replace(
         **{"runs_dir": tmp_path / "runs", "concurrency": 1, "validate_env": False}

@@ -275,7 +275,7 @@ def test_the_cli_prints_one_line_and_no_traceback_for_a_bad_variable(tmp_path):
 
 def _options() -> list[tuple[str, str]]:
     """(command, help) of every option of every CLI command."""
-    from orchestrator.frontends.cli import app
+    from orchestrator.frontends.cli.app import app
 
     found: list[tuple[str, str]] = []
 
@@ -344,7 +344,7 @@ def test_no_default_is_written_again_in_the_front_ends_or_the_documentation():
 
 
 def test_the_settings_page_is_the_models_table():
-    from orchestrator.frontends.docs_reference import fill
+    from orchestrator.frontends.docs.reference_pages import fill
 
     page = (ROOT / "docs" / "reference" / "settings.md").read_text()
     assert settings_table().replace("[", "\\[") in fill(page)
@@ -353,7 +353,7 @@ def test_the_settings_page_is_the_models_table():
 def test_config_markdown_prints_the_table(tmp_path):
     from typer.testing import CliRunner
 
-    from orchestrator.frontends.cli import app
+    from orchestrator.frontends.cli.app import app
 
     result = CliRunner().invoke(app, ["config", "--markdown"])
     assert result.exit_code == 0, result.output
@@ -367,7 +367,7 @@ def test_the_protocols_example_task_announces_the_models_limits_and_tools():
     import json
 
     from orchestrator.participant.client import ParticipantLimits
-    from orchestrator.participant.tools_host import default_tools
+    from orchestrator.tools.tools_host import default_tools
 
     doc = (ROOT / "docs" / "protocol.md").read_text()
     block = doc[doc.index("```json") + len("```json") :]

@@ -14,7 +14,6 @@ import pytest
 
 from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import UserError
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.settings import Settings, SetupAgentConfig
 from orchestrator.setup.agent.setup_agent import SetupAgent
 from orchestrator.setup.agent.setup_llm import (
@@ -32,6 +31,7 @@ from orchestrator.setup.agent.setup_models import (
     LlmSetupResult,
     SetupFacts,
 )
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 
 from .fake_anthropic import (
     FORBIDDEN,

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from orchestrator.base_commit.scripts import base_commit_script
-from orchestrator.dependencies.install import install_script, render
-from orchestrator.dependencies.pins import raise_pins
 from orchestrator.models import Instance
+from orchestrator.plan.install import install_script
+from orchestrator.plan.pins import raise_pins
 from orchestrator.recipes.recipe import Recipe, load_recipes
+from orchestrator.sandbox.scripts import render
 from orchestrator.setup.scripts import environment_script
 
 
@@ -74,7 +75,7 @@ def test_base_commit_script_parses_with_and_without_a_reinstall():
     ],
 )
 def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(pins, constraint):
-    from orchestrator.dependencies.pins import build_constraints
+    from orchestrator.plan.pins import build_constraints
 
     assert build_constraints(pins).strip() == constraint
     script = recipe_setup_script(_recipe(), pins)
@@ -97,7 +98,7 @@ def test_a_base_commit_newer_than_the_environment_image_comes_from_the_clean_his
     """The environment image's repository is the mirror as it was when the image was built;
     a base commit fetched into the mirror later (the proxy sweep of docs/validation-proxy.md
     met it: "reference is not a tree") is fetched from the clean history phase 4 puts in."""
-    from orchestrator.base_commit.clean_history import export_clean_git
+    from orchestrator.repos.clean_history import export_clean_git
     from sandbox_tools.contract import CLEAN_GIT, SWE_DIR, TESTBED
 
     def git(*args: str, cwd=None) -> str:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.container
 
 def _swe_green(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", *args],
+        [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", *args],
         capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -126,9 +126,13 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
     from orchestrator.context.run_context import RunContext
     from orchestrator.context.run_dir import RunDir
     from orchestrator.environments.build import prepare_instance
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
     from orchestrator.sandbox.models import LABEL_INSTANCE, LABEL_KIND, LABEL_TOOL
 
     from .conftest import TEST_RUN_ID, cli_env
@@ -158,7 +162,7 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
     run_a = tmp_path / "runs" / "a"
     with running(slow) as url:
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()", "run",
+            [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", "run",
              "--participant", url, *[a for i in ids for a in ("--id", i)], "--concurrency", "1",
              "--output", str(run_a)],
             env=env_a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -315,7 +319,7 @@ def test_inspect_opens_the_callers_own_container_and_uses_the_runs_recorded_data
 
         def inspect(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
             return subprocess.run(
-                [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+                [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()",
                  "inspect", *args],
                 input="grep -c scribble README.md; exit\n", capture_output=True, text=True,
                 timeout=300, env=env,

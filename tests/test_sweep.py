@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.frontends.report.validation import validation_markdown
-from orchestrator.models import CaseStatus
+from orchestrator.models import CaseStatus, Instance
 from orchestrator.validation.sweep import SweepRecord, root_cause
 from orchestrator.validation.validation import flaky_tests
 
@@ -171,3 +171,26 @@ def test_a_resumed_sweep_runs_again_what_met_an_infrastructure_failure(tmp_path,
     calls = []
     monkeypatch.setattr(sweep, "sweep_instance", lambda c, i: calls.append(i) or None)
     assert len(run_sweep(ctx, instances, 1)) == 2 and calls == []  # verdicts are kept
+
+
+def test_an_instance_the_interruption_ended_is_no_verdict_and_is_redone(tmp_path, monkeypatch):
+    """The interruption removes the containers in flight: what an instance meets then (its
+    tests 'do not run') is recorded as infrastructure, which a resumed sweep redoes."""
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.sandbox.local import LocalBackend
+    from orchestrator.settings import Settings
+    from orchestrator.validation import sweep
+
+    instance = Instance(instance_id="o__r-1", repo="o/r", version="1", base_commit="b",
+                        environment_setup_commit="e")  # fmt: skip
+    ctx = RunContext(Settings(data_dir=tmp_path), LocalBackend(), "sweep", RunDir(tmp_path / "r"))
+
+    def ended_by_the_interruption(ctx, instance):  # noqa: ANN001, ANN202
+        ctx.cancelled.set()  # the sweep was interrupted while this instance ran
+        return _record(instance.instance_id, False, cause="tests do not run")
+
+    monkeypatch.setattr(sweep, "sweep_instance", ended_by_the_interruption)
+    record = sweep.sweep_and_record(ctx, instance)
+    assert record.cause == sweep.INFRASTRUCTURE and "interrupted" in record.message
+    assert sweep.pending(ctx, [instance]) == ([], [instance])

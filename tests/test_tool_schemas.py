@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.participant.tools_host import cap_output, tools_source
+from orchestrator.tools.tools_host import cap_output, tools_source
 from sandbox_tools import (
     SETUP_AGENT_TOOL_NAMES,
     TOOL_NAMES,

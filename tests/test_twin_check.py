@@ -137,6 +137,10 @@ def _never_fresh() -> contextlib.AbstractContextManager[Sandbox]:
     raise AssertionError("no twin run expected")
 
 
+def _never_graded(sandbox: Sandbox, test_patch: str) -> Evaluation:
+    raise AssertionError("no twin run expected")
+
+
 RECIPE = Recipe(
     repo="demo/calc", version="1", python="3.11", install="true", test_cmd="pytest",
     log_format="pytest",
@@ -191,13 +195,12 @@ def test_only_the_twins_of_tests_that_passed_count() -> None:
 
 
 def test_no_twin_run_without_validation_or_effective_twins() -> None:
-    with twin_run(instance(), RECIPE, "patch", None, _never_fresh, {}) as outcome:
+    with twin_run(instance(), None, _never_fresh, (), _never_graded) as outcome:
         assert outcome().why == NOT_VALIDATED
-    with twin_run(instance(), RECIPE, "patch", TwinSet(), _never_fresh, {}) as outcome:
+    with twin_run(instance(), TwinSet(), _never_fresh, (), _never_graded) as outcome:
         assert outcome().why == NO_TWIN
     only_div = TwinSet(twins=[DIV_A])  # DIV is left out of grading (it needs the internet)
-    options = {"excluded_f2p": [DIV]}
-    with twin_run(instance(), RECIPE, "patch", only_div, _never_fresh, options) as outcome:
+    with twin_run(instance(), only_div, _never_fresh, [DIV], _never_graded) as outcome:
         assert outcome().why == NO_TWIN
 
 

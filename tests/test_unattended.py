@@ -291,10 +291,14 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
     """Run A (a slow participant) and run B (a scripted one that scribbles, two instances,
     at most one kept container) on one engine; gc, inspect and a crashed run's leftovers
     while both are in progress."""
+    from orchestrator.frontends.reference_participants import running
+    from orchestrator.frontends.reference_participants.scripted import (
+        FinalAnswer,
+        Script,
+        ScriptedParticipant,
+    )
     from orchestrator.housekeeping.gc import gc
     from orchestrator.housekeeping.inventory import list_containers
-    from orchestrator.participant.reference import running
-    from orchestrator.participant.reference.scripted import FinalAnswer, Script, ScriptedParticipant
 
     from .conftest import TEST_RUN_ID, cli_env, run_cli
 
@@ -364,7 +368,7 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
             refused = swe_green("inspect", "demo__units-1", "--run", ids_a, env=env)
             assert refused.returncode == 2 and "in progress" in refused.stderr, refused.stderr
             forced = subprocess.run(
-                [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+                [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()",
                  "inspect", "demo__units-1", "--run", ids_a, "--force"],
                 input="echo in-$(basename $PWD); exit\n", capture_output=True, text=True,
                 timeout=120, env=env,
@@ -390,7 +394,7 @@ def test_two_runs_at_once_gc_inspect_and_kept_containers(
         assert len(kept) == 1 and kept[0].status == "exited", kept  # the per-run cap
         # inspect --run B opens the kept container and stops it again when the shell exits
         shell = subprocess.run(
-            [sys.executable, "-c", "from orchestrator.frontends.cli import main; main()",
+            [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()",
              "inspect", kept[0].instance_id, "--run", ids_b],
             input="grep -c scribble README.md; exit\n", capture_output=True, text=True,
             timeout=120, env=env,

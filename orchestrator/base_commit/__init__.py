@@ -1,25 +1,25 @@
 """Phase 4: the base commit. :func:`prepare_base_commit` checks out ``base_commit`` in a
 container of the environment, reinstalls the project if the base needs it, and leaves ``.git``
-holding only what the base reaches (:mod:`.clean_history`: no later commit, tag or object of
-the mirror; :mod:`.scripts`: the bash that swaps it in)."""
+holding only what the base reaches (:mod:`orchestrator.repos.clean_history`: no later commit,
+tag or object of the mirror; :mod:`.scripts`: the bash that swaps it in)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from orchestrator.atomic import append_text
-from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history
 from orchestrator.base_commit.scripts import base_commit_script
-from orchestrator.checkout.git_commands import GitError
-from orchestrator.checkout.repo_cache import changed_paths, ensure_mirror
-from orchestrator.dependencies.bytecode import refresh_instance
-from orchestrator.dependencies.install import run_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.bytecode import refresh_instance
+from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.recipes.recipe import reinstall_needed
+from orchestrator.repos.clean_history import is_ancestor, put_clean_history
+from orchestrator.repos.git_commands import GitError
+from orchestrator.repos.repo_cache import changed_paths, ensure_mirror
 from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.scripts import run_script
 from orchestrator.settings import Settings
-from orchestrator.setup.plan import EnvPlan
 
 
 def prepare_base_commit(
@@ -27,7 +27,7 @@ def prepare_base_commit(
     reinstall: str | None, shared_history: str | None = None,
 ) -> None:  # fmt: skip
     """Phase 4 in ``sandbox``: the base commit, reinstalled if needed, with a clean history.
-    Raises :class:`~orchestrator.dependencies.install.ScriptFailed`.
+    Raises :class:`~orchestrator.sandbox.scripts.ScriptFailed`.
 
     ``shared_history``: the commit whose history the environment's ``.git`` holds (see
     :func:`orchestrator.environments.env_image.share_history`); a base that descends from it

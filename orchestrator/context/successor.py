@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 from orchestrator.context.run_context import RunContext
+from orchestrator.image_names import successor_image_name
 from orchestrator.models import Instance
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox.models import LABEL_KIND
@@ -34,7 +35,7 @@ def successor(ctx: RunContext, instance: Instance, role: str) -> Successor:
         finished.stop(0)  # whatever still ran there ends with its PID namespace
         if not backend.commits:  # the files are packed by ``tar`` inside it: idle, restarted
             backend.start_container(finished.id)
-        name = f"{ctx.settings.environment.image_prefix}/successor:{secrets.token_hex(8)}"
+        name = successor_image_name(ctx.settings.environment.image_prefix, secrets.token_hex(8))
         directory = ctx.settings.storage.data_dir / "files"
         try:
             kept = backend.keep(finished, name, directory, labels={LABEL_KIND: "snapshot"})

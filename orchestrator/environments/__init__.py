@@ -1,3 +1,3 @@
-"""Phases 1-4 of an instance (``build.py``): checkout and the repository cache
-(``checkout/``), the environment set-up (``setup/``, the LLM setup agent in ``setup/agent/``),
-dependencies (``dependencies/``) and the base commit (``base_commit/``)."""
+"""The image cache: the images of an instance's phases 1-3 (its environment) and 4 (its base
+commit), from the caches or built (:mod:`.build`), composing the phase packages (``checkout``,
+``setup``, ``dependencies``, ``base_commit``), which never import each other."""

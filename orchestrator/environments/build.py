@@ -20,20 +20,20 @@ from pydantic import BaseModel
 
 from orchestrator.atomic import append_text
 from orchestrator.base_commit import reinstall_at_base
-from orchestrator.checkout.repo_cache import check_complete
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import cached
 from orchestrator.environments.env_image import EnvImage, ensure_env_image
 from orchestrator.environments.instance_image import ensure_instance_image
 from orchestrator.environments.prepared import PreparedInstance
 from orchestrator.errors import UserError
+from orchestrator.image_names import instance_image_name
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.repos.repo_cache import check_complete
 from orchestrator.sandbox import Snapshot
 from orchestrator.setup.plan import (
-    EnvPlan,
     SetupFailed,
     fallback_note,
-    instance_image_name,
     llm_fallback_available,
     plan_environment,
 )
@@ -62,7 +62,9 @@ def environment(
         plan = plan.model_copy(update={"fallback_from": fallback_from})
     else:
         plan = plan_environment(ctx, instance)
-    if not cached(ctx, instance_image_name(ctx, instance, plan)):
+    prefix = ctx.settings.environment.image_prefix
+    name = instance_image_name(prefix, instance.instance_id, plan.instance_key(instance))
+    if not cached(ctx, name):
         try:
             check_complete(ctx.settings, instance)
         except UserError as exc:

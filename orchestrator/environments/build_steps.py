@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from filelock import FileLock
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.dependencies.install import ScriptFailed
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.housekeeping.engine_locks import engine_lock
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.scripts import ScriptFailed
 from orchestrator.setup.plan import SetupFailed
 
 

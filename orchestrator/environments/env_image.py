@@ -10,24 +10,27 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.atomic import append_text
-from orchestrator.base_commit.clean_history import is_ancestor, put_clean_history, shared_commit
 from orchestrator.base_commit.scripts import share_history_script
 from orchestrator.checkout import check_out
-from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
 from orchestrator.dependencies import install_dependencies
-from orchestrator.dependencies.bytecode import compile_environment
-from orchestrator.dependencies.install import ScriptFailed, own_pins_script, run_script
 from orchestrator.environments.build_steps import building, cached, image_lock, keep_failed
 from orchestrator.environments.env_layers import setup_start
 from orchestrator.environments.failed_builds import failed_build, remember_failed_build
 from orchestrator.environments.image_registry import pull_shared, push_shared
 from orchestrator.errors import UserError
+from orchestrator.image_names import env_image_name
 from orchestrator.models import Instance
+from orchestrator.plan.bytecode import compile_environment
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.install import own_pins_script
+from orchestrator.repos.clean_history import is_ancestor, put_clean_history, shared_commit
+from orchestrator.repos.repo_cache import ensure_mirror
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
+from orchestrator.sandbox.scripts import ScriptFailed, run_script
 from orchestrator.setup import set_up, venv_python
-from orchestrator.setup.plan import EnvPlan, SetupFailed, env_image_name
+from orchestrator.setup.plan import SetupFailed
 
 # "<owner/name>@<version>" of the instance whose set-up built it: where a cluster run places
 # that (repo, version)'s instances
@@ -63,7 +66,7 @@ def ensure_env_image(
 ) -> EnvImage:
     """The environment image (phases 1-3): from this host's cache, else from the shared
     registry (``env_image_registry``), else built (and then pushed to that registry)."""
-    name = env_image_name(ctx, instance, plan)
+    name = env_image_name(ctx.settings.environment.image_prefix, instance.owner_name, plan.env_key)
     registry = ctx.settings.environment.env_image_registry
     with image_lock(ctx, f"env-{plan.env_key}"):
         if cached(ctx, name):

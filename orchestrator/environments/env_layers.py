@@ -28,15 +28,18 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from orchestrator.atomic import append_text
-from orchestrator.base_commit.clean_history import put_clean_history, shared_commit
-from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.context.run_context import RunContext
-from orchestrator.dependencies.install import PIP_VERSION, run_script
 from orchestrator.environments.build_steps import building, image_lock
 from orchestrator.errors import SandboxError, UserError
+from orchestrator.image_names import history_image_name, tools_image_name
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.install import PIP_VERSION
+from orchestrator.repos.clean_history import put_clean_history, shared_commit
+from orchestrator.repos.repo_cache import ensure_mirror
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
-from orchestrator.setup.plan import EnvPlan, SetupFailed
+from orchestrator.sandbox.scripts import run_script
+from orchestrator.setup.plan import SetupFailed
 from sandbox_tools.contract import CLEAN_GIT, SHARED_PACKS, TESTBED, VENV, VENV_SEED
 
 # Bump when the tools script changes what it builds (part of the tools image's key).
@@ -93,7 +96,7 @@ def ensure_tools_image(ctx: RunContext, instance: Instance, plan: EnvPlan, log_p
     if not found:
         raise SetupFailed(f"tools image: base image {plan.base_image} not found")
     key = tools_key(found[0].id)
-    name = f"{ctx.settings.environment.image_prefix}/env:tools-py{plan.python}-{key}"
+    name = tools_image_name(ctx.settings.environment.image_prefix, plan.python, key)
     with image_lock(ctx, f"tools-{key}"):
         if ctx.backend.images.exists(name):
             return name
@@ -132,9 +135,7 @@ def ensure_history_image(
         return None
     raw = json.dumps({"below": below, "repo": instance.repo, "commit": commit, "v": 1})
     key = hashlib.sha256(raw.encode()).hexdigest()[:16]
-    name = (
-        f"{ctx.settings.environment.image_prefix}/env:history-{instance.owner_name.lower()}-{key}"
-    )
+    name = history_image_name(ctx.settings.environment.image_prefix, instance.owner_name, key)
     with image_lock(ctx, f"history-{key}"):
         if ctx.backend.images.exists(name):
             return name, commit

@@ -10,10 +10,11 @@ from orchestrator.base_commit import prepare_base_commit
 from orchestrator.context.run_context import RunContext
 from orchestrator.environments.build_steps import building, cached, image_lock
 from orchestrator.environments.image_registry import pull_shared, push_shared
+from orchestrator.image_names import instance_image_name
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.sandbox import Snapshot
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_KIND
-from orchestrator.setup.plan import EnvPlan, instance_image_name
 
 
 def ensure_instance_image(
@@ -23,7 +24,9 @@ def ensure_instance_image(
     """The instance image (phase 4): from this host's cache, else from the shared registry,
     else built from the environment (``env``: what the backend kept of phases 1-3) and
     kept by the backend (then pushed, where the image store pushes)."""
-    name = instance_image_name(ctx, instance, plan)
+    name = instance_image_name(
+        ctx.settings.environment.image_prefix, instance.instance_id, plan.instance_key(instance)
+    )
     settings = ctx.settings.environment
     registry = settings.env_image_registry if settings.registry_instance_images else None
     what = "instance image"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Snapshot
-from orchestrator.setup.plan import EnvPlan
 
 
 class PreparedInstance(BaseModel):

@@ -26,8 +26,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text
+from orchestrator.diffs.diff import Patch, as_patch
 from orchestrator.models import Instance
-from orchestrator.patches.diff import split_patch
 from orchestrator.recipes.recipe import Recipe, touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
@@ -117,7 +117,7 @@ def stop_lines() -> list[str]:
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
-def patch_lines(diff_u0: str, patch: str) -> dict[str, list[int] | None]:
+def patch_lines(diff_u0: str, patch: Patch | str) -> dict[str, list[int] | None]:
     """The patch's lines by path: from ``git diff -U0`` of the applied tree against the base
     (the added and changed lines, where they landed), and every line (``None``) of each
     file ``patch`` adds, whatever its extension."""
@@ -134,7 +134,7 @@ def patch_lines(diff_u0: str, patch: str) -> dict[str, list[int] | None]:
             numbers = found[current]
             assert numbers is not None
             numbers.extend(range(start, start + count))
-    for part in split_patch(patch)[1]:
+    for part in as_patch(patch).files:
         if part.old is None and part.new:
             found[part.new] = None
     return {path: lines for path, lines in found.items() if lines is None or lines}
@@ -184,7 +184,7 @@ def read_audit(log: str, exit_code: int | None) -> AuditReport:
 
 # --------------------------------------------------------------------------- in the sandbox
 def audit_config(
-    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: str, repo_dir: str,
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | str, repo_dir: str,
     eval_dir: str,
 ) -> AuditConfig:  # fmt: skip
     """What the hook watches for ``patch``, applied in ``sandbox``'s repository at

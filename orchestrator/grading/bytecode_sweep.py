@@ -1,13 +1,13 @@
 """The eval script's bytecode step: before the tests, only the image's own bytecode of
 the repository stays, verified against the image's manifest and fresh for the source beside
-it; when the check cannot run, all of it goes (see :mod:`orchestrator.dependencies.bytecode`).
+it; when the check cannot run, all of it goes (see :mod:`orchestrator.plan.bytecode`).
 """
 
 from __future__ import annotations
 
 import shlex
 
-from orchestrator.dependencies.bytecode import MANIFEST, tool_source
+from orchestrator.plan.bytecode import MANIFEST, tool_source
 
 _HEREDOC = "SWE_GREEN_BYTECODE_TOOL"
 

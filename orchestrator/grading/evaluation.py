@@ -2,7 +2,7 @@
 
 The flow, in a container started from the instance image (repository at ``/testbed`` on the
 base commit, ``/opt/swe/activate.sh`` for the environment): drop the patch's changes to test
-infrastructure, apply the rest (:func:`orchestrator.patches.apply.apply_patch`), then run
+infrastructure, apply the rest (:func:`orchestrator.diffs.apply.apply_patch`), then run
 :func:`eval_script` with the network off: reset the files ``test_patch`` touches, apply
 ``test_patch``, run the repository's test command on those files between start/end markers,
 restore the files. The output between the markers is parsed with the repository's log
@@ -33,6 +33,7 @@ import posixpath
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text
 from orchestrator.context.successor import Successor
+from orchestrator.diffs.apply import ApplyOutcome, apply_patch
+from orchestrator.diffs.diff import Patch
 from orchestrator.grading.audit import (
     AuditConfig,
     AuditReport,
@@ -51,7 +54,11 @@ from orchestrator.grading.classify import classify, detect_test_crash, grade_tes
 from orchestrator.grading.grading_logs import GradingLogs
 from orchestrator.grading.log_parsers import parse_test_log, stricter_than_official
 from orchestrator.grading.markers import extract_between_markers
-from orchestrator.grading.reinstall.contained import contained_reinstall, needs_reinstall
+from orchestrator.grading.reinstall.contained import (
+    contained_reinstall,
+    needs_reinstall,
+    reinstall_after_patch,
+)
 from orchestrator.grading.runner_summary import forged_output
 from orchestrator.grading.script import (
     AFTER_LIST,
@@ -69,7 +76,6 @@ from orchestrator.grading.script import (
 )
 from orchestrator.grading.tamper_check import tamper_reasons
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason, Status, TwinCheck
-from orchestrator.patches.apply import ApplyOutcome, apply_patch
 from orchestrator.recipes.harness_files import drop_harness_files, runner_files
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import FileMissing, FileTooLarge, Sandbox, SandboxError
@@ -243,7 +249,7 @@ def evaluate(
     sandbox: Sandbox,
     instance: Instance,
     recipe: Recipe,
-    patch: str | None,
+    patch: Patch | None,
     *,
     timeout: float,
     fuzz: int = 3,
@@ -254,25 +260,87 @@ def evaluate(
     writable: Sequence[str] = (),
     successor: Successor | None = None,
     test_patch: str | None = None,
+    record: bool = False,
+    directives: Sequence[str] | None = None,
+    audit: bool = True,
+    tests_without_patch: bool = False,
+    reinstall_in_place: bool = False,
+    run: bool = True,
 ) -> Evaluation:
     """Grade ``patch`` for ``instance`` in ``sandbox`` (a container at the base commit) on one
     run of the tests (:func:`orchestrator.grading.grade` runs the deciding ones again).
 
-    The tests run as ``test_user`` when given, the repository read-only to that user but
-    for ``writable`` (what validation saw the gold run write; see :mod:`.script`). A
-    resolved patch that :func:`.tamper_check.tamper_reasons` finds reasons in is flagged
-    ``suspicious``. A patch that must be installed again is built in ``sandbox``, and the
-    tests run in a fresh sandbox from its files (``successor``; :mod:`.reinstall`).
-    ``test_patch``: the tests' patch in place of the instance's (:func:`run_tests`).
+    The options are :class:`.request.GradingRequest`'s: the tests run as ``test_user`` when
+    given, the repository read-only to that user but for ``writable`` (what validation saw
+    the gold run write; see :mod:`.script`). A resolved patch that
+    :func:`.tamper_check.tamper_reasons` finds reasons in is flagged ``suspicious``. A
+    patch that must be installed again is built in ``sandbox``, and the tests run in a
+    fresh sandbox from its files (``successor``; :mod:`.reinstall`). ``test_patch``: the
+    tests' patch in place of the instance's (:func:`run_tests`).
+
+    Validation's options (the benchmark's own gold patch, never a participant's): ``record``,
+    ``directives`` (:func:`run_tests`); ``audit`` False: the patch's code is not watched;
+    ``tests_without_patch``: the tests run with no patch too (the tree as it is);
+    ``reinstall_in_place``: a reinstall runs in ``sandbox`` itself, unguarded (a failed one
+    is ``patch_apply_failed``); ``run`` False: the patch is applied (and installed again),
+    and no test runs (reason none when both went well).
     """
     unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
-    if patch is None or not patch.strip():
-        return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
+    if patch is None or patch.is_empty():
+        if not tests_without_patch:
+            return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
+        patch = Patch()
     sandbox.set_network(False)
     logs = GradingLogs(log_dir)
+    common: dict[str, Any] = {"logs": logs.files}
+    if patch.is_empty():  # validation's runs of the tree as it is
+        gradeable = patch
+    else:
+        applied = _applied(sandbox, instance, recipe, patch, fuzz, logs, unchanged)
+        if isinstance(applied, Evaluation):
+            return applied
+        gradeable, common = applied
+    reinstalled: AbstractContextManager[tuple[Sandbox, str, list[str]]]
+    if reinstall_in_place:
+        failed = _reinstall_in_place(sandbox, recipe, gradeable, timeout)
+        if failed:
+            return _no_op(Reason.PATCH_APPLY_FAILED, failed, unchanged, **common)
+        reinstalled = contextlib.nullcontext((sandbox, "", list[str]()))
+    else:
+        reinstalled = _reinstall(sandbox, recipe, gradeable, timeout, logs, successor)
+    with reinstalled as (sandbox, refused, compiled):
+        common["compiled_modules"] = compiled
+        if refused:
+            message = "the reinstall the patch's build changes caused wrote beyond the "
+            message += f"package's own files, so the tests did not run: {refused}"
+            return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
+        if not run:
+            return Evaluation(status=Status.NO_OP, message="no test ran", **common)
+        watched = (
+            audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR) if audit else None
+        )
+        suite = run_tests(
+            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
+            writable=writable, audit=watched, test_patch=test_patch, record=record,
+            directives=directives,
+        )  # fmt: skip
+    logs.note("eval_script", "eval.sh")
+    logs.note("tests", "test_output.txt")
+    if log_dir is not None and (log_dir / "audit.log").is_file():
+        logs.note("audit", "audit.log")
+    excluded_tests = (list(excluded_p2p), list(excluded_f2p))
+    return _judge(suite, instance, recipe, gradeable, excluded_tests, timeout, common)
+
+
+def _applied(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch, fuzz: int,
+    logs: GradingLogs, unchanged: CaseGroups,
+) -> Evaluation | tuple[Patch, dict[str, Any]]:  # fmt: skip
+    """``patch`` without its test infrastructure, applied in ``sandbox``: the patch applied
+    and what the evaluation records of it, or the ``no_op`` when nothing could be applied."""
     gradeable, excluded = drop_harness_files(patch, instance, recipe)
-    logs.write("graded_patch", "graded.patch", gradeable)
-    if not gradeable.strip():
+    logs.write("graded_patch", "graded.patch", gradeable.text)
+    if gradeable.is_empty():
         message = "the patch only changes test infrastructure, which grading leaves out: "
         return _no_op(
             Reason.EMPTY_PATCH, message + ", ".join(excluded), unchanged,
@@ -284,25 +352,14 @@ def evaluate(
     if not applied.applied:
         reason = Reason.PATCH_PATH_REFUSED if applied.refused else Reason.PATCH_APPLY_FAILED
         return _no_op(reason, applied.error, unchanged, **common)
-    with _reinstall(sandbox, recipe, gradeable, timeout, logs, successor) as (
-        sandbox, refused, compiled,
-    ):  # fmt: skip
-        common["compiled_modules"] = compiled
-        if refused:
-            message = "the reinstall the patch's build changes caused wrote beyond the "
-            message += f"package's own files, so the tests did not run: {refused}"
-            return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
-        watched = audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR)
-        run = run_tests(
-            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-            writable=writable, audit=watched, test_patch=test_patch,
-        )  # fmt: skip
-    logs.note("eval_script", "eval.sh")
-    logs.note("tests", "test_output.txt")
-    if log_dir is not None and (log_dir / "audit.log").is_file():
-        logs.note("audit", "audit.log")
-    excluded_tests = (list(excluded_p2p), list(excluded_f2p))
-    return _judge(run, instance, recipe, gradeable, excluded_tests, timeout, common)
+    return gradeable, common
+
+
+def _reinstall_in_place(sandbox: Sandbox, recipe: Recipe, patch: Patch, timeout: float) -> str:
+    """Install again in ``sandbox`` itself if ``patch`` needs it (the gold patch only): why
+    it failed ("" when it did not, or was not needed)."""
+    reinstalled = reinstall_after_patch(sandbox, recipe, patch, timeout)
+    return f"reinstall failed: {reinstalled[1]}" if reinstalled and not reinstalled[0] else ""
 
 
 def _no_op(reason: Reason, message: str, groups: CaseGroups, **extra: Any) -> Evaluation:
@@ -312,7 +369,7 @@ def _no_op(reason: Reason, message: str, groups: CaseGroups, **extra: Any) -> Ev
 
 @contextlib.contextmanager
 def _reinstall(
-    sandbox: Sandbox, recipe: Recipe, gradeable: str, timeout: float, logs: GradingLogs,
+    sandbox: Sandbox, recipe: Recipe, gradeable: Patch, timeout: float, logs: GradingLogs,
     successor: Successor | None,
 ) -> Iterator[tuple[Sandbox, str, list[str]]]:  # fmt: skip
     """Install again if the patch changes what the build reads (:mod:`.reinstall`): the sandbox
@@ -336,7 +393,7 @@ def _reinstall(
 
 
 def _judge(
-    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: str,
+    run: SuiteRun, instance: Instance, recipe: Recipe, gradeable: Patch,
     excluded: tuple[list[str], list[str]], timeout: float, common: dict[str, Any],
 ) -> Evaluation:  # fmt: skip
     """The grade of a test run: timed out, forged, crashed, or the tests' outcomes

@@ -24,9 +24,9 @@ import re
 import textwrap
 from collections.abc import Iterable
 
+from orchestrator.diffs.diff import FilePatch, Patch, as_patch
 from orchestrator.grading.tamper_ast import code_reasons, fragment_reasons
 from orchestrator.grading.tamper_files import ARCHIVE, binary_data_reasons, file_reasons, read_as
-from orchestrator.patches.diff import FilePatch, split_patch
 
 # never dropped for the gold patch's sake: compiled files are not source whoever adds them
 COMPILED = "changes compiled or binary files"
@@ -62,7 +62,9 @@ _PYTEST_HOOK = re.compile(r"^\s*(?:async\s+)?def\s+(pytest_\w+)\s*\(")
 _TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*\.py$|_test\.py$")
 
 
-def tamper_reasons(patch: str, runner_files: Iterable[str] = (), gold_patch: str = "") -> list[str]:
+def tamper_reasons(
+    patch: Patch | str, runner_files: Iterable[str] = (), gold_patch: Patch | str = ""
+) -> list[str]:
     """What in ``patch`` could tamper with the test runner (empty: nothing found).
 
     ``runner_files`` are the repository files the test command runs; ``gold_patch`` is the
@@ -79,7 +81,7 @@ def tamper_reasons(patch: str, runner_files: Iterable[str] = (), gold_patch: str
     return found
 
 
-def _reasons(patch: str, runners: set[str]) -> list[str]:
+def _reasons(patch: Patch | str, runners: set[str]) -> list[str]:
     reasons: dict[str, list[str]] = {}
 
     def add(reason: str, path: str) -> None:
@@ -87,7 +89,7 @@ def _reasons(patch: str, runners: set[str]) -> list[str]:
         if path not in paths:
             paths.append(path)
 
-    for part in split_patch(patch)[1]:
+    for part in as_patch(patch).files:
         for reason, path in _part_reasons(part, runners):
             add(reason, path)
     return [f"{reason}: {', '.join(paths)}" for reason, paths in reasons.items()]

@@ -25,13 +25,13 @@ import io
 import re
 import zipfile
 
+from orchestrator.diffs.diff import FilePatch
 from orchestrator.grading.tamper_ast import (
     binary_reasons,
     bytes_reasons,
     code_reasons,
     git_literals,
 )
-from orchestrator.patches.diff import FilePatch
 from orchestrator.recipes.harness_files import compiled_kind
 
 PTH = "adds a .pth file, whose import lines run when Python starts"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from orchestrator.housekeeping.active import ActiveRun, active_runs
 from orchestrator.housekeeping.image_use import last_use
+from orchestrator.image_names import is_cache_image, is_env_image
 from orchestrator.log import get_logger
 from orchestrator.sandbox import ContainerInfo, SandboxBackend
 from orchestrator.sandbox.models import LABEL_ENV_KEY, LABEL_INSTANCE, LABEL_KIND, LABEL_RUN, epoch
@@ -50,11 +51,11 @@ def cached_images(backend: SandboxBackend, data_dir: Path, prefix: str) -> list[
         image.labels.get(LABEL_ENV_KEY): image.id
         for image in everything.values()
         if (image.labels or {}).get(LABEL_KIND) == "env"
-        and any(t.startswith(f"{prefix}/env:") for t in image.tags)
+        and any(is_env_image(prefix, t) for t in image.tags)
     }
     found: list[CachedImage] = []
     for image in everything.values():
-        tags = [t for t in image.tags if t.startswith((f"{prefix}/env:", f"{prefix}/instance:"))]
+        tags = [t for t in image.tags if is_cache_image(prefix, t)]
         labels = image.labels or {}
         if not tags or labels.get(LABEL_KIND) not in ("env", "instance"):
             continue

@@ -1,8 +1,9 @@
 """Phase 5: dispatch to the participant. :func:`dispatch` hands an instance to a
-:class:`~.protocol.Participant` (an A2A agent, a reference participant, a predictions file;
-made by :func:`~.factory.open_participant`). The A2A client (:mod:`.client`, with the
-``swe-sandbox`` protocol of :mod:`.wire`) answers the agent's tool calls with the sandbox tools
-(:mod:`.tools_host`); :mod:`.reference` holds the reference participants."""
+:class:`~.protocol.Participant` (an A2A agent or a predictions file). The A2A client
+(:mod:`.client`, with the ``swe-sandbox`` protocol of :mod:`.wire`) answers the agent's tool
+calls with the sandbox tools (:mod:`orchestrator.tools.tools_host`). The reference
+participants, programs that talk to us over A2A, are a front end
+(:mod:`orchestrator.frontends.reference_participants`)."""
 
 from __future__ import annotations
 

@@ -40,14 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.endings import End, EndedBy, describe
 from orchestrator.participant.exchange import BROKEN, INTERRUPTED, Exchange, Turn, connect
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
-from orchestrator.participant.tools_host import ToolRunner, default_tools
 from orchestrator.participant.transcript import Transcript
 from orchestrator.participant.transport import CappedTransport, allow_list_hook
 from orchestrator.participant.wire import ParsedTurn, WireLimits, parse_turn, task_spec, task_text
 from orchestrator.sandbox import DiskLimitExceeded
 from orchestrator.settings import ParticipantConfig
 from orchestrator.settings.base import default_of
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
+from orchestrator.tools.tools_host import ToolRunner, default_tools
 
 # a tool runner gets this long past its own timeout before it counts as hung
 _RUNNER_GRACE = 60.0

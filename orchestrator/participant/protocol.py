@@ -5,9 +5,10 @@
 - :class:`PredictionsParticipant`: a predictions file; it answers each instance with its
   patch and works in no container.
 
-:func:`orchestrator.participant.factory.open_participant` makes one from what a user names. A
-participant travels with each instance's job (to a Ray worker too): both kinds are pydantic
-models, and :meth:`Participant.for_instance` cuts one to what a single instance needs.
+:func:`orchestrator.frontends.cli.participant_factory.open_participant` makes one from what
+a user names. A participant travels with each instance's job (to a Ray worker too): both
+kinds are pydantic models, and :meth:`Participant.for_instance` cuts one to what a single
+instance needs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from orchestrator.models import Instance
 from orchestrator.participant.client import ParticipantLimits, ParticipantOutcome, run_participant
 from orchestrator.participant.endings import EndedBy
 from orchestrator.participant.predictions import Predictions
-from orchestrator.participant.tools_host import ToolRunner
+from orchestrator.tools.tools_host import ToolRunner
 
 
 class Workspace(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.models import Instance
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 from sandbox_tools.contract import TESTBED
 
 PROTOCOL = "swe-sandbox"

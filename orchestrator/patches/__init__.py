@@ -1,24 +1,27 @@
 """Phase 6: the patch. :func:`take_patch` takes the participant's patch from its answer
 (:mod:`.extract`) or, when it sent none, from its container (:mod:`.container_diff`), and
-drops the hidden test files from it; one unified-diff model serves every step (:mod:`.diff`);
-grading applies it safely (:mod:`.apply`, with the path checks of :mod:`.safety`)."""
+drops the hidden test files from it; the patch is read once into the unified-diff model
+(:class:`.diff.Patch`), which phase 7 receives; grading applies it safely (:mod:`.apply`, with
+the path checks of :mod:`.safety`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.diffs.diff import Patch
 from orchestrator.models import Instance
 from orchestrator.patches.container_diff import container_diff
-from orchestrator.patches.diff import drop_files
 from orchestrator.sandbox import Sandbox
 
 
 class TakenPatch(BaseModel):
     """The patch graded, and the hidden test files dropped from it."""
 
-    patch: str
+    model_config = ConfigDict(frozen=True)
+
+    patch: Patch
     dropped: list[str] = Field(default_factory=list)
 
 
@@ -33,5 +36,5 @@ def take_patch(
     patch = answered or ""
     if not patch and container is not None:
         patch = container_diff(container, instance.base_commit)
-    kept, dropped = drop_files(patch, set(hidden))
+    kept, dropped = Patch.parse(patch).without(set(hidden))
     return TakenPatch(patch=kept, dropped=dropped)

@@ -2,7 +2,7 @@
 
 ``extract_patch`` reads a patch out of an answer (a structured field, ``<patch>`` tags, fenced
 ``diff``/``patch`` blocks, or a bare unified diff in prose), with the diff model of
-:mod:`orchestrator.patches.diff`. Patches keep their line endings (CRLF stays CRLF); a patch
+:mod:`orchestrator.diffs.diff`. Patches keep their line endings (CRLF stays CRLF); a patch
 always ends with a newline.
 """
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.patches.diff import bare, looks_like_diff, scan
+from orchestrator.diffs.diff import bare, looks_like_diff, scan
 
 # structured answer keys that may hold the patch, in order of preference
 PATCH_KEYS = ("patch", "model_patch", "diff")

@@ -12,8 +12,8 @@ import shlex
 import sys
 from collections.abc import Iterable
 
+from orchestrator.diffs.diff import FilePatch, Patch, as_patch
 from orchestrator.models import Instance
-from orchestrator.patches.diff import FilePatch, join_patch, split_patch
 from orchestrator.recipes.recipe import Recipe
 
 _TEST_DIRS = frozenset({"test", "tests", "testing"})
@@ -104,7 +104,9 @@ def runner_files(recipe: Recipe) -> list[str]:
     ]
 
 
-def drop_harness_files(patch: str, instance: Instance, recipe: Recipe) -> tuple[str, list[str]]:
+def drop_harness_files(
+    patch: Patch | str, instance: Instance, recipe: Recipe
+) -> tuple[Patch, list[str]]:
     """``patch`` without its test-infrastructure files, and the files dropped.
 
     New top-level modules that would shadow a standard-library or runner module on the
@@ -114,14 +116,14 @@ def drop_harness_files(patch: str, instance: Instance, recipe: Recipe) -> tuple[
     patch itself changes files of that kind (they are then kept, and the tamper check flags
     them). Files that the instance's gold patch changes are never dropped.
     """
-    preamble, parts = split_patch(patch)
-    gold_parts = split_patch(instance.patch)[1]
+    parsed = as_patch(patch)
+    gold_parts = Patch.parse(instance.patch).files
     gold = {path for part in gold_parts for path in part.paths}
     gold_kinds = {compiled_kind(part) for part in gold_parts} - {None}
     runners = runner_files(recipe)
     runner_dirs = {""} | {posixpath.dirname(path) for path in runners}
     kept, dropped = [], list[str]()
-    for part in parts:
+    for part in parsed.files:
         creates = bool(_CREATES.search(part.text))
         kind = compiled_kind(part)
         if (kind is not None and kind not in gold_kinds) or any(
@@ -136,5 +138,5 @@ def drop_harness_files(patch: str, instance: Instance, recipe: Recipe) -> tuple[
         else:
             kept.append(part)
     if not dropped:
-        return patch, []
-    return join_patch(preamble, kept), list(dict.fromkeys(dropped))
+        return parsed, []
+    return parsed.keeping(kept), list(dict.fromkeys(dropped))

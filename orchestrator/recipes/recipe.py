@@ -49,9 +49,9 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.diffs.diff import GIT_STARTS, Patch
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
-from orchestrator.patches.diff import GIT_STARTS, split_patch
 
 # SWE-bench 4.1 harness constants: these test-patch files are never passed to the runner
 NON_TEST_EXTS = (
@@ -148,17 +148,14 @@ def pins_for(recipe: Recipe, instance: Instance) -> list[str]:
 
 def touched_test_files(test_patch: str) -> list[str]:
     """Every path a patch touches (created, changed, deleted, both names of a rename)."""
-    paths: list[str] = []
-    for change in split_patch(test_patch, GIT_STARTS)[1]:
-        paths.extend(change.paths)
-    return list(dict.fromkeys(paths))
+    return list(Patch.parse(test_patch, GIT_STARTS).paths)
 
 
 def directives_of(instance: Instance) -> list[str]:
     """What SWE-bench passes to the test command for this instance."""
     files = [
         change.new
-        for change in split_patch(instance.test_patch, GIT_STARTS)[1]
+        for change in Patch.parse(instance.test_patch, GIT_STARTS).files
         if change.new and not change.new.endswith(NON_TEST_EXTS)
     ]
     files = list(dict.fromkeys(files))

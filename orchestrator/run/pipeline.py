@@ -28,29 +28,34 @@ import structlog
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
-from orchestrator.dependencies.bytecode import drop_manifest_command
+from orchestrator.diffs.diff import Patch
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.grading import grade
+from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
-from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh, TwinSet
+from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh
+from orchestrator.grading.twins.model import TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
 from orchestrator.participant.client import ParticipantLimits, ParticipantOutcome
 from orchestrator.participant.protocol import Participant, Workspace
-from orchestrator.participant.tools_host import sandbox_tool_runner
 from orchestrator.patches import TakenPatch, take_patch
-from orchestrator.patches.container_diff import ContainerDiffError
 from orchestrator.patches.extract import extract_patch
+from orchestrator.patches.participant_container import (
+    NoPatch,
+    reset_to_base,
+    stop_quietly,
+    take_from_container,
+)
 from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.run.instance_scope import InstanceScope, result_or_none, started
-from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import DiskLimitExceeded, Sandbox, Snapshot
 from orchestrator.setup.plan import SetupFailed, fallback_note, llm_fallback_available
+from orchestrator.tools.tools_host import sandbox_tool_runner
 from orchestrator.validation import validate
-from sandbox_tools.contract import TEST_USER, TESTBED
+from sandbox_tools.contract import TEST_USER
 
 PhaseCallback = Callable[[str, str], None]  # (instance_id, phase)
 
@@ -248,9 +253,10 @@ class _InstanceRun:
                 self.twin_grading = self.start("twin", image, lambda box: box.remove())
         return self.grading
 
-    async def take_patch(self, outcome: ParticipantOutcome) -> str:
+    async def take_patch(self, outcome: ParticipantOutcome) -> Patch:
         """Phase 6: the patch of the answer (or the predictions file), else the container's
-        diff; hidden test files dropped; written to ``patch.diff``."""
+        diff; hidden test files dropped; written to ``patch.diff``. Read once: phase 7 gets
+        the model (:class:`~orchestrator.diffs.diff.Patch`)."""
         self.phase("patch")
         answered = outcome.patch
         if answered is None:
@@ -263,27 +269,20 @@ class _InstanceRun:
             # disk writer) runs on while grading goes on in its own container: stopped beside
             # the path (the kill is sent at once); past the disk budget this raises
             await self.scope.blocking(container.check_disk)
-            self.scope.beside(_stop_quietly, self.ctx, container)
+            self.scope.beside(stop_quietly, self.ctx, container)
             taken = take_patch(self.instance, answered, None, self.hidden_tests)
         else:
-            await self.scope.blocking(container.kill_processes)
             try:
                 taken = await self.scope.blocking(
-                    take_patch, self.instance, answered, container, self.hidden_tests
+                    take_from_container, self.instance, answered, container, self.hidden_tests
                 )
-            except ContainerDiffError as exc:
-                # no process of the participant runs any more: its repository is broken
-                raise _Graded(
-                    Status.NO_OP,
-                    Reason.EMPTY_PATCH,
-                    f"no patch: the participant's answer holds none and its repository "
-                    f"cannot be diffed ({exc})",
-                ) from exc
+            except NoPatch as exc:
+                raise _Graded(Status.NO_OP, Reason.EMPTY_PATCH, str(exc)) from exc
         return self._kept(taken)
 
-    def _kept(self, taken: TakenPatch) -> str:
+    def _kept(self, taken: TakenPatch) -> Patch:
         self.result.excluded_patch_files = taken.dropped
-        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch)
+        self.ctx.run_dir.write_text(self.instance.instance_id, "patch.diff", taken.patch.text)
         self.result.logs["patch"] = "patch.diff"
         return taken.patch
 
@@ -292,27 +291,29 @@ class _InstanceRun:
             self.ctx.settings.grading.grade_in_participant_container and self.container is not None
         )
 
-    async def grade(self, prepared: PreparedInstance, patch: str, excluded: Excluded) -> None:
+    async def grade(self, prepared: PreparedInstance, patch: Patch, excluded: Excluded) -> None:
         self.phase("grading")
         t = time.monotonic()
         ctx, instance, grading = self.ctx, self.instance, self.ctx.settings.grading
         if self.in_participant_container():
             assert self.container is not None
-            await self.scope.blocking(_reset_to_base, self.container, instance)
+            await self.scope.blocking(reset_to_base, self.container, instance)
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
         twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
-        evaluation = await self.scope.blocking(
-            grade, grader, instance, recipe_of(prepared), patch,
+        request = GradingRequest(
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
-            excluded_p2p=excluded.p2p, log_dir=self.out_dir, test_user=grading_user(ctx),
-            excluded_f2p=excluded.f2p, writable=excluded.writable,
+            excluded_p2p=tuple(excluded.p2p), excluded_f2p=tuple(excluded.f2p),
+            log_dir=self.out_dir, test_user=grading_user(ctx), writable=tuple(excluded.writable),
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
             fresh=self._fresh_grading(prepared.snapshot, twin_box),
             twin_successor=successor(ctx, instance, "twin"),
         )  # fmt: skip
+        evaluation = await self.scope.blocking(
+            grade, grader, instance, recipe_of(prepared), patch, request
+        )
         self.timings["grading"] = time.monotonic() - t
         check = evaluation.twin_check
         if not grading.twin_check and check is not None and check.why_unchecked == NOT_VALIDATED:
@@ -408,14 +409,6 @@ def grading_user(ctx: RunContext) -> str | None:
     return TEST_USER if ctx.settings.grading.unprivileged_tests else None
 
 
-def _reset_to_base(sandbox: Sandbox, instance: Instance) -> None:
-    sandbox.exec(
-        f"{SHELL_GIT_FUNCTION}\ncd {TESTBED} && git reset -q --hard {instance.base_commit} "
-        f"&& git clean -fdq && {drop_manifest_command()}",
-        timeout=120,
-    )
-
-
 def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
     """Keep the participant's container? By policy (never for an empty patch under
     ``on_failure``: there is nothing to learn from it), within the per-run and per-host caps."""
@@ -429,14 +422,6 @@ def _should_keep(ctx: RunContext, result: InstanceResult) -> bool:
         ctx.backend, ctx.settings.storage.data_dir, ctx.run_id,
         per_run=kept.max_kept_per_run, per_host=kept.max_kept_per_host,
     )  # fmt: skip
-
-
-def _stop_quietly(ctx: RunContext, sandbox: Sandbox) -> None:
-    """Stop ``sandbox`` at once; a failure is logged (its disposal removes it anyway)."""
-    try:
-        sandbox.stop(0)
-    except Exception as exc:  # noqa: BLE001 - cleanup must not hide the result
-        ctx.log.warning("container.stop_failed", container=sandbox.name, error=str(exc))
 
 
 def _dispose(ctx: RunContext, sandbox: Sandbox | None, keep: bool) -> None:

@@ -24,11 +24,12 @@ from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.run_dir import RunDir
+from orchestrator.diffs.apply import apply_patch
+from orchestrator.diffs.diff import Patch
 from orchestrator.environments.build import prepare_instance
 from orchestrator.environments.prepared import recipe_of
 from orchestrator.grading.script import TEST_PATCH_PATH, eval_script
 from orchestrator.models import Instance
-from orchestrator.patches.apply import apply_patch
 from orchestrator.recipes.harness_files import drop_harness_files
 from orchestrator.recipes.recipe import Recipe, directives_of, reinstall_needed
 from orchestrator.recipes.selection import runner_kind, selected_directives
@@ -111,15 +112,16 @@ def ready_for_shell(
     return prepared
 
 
-def graded_patch(run: RunDir, instance: Instance, recipe: Recipe) -> tuple[str, str]:
+def graded_patch(run: RunDir, instance: Instance, recipe: Recipe) -> tuple[Patch, str]:
     """The patch the run graded, and which file it came from."""
     directory = run.path / "instances" / instance.instance_id
     graded = directory / "graded.patch"
     if graded.is_file():
-        return graded.read_text(encoding="utf-8", errors="surrogateescape"), "graded.patch"
+        text = graded.read_text(encoding="utf-8", errors="surrogateescape")
+        return Patch.parse(text), "graded.patch"
     raw = directory / "patch.diff"
     if not raw.is_file():
-        return "", ""
+        return Patch(), ""
     text = raw.read_text(encoding="utf-8", errors="surrogateescape")
     return drop_harness_files(text, instance, recipe)[0], "patch.diff"
 
@@ -138,7 +140,7 @@ def recreate(ctx: RunContext, instance: Instance, run: RunDir) -> Prepared:
     sandbox = ctx.start_sandbox(built.snapshot, instance, INSPECT_ROLE, network=False)
     try:
         patch, source = graded_patch(run, instance, recipe)
-        if not patch.strip():
+        if patch.is_empty():
             said.append("no patch: the run recorded none (an empty patch), the tree is the base")
         else:
             applied = apply_patch(sandbox, patch, repo_dir=REPO_DIR)
@@ -146,8 +148,7 @@ def recreate(ctx: RunContext, instance: Instance, run: RunDir) -> Prepared:
                 said.append(f"the run's {source} does not apply: {applied.error}")
             else:
                 said.append(f"applied the run's {source} ({applied.strategy})")
-            changed = [line[6:] for line in patch.splitlines() if line.startswith("+++ b/")]
-            if reinstall_needed(recipe.install, changed):
+            if reinstall_needed(recipe.install, list(patch.paths)):
                 said.append(
                     "the patch changes what the build reads: grading installed the package "
                     f"again; run `{recipe.install}` in the shell to do the same"

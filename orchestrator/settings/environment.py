@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from orchestrator.image_names import base_image_name
 from orchestrator.settings.base import ComponentConfig
 
 # a registry as `docker push <registry>/<name>` takes it: host[:port][/path]
@@ -124,4 +125,4 @@ class EnvironmentConfig(ComponentConfig):
         """The base image of ``python``: from the registry when one is set, else local."""
         if self.base_image_registry:
             return f"{self.base_image_registry}:py{python or self.base_python}"
-        return f"{self.image_prefix}/base:py{python or self.base_python}"
+        return base_image_name(self.image_prefix, python or self.base_python)

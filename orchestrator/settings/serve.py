@@ -1,5 +1,5 @@
 """Config of the green agent's server (``swe-green serve``,
-:mod:`orchestrator.frontends.server`)."""
+:mod:`orchestrator.frontends.server.green_agent`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from orchestrator.settings.housekeeping import KeepPolicy
 
 # the request's config keys that can spend more of the operator's resources than its own
 # settings (longer timeouts, more tool calls, a set-up that calls the paid LLM API, validation
-# the operator turned off); see orchestrator.frontends.request_policy
+# the operator turned off); see orchestrator.frontends.server.request_policy
 REQUESTER_OVERRIDES = (
     "setup_strategy", "instance_timeout", "tool_timeout", "test_timeout", "participant_timeout",
     "max_tool_calls", "validate",

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from orchestrator.context.run_context import RunContext
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
 from orchestrator.sandbox import Sandbox
-from orchestrator.setup.plan import EnvPlan
+from orchestrator.settings import Settings
 from orchestrator.setup.strategy import SetUp, setup_strategy
 from sandbox_tools.contract import ACTIVATE
 
@@ -21,8 +22,17 @@ def set_up(
     venv_ready: bool = False,
 ) -> SetUp:  # fmt: skip
     """Phase 2 in ``sandbox`` (network on, the repository checked out): the plan's strategy
-    makes the environment. Raises :class:`~orchestrator.dependencies.install.ScriptFailed`."""
+    makes the environment. Raises :class:`~orchestrator.sandbox.scripts.ScriptFailed`."""
     return setup_strategy(ctx, instance, plan).set_up(sandbox, log_path, venv_ready)
+
+
+def check_strategy_settings(settings: Settings) -> None:
+    """A UserError when the chosen strategy cannot run (``llm`` without an API key, or with a
+    limit that is not positive): before any container starts."""
+    if settings.environment.setup_strategy == "llm":
+        from orchestrator.setup.agent.setup_llm import check_llm_settings
+
+        check_llm_settings(settings)
 
 
 def venv_python(sandbox: Sandbox) -> str:

@@ -23,6 +23,7 @@ from typing import Literal
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from orchestrator.errors import UserError
+from orchestrator.image_names import base_image_name
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
 from orchestrator.settings import EnvironmentConfig
@@ -52,13 +53,9 @@ DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes about one minute
 DEBOOTSTRAP_ATTEMPTS = 3
 
 
-def image_name(prefix: str, python: str) -> str:
-    return f"{prefix}/base:py{python}"
-
-
 def available_pythons(backend: SandboxBackend, prefix: str) -> list[str]:
     """The Python versions whose base image exists on this host."""
-    return [py for py in SUITES if backend.images.exists(image_name(prefix, py))]
+    return [py for py in SUITES if backend.images.exists(base_image_name(prefix, py))]
 
 
 def base_pythons(backend: SandboxBackend, settings: EnvironmentConfig) -> list[str]:
@@ -145,7 +142,7 @@ def _build_one(
     progress: Progress,
 ) -> str:
     """Build one base image; ``built``, or ``exists`` when it is there and not ``force``."""
-    name = image_name(prefix, py)
+    name = base_image_name(prefix, py)
     if not force and backend.images.exists(name):
         progress(f"{name}: exists, skipped (use --force to rebuild)")
         return "exists"

@@ -9,17 +9,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from orchestrator.context.run_context import RunContext
-from orchestrator.dependencies.install import SETUP_SCRIPT_VERSION
-from orchestrator.dependencies.pins import build_constraints
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan, InferredPlan
+from orchestrator.plan.install import SETUP_SCRIPT_VERSION
+from orchestrator.plan.pins import build_constraints
 from orchestrator.recipes.recipe import Recipe, load_recipes, pins_for, recipe_key
 from orchestrator.settings import Settings
 from orchestrator.setup.images import base_pythons, ensure_image
-from orchestrator.setup.infer import INFER_VERSION, InferenceFailed, InferredPlan, infer_environment
+from orchestrator.setup.infer import INFER_VERSION, InferenceFailed, infer_environment
 
 
 class SetupFailed(Exception):
@@ -28,44 +27,6 @@ class SetupFailed(Exception):
     def __init__(self, message: str, container: str | None = None) -> None:
         super().__init__(message)
         self.container = container
-
-
-class EnvPlan(BaseModel):
-    """How the environment of one instance is built, and the cache keys that follow."""
-
-    strategy: Literal["recipe", "infer", "llm"]
-    recipe: Recipe | None = None  # a recipe's, or the inferred one
-    # the inferred plan's account of itself (strategy infer): what it read and why
-    inferred: InferredPlan | None = None
-    # why the plan is not the strategy auto tried first (an inferred environment that
-    # failed: the LLM agent starts from it)
-    fallback_from: str | None = None
-    python: str
-    python_exact: bool = True
-    base_image: str
-    pins: list[str] = Field(default_factory=list)
-    env_key: str
-    fetch_python: str | None = None  # a Python to `uv python install` first, if any
-    # the recipe's own environment (its pins alone), when this one differs from it only by
-    # the instance's own pins: built on it, adding ``own_pins`` (setting share_layers)
-    family_key: str | None = None
-    own_pins: list[str] = Field(default_factory=list)
-
-    def instance_key(self, instance: Instance) -> str:
-        raw = f"{self.env_key}:{instance.base_commit}:{json.dumps(self.pins)}"
-        return hashlib.sha256(raw.encode()).hexdigest()[:16]
-
-    def family(self) -> EnvPlan:
-        """The plan of the recipe's own environment, which this one adds its pins to."""
-        assert self.recipe is not None and self.family_key is not None
-        return self.model_copy(
-            update={
-                "pins": list(self.recipe.packages),
-                "env_key": self.family_key,
-                "family_key": None,
-                "own_pins": [],
-            }
-        )
 
 
 def find_recipe(settings: Settings, instance: Instance) -> Recipe | None:
@@ -222,14 +183,3 @@ def _check_llm(settings: Settings, instance: Instance) -> None:
             "for the LLM setup agent (set ANTHROPIC_API_KEY)"
         )
     check_llm_settings(settings)
-
-
-def env_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
-    return (
-        f"{ctx.settings.environment.image_prefix}/env:{instance.owner_name.lower()}-{plan.env_key}"
-    )
-
-
-def instance_image_name(ctx: RunContext, instance: Instance, plan: EnvPlan) -> str:
-    tag = f"{instance.instance_id.lower()}-{plan.instance_key(instance)}"
-    return f"{ctx.settings.environment.image_prefix}/instance:{tag}"

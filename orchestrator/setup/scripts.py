@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import shlex
 
-from orchestrator.dependencies.install import Script, Step
-from orchestrator.dependencies.pins import build_constraints
+from orchestrator.plan.pins import build_constraints
 from orchestrator.recipes.recipe import Recipe
+from orchestrator.sandbox.scripts import Script, Step
 from sandbox_tools.contract import (
     ACTIVATE,
     BUILD_CONSTRAINTS,

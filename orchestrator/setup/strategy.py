@@ -19,11 +19,12 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.dependencies.install import Script, ScriptFailed, install_script, run_script
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import EnvPlan
+from orchestrator.plan.install import install_script
 from orchestrator.sandbox import Sandbox
-from orchestrator.setup.plan import EnvPlan
+from orchestrator.sandbox.scripts import Script, ScriptFailed, run_script
 from orchestrator.setup.scripts import environment_script
 from sandbox_tools.contract import PYTHON_MIRROR_DIR
 

@@ -266,19 +266,26 @@ def pending(ctx: RunContext, instances: list[Instance]) -> tuple[list[SweepRecor
 
 def sweep_and_record(ctx: RunContext, instance: Instance) -> SweepRecord:
     """:func:`sweep_instance`, its record written to the instance's directory; an exception
-    (an infrastructure failure) is recorded too, as such, so that a resumed sweep redoes it."""
+    (an infrastructure failure) is recorded too, as such, so that a resumed sweep redoes it,
+    and so is an instance the sweep's interruption ended (its containers removed under it:
+    what it met then is no verdict on its environment)."""
     try:
         record = sweep_instance(ctx, instance)
     except Exception as exc:  # noqa: BLE001 - recorded, as infrastructure, for a resume to redo
-        record = SweepRecord(
-            instance_id=instance.instance_id, repo=instance.repo, version=instance.version,
-            ok=False, stage="setup", message=f"{type(exc).__name__}: {exc}",
-            cause=INFRASTRUCTURE,
-        )  # fmt: skip
+        record = _infrastructure(instance, f"{type(exc).__name__}: {exc}")
+    if ctx.cancelled.is_set():
+        record = _infrastructure(instance, "interrupted: the sweep stopped while it ran")
     path = ctx.instance_dir(instance) / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, record.model_dump_json(indent=1))
     return record
+
+
+def _infrastructure(instance: Instance, message: str) -> SweepRecord:
+    return SweepRecord(
+        instance_id=instance.instance_id, repo=instance.repo, version=instance.version,
+        ok=False, stage="setup", message=message, cause=INFRASTRUCTURE,
+    )  # fmt: skip
 
 
 def load_record(path: Path) -> SweepRecord | None:

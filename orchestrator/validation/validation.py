@@ -45,6 +45,11 @@ What each run costs, and why it is needed:
   without one the reason (``twin_gaps``). Grading runs them
   (:mod:`orchestrator.grading.twins.check`).
 
+Every run goes through phase 7's entry (:func:`orchestrator.grading.grade`) with validation's
+options of :class:`~orchestrator.grading.GradingRequest`: the gold patch is applied (and
+installed again) as grading applies a patch, the tests run as grading runs them; what is
+validation's own is which tests run where and how their outcomes are judged.
+
 ``Validation.timings`` gives the seconds of each (``base``, ``base_all`` after a selection
 that fell back, ``gold``, ``gold_rerun``, ``layout``, ``twins``). Outcomes are cached per
 instance image under ``data_dir/validation``.
@@ -62,15 +67,13 @@ from pydantic import BaseModel, Field
 
 from orchestrator.atomic import atomic_write_text, read_cached
 from orchestrator.context.run_context import RunContext
+from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.classify import grade_tests
-from orchestrator.grading.evaluation import SuiteRun, run_tests
+from orchestrator.grading.evaluation import Evaluation, SuiteRun
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
-from orchestrator.grading.reinstall.contained import reinstall_after_patch
-from orchestrator.grading.twins.check import TwinSet
-from orchestrator.grading.twins.model import Twin
-from orchestrator.models import CaseGroups, CaseStatus, Instance
-from orchestrator.patches.apply import apply_patch
+from orchestrator.grading.twins.model import Twin, TwinSet
+from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox, Snapshot
@@ -238,19 +241,42 @@ class _Runs:
         record: bool = True,
         test_patch: str | None = None,
     ) -> SuiteRun:
-        """One test run; ``directives``: a selection of tests (None: the whole test files).
-        ``record``: every directory open, and where the tests wrote is kept; else grading's
-        layout, open only where the runs so far saw them write."""
+        """One test run of the tree as it is; ``directives``: a selection of tests (None: the
+        whole test files). ``record``: every directory open, and where the tests wrote is
+        kept; else grading's layout, open only where the runs so far saw them write."""
+        graded = self._graded(phase, sandbox, None, directives, output, record, test_patch)
+        assert graded.test_run is not None  # the tests run without a patch too
+        return graded.test_run
+
+    def _graded(
+        self,
+        phase: str,
+        sandbox: Sandbox,
+        patch: str | None,
+        directives: list[str] | None,
+        output: str | None,
+        record: bool = True,
+        test_patch: str | None = None,
+    ) -> Evaluation:
+        """``patch`` (None: none) graded by phase 7's entry with validation's options, and
+        then (``output`` given) one run of the tests, its output written to ``output``."""
         started = time.monotonic()
-        run = run_tests(
-            sandbox, self.instance, self.recipe, timeout=self.timeout, test_user=self.user,
-            record=record, writable=sorted(self.writable), directives=directives,
-            test_patch=test_patch,
+        # the twins' container is prepared beside the runs that add to ``writable``
+        writable = tuple(sorted(self.writable)) if output is not None else ()
+        request = GradingRequest(
+            timeout=self.timeout, fuzz=self.ctx.settings.grading.patch_fuzz,
+            test_user=self.user, writable=writable, record=record,
+            directives=tuple(directives) if directives is not None else None,
+            test_patch=test_patch, audit=False, tests_without_patch=True,
+            reinstall_in_place=True, run_tests=output is not None,
         )  # fmt: skip
-        self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
-        atomic_write_text(self.out_dir / output, run.output, errors="replace")
-        self.writable.update(run.writable)
-        return run
+        graded = grade(sandbox, self.instance, self.recipe, patch, request)
+        run = graded.test_run
+        if output is not None and run is not None:
+            self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
+            atomic_write_text(self.out_dir / output, run.output, errors="replace")
+            self.writable.update(run.writable)
+        return graded
 
     def _sandbox(self, role: str = "validation") -> Sandbox:
         return self.ctx.start_sandbox(self.image, self.instance, role, network=False)
@@ -286,20 +312,13 @@ class _Runs:
         instance, log_format = self.instance, self.recipe.log_format
         sandbox = self._sandbox()
         try:
-            applied = apply_patch(
-                sandbox, instance.patch, fuzz=self.ctx.settings.grading.patch_fuzz
+            # a gold patch that adds a dependency is installed again
+            first = self._graded(
+                "gold", sandbox, instance.patch, None, "validation_gold_output.txt"
             )
-            if applied.applied:  # a gold patch that adds a dependency is installed again
-                reinstalled = reinstall_after_patch(
-                    sandbox, self.recipe, instance.patch, self.timeout
-                )
-                if reinstalled is not None and not reinstalled[0]:
-                    applied = applied.model_copy(
-                        update={"applied": False, "error": f"reinstall failed: {reinstalled[1]}"}
-                    )
-            if not applied.applied:
-                return _judge(instance, base, False, applied.error, None, log_format)
-            golds = [self._run("gold", sandbox, None, "validation_gold_output.txt")]
+            if first.test_run is None:  # not applied, or not installed
+                return _judge(instance, base, False, first.message, None, log_format)
+            golds = [first.test_run]
             result = _judge(instance, base, True, "", golds[0], log_format)
             names, rerun = self._rerun(golds[0], result)
             if result.ok and self.user and golds[0].unexplained:
@@ -329,14 +348,8 @@ class _Runs:
         instance = self.instance
         sandbox = self._sandbox("validation-twins")  # its own name: made beside the others
         try:
-            fuzz = self.ctx.settings.grading.patch_fuzz
-            applied = apply_patch(sandbox, instance.patch, fuzz=fuzz)
-            reinstalled = (
-                reinstall_after_patch(sandbox, self.recipe, instance.patch, self.timeout)
-                if applied.applied
-                else None
-            )
-            if not applied.applied or (reinstalled is not None and not reinstalled[0]):
+            prepared = self._graded("twins_prepare", sandbox, instance.patch, None, None)
+            if prepared.reason != Reason.NONE:
                 error = "the gold patch could not be applied again"
                 return _TwinBox(sandbox, error=error, seconds=time.monotonic() - started)
             base_files, files = read_test_files(sandbox, instance)

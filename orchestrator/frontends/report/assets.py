@@ -1,9 +1,9 @@
 """The HTML report's style sheet and script (inline: the report is one file). Its tables are
-the run viewer's (:mod:`orchestrator.frontends.table_style`): the page's width, cells that
+the run viewer's (:mod:`orchestrator.frontends.report.table_style`): the page's width, cells that
 wrap, and the instance table as cards on a window narrower than it needs (``CARDS_BELOW``),
 its "why" column (``message``) always in view."""
 
-from orchestrator.frontends.table_style import TABLE_CSS, cards_css
+from orchestrator.frontends.report.table_style import TABLE_CSS, cards_css
 
 CARDS_BELOW = "60rem"  # eleven columns need about this much
 

@@ -109,7 +109,7 @@ class Fidelity(BaseModel):
         return sum(i.tests_agreeing for i in self.graded_both)
 
     @property
-    def test_targets(self) -> tuple[int, int]:
+    def agreement_targets(self) -> tuple[int, int]:
         """(agreeing, compared) without the official environment's differences."""
         official_env = sum(
             1 for i in self.graded_both for d in i.disagreements if d.cause == OFFICIAL_ENV

@@ -38,7 +38,7 @@ def render_markdown(fidelity: Fidelity, title: str, preamble: str = "") -> str:
     both = fidelity.graded_both
     targets = fidelity.verdict_targets
     agreeing_targets = sum(1 for i in targets if i.verdict_agrees)
-    t_agree, t_total = fidelity.test_targets
+    t_agree, t_total = fidelity.agreement_targets
     lines = [
         f"# {title}",
         "",
@@ -128,7 +128,7 @@ def summary_lines(fidelity: Fidelity) -> list[str]:
     both = fidelity.graded_both
     targets = fidelity.verdict_targets
     agreeing_targets = sum(1 for i in targets if i.verdict_agrees)
-    t_agree, t_total = fidelity.test_targets
+    t_agree, t_total = fidelity.agreement_targets
     lines = [
         f"graded by both: {len(both)} of {len(fidelity.instances)} instance(s)",
         f"verdicts agree: {fidelity.verdicts_agreeing}/{len(both)} "

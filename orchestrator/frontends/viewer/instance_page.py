@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from orchestrator.diffs.diff import Patch
 from orchestrator.frontends.report.data import duration, format_seconds, repo_of
 from orchestrator.frontends.report.explain import tests_measured
 from orchestrator.frontends.viewer.excerpts import excerpt
@@ -15,7 +16,6 @@ from orchestrator.frontends.viewer.fixes import fix_for
 from orchestrator.frontends.viewer.parts import esc, page, raw_href, sentence, status_badge
 from orchestrator.grading.twins.check import describe
 from orchestrator.models import InstanceResult, Status
-from orchestrator.patches.diff import split_patch
 
 DEPTH = 1  # instance pages are viewer/i/<id>.html
 TRANSCRIPT_EVENTS = 400  # events shown; the rest are in the raw transcript
@@ -212,11 +212,11 @@ def _line_class(line: str) -> str:
 
 def diff_html(patch: str, left_out: set[str]) -> str:
     """The patch, one block per file with its lines coloured; files in ``left_out`` marked."""
-    preamble, files = split_patch(patch)
+    parsed = Patch.parse(patch)
     blocks = []
-    if preamble.strip():
-        blocks.append(f"<pre>{esc(preamble)}</pre>")
-    for part in files:
+    if parsed.preamble.strip():
+        blocks.append(f"<pre>{esc(parsed.preamble)}</pre>")
+    for part in parsed.files:
         paths = list(part.paths)
         excluded = any(p in left_out for p in paths)
         mark = '<span class="left-out">left out of grading</span>' if excluded else ""

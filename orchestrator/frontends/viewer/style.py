@@ -5,7 +5,7 @@ Every page fits its window: tables take the page's width and wrap their cells, a
 ``report.html``); diffs and outputs wrap their long lines.
 """
 
-from orchestrator.frontends.table_style import TABLE_CSS, cards_css
+from orchestrator.frontends.report.table_style import TABLE_CSS, cards_css
 
 CSS = (
     """

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel, Field
 
 from orchestrator.context.successor import Successor
-from orchestrator.dependencies.install import install_command
+from orchestrator.diffs.diff import Patch, as_patch
 from orchestrator.grading.reinstall.egress import NoEgress, index_only_network
 from orchestrator.grading.reinstall.guard import (
     RepoChanges,
@@ -60,7 +60,7 @@ from orchestrator.grading.reinstall.observe import (
     outside_changed,
     repo_changes,
 )
-from orchestrator.patches.diff import split_patch
+from orchestrator.plan.install import install_command
 from orchestrator.recipes.recipe import (
     Recipe,
     copies_sources,
@@ -76,18 +76,18 @@ __all__ = [
 ]  # fmt: skip
 
 
-def patch_paths(patch: str) -> list[str]:
+def patch_paths(patch: Patch | str) -> list[str]:
     """The files a unified diff changes (new and old names)."""
-    return sorted({path for part in split_patch(patch)[1] for path in part.paths if path})
+    return sorted({path for part in as_patch(patch).files for path in part.paths if path})
 
 
-def changes_build_inputs(patch: str) -> bool:
+def changes_build_inputs(patch: Patch | str) -> bool:
     """Whether ``patch`` changes a file the build reads (packaging files, C/Cython sources,
     requirements)."""
     return touches_build_inputs(patch_paths(patch))
 
 
-def needs_reinstall(recipe: Recipe, patch: str) -> bool:
+def needs_reinstall(recipe: Recipe, patch: Patch | str) -> bool:
     """Whether the install must run again after ``patch``: it changes a build input, or the
     install copied the sources (not editable), so any change must be installed again."""
     return reinstall_needed(recipe.install, patch_paths(patch))
@@ -104,7 +104,7 @@ _STOP_NEW = (
 
 
 def reinstall_after_patch(
-    sandbox: Sandbox, recipe: Recipe, patch: str, timeout: float
+    sandbox: Sandbox, recipe: Recipe, patch: Patch | str, timeout: float
 ) -> tuple[bool, str] | None:
     """Run the install again in ``sandbox`` if ``patch`` needs it (:func:`needs_reinstall`);
     None when not needed, else (succeeded, the output's last lines). What the install left
@@ -167,7 +167,7 @@ def _tail(result: ExecResult, network: str) -> str:
 def contained_reinstall(
     sandbox: Sandbox,
     recipe: Recipe,
-    patch: str,
+    patch: Patch | str,
     timeout: float,
     successor: Successor,
     *,

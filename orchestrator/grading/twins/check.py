@@ -29,22 +29,18 @@ import contextlib
 import contextvars
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, Field
 
 from orchestrator.grading.classify import classify
-from orchestrator.grading.evaluation import Evaluation, evaluate
+from orchestrator.grading.evaluation import Evaluation
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.twins.generate import twin_test_patch
-from orchestrator.grading.twins.model import Twin
+from orchestrator.grading.twins.model import Twin, TwinSet
 from orchestrator.models import CaseStatus, Instance, Reason, TwinCheck, TwinRecord
-from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox
 
 # a fresh grading sandbox from the snapshot the graded run's came from, removed on exit
@@ -56,16 +52,6 @@ NO_F2P_PASSED = "no FAIL_TO_PASS test passed"
 NO_TWIN = "validation found no effective twin for the FAIL_TO_PASS tests that passed"
 NO_FRESH = "no fresh container could be had for the twin run"
 TWIN_LOG_DIR = "twins"  # the twin run's logs, under the instance's log directory
-
-
-class TwinSet(BaseModel):
-    """What validation proved about an instance's twins: the effective ones, and the test
-    patch's files they change (``files``: after the test patch; ``base_files``: at the base
-    commit, None where the test patch creates the file)."""
-
-    twins: list[Twin] = Field(default_factory=list)
-    files: dict[str, str] = Field(default_factory=dict)
-    base_files: dict[str, str | None] = Field(default_factory=dict)
 
 
 def clashes(twin: Twin, chosen: Sequence[Twin]) -> bool:
@@ -160,19 +146,19 @@ class TwinRun:
 
 @contextlib.contextmanager
 def twin_run(
-    instance: Instance, recipe: Recipe, patch: str | None, twins: TwinSet | None,
-    fresh: Fresh | None, options: Mapping[str, Any],
+    instance: Instance, twins: TwinSet | None, fresh: Fresh | None, excluded_f2p: Iterable[str],
+    grade_with: Callable[[Sandbox, str], Evaluation],
 ) -> Iterator[Callable[[], TwinRun]]:  # fmt: skip
     """The twin run, begun now, beside the graded run: yields what waits for its outcome.
 
-    It grades ``patch`` in a ``fresh`` container with one effective twin, chosen at random,
-    in place of each FAIL_TO_PASS test that has one (``twins``: validation's, None when
-    validation is off; ``options``: :func:`.evaluation.evaluate`'s, as the graded run has
-    them). Both runs start together from containers started together, so neither the clock
-    nor the containers' age tells the code under test which run it is in; which tests passed
-    in the graded run decides which twins count (:func:`judge_twins`). Leaving the context
-    waits for the twin run."""
-    excluded = set(options.get("excluded_f2p", ()))
+    It grades the patch in a ``fresh`` container with one effective twin, chosen at random,
+    in place of each FAIL_TO_PASS test not in ``excluded_f2p`` that has one (``twins``:
+    validation's, None when validation is off): ``grade_with(sandbox, test_patch)`` grades
+    it there as the graded run is graded, with the twins' test patch. Both runs start together from
+    containers started together, so neither the clock nor the containers' age tells the
+    code under test which run it is in; which tests passed in the graded run decides which
+    twins count (:func:`judge_twins`). Leaving the context waits for the twin run."""
+    excluded = set(excluded_f2p)
     tests = [name for name in instance.FAIL_TO_PASS if name not in excluded]
     if twins is None:
         yield lambda: TwinRun(why=NOT_VALIDATED)
@@ -182,13 +168,11 @@ def twin_run(
         yield lambda: TwinRun(why=NO_TWIN if not chosen else NO_FRESH)
         return
     text = twin_test_patch(instance.test_patch, twins.base_files, chosen, twins.files)
-    log_dir: Path | None = options.get("log_dir")
-    settings = {**options, "log_dir": log_dir / TWIN_LOG_DIR if log_dir else None}
 
     def run() -> TwinRun:
         started = time.monotonic()
         with fresh() as sandbox:
-            graded = evaluate(sandbox, instance, recipe, patch, **settings, test_patch=text)
+            graded = grade_with(sandbox, text)
         return TwinRun(chosen=chosen, evaluation=graded, seconds=time.monotonic() - started)
 
     with ThreadPoolExecutor(1, thread_name_prefix="twin-run") as pool:

@@ -16,12 +16,12 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 
+from orchestrator.diffs.diff import GIT_STARTS, Patch, bare
 from orchestrator.grading.twins.locate import Located, locate, parse_files
 from orchestrator.grading.twins.model import Twin, TwinCandidates
 from orchestrator.grading.twins.params import case_values
 from orchestrator.grading.twins.sites import Edit, Sites, Source
 from orchestrator.models import Instance
-from orchestrator.patches.diff import GIT_STARTS, bare, split_patch
 
 NO_ASSERTION = "no assertion with an expected value"
 COMPUTED = "expected value is computed, not a literal"
@@ -130,8 +130,7 @@ def _called(call: ast.Call) -> str:
 def added_lines(test_patch: str) -> dict[str, set[int]]:
     """The line numbers (in the file after the patch) of the lines ``test_patch`` adds."""
     out: dict[str, set[int]] = {}
-    _, sections = split_patch(test_patch, GIT_STARTS)
-    for section in sections:
+    for section in Patch.parse(test_patch, GIT_STARTS).files:
         if section.new is None:
             continue
         lines = out.setdefault(section.new, set())
@@ -202,10 +201,10 @@ def twin_test_patch(
     texts at the base commit (None: the test patch creates it)."""
     mutated = apply_twins(files, twins)
     changed = {twin.path for twin in twins}
-    preamble, sections = split_patch(test_patch, GIT_STARTS)
-    parts = [preamble]
+    parsed = Patch.parse(test_patch, GIT_STARTS)
+    parts = [parsed.preamble]
     done: set[str] = set()
-    for section in sections:
+    for section in parsed.files:
         path = section.new
         if path is None or path not in changed:
             parts.append(section.text)

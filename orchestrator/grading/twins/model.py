@@ -38,3 +38,13 @@ class TwinCandidates(BaseModel):
 
     by_test: dict[str, list[Twin]] = Field(default_factory=dict)
     missing: dict[str, str] = Field(default_factory=dict)
+
+
+class TwinSet(BaseModel):
+    """What validation proved about an instance's twins: the effective ones, and the test
+    patch's files they change (``files``: after the test patch; ``base_files``: at the base
+    commit, None where the test patch creates the file)."""
+
+    twins: list[Twin] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict)
+    base_files: dict[str, str | None] = Field(default_factory=dict)

@@ -11,7 +11,6 @@ from pydantic import ValidationError
 
 from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import SandboxError
-from orchestrator.participant.tool_protocol import ToolCall, ToolResult
 from orchestrator.setup.agent.setup_api import (
     MessagesRequest,
     SetupStop,
@@ -27,6 +26,7 @@ from orchestrator.setup.agent.setup_models import (
     FinishCheck,
     LlmSetupResult,
 )
+from orchestrator.tools.tool_protocol import ToolCall, ToolResult
 
 
 class SetupAgent:

@@ -22,7 +22,6 @@ import anthropic
 from orchestrator import anthropic_retry
 from orchestrator.anthropic_retry import RetryPolicy
 from orchestrator.errors import SandboxError, UserError
-from orchestrator.participant.tools_host import install_tools, run_tool
 from orchestrator.sandbox import Sandbox
 from orchestrator.settings import Settings, SetupAgentConfig
 from orchestrator.setup.agent.setup_agent import SetupAgent
@@ -39,6 +38,7 @@ from orchestrator.setup.agent.setup_models import (
     LlmSetupResult,
     SetupFacts,
 )
+from orchestrator.tools.tools_host import install_tools, run_tool
 from sandbox_tools.schemas import DEFAULT_TIMEOUT, TOOLS
 
 # ------------------------------------------------------------------------- settings

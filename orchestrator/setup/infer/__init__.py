@@ -6,12 +6,13 @@ in the container."""
 
 from __future__ import annotations
 
-from orchestrator.checkout.git_commands import GitError
-from orchestrator.checkout.repo_cache import ensure_mirror
 from orchestrator.errors import UserError
 from orchestrator.models import Instance
+from orchestrator.plan.env_plan import InferredPlan
+from orchestrator.repos.git_commands import GitError
+from orchestrator.repos.repo_cache import ensure_mirror
 from orchestrator.settings import Settings
-from orchestrator.setup.infer.inference import INFER_VERSION, InferredPlan, infer_plan
+from orchestrator.setup.infer.inference import INFER_VERSION, infer_plan
 from orchestrator.setup.infer.repo_files import RepoFiles
 
 __all__ = ["INFER_VERSION", "InferenceFailed", "InferredPlan", "infer_environment"]

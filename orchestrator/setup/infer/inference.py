@@ -26,8 +26,9 @@ from typing import Protocol
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from orchestrator.plan.env_plan import InferredPlan
 from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
@@ -63,6 +64,13 @@ RUNNER_FLOORS = {
 RUNNER_PACKAGES = ("pytest", "pluggy", "iniconfig", "exceptiongroup", "tomli", "py")
 # the build tools' cut-off: setuptools 75.1.0, the newest the build constraints allow
 BUILD_TOOLS_DATE = date(2024, 9, 30)
+# the oldest build tools that make editable installs (setuptools 64.0.0, PEP 660) and run on
+# the Python, released: a commit older gets them plus three months of fixes, no later ones
+# (a later setuptools drops modules old setup scripts import, e.g. setuptools.dep_util)
+BUILD_TOOL_FLOORS = {
+    "3.9": date(2022, 8, 11), "3.10": date(2022, 8, 11), "3.11": date(2022, 8, 11),
+    "3.12": date(2023, 6, 19), "3.13": date(2024, 5, 21), "3.14": date(2025, 6, 2),
+}  # fmt: skip
 # a Python's first half year: packages of that age have wheels for it
 PYTHON_SETTLED = timedelta(days=183)
 
@@ -104,39 +112,6 @@ class Files(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def read(self, path: str) -> str | None: ...
-
-
-class InferredPlan(BaseModel):
-    """An environment inferred from a repository's files, and why each part is what it is."""
-
-    recipe: Recipe
-    commit: str
-    commit_time: datetime
-    cutoffs: list[str] = Field(default_factory=list)  # --exclude-newer tried in turn; "" none
-    requirements: list[str] = Field(default_factory=list)
-    build_first: list[str] = Field(default_factory=list)
-    runner: str = ""  # the test runner installed last, and as of when
-    reasons: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
-
-    def text(self) -> str:
-        """The plan as a person reads it (``swe-green envs plan``)."""
-        r = self.recipe
-        lines = [
-            f"{r.repo} {r.version} at {self.commit[:12]} ({self.commit_time:%Y-%m-%d %H:%M} UTC)",
-            f"  python:       {r.python}",
-            f"  test command: {r.test_cmd}   (log format {r.log_format})",
-            f"  resolved as of: {', then '.join(c or 'no cut-off' for c in self.cutoffs)}",
-            f"  requirements: {' '.join(self.requirements) or '-'}",
-        ]
-        if self.runner:
-            lines.append(f"  test runner:  {self.runner}")
-        if self.build_first:
-            lines.append(f"  build first:  {' '.join(self.build_first)}")
-        lines.append(f"  read:         {', '.join(self.sources) or 'nothing'}")
-        lines += ["  why:"] + [f"    - {reason}" for reason in self.reasons]
-        lines += ["  install:"] + [f"    {line}" for line in r.install.splitlines()]
-        return "\n".join(lines)
 
 
 def read_packaging(files: Files) -> Packaging:
@@ -214,7 +189,7 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
             f"pytest that runs on Python {python}, or the commit's"
         )
     install = install_command(
-        target, requirements, build_first, cutoffs, exempt_until(files.commit_time),
+        target, requirements, build_first, cutoffs, exempt_until(files.commit_time, python),
         facts.name, extra_reqs, runner_step, import_names(files, facts),
     )  # fmt: skip
     service = service_for(files)
@@ -293,12 +268,16 @@ def resolution_cutoffs(commit_time: datetime, python: str) -> list[str]:
     return [*cutoffs, ""]
 
 
-def exempt_until(commit_time: datetime) -> dict[str, str]:
-    """Per-package cut-offs later than the commit's: the build tools, to the release the
-    build constraints allow (older ones do not run on the base images' Pythons)."""
-    if BUILD_TOOLS_DATE <= commit_time.date():
+def exempt_until(commit_time: datetime, python: str) -> dict[str, str]:
+    """Per-package cut-offs later than the commit's: the build tools, to the oldest release
+    that makes editable installs on the Python plus three months of fixes (older ones do not
+    run there), never past the newest the build constraints allow."""
+    floor = BUILD_TOOL_FLOORS.get(python)
+    until = BUILD_TOOLS_DATE if floor is None else floor + timedelta(days=90)
+    until = min(until, BUILD_TOOLS_DATE)
+    if until <= commit_time.date():
         return {}
-    return dict.fromkeys(("setuptools", "wheel"), _stamp(_day(BUILD_TOOLS_DATE)))
+    return dict.fromkeys(("setuptools", "wheel"), _stamp(_day(until)))
 
 
 def runner_install(commit_time: datetime, python: str) -> tuple[str, str]:
@@ -576,6 +555,13 @@ def import_names(files: Files, facts: Packaging) -> list[str]:
     return []
 
 
+# uv's hint when a cut-off leaves no version of a requirement (a project that deleted its
+# old releases, atomicwrites', or a requirement newer than the commit): "name day"
+LATE_HINT = shlex.quote(
+    r"s/.*`\([^`]*\)` was filtered by `exclude-newer`.* published at \([0-9-]*\)T.*/\1 \2/p"
+)
+
+
 def install_command(
     target: str,
     requirements: list[str],
@@ -631,8 +617,25 @@ if ! command -v uv >/dev/null; then
     && python -m pip install {pip_isolation}{PIP_COMPAT} {pip_project} {pip_runner}
   exit $?
 fi
-as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted}); }}
-add() {{ uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@"; }}
+late=()
+as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted} "${{late[@]}}"); }}
+add() {{
+  local out found name until
+  while :; do
+    out=$(uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@" 2>&1)
+    local status=$?
+    printf '%s\n' "$out"
+    [ $status -eq 0 ] && return 0
+    [ ${{#when[@]}} -gt 0 ] || return 1
+    found=$(printf '%s\n' "$out" | sed -n {LATE_HINT} | head -n 1)
+    name=${{found%% *}}
+    [ -n "$found" ] && [[ " ${{late[*]}} " != *" $name="* ]] || return 1
+    until=$(date -u -d "${{found#* }} + 1 day" +%Y-%m-%dT00:00:00Z) || return 1
+    echo ">>> $name has no release before the cut-off that fits: allowed up to $until"
+    late+=(--exclude-newer-package "$name=$until")
+    when+=(--exclude-newer-package "$name=$until")
+  done
+}}
 imports=({import_words})
 imports_ok() {{
   local module why

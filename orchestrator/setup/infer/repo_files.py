@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestrator.checkout.git_commands import GitError, git
+from orchestrator.repos.git_commands import GitError, git
 
 # a packaging file larger than this is not one (a vendored data file of the same name)
 MAX_FILE_BYTES = 1_000_000

@@ -15,7 +15,7 @@ time (pip unpacks the members with their times), as the commit a release is cut 
 base at the instance's ``created_at`` (its pull request's: the real base commit precedes it
 by little), else at its release. Same sdists and rows, same hashes.
 
-Run: python bench/proxy_mirror.py --out /work/data-h22/proxy [--per-version 3] [--id ID ...]
+Run: python bench/proxy_mirror.py --out proxy [--per-version 3] [--id ID ...]
 (``--per-version N``: the first N instances of each version whose proxy base builds)
 Then: SWE_GREEN_MIRROR_DIR=<out>/mirrors SWE_GREEN_DATASET=<out>/proxy.jsonl swe-green validate
 """
@@ -36,6 +36,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+# the Verified dataset, in the shared data beside the repository
+DATASET = Path(__file__).resolve().parents[2] / "shared" / "data" / "swe-bench-verified.jsonl"
 REPOS = ("django/django", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
 _PYPI_NAME = {
     "django/django": "Django",
@@ -372,7 +374,9 @@ def smoke() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", default="/work/shared/data/swe-bench-verified.jsonl")
+    parser.add_argument(
+        "--dataset", type=Path, default=DATASET, help="the Verified dataset (default: %(default)s)"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--per-version", type=int, default=None, help="the first N of each version that build"

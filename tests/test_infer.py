@@ -127,7 +127,9 @@ def test_setup_py_is_read_without_running_it(tmp_path: Path) -> None:
     # and pytest only imported in a function
     assert plan.build_first == ["numpy"]
     assert "--no-build-isolation-package widget" in plan.recipe.install
-    assert "-e '.[testing]'" in plan.recipe.install
+    assert "-e '.[testing]'" in plan.recipe.install  # pip's
+    # uv builds a bare path's metadata in isolation to learn its name: it is named
+    assert "-e 'widget[testing] @ .'" in plan.recipe.install
     assert "mock" in plan.requirements and "nose" in plan.requirements
     # 2016: no available Python was out yet: the oldest, then its settled date
     assert plan.recipe.python == "3.9"
@@ -287,6 +289,7 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
     assert "--exclude-newer 2021-04-06" in new_lib[0] and "--exclude-newer" not in new_lib[1]
     assert "--exclude-newer-package setuptools=2022-11-09T00:00:00Z" in calls
     assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
+    assert "-e widget @ ." in calls  # named: built on the environment, numpy in it
     assert "numpy" in calls.splitlines()[0]  # the build requirement first
 
 

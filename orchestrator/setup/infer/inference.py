@@ -654,7 +654,11 @@ def install_command(
     import_words = " ".join(shlex.quote(m) for m in imports or [])
     built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
     pip_project = f'-e {shlex.quote(target)} "${{reqs[@]}}"'
-    project = f"{isolation} {COMPAT} {pip_project}"
+    # uv reads a bare path's name by building its metadata, in isolation (without the
+    # build requirements installed first): named, the path is built on the environment
+    alone = f"{name} @ ." if build_first and name else "."
+    editable = f"{name}{target.removeprefix('.')} @ ." if build_first and name else target
+    project = f'{isolation} {COMPAT} -e {shlex.quote(editable)} "${{reqs[@]}}"'
     runner_step, pip_runner = ":", ""
     if runner is not None:
         spec, cutoff = (shlex.quote(part) for part in runner)
@@ -724,7 +728,7 @@ fi
 echo ">>> no cut-off installs it all: the project alone, then each requirement"
 for cutoff in {cutoff_words}; do
   as_of "$cutoff"
-  if {built_first} && add {isolation} {COMPAT} -e .; then
+  if {built_first} && add {isolation} {COMPAT} -e {shlex.quote(alone)}; then
     echo ">>> the project installed as of $cutoff"
     for req in "${{each[@]}}"; do
       later=""

@@ -125,7 +125,7 @@ def test_setup_py_is_read_without_running_it(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob("SETUP_RAN"))
     # numpy is imported at the top: built without isolation on it; Cython is optional (try)
     # and pytest only imported in a function
-    assert plan.build_first == ["numpy"]
+    assert plan.build_first == ["numpy", "setuptools>=64", "wheel"]
     assert "--no-build-isolation-package widget" in plan.recipe.install
     assert "-e '.[testing]'" in plan.recipe.install  # pip's
     # uv builds a bare path's metadata in isolation to learn its name: it is named
@@ -414,7 +414,8 @@ def test_a_build_system_pinning_an_old_setuptools_builds_on_the_environments(
     plan = plan_of(
         tmp_path, make_repo(tmp_path, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z")
     )
-    assert plan.build_first == ["wheel~=0.37.1"]
+    # the environment's setuptools made editable-capable for the build without isolation
+    assert plan.build_first == ["wheel~=0.37.1", "setuptools>=64"]
     assert "--no-build-isolation-package widget" in plan.recipe.install
     other = tmp_path / "other"
     pyproject = pyproject.replace("~=62.6", ">=61")

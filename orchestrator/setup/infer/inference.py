@@ -71,6 +71,10 @@ BUILD_TOOL_FLOORS = {
     "3.9": date(2022, 8, 11), "3.10": date(2022, 8, 11), "3.11": date(2022, 8, 11),
     "3.12": date(2023, 6, 19), "3.13": date(2024, 5, 21), "3.14": date(2025, 6, 2),
 }  # fmt: skip
+# what a build without isolation runs on besides its own requirements: a setuptools that
+# makes editable installs (PEP 660), as of the build tools' cut-off (the environment's own
+# may be older)
+EDITABLE_BUILD_TOOLS = ["setuptools>=64", "wheel"]
 # a Python's first half year: packages of that age have wheels for it
 PYTHON_SETTLED = timedelta(days=183)
 
@@ -552,7 +556,7 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
             "setuptools older than editable builds (64): built without isolation, on the "
             "environment's own setuptools"
         )
-        return needs or ["wheel"], why
+        return _with_editable_build_tools(needs), why
     if facts.build_requires:
         backend = f", backend {facts.build_backend}" if facts.build_backend else ""
         why.append(
@@ -568,7 +572,13 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         why.append(f"numpy before the build: {script} uses it, and the build compiles extensions")
     if needs:
         why.append(f"built on {', '.join(needs)} (setup.py imports them; no [build-system])")
+        needs = _with_editable_build_tools(needs)
     return needs, why
+
+
+def _with_editable_build_tools(needs: list[str]) -> list[str]:
+    have = {requirement_name(n) for n in needs}
+    return [*needs, *(t for t in EDITABLE_BUILD_TOOLS if requirement_name(t) not in have)]
 
 
 # the scripts a legacy build runs: setup.py and its per-package parts (astropy's

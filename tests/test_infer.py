@@ -385,7 +385,7 @@ def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
 # uv failing a build without isolation that imports yaml (PyYAML) until it is installed
 FAKE_UV_UNDECLARED = """#!/bin/bash
 echo "$*" >> "$UV_CALLS"
-case "$*" in *" pyyaml"*) touch "$UV_CALLS.yaml"; exit 0;; esac
+case "$*" in *"2023-01-10"*" pyyaml"*) exit 1;; *" pyyaml"*) touch "$UV_CALLS.yaml"; exit 0;; esac
 case "$*" in *"widget @ ."*) [ -e "$UV_CALLS.yaml" ] && exit 0
   echo "ModuleNotFoundError: No module named 'yaml'" >&2
   echo "hint: This error likely indicates that \\`widget\\` depends on \\`yaml\\`, but doesn't \\
@@ -408,9 +408,11 @@ def test_a_module_the_build_imports_undeclared_is_installed_before_a_retry(
     done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert ">>> the build imports yaml, which it does not declare: installed first" in done.stdout
-    assert ">>> installed as of 2023-01-10T00:00:00Z" in done.stdout  # the first cut-off
-    (fetch,) = [c for c in calls.splitlines() if c.endswith(" pyyaml")]  # its distribution
-    assert "--exclude-newer 2023-01-10T00:00:00Z" in fetch  # as of the same cut-off
+    # it does not install as of the commit's day: as of the next cut-off, with the project
+    assert ">>> installed as of none" in done.stdout
+    fetches = [c for c in calls.splitlines() if c.endswith(" pyyaml")]  # its distribution
+    assert "--exclude-newer 2023-01-10" in fetches[0]  # as of each cut-off in turn
+    assert "--exclude-newer" not in fetches[1]
 
 
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:

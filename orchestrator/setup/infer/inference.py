@@ -693,11 +693,11 @@ if ! command -v uv >/dev/null; then
     && python -m pip install {pip_isolation}{PIP_COMPAT} {pip_project} {pip_runner}
   exit $?
 fi
-late=() undeclared=()
+late=()
 distribution_of() {{ case "$1" in {module_cases} *) echo "$1";; esac; }}
 as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted} "${{late[@]}}"); }}
 add() {{
-  local out found name until missing
+  local out found name until missing undeclared=()
   while :; do
     out=$(uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@" 2>&1)
     local status=$?

@@ -224,9 +224,7 @@ def test_a_package_the_release_lacks_is_skipped_and_the_rest_install(tmp_path: P
              ".travis.yml": "addons:\n  apt:\n    packages: [missing, graphviz]\n"}  # fmt: skip
     found = system_packages(sorted(files), files.get)
     # installing them together fails once (a conflict): one by one, and one fails
-    out, calls = _run_stubbed(
-        tmp_path, found, '[ $# -gt 5 ] && exit 100; [[ "$*" != *libqhull* ]]'
-    )
+    out, calls = _run_stubbed(tmp_path, found, '[ $# -gt 5 ] && exit 100; [[ "$*" != *libqhull* ]]')
     assert "system package missing: not in this Debian release, skipped" in out
     assert "system package libqhull-dev does not install, skipped" in out
     assert "install -y -q --no-install-recommends graphviz libfreetype-dev" in calls

@@ -2,8 +2,9 @@
 own files (pure functions of their text; nothing runs on the host):
 
 - the ``apt-get install`` / ``apt install`` commands of its CI (GitHub workflows,
-  ``.travis.yml`` with its ``addons: apt: packages`` lists, ``azure-pipelines.yml``), in jobs that are not documentation, lint, release or benchmark
-  jobs (:func:`ci_apt_packages`);
+  ``.travis.yml`` with its ``addons: apt: packages`` lists, ``azure-pipelines.yml``), in
+  jobs that are not documentation, lint, release or benchmark jobs
+  (:func:`ci_apt_packages`);
 - the libraries a setup script asks ``pkg-config`` for (``'freetype2'`` -> Debian's
   ``libfreetype-dev``);
 - the ``system_<library>`` build switches a project documents in a build options template
@@ -111,8 +112,7 @@ def system_packages(paths: list[str], read: Callable[[str], str | None]) -> Syst
     wanted: dict[str, str] = {}  # package -> where it comes from
     for path in paths:
         if CI_FILES.match(path) and not NOT_TEST_JOBS.search(path.rsplit("/", 1)[-1]):
-            text = read(path)
-            for package in ci_apt_packages(text or ""):
+            for package in ci_apt_packages(read(path) or ""):
                 wanted.setdefault(package, path)
     for path in paths:
         if SETUP_SCRIPTS.match(path):
@@ -131,26 +131,32 @@ def system_packages(paths: list[str], read: Callable[[str], str | None]) -> Syst
             found.packages.append(package)
             found.sources.append(source)
     found.sources = list(dict.fromkeys(found.sources))
+    found.reasons = _reasons(found)
+    return found
+
+
+def _reasons(found: SystemPackages) -> list[str]:
+    reasons: list[str] = []
     if found.packages:
-        found.reasons.append(
+        reasons.append(
             f"system packages: {' '.join(found.packages)} (from {', '.join(found.sources)}); "
             "those the base image's Debian release lacks are skipped"
         )
-    if found.left_out:
-        by_reason: dict[str, list[str]] = {}
-        for package, reason in found.left_out.items():
-            by_reason.setdefault(reason, []).append(package)
-        found.reasons.append(
+    by_reason: dict[str, list[str]] = {}
+    for package, reason in found.left_out.items():
+        by_reason.setdefault(reason, []).append(package)
+    if by_reason:
+        reasons.append(
             "system packages left out: "
             + "; ".join(f"{' '.join(names)} ({why})" for why, names in by_reason.items())
         )
-    for switch in found.switches:
-        found.reasons.append(
-            f"build switch {switch.option} = True in {switch.file} (documented in "
-            f"{switch.file}.template): the build links Debian's {switch.package} instead of "
-            "downloading its own"
-        )
-    return found
+    reasons += [
+        f"build switch {switch.option} = True in {switch.file} (documented in "
+        f"{switch.file}.template): the build links Debian's {switch.package} instead of "
+        "downloading its own"
+        for switch in found.switches
+    ]
+    return reasons
 
 
 def left_out_because(package: str) -> str:
@@ -351,4 +357,3 @@ rm -rf /var/lib/apt/lists/*"""
             )
         )
     return lines
-

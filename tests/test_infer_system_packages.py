@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.setup.infer.system_packages import (
+    NO_BUILD,
     SystemPackages,
     apt_installs,
     build_switches,
@@ -95,8 +96,9 @@ def test_apt_installs_reads_shell_commands(command: str, packages: list[str]) ->
     assert apt_installs(command) == packages
 
 
-def test_large_and_test_irrelevant_packages_are_left_out_with_why(tmp_path: Path) -> None:
-    files = {".github/workflows/tests.yml": GITHUB_WORKFLOW, ".travis.yml": TRAVIS}
+def test_large_and_test_irrelevant_packages_are_left_out_with_why() -> None:
+    files = {".github/workflows/tests.yml": GITHUB_WORKFLOW, ".travis.yml": TRAVIS,
+             "src/speedups.c": "int x;"}  # fmt: skip
     found = system_packages(sorted(files), files.get)
     assert found.packages == ["graphviz", "libfreetype6-dev", "gfortran"]
     assert found.left_out == {
@@ -105,6 +107,28 @@ def test_large_and_test_irrelevant_packages_are_left_out_with_why(tmp_path: Path
     }
     assert found.sources == [".github/workflows/tests.yml"]
     assert any("left out: texlive-latex-extra (TeX)" in reason for reason in found.reasons)
+
+
+def test_a_project_without_extensions_gets_no_libraries_nor_build_tools() -> None:
+    """Its requirements come as wheels: the CI's headers and compilers serve optional
+    requirements built from source; its tools (graphviz) stay."""
+    files = {".github/workflows/tests.yml": GITHUB_WORKFLOW, "widget/__init__.py": ""}
+    found = system_packages(sorted(files), files.get)
+    assert found.packages == ["graphviz"]
+    assert found.left_out["gfortran"] == found.left_out["libfreetype6-dev"] == NO_BUILD
+
+
+def test_a_step_for_the_docs_is_not_read() -> None:
+    text = """
+jobs:
+  tests:
+    steps:
+      - name: Install graphviz
+        if: ${{ matrix.toxenv == 'linkcheck' }}
+        run: sudo apt-get install graphviz
+      - run: sudo apt-get install -y tzdata
+"""
+    assert ci_apt_packages(text) == ["tzdata"]
 
 
 def test_a_docs_workflow_file_is_not_read() -> None:
@@ -162,6 +186,7 @@ def test_an_inferred_plan_installs_them_first_and_says_so(tmp_path: Path) -> Non
             "mplsetup.cfg.template": TEMPLATE,
             ".github/workflows/tests.yml": GITHUB_WORKFLOW,
             "widget/__init__.py": "",
+            "src/ft2font.cpp": "int x;",
         },
         "2022-05-01T10:00:00Z",
     )

@@ -31,10 +31,10 @@ from pydantic import BaseModel, Field
 # CircleCI is left out: the projects that have it build their documentation there, in
 # reusable commands no job name marks as such
 CI_FILES = re.compile(r"^(\.github/workflows/[^/]+\.ya?ml|\.travis\.yml|azure-pipelines\.yml)$")
-# jobs and workflows that do not run the tests (by file name, key, name, stage or env)
+# jobs, steps and workflows that do not run the tests (by file name, key, name, stage, env
+# or condition)
 NOT_TEST_JOBS = re.compile(
-    r"doc(?!test)|lint|pre-?commit|deploy|release|publish|wheel|sdist|benchmark|\basv\b|"
-    r"codeql|stale|label",
+    r"doc(?!test)|sphinx|linkcheck|lint|pre-?commit|deploy|release|publish|wheel|sdist|benchmark|\basv\b",
     re.IGNORECASE,
 )
 # what no test needs and costs minutes to install, by reason
@@ -60,6 +60,13 @@ LEFT_OUT = {
     "Ubuntu's, not Debian's": re.compile(r"^(language-pack-.*|ubuntu-.*)$"),
     "Debian's own Python": re.compile(r"^(python[0-9.]*|python[0-9]?-.*|pypy.*|cython3?)$"),
 }
+# what serves a build: kept for a project that compiles extensions (its requirements come
+# as wheels; the CI's libraries serve requirements built from source, optional ones)
+BUILD_ONLY = re.compile(
+    r"^(lib.*|.*-dev|gcc.*|g\+\+.*|gfortran.*|clang.*|cmake|ninja-build|meson|swig.*|"
+    r"pkg-config|pkgconf|autoconf|automake|libtool|make|build-essential)$"
+)
+NO_BUILD = "a library or build tool, and the project compiles no extensions"
 # pkg-config module -> the Debian development package that provides it
 PKG_CONFIG_MODULES = {
     "freetype2": "libfreetype-dev", "libpng": "libpng-dev", "zlib": "zlib1g-dev",
@@ -106,14 +113,11 @@ class SystemPackages(BaseModel):
 
 
 def system_packages(paths: list[str], read: Callable[[str], str | None]) -> SystemPackages:
-    """The Debian packages the repository's CI installs for its tests, the libraries its
-    setup scripts ask pkg-config for, and those of the build switches it documents."""
+    """The Debian packages the repository's CI installs for its tests (its libraries and
+    build tools only when the project compiles extensions), the libraries its setup
+    scripts ask pkg-config for, and those of the build switches it documents."""
     found = SystemPackages()
-    wanted: dict[str, str] = {}  # package -> where it comes from
-    for path in paths:
-        if CI_FILES.match(path) and not NOT_TEST_JOBS.search(path.rsplit("/", 1)[-1]):
-            for package in ci_apt_packages(read(path) or ""):
-                wanted.setdefault(package, path)
+    wanted = _from_ci(paths, read, found)  # package -> where it comes from
     for path in paths:
         if SETUP_SCRIPTS.match(path):
             for package in pkg_config_packages(read(path) or ""):
@@ -126,13 +130,30 @@ def system_packages(paths: list[str], read: Callable[[str], str | None]) -> Syst
     for package, source in wanted.items():
         reason = left_out_because(package)
         if reason:
-            found.left_out[package] = reason
+            found.left_out.setdefault(package, reason)
         else:
             found.packages.append(package)
             found.sources.append(source)
     found.sources = list(dict.fromkeys(found.sources))
     found.reasons = _reasons(found)
     return found
+
+
+def _from_ci(
+    paths: list[str], read: Callable[[str], str | None], found: SystemPackages
+) -> dict[str, str]:
+    """The CI's packages for the tests, by the file that installs them; the libraries and
+    build tools of a project that compiles no extensions go to ``found.left_out``."""
+    compiles = compiles_extensions(paths, read)
+    wanted: dict[str, str] = {}
+    for path in paths:
+        if CI_FILES.match(path) and not NOT_TEST_JOBS.search(path.rsplit("/", 1)[-1]):
+            for package in ci_apt_packages(read(path) or ""):
+                if compiles or not BUILD_ONLY.match(package):
+                    wanted.setdefault(package, path)
+                elif left_out_because(package) == "":
+                    found.left_out.setdefault(package, NO_BUILD)
+    return wanted
 
 
 def _reasons(found: SystemPackages) -> list[str]:
@@ -157,6 +178,14 @@ def _reasons(found: SystemPackages) -> list[str]:
         for switch in found.switches
     ]
     return reasons
+
+
+def compiles_extensions(paths: list[str], read: Callable[[str], str | None]) -> bool:
+    """Whether the project builds compiled extensions (C, C++ or Cython sources, or an
+    ``Extension(`` in its setup.py)."""
+    if any(p.endswith((".pyx", ".c", ".cpp")) for p in paths):
+        return True
+    return "setup.py" in paths and "Extension(" in (read("setup.py") or "")
 
 
 def left_out_because(package: str) -> str:
@@ -186,9 +215,10 @@ def ci_apt_packages(text: str) -> list[str]:
 
 
 def _label(node: dict[object, object]) -> str:
-    """What names a job: its name, job, stage and env entries."""
+    """What names a job or step: its name, job, stage and env entries, and a step's
+    condition (a job's says when it runs: on which events, labels, paths)."""
     parts: list[str] = []
-    for key in ("name", "job", "stage", "env"):
+    for key in ("name", "job", "stage", "env", "if" if "run" in node else ""):
         value = node.get(key)
         if isinstance(value, str):
             parts.append(value)

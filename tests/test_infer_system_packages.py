@@ -271,3 +271,12 @@ def test_the_base_images_apt_installs_what_debian_has_and_skips_the_rest(
         base_image, ["bash", "-ec", script], remove=True, stdout=True, stderr=True
     ).decode()
     assert "system package language-pack-de: not in this Debian release, skipped" in out
+
+
+def test_a_scheduled_workflow_is_not_read() -> None:
+    """Cron workflows test other configurations (development versions, other
+    architectures), not the environment the tests run in."""
+    text = "jobs:\n  t:\n    steps:\n      - run: apt-get install -y graphviz\n"
+    files = {".github/workflows/ci_cron_weekly.yml": text, ".github/workflows/ci.yml": text}
+    found = system_packages(sorted(files), files.get)
+    assert found.packages == ["graphviz"] and found.sources == [".github/workflows/ci.yml"]

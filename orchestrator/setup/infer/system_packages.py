@@ -3,8 +3,8 @@ own files (pure functions of their text; nothing runs on the host):
 
 - the ``apt-get install`` / ``apt install`` commands of its CI (GitHub workflows,
   ``.travis.yml`` with its ``addons: apt: packages`` lists, ``azure-pipelines.yml``), in
-  jobs that are not documentation, lint, release or benchmark jobs
-  (:func:`ci_apt_packages`);
+  jobs that are not documentation, lint, release or benchmark jobs, nor in scheduled
+  workflows (``ci_cron_weekly.yml``: other configurations) (:func:`ci_apt_packages`);
 - the libraries a setup script asks ``pkg-config`` for (``'freetype2'`` -> Debian's
   ``libfreetype-dev``);
 - the ``system_<library>`` build switches a project documents in a build options template
@@ -37,6 +37,8 @@ NOT_TEST_JOBS = re.compile(
     r"doc(?!test)|sphinx|linkcheck|lint|pre-?commit|deploy|release|publish|wheel|sdist|benchmark|\basv\b",
     re.IGNORECASE,
 )
+# scheduled workflows: other configurations (development versions, other architectures)
+SCHEDULED = re.compile(r"cron|nightl|daily|weekly|upstream", re.IGNORECASE)
 # what no test needs and costs minutes to install, by reason
 LEFT_OUT = {
     "TeX": re.compile(r"^(texlive.*|cm-super|lmodern|latexmk|dvipng|dvisvgm|tex-.*|.*-latex-.*)$"),
@@ -147,7 +149,8 @@ def _from_ci(
     compiles = compiles_extensions(paths, read)
     wanted: dict[str, str] = {}
     for path in paths:
-        if CI_FILES.match(path) and not NOT_TEST_JOBS.search(path.rsplit("/", 1)[-1]):
+        name = path.rsplit("/", 1)[-1]
+        if CI_FILES.match(path) and not NOT_TEST_JOBS.search(name) and not SCHEDULED.search(name):
             for package in ci_apt_packages(read(path) or ""):
                 if compiles or not BUILD_ONLY.match(package):
                     wanted.setdefault(package, path)

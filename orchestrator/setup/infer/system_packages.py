@@ -34,7 +34,8 @@ CI_FILES = re.compile(r"^(\.github/workflows/[^/]+\.ya?ml|\.travis\.yml|azure-pi
 # jobs, steps and workflows that do not run the tests (by file name, key, name, stage, env
 # or condition)
 NOT_TEST_JOBS = re.compile(
-    r"doc(?!test)|sphinx|linkcheck|lint|pre-?commit|deploy|release|publish|wheel|sdist|benchmark|\basv\b",
+    r"doc(?!test)|sphinx|linkcheck|lint|pre-?commit|deploy|release|publish|wheel|sdist|"
+    r"benchmark|\basv\b",
     re.IGNORECASE,
 )
 # scheduled workflows: other configurations (development versions, other architectures)

@@ -280,3 +280,10 @@ def test_a_scheduled_workflow_is_not_read() -> None:
     files = {".github/workflows/ci_cron_weekly.yml": text, ".github/workflows/ci.yml": text}
     found = system_packages(sorted(files), files.get)
     assert found.packages == ["graphviz"] and found.sources == [".github/workflows/ci.yml"]
+
+
+def test_what_the_base_images_have_is_not_installed_again() -> None:
+    files = {".travis.yml": "addons:\n  apt:\n    packages: [tzdata, git, graphviz]\n"}
+    found = system_packages(sorted(files), files.get)
+    assert found.packages == ["graphviz"]
+    assert found.left_out == {"tzdata": "in the base images", "git": "in the base images"}

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 import yaml
 from pydantic import BaseModel, Field
 
+from orchestrator.setup.images import PACKAGES
+
 # CircleCI is left out: the projects that have it build their documentation there, in
 # reusable commands no job name marks as such
 CI_FILES = re.compile(r"^(\.github/workflows/[^/]+\.ya?ml|\.travis\.yml|azure-pipelines\.yml)$")
@@ -40,6 +42,9 @@ NOT_TEST_JOBS = re.compile(
 )
 # scheduled workflows: other configurations (development versions, other architectures)
 SCHEDULED = re.compile(r"cron|nightl|daily|weekly|upstream", re.IGNORECASE)
+# what every base image has: its packages and what they bring (the compilers of
+# build-essential; tzdata)
+IN_BASE_IMAGES = frozenset(PACKAGES) | {"gcc", "g++", "make", "libc6-dev", "dpkg-dev", "tzdata"}
 # what no test needs and costs minutes to install, by reason
 LEFT_OUT = {
     "TeX": re.compile(r"^(texlive.*|cm-super|lmodern|latexmk|dvipng|dvisvgm|tex-.*|.*-latex-.*)$"),
@@ -194,6 +199,8 @@ def compiles_extensions(paths: list[str], read: Callable[[str], str | None]) -> 
 
 def left_out_because(package: str) -> str:
     """Why a package is not installed ("" when it is)."""
+    if package in IN_BASE_IMAGES:
+        return "in the base images"
     for reason, pattern in LEFT_OUT.items():
         if pattern.match(package):
             return reason

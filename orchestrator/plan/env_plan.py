@@ -25,6 +25,10 @@ class InferredPlan(BaseModel):
     requirements: list[str] = Field(default_factory=list)
     build_first: list[str] = Field(default_factory=list)
     runner: str = ""  # the test runner installed last, and as of when
+    # Debian packages installed first (those the base image's release has), and those the
+    # CI installs that are left out, with why
+    system_packages: list[str] = Field(default_factory=list)
+    system_left_out: dict[str, str] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
 
@@ -42,8 +46,16 @@ class InferredPlan(BaseModel):
             lines.append(f"  test runner:  {self.runner}")
         if self.build_first:
             lines.append(f"  build first:  {' '.join(self.build_first)}")
+        if self.system_packages:
+            lines.append(f"  system (apt): {' '.join(self.system_packages)}")
+        if self.system_left_out:
+            lines.append(f"  not (apt):    {' '.join(self.system_left_out)}")
         lines.append(f"  read:         {', '.join(self.sources) or 'nothing'}")
         lines += ["  why:"] + [f"    - {reason}" for reason in self.reasons]
+        if r.pre_install:
+            lines += ["  pre-install:"] + [
+                f"    {line}" for step in r.pre_install for line in step.splitlines()
+            ]
         lines += ["  install:"] + [f"    {line}" for line in r.install.splitlines()]
         return "\n".join(lines)
 

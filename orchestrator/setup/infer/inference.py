@@ -42,6 +42,7 @@ from orchestrator.setup.infer.packaging_files import (
     requirement_name,
     requirements_file,
 )
+from orchestrator.setup.infer.system_packages import install_lines, system_packages
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
@@ -205,10 +206,13 @@ def infer_plan(
     service = service_for(files)
     if service is not None:
         reasons.append(service.why)
+    system = system_packages(files.paths, files.read)
+    reasons += system.reasons
     recipe = Recipe(
         repo=repo,
         version=version,
         python=python,
+        pre_install=install_lines(system),
         install=install,
         test_cmd=runner.test_cmd,
         log_format=runner.log_format,
@@ -224,8 +228,10 @@ def infer_plan(
         requirements=[target, *requirements],
         build_first=build_first,
         runner=f"{runner_step[0]} as of {runner_step[1]}" if runner_step else "",
+        system_packages=system.packages,
+        system_left_out=system.left_out,
         reasons=reasons,
-        sources=list(dict.fromkeys(facts.sources)),
+        sources=list(dict.fromkeys(facts.sources + system.sources)),
     )
 
 

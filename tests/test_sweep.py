@@ -6,7 +6,7 @@ import pytest
 
 from orchestrator.frontends.report.validation import validation_markdown
 from orchestrator.models import CaseStatus, Instance
-from orchestrator.validation.sweep import SweepRecord, root_cause
+from orchestrator.validation.sweep import INFRASTRUCTURE, SweepRecord, root_cause
 from orchestrator.validation.validation import flaky_tests
 
 P, F = CaseStatus.PASSED, CaseStatus.FAILED
@@ -36,6 +36,13 @@ def test_flaky_tests_are_those_whose_outcome_differs_between_runs():
         ("tests do not run at the base commit: no test output", "tests do not run"),
         ("the tests timed out during validation", "timeout"),
         ("something new", "other"),
+        # the host's disk filled or its engine went away mid-sweep: run the instance again
+        ("base commit: Cannot export the history of a5e6 from m.git: fatal: sha1 file "
+         "'objects/pack/tmp_pack_x' write error. Out of diskspace", INFRASTRUCTURE),
+        ("base commit: cannot write files in container c: the Docker daemon went away (500)",
+         INFRASTRUCTURE),
+        ("environment setup: install failed (install command): OSError: [Errno 28] No space "
+         "left on device", INFRASTRUCTURE),
     ],
 )  # fmt: skip
 def test_failures_get_a_root_cause(message, cause):

@@ -136,8 +136,18 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
 INFRASTRUCTURE = "infrastructure (run again)"
 
 
+# the host failed, not the instance: its disk filled, its Docker engine went away
+HOST_FAILURE = re.compile(
+    r"No space left on device|Out of diskspace|Disk quota exceeded|the Docker daemon went away",
+    re.I,
+)
+
+
 def root_cause(message: str) -> str:
-    """The category of a failure message (``other`` when none matches)."""
+    """The category of a failure message (``other`` when none matches); a host failure is
+    infrastructure, whatever step it struck (a resumed sweep runs the instance again)."""
+    if HOST_FAILURE.search(message):
+        return INFRASTRUCTURE
     for category, pattern, _ in ROOT_CAUSES:
         if pattern.search(message):
             return category

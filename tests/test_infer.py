@@ -195,6 +195,42 @@ def test_repository_runners_are_recognised(tmp_path: Path) -> None:
     assert "asgiref" in plan.requirements and "pytest" not in plan.requirements
 
 
+def test_the_python_prints_the_tasks_unittest_names_as_they_are_written(tmp_path: Path) -> None:
+    setup = "from setuptools import setup\nsetup(name='w', python_requires='>=3.8')\n"
+    workflow = "jobs:\n  t:\n    strategy:\n      matrix:\n        python: ['3.9', '3.11']\n"
+    commit = make_repo(tmp_path, {"setup.py": setup, ".github/workflows/ci.yml": workflow},
+                       "2023-06-01T00:00:00Z")  # fmt: skip
+    files = RepoFiles(tmp_path, commit)
+
+    def python(names: list[str]) -> str:
+        return infer_plan(files, "acme/w", "1.0", AVAILABLE, names).recipe.python
+
+    assert python([]) == "3.11"  # the newest it declares
+    # unittest before 3.11 prints "test_x (pkg.Class)", from 3.11 on "test_x (pkg.Class.test_x)"
+    assert python(["test_x (basic.tests.ManagerTest)"]) == "3.9"
+    assert python(["test_x (basic.tests.ManagerTest.test_x)"]) == "3.11"
+    plan = infer_plan(files, "acme/w", "1.0", AVAILABLE, ["test_a (m.C)", "test_b (m.D)"])
+    assert any("(module.Class)" in r for r in plan.reasons)
+    # pytest ids, sympy names, mixed styles, or no fitting Python: the usual choice
+    assert python(["tests/test_w.py::test_x", "test_y"]) == "3.11"
+    assert python(["test_x (m.C)", "test_y (m.C.test_y)"]) == "3.11"
+    assert infer_plan(files, "acme/w", "1.0", ["3.11", "3.13"], ["t (m.C)"]).recipe.python == "3.11"
+
+
+def test_a_legacy_build_on_numpys_c_api_gets_numpy_first(tmp_path: Path) -> None:
+    setup = "from setuptools import setup\nfrom helpers import get_package_info\nsetup(name='w')\n"
+    uses = "def get_extensions():\n    import numpy\n    return []\n"
+    files = {"setup.py": setup, "w/__init__.py": "", "w/_x.c": "", "w/io/setup_package.py": uses}
+    commit = make_repo(tmp_path, files, "2019-01-01T00:00:00Z")
+    plan = plan_of(tmp_path, commit)
+    assert "numpy" in plan.build_first
+    assert any("w/io/setup_package.py uses it" in r for r in plan.reasons)
+    # no compiled extension: numpy stays a runtime requirement
+    files = {"setup.py": setup, "w/__init__.py": "", "w/setup_package.py": uses}
+    pure = make_repo(tmp_path / "p", files, "2019-01-01T00:00:00Z")
+    assert "numpy" not in plan_of(tmp_path / "p", pure).build_first
+
+
 def test_the_commit_not_the_branch_is_read(tmp_path: Path) -> None:
     old = make_repo(tmp_path, {"setup.cfg": "[options]\npython_requires = >=3.12\n"},
                     "2025-01-01T00:00:00Z")  # fmt: skip

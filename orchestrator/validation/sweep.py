@@ -93,7 +93,8 @@ ROOT_CAUSES: list[tuple[str, re.Pattern[str], str]] = [
     (
         "install failed",
         re.compile(r"install command|pre-install|build tools|reinstall", re.I),
-        "the recipe's install fails on the base image's Python",
+        "the environment's install (the recipe's, or the inferred plan's) fails on the base "
+        "image's Python: its setup.log names the step and the error",
     ),
     (
         "needs the internet",

@@ -32,4 +32,5 @@ def infer_environment(settings: Settings, instance: Instance, available: list[st
         files = RepoFiles(mirror, commit)
     except (UserError, GitError) as exc:
         raise InferenceFailed(f"reading {instance.repo} at {commit[:12]}: {exc}") from exc
-    return infer_plan(files, instance.repo, instance.version, available)
+    names = [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
+    return infer_plan(files, instance.repo, instance.version, available, names)

@@ -152,10 +152,16 @@ def own_modules(paths: Iterable[str]) -> set[str]:
     return found
 
 
-def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> InferredPlan:
-    """The environment of ``repo`` at ``files.commit``, on one of the ``available`` Pythons."""
+def infer_plan(
+    files: Files, repo: str, version: str, available: list[str], test_names: list[str] | None = None
+) -> InferredPlan:
+    """The environment of ``repo`` at ``files.commit``, on one of the ``available`` Pythons
+    (those that print ``test_names`` as they are written, when they name unittest tests)."""
     facts = read_packaging(files)
     reasons: list[str] = []
+    available, style_why = pythons_printing(test_names or [], available)
+    if style_why:
+        reasons.append(style_why)
     listed: dict[str, list[str]] = {}  # test requirements by the file that lists them
     if (text := files.read("tox.ini")) is not None:
         listed["tox.ini [testenv] deps"] = read_tox_ini(text, facts, files.read)
@@ -225,6 +231,35 @@ def infer_plan(files: Files, repo: str, version: str, available: list[str]) -> I
 def _minor(version: str) -> tuple[int, int]:
     major, minor = (re.findall(r"\d+", version) + ["0", "0"])[:2]
     return int(major), int(minor)
+
+
+# unittest's verbose output names a test "test_x (pkg.Class.test_x)" from Python 3.11 on,
+# "test_x (pkg.Class)" before: the names a task lists come from one or the other
+UNITTEST_QUALIFIED_SINCE = (3, 11)
+_UNITTEST_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")
+
+
+def pythons_printing(names: list[str], available: list[str]) -> tuple[list[str], str]:
+    """The ``available`` Pythons whose unittest prints the task's test ``names`` as they are
+    written (all when they name no unittest test, or when none of them would), and why."""
+    styles = set()
+    for name in names:
+        if match := _UNITTEST_NAME.match(name):
+            test, where = match.groups()
+            styles.add(where.endswith(f".{test}"))
+    if len(styles) != 1:
+        return available, ""
+    qualified = styles.pop()
+    fitting = [p for p in available if (_minor(p) >= UNITTEST_QUALIFIED_SINCE) == qualified]
+    if not fitting or fitting == available:
+        return available, ""
+    since = ".".join(map(str, UNITTEST_QUALIFIED_SINCE))
+    form = "(module.Class.test)" if qualified else "(module.Class)"
+    side = f"{since} or later" if qualified else f"before {since}"
+    return fitting, (
+        f"Python {' or '.join(fitting)}: the task names its unittest tests {form}, as "
+        f"unittest prints them on Python {side}"
+    )
 
 
 def choose_python(facts: Packaging, commit_time: datetime, available: list[str]) -> tuple[str, str]:
@@ -528,9 +563,28 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
     needs = [MODULE_DISTRIBUTIONS.get(m, m) for m in facts.setup_imports]
     if any(p.endswith(".pyx") for p in files.paths) and "cython" not in needs:
         needs.append("cython")
+    if extensions and "numpy" not in needs and (script := _numpy_build_script(files)):
+        needs.append("numpy")
+        why.append(f"numpy before the build: {script} uses it, and the build compiles extensions")
     if needs:
         why.append(f"built on {', '.join(needs)} (setup.py imports them; no [build-system])")
     return needs, why
+
+
+# the scripts a legacy build runs: setup.py and its per-package parts (astropy's
+# setup_package.py, numpy.distutils' setup.py in subpackages)
+_BUILD_SCRIPT = re.compile(r"(^|/)(setup|setup_package)\.py$")
+_NUMPY_USE = re.compile(r"^\s*(import numpy|from numpy[ .])|get_include\(\)|['\"]numpy['\"]", re.M)
+
+
+def _numpy_build_script(files: Files) -> str:
+    """The first build script that uses numpy (imports it, anywhere, or names its include
+    directory), when a legacy build's extensions are built on numpy's C API; else ""."""
+    scripts = sorted((p for p in files.paths if _BUILD_SCRIPT.search(p)), key=len)
+    for path in scripts[:200]:
+        if _NUMPY_USE.search(files.read(path) or ""):
+            return path
+    return ""
 
 
 # --------------------------------------------------------------------------- install

@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel
 
 from orchestrator.plan.env_plan import InferredPlan
+from orchestrator.plan.pins import SETUPTOOLS_CAP
 from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
@@ -45,7 +46,7 @@ from orchestrator.setup.infer.packaging_files import (
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 7
+INFER_VERSION = 8
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -86,6 +87,9 @@ NOT_FOR_TESTS = re.compile(
     r"towncrier|docutils|restructuredtext-lint|pyroma|zest-releaser|invoke|fabric|paver|"
     r"pip-compile-multi|build|virtualenv|tbump|contributors-txt|bandit)$"
 )
+# a build without isolation runs on the environment's setuptools: one that makes editable
+# installs (PEP 660), no newer than the build constraints allow
+EDITABLE_SETUPTOOLS = f"setuptools>=64,<={SETUPTOOLS_CAP}"
 # setup.py's imports -> the distribution that provides them
 MODULE_DISTRIBUTIONS = {
     "Cython": "cython", "numpy": "numpy", "pybind11": "pybind11", "cffi": "cffi",
@@ -552,7 +556,7 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
             "setuptools older than editable builds (64): built without isolation, on the "
             "environment's own setuptools"
         )
-        return needs or ["wheel"], why
+        return [*needs, EDITABLE_SETUPTOOLS], why
     if facts.build_requires:
         backend = f", backend {facts.build_backend}" if facts.build_backend else ""
         why.append(
@@ -568,7 +572,48 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         why.append(f"numpy before the build: {script} uses it, and the build compiles extensions")
     if needs:
         why.append(f"built on {', '.join(needs)} (setup.py imports them; no [build-system])")
+    cimported = [d for d in cimported_distributions(files) if d not in needs]
+    if cimported:
+        needs += cimported
+        why.append(f"built on {', '.join(cimported)}: the Cython sources cimport them")
+    if needs:
+        needs.append(EDITABLE_SETUPTOOLS)
+        why.append(
+            f"{EDITABLE_SETUPTOOLS} before the build: built without isolation, on the "
+            "environment's setuptools, which must make editable installs (PEP 660)"
+        )
     return needs, why
+
+
+# Cython's own declarations (``cimport libc.math``): no distribution
+CYTHON_BUILTINS = frozenset({"cython", "libc", "libcpp", "cpython", "posix", "openmp"})
+_CIMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+cimport|cimport[ \t]+([A-Za-z_][\w.]*))", re.M
+)
+
+
+def cimported_distributions(files: Files) -> list[str]:
+    """The distributions whose Cython declarations (``.pxd``) the Cython sources cimport
+    (``from scipy.linalg.cython_blas cimport dgemm``): they must be installed before the
+    sources compile. Not Cython's own, nor the project's (its packages, and the modules
+    beside the cimporting file: ``from typedefs cimport DTYPE_t``)."""
+    own = own_modules(files.paths)
+    paths = set(files.paths)
+    folders = {p.rpartition("/")[0] for p in paths}
+    found: list[str] = []
+    sources = [p for p in files.paths if p.endswith((".pyx", ".pxd"))]
+    for path in sources[:400]:
+        here = path.rpartition("/")[0]
+        for match in _CIMPORT.finditer(files.read(path) or ""):
+            module = (match.group(1) or match.group(2)).split(".")[0]
+            local = f"{here}/{module}" if here else module
+            beside = local in folders or {f"{local}.pxd", f"{local}.pyx"} & paths
+            if module in CYTHON_BUILTINS or module in own or beside:
+                continue
+            distribution = MODULE_DISTRIBUTIONS.get(module, module)
+            if distribution not in found:
+                found.append(distribution)
+    return found
 
 
 # the scripts a legacy build runs: setup.py and its per-package parts (astropy's

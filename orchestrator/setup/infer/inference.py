@@ -553,8 +553,8 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         needs = [r for r in facts.build_requires if requirement_name(r) != "setuptools"]
         why.append(
             f"build requirements: {', '.join(facts.build_requires)} (pyproject.toml) pin a "
-            "setuptools older than editable builds (64): built without isolation, on the "
-            "environment's own setuptools"
+            "setuptools older than editable builds (64): built without isolation, on "
+            f"{EDITABLE_SETUPTOOLS} in the environment"
         )
         return [*needs, EDITABLE_SETUPTOOLS], why
     if facts.build_requires:

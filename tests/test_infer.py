@@ -172,6 +172,7 @@ try:
 except ImportError:
     raise SystemExit("cffi is needed to build")
 
+NAME = "widget"
 RELEASE_COMMANDS = {"fetch_artifacts", "upload_all"}
 if RELEASE_COMMANDS.intersection(sys.argv):
     import wheelhouse_uploader.cmd
@@ -196,7 +197,8 @@ def never_called():
     import pandas
 
 def setup_package():
-    metadata = dict(name="widget", cmdclass={"test": PyTest, "build_ext": BuildExt})
+    metadata = dict(name=NAME, python_requires=">=3.5",
+                    cmdclass={"test": PyTest, "build_ext": BuildExt})
     if len(sys.argv) >= 2 and sys.argv[1] in ("--help-commands", "egg_info", "clean"):
         from setuptools import setup
     else:
@@ -218,6 +220,8 @@ def test_setup_py_build_imports_are_those_of_the_code_a_build_runs() -> None:
     # import (numpy), a build command's methods (pybind11), a required import (cffi), a
     # branch for build commands (build_helper)
     assert facts.setup_imports == ["build_helper", "cffi", "numpy", "pybind11"]
+    # setup(**metadata): the dictionary's literal keywords
+    assert (facts.name, facts.python_requires) == ("widget", ">=3.5")
 
 
 def test_a_python_version_test_that_depends_on_the_python_keeps_its_imports() -> None:
@@ -246,7 +250,7 @@ def test_a_legacy_numpy_build_gets_numpy_what_its_cython_cimports_and_an_editabl
     assert plan.build_first == [
         "build_helper", "cffi", "numpy", "pybind11", "cython", "scipy", EDITABLE_SETUPTOOLS
     ]  # fmt: skip
-    assert "--no-build-isolation" in plan.recipe.install
+    assert "--no-build-isolation-package widget" in plan.recipe.install  # its name, read
     assert any("the Cython sources cimport them" in r for r in plan.reasons)
     assert cimported_distributions(RepoFiles(tmp_path, "HEAD")) == ["scipy", "numpy"]
 

@@ -218,9 +218,31 @@ def read_setup_py(text: str, facts: Packaging, own_modules: set[str]) -> None:
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         if _called_name(call) != "setup":
             continue
-        for keyword in call.keywords:
+        for keyword in _setup_keywords(call, tree):
             value = _literal(keyword.value, values)
             _take_setup_keyword(keyword.arg or "", value, facts)
+
+
+def _setup_keywords(call: ast.Call, tree: ast.Module) -> list[ast.keyword]:
+    """A ``setup()`` call's keywords, those of a dictionary it is handed (``setup(**metadata)``
+    where ``metadata = dict(name=..., ...)`` or ``{"name": ..., ...}``) included."""
+    keywords = [k for k in call.keywords if k.arg]
+    handed = {k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if not (isinstance(target, ast.Name) and target.id in handed):
+            continue
+        if isinstance(value, ast.Call) and _called_name(value) == "dict":
+            keywords += [k for k in value.keywords if k.arg]
+        elif isinstance(value, ast.Dict):
+            keywords += [
+                ast.keyword(arg=k.value, value=v)
+                for k, v in zip(value.keys, value.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
+    return keywords
 
 
 def _take_setup_keyword(name: str, value: Any, facts: Packaging) -> None:  # noqa: C901 - a rule table, one branch a keyword

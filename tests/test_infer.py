@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.setup.infer.inference import (
-    EDITABLE_SETUPTOOLS,
+    EDITABLE_BUILD_TOOLS,
     cimported_distributions,
     exempt_until,
     infer_plan,
@@ -134,9 +134,11 @@ def test_setup_py_is_read_without_running_it(tmp_path: Path) -> None:
     # numpy is imported at the top: built without isolation on it, and on a setuptools that
     # makes editable installs; Cython is optional (try) and pytest only imported in a
     # function nothing calls
-    assert plan.build_first == ["numpy", EDITABLE_SETUPTOOLS]
+    assert plan.build_first == ["numpy", *EDITABLE_BUILD_TOOLS]
     assert "--no-build-isolation-package widget" in plan.recipe.install
-    assert "-e '.[testing]'" in plan.recipe.install
+    assert "-e '.[testing]'" in plan.recipe.install  # pip's
+    # uv builds a bare path's metadata in isolation to learn its name: it is named
+    assert "-e 'widget[testing] @ .'" in plan.recipe.install
     assert "mock" in plan.requirements and "nose" in plan.requirements
     # 2016: no available Python was out yet: the oldest, then its settled date
     assert plan.recipe.python == "3.9"
@@ -248,7 +250,7 @@ def test_a_legacy_numpy_build_gets_numpy_what_its_cython_cimports_and_an_editabl
              "widget/utils/_helpers.pxd": ""}  # fmt: skip
     plan = plan_of(tmp_path, make_repo(tmp_path, files, "2019-05-15T00:00:00Z"))
     assert plan.build_first == [
-        "build_helper", "cffi", "numpy", "pybind11", "cython", "scipy", EDITABLE_SETUPTOOLS
+        "build_helper", "cffi", "numpy", "pybind11", "cython", "scipy", *EDITABLE_BUILD_TOOLS
     ]  # fmt: skip
     assert "--no-build-isolation-package widget" in plan.recipe.install  # its name, read
     assert any("the Cython sources cimport them" in r for r in plan.reasons)
@@ -407,6 +409,7 @@ def test_the_install_tries_each_cutoff_then_each_requirement(tmp_path: Path) -> 
     assert "--exclude-newer 2021-04-06" in new_lib[0] and "--exclude-newer" not in new_lib[1]
     assert "--exclude-newer-package setuptools=2022-11-09T00:00:00Z" in calls
     assert "--no-build-isolation-package widget" in calls and "-b /c.txt" in calls
+    assert "-e widget @ ." in calls  # named: built on the environment, numpy in it
     assert "numpy" in calls.splitlines()[0]  # the build requirement first
 
 
@@ -531,7 +534,8 @@ def test_a_build_system_pinning_an_old_setuptools_builds_on_the_environments(
     plan = plan_of(
         tmp_path, make_repo(tmp_path, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z")
     )
-    assert plan.build_first == ["wheel~=0.37.1", EDITABLE_SETUPTOOLS]
+    # the environment's setuptools made editable-capable for the build without isolation
+    assert plan.build_first == ["wheel~=0.37.1", EDITABLE_BUILD_TOOLS[0]]
     assert "--no-build-isolation-package widget" in plan.recipe.install
     other = tmp_path / "other"
     pyproject = pyproject.replace("~=62.6", ">=61")

@@ -64,3 +64,32 @@ def test_auto_hands_a_failing_inferred_environment_to_the_llm_agent(run_ctx, syn
     assert "It failed: environment validation:" in first
     assert "test command: pytest -rA" in first  # the inferred plan it starts from
     assert record.setup_strategy == "llm"
+
+
+def test_a_legacy_build_is_built_on_the_requirements_installed_before_it(run_ctx, tmp_path_factory):
+    """A setup.py with no ``[build-system]`` that imports a library to build: the inference
+    installs it first and builds the project without isolation, on it (uv would otherwise
+    build the bare path's metadata in an isolated environment that lacks it)."""
+    from dataclasses import replace
+
+    from orchestrator.dataset.instances import load_instances
+    from orchestrator.dataset.synthetic import build_synthetic
+    from orchestrator.dataset.synthetic_repos import CALC
+
+    setup_py = (
+        "from setuptools import setup\n\nimport six  # the build needs it\n\n"
+        "setup(name='legacycalc', version=six.ensure_str('0.1'), packages=['calc'])\n"
+    )
+    files = {k: v for k, v in CALC.setup_files.items() if k != "pyproject.toml"}
+    spec = replace(CALC, repo="demo/legacycalc", instance_id="demo__legacycalc-1",
+                   setup_files={**files, "setup.py": setup_py})  # fmt: skip
+    where = build_synthetic(tmp_path_factory.mktemp("legacy"), repos=[spec])
+    run_ctx.settings = run_ctx.settings.replace(
+        setup_strategy="infer", dataset=str(where / "instances.jsonl"),
+        mirror_dir=where / "mirrors",
+    )  # fmt: skip
+    (instance,) = load_instances(str(where / "instances.jsonl"))
+    record = sweep_instance(run_ctx, instance)
+    assert record.ok, record.message
+    log = (run_ctx.instance_dir(instance) / "setup.log").read_text()
+    assert "first=(six " in log and "legacycalc @ ." in log

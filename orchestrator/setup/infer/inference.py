@@ -72,6 +72,11 @@ BUILD_TOOL_FLOORS = {
     "3.9": date(2022, 8, 11), "3.10": date(2022, 8, 11), "3.11": date(2022, 8, 11),
     "3.12": date(2023, 6, 19), "3.13": date(2024, 5, 21), "3.14": date(2025, 6, 2),
 }  # fmt: skip
+# what a build without isolation runs on besides its own requirements: a setuptools that
+# makes editable installs (PEP 660), as of the build tools' cut-off (the environment's own
+# may be older), no newer than the build constraints allow (uv reads no PIP_CONSTRAINT for
+# what it installs: without a cut-off it would take the newest)
+EDITABLE_BUILD_TOOLS = [f"setuptools>=64,<={SETUPTOOLS_CAP}", "wheel"]
 # a Python's first half year: packages of that age have wheels for it
 PYTHON_SETTLED = timedelta(days=183)
 
@@ -87,9 +92,6 @@ NOT_FOR_TESTS = re.compile(
     r"towncrier|docutils|restructuredtext-lint|pyroma|zest-releaser|invoke|fabric|paver|"
     r"pip-compile-multi|build|virtualenv|tbump|contributors-txt|bandit)$"
 )
-# a build without isolation runs on the environment's setuptools: one that makes editable
-# installs (PEP 660), no newer than the build constraints allow
-EDITABLE_SETUPTOOLS = f"setuptools>=64,<={SETUPTOOLS_CAP}"
 # setup.py's imports -> the distribution that provides them
 MODULE_DISTRIBUTIONS = {
     "Cython": "cython", "numpy": "numpy", "pybind11": "pybind11", "cffi": "cffi",
@@ -553,10 +555,10 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         needs = [r for r in facts.build_requires if requirement_name(r) != "setuptools"]
         why.append(
             f"build requirements: {', '.join(facts.build_requires)} (pyproject.toml) pin a "
-            "setuptools older than editable builds (64): built without isolation, on "
-            f"{EDITABLE_SETUPTOOLS} in the environment"
+            "setuptools older than editable builds (64): built without isolation, on an "
+            "editable-capable setuptools in the environment"
         )
-        return [*needs, EDITABLE_SETUPTOOLS], why
+        return _with_editable_build_tools(needs), why
     if facts.build_requires:
         backend = f", backend {facts.build_backend}" if facts.build_backend else ""
         why.append(
@@ -577,12 +579,13 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         needs += cimported
         why.append(f"built on {', '.join(cimported)}: the Cython sources cimport them")
     if needs:
-        needs.append(EDITABLE_SETUPTOOLS)
-        why.append(
-            f"{EDITABLE_SETUPTOOLS} before the build: built without isolation, on the "
-            "environment's setuptools, which must make editable installs (PEP 660)"
-        )
+        needs = _with_editable_build_tools(needs)
     return needs, why
+
+
+def _with_editable_build_tools(needs: list[str]) -> list[str]:
+    have = {requirement_name(n) for n in needs}
+    return [*needs, *(t for t in EDITABLE_BUILD_TOOLS if requirement_name(t) not in have)]
 
 
 # Cython's own declarations (``cimport libc.math``): no distribution
@@ -699,7 +702,11 @@ def install_command(
     import_words = " ".join(shlex.quote(m) for m in imports or [])
     built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
     pip_project = f'-e {shlex.quote(target)} "${{reqs[@]}}"'
-    project = f"{isolation} {COMPAT} {pip_project}"
+    # uv reads a bare path's name by building its metadata, in isolation (without the
+    # build requirements installed first): named, the path is built on the environment
+    alone = f"{name} @ ." if build_first and name else "."
+    editable = f"{name}{target.removeprefix('.')} @ ." if build_first and name else target
+    project = f'{isolation} {COMPAT} -e {shlex.quote(editable)} "${{reqs[@]}}"'
     runner_step, pip_runner = ":", ""
     if runner is not None:
         spec, cutoff = (shlex.quote(part) for part in runner)
@@ -769,7 +776,7 @@ fi
 echo ">>> no cut-off installs it all: the project alone, then each requirement"
 for cutoff in {cutoff_words}; do
   as_of "$cutoff"
-  if {built_first} && add {isolation} {COMPAT} -e .; then
+  if {built_first} && add {isolation} {COMPAT} -e {shlex.quote(alone)}; then
     echo ">>> the project installed as of $cutoff"
     for req in "${{each[@]}}"; do
       later=""

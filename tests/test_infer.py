@@ -502,6 +502,37 @@ def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
     assert all("atomicwrites=" in call for call in adds[2:])  # the runner's install too
 
 
+# uv failing a build without isolation that imports yaml (PyYAML) until it is installed
+FAKE_UV_UNDECLARED = """#!/bin/bash
+echo "$*" >> "$UV_CALLS"
+case "$*" in *" pyyaml"*) touch "$UV_CALLS.yaml"; exit 0;; esac
+case "$*" in *"widget @ ."*) [ -e "$UV_CALLS.yaml" ] && exit 0
+  echo "ModuleNotFoundError: No module named 'yaml'" >&2
+  echo "hint: This error likely indicates that \\`widget\\` depends on \\`yaml\\`, but doesn't \\
+declare it as a build dependency. If \\`widget\\` is a first-party package, ..." >&2
+  exit 1;;
+esac
+"""
+
+
+def test_a_module_the_build_imports_undeclared_is_installed_before_a_retry(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "repo"
+    setup = "import numpy\nfrom setuptools import setup\nsetup(name='widget')\n"
+    commit = make_repo(work, {"setup.py": setup}, "2023-01-10T00:00:00Z")
+    install = plan_of(work, commit).recipe.install
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uv").write_text(FAKE_UV_UNDECLARED)
+    (tmp_path / "bin" / "uv").chmod(0o755)
+    done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ">>> the build imports yaml, which it does not declare: installed first" in done.stdout
+    assert ">>> installed as of 2023-01-10T00:00:00Z" in done.stdout  # the first cut-off
+    (fetch,) = [c for c in calls.splitlines() if c.endswith(" pyyaml")]  # its distribution
+    assert "--exclude-newer 2023-01-10T00:00:00Z" in fetch  # as of the same cut-off
+
+
 def test_cutoffs_and_exemptions_follow_the_commit_and_the_python() -> None:
     old = datetime(2015, 6, 1, tzinfo=UTC)
     assert resolution_cutoffs(old, "3.11") == ["2015-06-01T00:00:00Z", "2023-04-25T00:00:00Z", ""]

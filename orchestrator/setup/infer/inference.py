@@ -664,6 +664,13 @@ LATE_HINT = shlex.quote(
 )
 
 
+# uv's hint when a build without isolation imports a module it does not declare (astropy's
+# setup_package.py and jinja2): the module, installed into the environment before a retry
+UNDECLARED_HINT = shlex.quote(
+    r"s/.*depends on `\([A-Za-z0-9_]*\)`, but doesn't declare it as a build dependency.*/\1/p"
+)
+
+
 def install_command(
     target: str,
     requirements: list[str],
@@ -698,6 +705,7 @@ def install_command(
     exempted = " ".join(
         f"--exclude-newer-package {shlex.quote(f'{k}={v}')}" for k, v in exempt.items()
     )
+    module_cases = " ".join(f"{m}) echo {d};;" for m, d in MODULE_DISTRIBUTIONS.items())
     cutoff_words = " ".join(c or "none" for c in cutoffs)
     import_words = " ".join(shlex.quote(m) for m in imports or [])
     built_first = '{ [ ${#first[@]} -eq 0 ] || add "${first[@]}"; }'
@@ -723,15 +731,22 @@ if ! command -v uv >/dev/null; then
     && python -m pip install {pip_isolation}{PIP_COMPAT} {pip_project} {pip_runner}
   exit $?
 fi
-late=()
+late=() undeclared=()
+distribution_of() {{ case "$1" in {module_cases} *) echo "$1";; esac; }}
 as_of() {{ when=(); [ "$1" = none ] || when=(--exclude-newer "$1" {exempted} "${{late[@]}}"); }}
 add() {{
-  local out found name until
+  local out found name until missing
   while :; do
     out=$(uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$@" 2>&1)
     local status=$?
     printf '%s\n' "$out"
     [ $status -eq 0 ] && return 0
+    missing=$(printf '%s\n' "$out" | sed -n {UNDECLARED_HINT} | head -n 1)
+    if [ -n "$missing" ] && [[ " ${{undeclared[*]}} " != *" $missing "* ]]; then
+      undeclared+=("$missing")
+      echo ">>> the build imports $missing, which it does not declare: installed first"
+      uv pip install "${{when[@]}}" -b "$PIP_CONSTRAINT" "$(distribution_of "$missing")" && continue
+    fi
     [ ${{#when[@]}} -gt 0 ] || return 1
     found=$(printf '%s\n' "$out" | sed -n {LATE_HINT} | head -n 1)
     name=${{found%% *}}

@@ -12,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from orchestrator.setup.infer.inference import (
+    EDITABLE_BUILD_TOOLS,
+    cimported_distributions,
     exempt_until,
     infer_plan,
     resolution_cutoffs,
     runner_install,
 )
-from orchestrator.setup.infer.packaging_files import ci_pythons, requirements_file, tox_pythons
+from orchestrator.setup.infer.packaging_files import (
+    Packaging,
+    ci_pythons,
+    read_setup_py,
+    requirements_file,
+    tox_pythons,
+)
 from orchestrator.setup.infer.repo_files import RepoFiles
 from tests.cli_in_process import swe_green
 
@@ -123,9 +131,10 @@ def test_setup_py_is_read_without_running_it(tmp_path: Path) -> None:
     plan = plan_of(work, commit)
     assert not (work / "SETUP_RAN").exists()
     assert not list(tmp_path.rglob("SETUP_RAN"))
-    # numpy is imported at the top: built without isolation on it; Cython is optional (try)
-    # and pytest only imported in a function
-    assert plan.build_first == ["numpy", "setuptools>=64", "wheel"]
+    # numpy is imported at the top: built without isolation on it, and on a setuptools that
+    # makes editable installs; Cython is optional (try) and pytest only imported in a
+    # function nothing calls
+    assert plan.build_first == ["numpy", *EDITABLE_BUILD_TOOLS]
     assert "--no-build-isolation-package widget" in plan.recipe.install
     assert "-e '.[testing]'" in plan.recipe.install  # pip's
     # uv builds a bare path's metadata in isolation to learn its name: it is named
@@ -135,6 +144,117 @@ def test_setup_py_is_read_without_running_it(tmp_path: Path) -> None:
     assert plan.recipe.python == "3.9"
     assert plan.cutoffs == ["2016-05-02T08:00:00Z", "2021-04-06T00:00:00Z", ""]
     assert any("compiled extensions" in r for r in plan.reasons)
+
+
+LEGACY_SETUP_PY = """
+import sys
+from setuptools.command.build_ext import build_ext
+from setuptools.command.test import test as TestCommand
+try:
+    import builtins
+except ImportError:
+    import __builtin__ as builtins  # Python 2
+if sys.version_info[0] < 3:
+    import ConfigParser
+    import futures_backport
+else:
+    import configparser
+if six.PY2:
+    import py2_only
+if sys.version_info[:2] >= (3, 0):
+    pass
+else:
+    import also_py2_only
+try:
+    import optional_speedups
+except ImportError:
+    optional_speedups = None
+try:
+    import cffi
+except ImportError:
+    raise SystemExit("cffi is needed to build")
+
+NAME = "widget"
+RELEASE_COMMANDS = {"fetch_artifacts", "upload_all"}
+if RELEASE_COMMANDS.intersection(sys.argv):
+    import wheelhouse_uploader.cmd
+if sys.argv[-1] == "publish":
+    import twine
+if "develop" in sys.argv or "bdist_wheel" in sys.argv:
+    import build_helper
+
+class PyTest(TestCommand):
+    def run_tests(self):
+        import pytest
+
+class BuildExt(build_ext):
+    def finalize_options(self):
+        import pybind11
+
+def configuration(parent_package="", top_path=None):
+    from numpy.distutils.misc_util import Configuration
+    return Configuration(None, parent_package, top_path)
+
+def never_called():
+    import pandas
+
+def setup_package():
+    metadata = dict(name=NAME, python_requires=">=3.5",
+                    cmdclass={"test": PyTest, "build_ext": BuildExt})
+    if len(sys.argv) >= 2 and sys.argv[1] in ("--help-commands", "egg_info", "clean"):
+        from setuptools import setup
+    else:
+        from numpy.distutils.core import setup
+        metadata["configuration"] = configuration
+    setup(**metadata)
+
+if __name__ == "__main__":
+    setup_package()
+"""
+
+
+def test_setup_py_build_imports_are_those_of_the_code_a_build_runs() -> None:
+    facts = Packaging()
+    read_setup_py(LEGACY_SETUP_PY, facts, {"widget"})
+    # not: Python 2's branches and stdlib (__builtin__, ConfigParser), optional imports and
+    # their fallbacks, release commands' imports (wheelhouse_uploader, twine), a test
+    # command's pytest, a function nothing calls; yes: what the functions the module calls
+    # import (numpy), a build command's methods (pybind11), a required import (cffi), a
+    # branch for build commands (build_helper)
+    assert facts.setup_imports == ["build_helper", "cffi", "numpy", "pybind11"]
+    # setup(**metadata): the dictionary's literal keywords
+    assert (facts.name, facts.python_requires) == ("widget", ">=3.5")
+
+
+def test_a_python_version_test_that_depends_on_the_python_keeps_its_imports() -> None:
+    facts = Packaging()
+    text = "import sys\nif sys.version_info < (3, 8):\n    import importlib_metadata\n"
+    read_setup_py(text, facts, set())
+    assert facts.setup_imports == ["importlib_metadata"]
+    for dead in ("sys.version < '3'", "sys.version_info.major == 2", "not PY3"):
+        facts = Packaging()
+        read_setup_py(f"import sys\nif {dead}:\n    import py2_only\n", facts, set())
+        assert facts.setup_imports == [], dead
+
+
+def test_a_legacy_numpy_build_gets_numpy_what_its_cython_cimports_and_an_editable_setuptools(
+    tmp_path: Path,
+) -> None:
+    pyx = (
+        "from cython cimport floating\nfrom libc.math cimport sqrt\n"
+        "from scipy.linalg.cython_blas cimport dgemm\ncimport numpy as np\n"
+        "from typedefs cimport DTYPE_t\nfrom widget.utils._helpers cimport helper\n"
+    )
+    files = {"setup.py": LEGACY_SETUP_PY, "widget/__init__.py": "",
+             "widget/neighbors/_tree.pyx": pyx, "widget/neighbors/typedefs.pxd": "",
+             "widget/utils/_helpers.pxd": ""}  # fmt: skip
+    plan = plan_of(tmp_path, make_repo(tmp_path, files, "2019-05-15T00:00:00Z"))
+    assert plan.build_first == [
+        "build_helper", "cffi", "numpy", "pybind11", "cython", "scipy", *EDITABLE_BUILD_TOOLS
+    ]  # fmt: skip
+    assert "--no-build-isolation-package widget" in plan.recipe.install  # its name, read
+    assert any("the Cython sources cimport them" in r for r in plan.reasons)
+    assert cimported_distributions(RepoFiles(tmp_path, "HEAD")) == ["scipy", "numpy"]
 
 
 def test_tox_and_requirements_files_give_the_test_requirements(tmp_path: Path) -> None:
@@ -448,7 +568,7 @@ def test_a_build_system_pinning_an_old_setuptools_builds_on_the_environments(
         tmp_path, make_repo(tmp_path, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z")
     )
     # the environment's setuptools made editable-capable for the build without isolation
-    assert plan.build_first == ["wheel~=0.37.1", "setuptools>=64"]
+    assert plan.build_first == ["wheel~=0.37.1", EDITABLE_BUILD_TOOLS[0]]
     assert "--no-build-isolation-package widget" in plan.recipe.install
     other = tmp_path / "other"
     pyproject = pyproject.replace("~=62.6", ">=61")

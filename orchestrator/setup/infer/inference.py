@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel
 
 from orchestrator.plan.env_plan import InferredPlan
+from orchestrator.plan.pins import SETUPTOOLS_CAP
 from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
@@ -46,7 +47,7 @@ from orchestrator.setup.infer.system_packages import install_lines, system_packa
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 7
+INFER_VERSION = 8
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -74,8 +75,9 @@ BUILD_TOOL_FLOORS = {
 }  # fmt: skip
 # what a build without isolation runs on besides its own requirements: a setuptools that
 # makes editable installs (PEP 660), as of the build tools' cut-off (the environment's own
-# may be older)
-EDITABLE_BUILD_TOOLS = ["setuptools>=64", "wheel"]
+# may be older), no newer than the build constraints allow (uv reads no PIP_CONSTRAINT for
+# what it installs: without a cut-off it would take the newest)
+EDITABLE_BUILD_TOOLS = [f"setuptools>=64,<={SETUPTOOLS_CAP}", "wheel"]
 # a Python's first half year: packages of that age have wheels for it
 PYTHON_SETTLED = timedelta(days=183)
 
@@ -559,8 +561,8 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         needs = [r for r in facts.build_requires if requirement_name(r) != "setuptools"]
         why.append(
             f"build requirements: {', '.join(facts.build_requires)} (pyproject.toml) pin a "
-            "setuptools older than editable builds (64): built without isolation, on the "
-            "environment's own setuptools"
+            "setuptools older than editable builds (64): built without isolation, on an "
+            "editable-capable setuptools in the environment"
         )
         return _with_editable_build_tools(needs), why
     if facts.build_requires:
@@ -578,6 +580,11 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
         why.append(f"numpy before the build: {script} uses it, and the build compiles extensions")
     if needs:
         why.append(f"built on {', '.join(needs)} (setup.py imports them; no [build-system])")
+    cimported = [d for d in cimported_distributions(files) if d not in needs]
+    if cimported:
+        needs += cimported
+        why.append(f"built on {', '.join(cimported)}: the Cython sources cimport them")
+    if needs:
         needs = _with_editable_build_tools(needs)
     return needs, why
 
@@ -585,6 +592,37 @@ def build_needs(files: Files, facts: Packaging) -> tuple[list[str], list[str]]:
 def _with_editable_build_tools(needs: list[str]) -> list[str]:
     have = {requirement_name(n) for n in needs}
     return [*needs, *(t for t in EDITABLE_BUILD_TOOLS if requirement_name(t) not in have)]
+
+
+# Cython's own declarations (``cimport libc.math``): no distribution
+CYTHON_BUILTINS = frozenset({"cython", "libc", "libcpp", "cpython", "posix", "openmp"})
+_CIMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+cimport|cimport[ \t]+([A-Za-z_][\w.]*))", re.M
+)
+
+
+def cimported_distributions(files: Files) -> list[str]:
+    """The distributions whose Cython declarations (``.pxd``) the Cython sources cimport
+    (``from scipy.linalg.cython_blas cimport dgemm``): they must be installed before the
+    sources compile. Not Cython's own, nor the project's (its packages, and the modules
+    beside the cimporting file: ``from typedefs cimport DTYPE_t``)."""
+    own = own_modules(files.paths)
+    paths = set(files.paths)
+    folders = {p.rpartition("/")[0] for p in paths}
+    found: list[str] = []
+    sources = [p for p in files.paths if p.endswith((".pyx", ".pxd"))]
+    for path in sources[:400]:
+        here = path.rpartition("/")[0]
+        for match in _CIMPORT.finditer(files.read(path) or ""):
+            module = (match.group(1) or match.group(2)).split(".")[0]
+            local = f"{here}/{module}" if here else module
+            beside = local in folders or {f"{local}.pxd", f"{local}.pyx"} & paths
+            if module in CYTHON_BUILTINS or module in own or beside:
+                continue
+            distribution = MODULE_DISTRIBUTIONS.get(module, module)
+            if distribution not in found:
+                found.append(distribution)
+    return found
 
 
 # the scripts a legacy build runs: setup.py and its per-package parts (astropy's

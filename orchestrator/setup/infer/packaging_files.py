@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import configparser
 import re
-import sys
 import tomllib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,6 +16,8 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
+
+from orchestrator.setup.infer.setup_py_imports import build_imports
 
 Reader = Callable[[str], str | None]
 
@@ -204,21 +205,44 @@ def _listed(value: str | list[str]) -> list[str]:
 
 def read_setup_py(text: str, facts: Packaging, own_modules: set[str]) -> None:
     """The literal arguments of setup.py's ``setup(...)`` call (names bound to literals at
-    module level resolved), and the third-party modules it imports (build requirements of
-    a legacy build). Parsed with ``ast``, never run."""
+    module level resolved), and the third-party modules the code a build runs imports
+    (build requirements of a legacy build, :mod:`.setup_py_imports`). Parsed with ``ast``,
+    never run."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return
     facts.sources.append("setup.py")
-    facts.setup_imports = sorted(_third_party_imports(tree, own_modules))
+    facts.setup_imports = sorted(build_imports(tree, own_modules))
     values = _module_literals(tree)
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         if _called_name(call) != "setup":
             continue
-        for keyword in call.keywords:
+        for keyword in _setup_keywords(call, tree):
             value = _literal(keyword.value, values)
             _take_setup_keyword(keyword.arg or "", value, facts)
+
+
+def _setup_keywords(call: ast.Call, tree: ast.Module) -> list[ast.keyword]:
+    """A ``setup()`` call's keywords, those of a dictionary it is handed (``setup(**metadata)``
+    where ``metadata = dict(name=..., ...)`` or ``{"name": ..., ...}``) included."""
+    keywords = [k for k in call.keywords if k.arg]
+    handed = {k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if not (isinstance(target, ast.Name) and target.id in handed):
+            continue
+        if isinstance(value, ast.Call) and _called_name(value) == "dict":
+            keywords += [k for k in value.keywords if k.arg]
+        elif isinstance(value, ast.Dict):
+            keywords += [
+                ast.keyword(arg=k.value, value=v)
+                for k, v in zip(value.keys, value.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
+    return keywords
 
 
 def _take_setup_keyword(name: str, value: Any, facts: Packaging) -> None:  # noqa: C901 - a rule table, one branch a keyword
@@ -287,32 +311,6 @@ def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911 - o
         if isinstance(left, str) and isinstance(right, str):
             return left + right
     return _UNKNOWN
-
-
-def _unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements a module runs whatever happens: its top level and its ``if`` blocks
-    (not functions, classes, nor ``try`` blocks, whose imports are optional)."""
-    for node in body:
-        yield node
-        if isinstance(node, ast.If):
-            yield from _unconditional(node.body)
-            yield from _unconditional(node.orelse)
-
-
-def _third_party_imports(tree: ast.Module, own_modules: set[str]) -> set[str]:
-    """Top-level modules a setup.py imports that are neither the standard library, the
-    build tools every environment has, nor the project's own packages."""
-    found: set[str] = set()
-    for node in _unconditional(tree.body):
-        if isinstance(node, ast.Import):
-            found.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
-    builtin = {"setuptools", "distutils", "pkg_resources", "wheel", "__future__", "pip"}
-    return {
-        m for m in found
-        if m not in sys.stdlib_module_names and m not in builtin and m not in own_modules
-    }  # fmt: skip
 
 
 # --------------------------------------------------------------------------- tox, CI

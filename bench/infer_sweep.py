@@ -23,7 +23,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from orchestrator.validation.sweep import ROOT_CAUSES, SweepRecord, load_records
+from orchestrator.validation.sweep import INFRASTRUCTURE, ROOT_CAUSES, SweepRecord, load_records
 
 CAUSES = {category: fix for category, _, fix in ROOT_CAUSES}
 # what an inferred environment's failure message says of its cause, before the sweep's
@@ -45,7 +45,8 @@ INFERRED_CAUSES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-# a set-up killed by the host (exit 137: out of memory on a loaded host): no verdict on the
+# a set-up killed by the host (exit 137: out of memory on a loaded host), or a failure of the
+# host itself (its disk full, its engine gone: infrastructure): no verdict on the
 # environment, in either sweep; such an instance is left out of the comparison and listed
 KILLED = re.compile(r"\(exit 137\)")
 
@@ -55,7 +56,10 @@ def _records(source: Path) -> dict[str, SweepRecord]:
 
 
 def _killed(records: dict[str, SweepRecord]) -> set[str]:
-    return {i for i, r in records.items() if not r.ok and KILLED.search(r.message)}
+    return {
+        i for i, r in records.items()
+        if not r.ok and (KILLED.search(r.message) or r.cause == INFRASTRUCTURE)
+    }  # fmt: skip
 
 
 def _built(record: SweepRecord) -> float | None:
@@ -77,8 +81,8 @@ def report(
 ) -> None:
     killed = _killed(inferred)
     if killed:
-        print(f"left out, the inferred set-up killed by the host (exit 137, out of memory): "
-              f"{', '.join(sorted(killed))}\n")  # fmt: skip
+        print(f"left out, no verdict (the set-up killed by the host, exit 137; or the host "
+              f"failed: {INFRASTRUCTURE}): {', '.join(sorted(killed))}\n")  # fmt: skip
     inferred = {i: r for i, r in inferred.items() if i not in killed}
     pairs: dict[tuple[str, str], list[str]] = defaultdict(list)
     for iid, record in sorted(inferred.items()):

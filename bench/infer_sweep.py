@@ -135,6 +135,9 @@ def report(
 ERROR_LINE = re.compile(r"^(E\s+)?[\w.]*(Error|Exception)\b.*\S")
 
 
+CONTAINER_PATH = re.compile(r"/(?:root|home)/\S*/([^/\s)]+)")
+
+
 def _evidence(run_dir: Path | None, iid: str) -> str:
     """The last error line of a failed instance's test output or set-up log (a run
     directory only): what the runner or the install died of."""
@@ -147,7 +150,9 @@ def _evidence(run_dir: Path | None, iid: str) -> str:
             lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
             found = [ln for ln in lines if ERROR_LINE.match(ln)]
             if found:
-                return found[-1][:140].replace("|", "/")
+                # a container's own paths (uv's build cache) shortened to their file
+                line = CONTAINER_PATH.sub(r"\1", found[-1])
+                return line[:140].replace("|", "/")
     return ""
 
 

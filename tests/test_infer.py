@@ -372,13 +372,13 @@ case "$*" in *"--exclude-newer 2016"*|*bad-lib*|*"--exclude-newer 2021"*new-lib*
 
 
 def _run_install(
-    tmp_path: Path, install: str, mkdir: bool = True, uv: bool = True
+    tmp_path: Path, install: str, mkdir: bool = True, fake_uv: str = FAKE_UV
 ) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``install`` run by bash with ``fake_uv`` as uv (every call logged in the calls file)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=not mkdir)
-    if uv:
-        (bin_dir / "uv").write_text(FAKE_UV)
-        (bin_dir / "uv").chmod(0o755)
+    (bin_dir / "uv").write_text(fake_uv)
+    (bin_dir / "uv").chmod(0o755)
     calls = tmp_path / "calls"
     env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "UV_CALLS": str(calls),
                         "PIP_CONSTRAINT": "/c.txt"}  # fmt: skip
@@ -488,10 +488,7 @@ def test_a_requirement_with_no_release_before_the_cutoff_is_allowed_its_first(
     )
     commit = make_repo(work, {"setup.py": setup}, "2019-11-19T01:37:59Z")
     install = plan_of(work, commit).recipe.install
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "uv").write_text(FAKE_UV_LATE)
-    (tmp_path / "bin" / "uv").chmod(0o755)
-    done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
+    done, calls = _run_install(tmp_path, install, fake_uv=FAKE_UV_LATE)
     assert done.returncode == 0, done.stdout + done.stderr
     out, adds = done.stdout, calls.splitlines()
     assert "published at 2022-07-08T18:31:40.459Z" in out  # uv's own words stay in the log
@@ -522,10 +519,7 @@ def test_a_module_the_build_imports_undeclared_is_installed_before_a_retry(
     setup = "import numpy\nfrom setuptools import setup\nsetup(name='widget')\n"
     commit = make_repo(work, {"setup.py": setup}, "2023-01-10T00:00:00Z")
     install = plan_of(work, commit).recipe.install
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "uv").write_text(FAKE_UV_UNDECLARED)
-    (tmp_path / "bin" / "uv").chmod(0o755)
-    done, calls = _run_install(tmp_path, install, mkdir=False, uv=False)
+    done, calls = _run_install(tmp_path, install, fake_uv=FAKE_UV_UNDECLARED)
     assert done.returncode == 0, done.stdout + done.stderr
     assert ">>> the build imports yaml, which it does not declare: installed first" in done.stdout
     # it does not install as of the commit's day: as of the next cut-off, with the project

@@ -24,24 +24,27 @@ class RepoFiles:
             parts = meta.split()
             if len(parts) == 4 and parts[1] == "blob":
                 self._sizes[path] = int(parts[3]) if parts[3].isdigit() else 0
+        self._paths = sorted(self._sizes)
+        self._texts: dict[str, str | None] = {}  # several readers ask for setup.py
         stamp = git(["show", "-s", "--format=%ct", commit], repo).strip()
         self.commit_time = datetime.fromtimestamp(int(stamp), tz=UTC)
 
     @property
     def paths(self) -> list[str]:
         """Every file of the commit's tree, sorted."""
-        return sorted(self._sizes)
+        return self._paths
 
     def exists(self, path: str) -> bool:
         return path in self._sizes
 
     def read(self, path: str) -> str | None:
         """The file's text (undecodable bytes replaced), or None when the commit lacks it
-        or it is too large to be a packaging file."""
+        or it is too large to be a packaging file. Each file is read from git once."""
         if path not in self._sizes or self._sizes[path] > MAX_FILE_BYTES:
             return None
-        try:
-            blob = git(["cat-file", "-p", f"{self.commit}:{path}"], self.repo)
-        except (GitError, UnicodeDecodeError):
-            return None
-        return blob
+        if path not in self._texts:
+            try:
+                self._texts[path] = git(["cat-file", "-p", f"{self.commit}:{path}"], self.repo)
+            except (GitError, UnicodeDecodeError):
+                self._texts[path] = None
+        return self._texts[path]

@@ -81,6 +81,7 @@ class Reason(StrEnum):
     TEST_OUTPUT_FORGED = "test_output_forged"
     TAMPER_DETECTED = "tamper_detected"
     TWIN_PASSED = "twin_passed"
+    TWIN_UNPROVEN = "twin_unproven"
     INFRASTRUCTURE = "infrastructure"
     CANCELLED = "cancelled"
 
@@ -137,11 +138,14 @@ class TwinRecord(BaseModel):
 class TwinCheck(BaseModel):
     """Whether a verdict was checked with impossible twins, and what they showed.
 
-    ``checked``: the FAIL_TO_PASS tests that passed ran again with one effective twin each
-    in place (``twins``), in a fresh container; ``passed``: the twins that passed there
-    (proof: their tests count as failing, reason ``twin_passed``); ``outcomes``: each twin
-    test's outcome there; ``untwinned``: passing FAIL_TO_PASS tests validation found no
-    effective twin for. Not checked: ``why_unchecked``."""
+    ``checked``: the FAIL_TO_PASS tests that passed ran before the official run in the
+    secret pair, each with its original in one run and one effective twin (``twins``) in the
+    other; ``passed``: the twins that passed there (proof: their tests count as failing,
+    reason ``twin_passed``); ``outcomes``: each twin test's outcome there; ``unproven``:
+    tests the pair gave no proof for, and why (they count as failing, reason
+    ``twin_unproven``); ``pairs``: how many pairs ran (a second one for a twin that gave no
+    outcome); ``untwinned``: passing FAIL_TO_PASS tests validation found no effective twin
+    for, or whose only twin turns the assertion around. Not checked: ``why_unchecked``."""
 
     checked: bool = False
     why_unchecked: str = ""
@@ -149,6 +153,8 @@ class TwinCheck(BaseModel):
     passed: list[TwinRecord] = Field(default_factory=list)
     outcomes: dict[str, str] = Field(default_factory=dict)
     untwinned: list[str] = Field(default_factory=list)
+    unproven: dict[str, str] = Field(default_factory=dict)
+    pairs: int = 0
 
 
 class InstanceResult(BaseModel):

@@ -1,41 +1,49 @@
-"""Impossible twins, the pure parts: choosing one per test at random, what counts as proof,
-the verdict a passing twin proves wrong, which twins validation keeps, the rounds."""
+"""Impossible twins, the pure parts: the secret pair's draw (a twin per test at random, each
+in the first run or the second by a coin), what counts as proof, the verdict a passing or a
+silent twin proves wrong, which twins validation keeps, the rounds."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orchestrator.frontends.report.text import twin_line, twin_rows
 from orchestrator.frontends.report.validation import twin_coverage
 from orchestrator.frontends.viewer.instance_page import twin_flags
+from orchestrator.grading.audit import AuditReport
 from orchestrator.grading.classify import aggregate
 from orchestrator.grading.evaluation import Evaluation, SuiteRun
 from orchestrator.grading.twins.check import (
     NO_F2P_PASSED,
     NO_TWIN,
     NOT_VALIDATED,
-    TwinRun,
-    TwinSet,
-    choose,
+    TRUTH_ONLY,
     judge_twins,
-    proofs,
     proven,
     record,
-    twin_run,
 )
-from orchestrator.grading.twins.model import Twin, TwinCandidates
+from orchestrator.grading.twins.failure import at_mutated_line
+from orchestrator.grading.twins.model import Twin, TwinCandidates, TwinSet
+from orchestrator.grading.twins.pair import (
+    PairOutcome,
+    Proof,
+    PairProof,
+    choose,
+    draw,
+    judged,
+    secret_pair,
+)
 from orchestrator.models import CaseGroups as Groups
 from orchestrator.models import CaseStatus as TS
 from orchestrator.models import Instance, InstanceResult, Reason, Status, TwinCheck
-from orchestrator.recipes.recipe import Recipe
-from orchestrator.sandbox import Sandbox
 from orchestrator.validation import twins as validation_twins
 from orchestrator.validation.sweep import SweepRecord
-from orchestrator.validation.twins import at_mutated_line, effective_twins, ineffective
+from orchestrator.validation.twins import effective_twins, ineffective
 
 FILE = (
     "from calc import mul\n\n\n"  # 1-3
@@ -99,21 +107,51 @@ def test_choose_never_puts_two_twins_into_one_function() -> None:
         assert len(chosen) == 1
 
 
+def test_choose_prefers_a_twin_whose_failure_proves_something_and_a_new_one() -> None:
+    flip = MUL_A.model_copy(update={"kind": "truth", "replacement": "!="})
+    for seed in range(20):
+        assert choose([flip, MUL_A], [MUL], random.Random(seed)) == [MUL_A]
+        assert choose([MUL_A, MUL_B], [MUL], random.Random(seed), avoid=[MUL_A]) == [MUL_B]
+    assert choose([flip], [MUL], random.Random(1)) == [flip]  # the last resort still runs
+
+
+def test_the_coin_puts_each_twin_in_either_run() -> None:
+    firsts = Counter(
+        frozenset(draw([MUL_A, DIV_A], [MUL, DIV], random.Random(seed)).twin_first)
+        for seed in range(400)
+    )
+    # each test's twin is in the first run about half the time, independently of the other's
+    assert set(firsts) == {frozenset(), frozenset({MUL}), frozenset({DIV}), frozenset({MUL, DIV})}
+    assert min(firsts.values()) > 60
+
+
 # ------------------------------------------------------------------------------- proof
+def run(outcomes: dict[str, TS], section: str = "", **more: Any) -> SuiteRun:
+    return SuiteRun(outcomes=outcomes, section=section, exit_code=1, **more)
+
+
 @pytest.mark.parametrize(
-    ("status", "proof"),
+    ("original", "twinned", "proof"),
     [
-        (TS.PASSED, True),
-        (TS.FAILED, False),
-        (TS.ERROR, False),
-        (TS.SKIPPED, False),
-        (TS.XFAIL, False),
-        (None, False),  # missing from the output
+        (run({MUL: TS.PASSED}), run({MUL: TS.FAILED}), Proof.HOLDS),
+        (run({MUL: TS.PASSED}), run({MUL: TS.PASSED}), Proof.TWIN_PASSED),
+        (run({MUL: TS.FAILED}), run({MUL: TS.PASSED}), Proof.TWIN_PASSED),  # proof whatever
+        (run({MUL: TS.FAILED}), run({MUL: TS.FAILED}), Proof.ORIGINAL_FAILED),
+        (run({MUL: TS.PASSED}), run({MUL: TS.ERROR}), Proof.NONE),  # pytest: not the assertion
+        (run({MUL: TS.PASSED}), run({MUL: TS.SKIPPED}), Proof.NONE),
+        (run({MUL: TS.PASSED}), run({}), Proof.NONE),  # missing
+        (run({MUL: TS.PASSED}), run({MUL: TS.FAILED}, timed_out=True), Proof.NONE),
+        (run({MUL: TS.PASSED}), run({MUL: TS.FAILED}, crash="killed"), Proof.NONE),
+        (run({MUL: TS.PASSED}, crash="killed"), run({MUL: TS.FAILED}), Proof.NONE),
     ],
 )
-def test_only_a_passing_twin_is_proof(status: TS | None, proof: bool) -> None:
-    outcomes = {MUL: status} if status is not None else {}
-    assert proofs([MUL_A], outcomes) == ([MUL_A] if proof else [])
+def test_what_a_pair_shows_of_a_test(original: SuiteRun, twinned: SuiteRun, proof: Proof) -> None:
+    assert judged(MUL_A, original, twinned, "pytest", {PATH: FILE})[0] == proof
+
+
+def test_an_error_is_a_failure_where_the_runner_tells_none_apart() -> None:
+    shown = judged(MUL_A, run({MUL: TS.PASSED}), run({MUL: TS.ERROR}), "django", {})
+    assert shown == (Proof.HOLDS, "ERROR")
 
 
 def test_a_passing_twin_counts_its_test_failing() -> None:
@@ -132,83 +170,192 @@ def test_tamper_evidence_keeps_its_precedence() -> None:
     assert proven(tampered, [record(MUL_A)]).reason == Reason.TAMPER_DETECTED
 
 
-# ------------------------------------------------------------------------------- unchecked
-def _never_fresh() -> contextlib.AbstractContextManager[Sandbox]:
-    raise AssertionError("no twin run expected")
+# ------------------------------------------------------------------------------- judging
+def pair(**proofs: PairProof) -> PairOutcome:
+    """A pair that ran, with these proofs (by test: ``mul``, ``div``)."""
+    names = {"mul": MUL, "div": DIV}
+    return PairOutcome(
+        proofs={names[k]: v for k, v in proofs.items()}, runs=[run({}), run({})], seconds=3.0,
+        logs=["twins/1/test_output.txt", "twins/2/test_output.txt"],
+    )  # fmt: skip
 
 
-def _never_graded(sandbox: Sandbox, test_patch: str) -> Evaluation:
-    raise AssertionError("no twin run expected")
-
-
-RECIPE = Recipe(
-    repo="demo/calc", version="1", python="3.11", install="true", test_cmd="pytest",
-    log_format="pytest",
-)  # fmt: skip
-
-
-def twin_graded(outcomes: dict[str, TS], **run: object) -> TwinRun:
-    """A twin run whose tests ended with ``outcomes``."""
-    tested = SuiteRun(outcomes=outcomes, section="", exit_code=1, **run)
-    graded = Evaluation(status=Status.NO_OP, groups=Groups(), test_run=tested)
-    return TwinRun(chosen=[MUL_A, DIV_A], evaluation=graded, seconds=3.0)
+FLIP = MUL_A.model_copy(update={"kind": "truth"})
 
 
 @pytest.mark.parametrize(
-    ("graded", "run", "why"),
+    ("graded", "outcome", "why"),
     [
-        (evaluation([], [MUL, DIV]), twin_graded({MUL: TS.PASSED}), NO_F2P_PASSED),
-        (
-            evaluation([MUL], [DIV], Reason.TAMPER_DETECTED),
-            twin_graded({MUL: TS.PASSED}),
-            NO_F2P_PASSED,
-        ),
-        (evaluation([MUL], [DIV]), TwinRun(why=NOT_VALIDATED), NOT_VALIDATED),
-        (evaluation([DIV], [MUL]), TwinRun(chosen=[MUL_A]), NO_TWIN),
-        (evaluation([MUL], [DIV]), twin_graded({MUL: TS.PASSED}, timed_out=True), "no outcomes"),
-        (evaluation([MUL], [DIV]), twin_graded({MUL: TS.PASSED}, crash="x"), "no outcomes"),
-        (evaluation([MUL], [DIV]), TwinRun(chosen=[MUL_A], error="boom"), "no outcomes: boom"),
+        (evaluation([], [MUL, DIV]), pair(mul=PairProof(MUL_A, Proof.TWIN_PASSED, "PASSED")),
+         NO_F2P_PASSED),
+        (evaluation([MUL], [DIV], Reason.TAMPER_DETECTED),
+         pair(mul=PairProof(MUL_A, Proof.TWIN_PASSED, "PASSED")), NO_F2P_PASSED),
+        (evaluation([MUL], [DIV]), PairOutcome(why=NOT_VALIDATED), NOT_VALIDATED),
+        (evaluation([DIV], [MUL]), pair(mul=PairProof(MUL_A, Proof.HOLDS, "FAILED")), NO_TWIN),
+        (evaluation([MUL], [DIV]), pair(mul=PairProof(FLIP, Proof.HOLDS, "FAILED")), TRUTH_ONLY),
     ],
-)
-def test_unchecked_verdicts_say_why(graded: Evaluation, run: TwinRun, why: str) -> None:
-    out = judge_twins(graded, run)
+)  # fmt: skip
+def test_unchecked_verdicts_say_why(graded: Evaluation, outcome: PairOutcome, why: str) -> None:
+    out = judge_twins(graded, outcome)
     assert out.twin_check is not None
     assert not out.twin_check.checked
     assert why in out.twin_check.why_unchecked
     assert (out.status, out.reason) == (graded.status, graded.reason)
 
 
-def test_only_the_twins_of_tests_that_passed_count() -> None:
-    # DIV failed in the graded run: its twin passing there changes nothing
-    out = judge_twins(evaluation([MUL], [DIV]), twin_graded({MUL: TS.FAILED, DIV: TS.PASSED}))
+def test_only_the_tests_that_passed_are_judged() -> None:
+    # DIV failed in the official run: its twin passing in the pair changes nothing
+    out = judge_twins(
+        evaluation([MUL], [DIV]),
+        pair(mul=PairProof(MUL_A, Proof.HOLDS, "FAILED"),
+             div=PairProof(DIV_A, Proof.TWIN_PASSED, "PASSED")),
+    )  # fmt: skip
     assert out.twin_check is not None and out.twin_check.checked
     assert [t.test for t in out.twin_check.twins] == [MUL]
     assert out.twin_check.passed == [] and out.twin_check.outcomes == {MUL: "FAILED"}
     assert (out.status, out.reason, out.twin_seconds) == (
-        Status.PARTIALLY_RESOLVED,
-        Reason.NONE,
-        3.0,
-    )
-    proof = judge_twins(evaluation([MUL, DIV], []), twin_graded({MUL: TS.PASSED, DIV: TS.ERROR}))
+        Status.PARTIALLY_RESOLVED, Reason.NONE, 3.0,
+    )  # fmt: skip
+    assert out.logs["twins_2"] == "twins/2/test_output.txt"
+    proof = judge_twins(
+        evaluation([MUL, DIV], []),
+        pair(mul=PairProof(MUL_A, Proof.TWIN_PASSED, "PASSED"),
+             div=PairProof(DIV_A, Proof.HOLDS, "ERROR")),
+    )  # fmt: skip
     assert (proof.status, proof.reason) == (Status.PARTIALLY_RESOLVED, Reason.TWIN_PASSED)
     assert proof.twin_check is not None and [t.test for t in proof.twin_check.passed] == [MUL]
 
 
-def test_no_twin_run_without_validation_or_effective_twins() -> None:
-    with twin_run(instance(), None, _never_fresh, (), _never_graded) as outcome:
-        assert outcome().why == NOT_VALIDATED
-    with twin_run(instance(), TwinSet(), _never_fresh, (), _never_graded) as outcome:
-        assert outcome().why == NO_TWIN
-    only_div = TwinSet(twins=[DIV_A])  # DIV is left out of grading (it needs the internet)
-    with twin_run(instance(), only_div, _never_fresh, [DIV], _never_graded) as outcome:
-        assert outcome().why == NO_TWIN
+@pytest.mark.parametrize("proof", [Proof.NONE, Proof.ORIGINAL_FAILED])
+def test_a_twin_without_proof_counts_its_test_failing(proof: Proof) -> None:
+    out = judge_twins(
+        evaluation([MUL, DIV], []),
+        pair(mul=PairProof(MUL_A, proof, "MISSING", pairs=2),
+             div=PairProof(DIV_A, Proof.HOLDS, "FAILED")),
+    )  # fmt: skip
+    assert (out.status, out.reason) == (Status.PARTIALLY_RESOLVED, Reason.TWIN_UNPROVEN)
+    assert out.groups is not None and out.groups.fail_to_pass_failed == [MUL]
+    assert out.twin_check is not None and list(out.twin_check.unproven) == [MUL]
+    assert MUL in out.message
+
+
+def test_evidence_in_a_pair_run_is_the_verdict() -> None:
+    tampered = PairOutcome(runs=[run({})], evidence=["gets a frame at calc/__init__.py:9"])
+    out = judge_twins(evaluation([MUL, DIV], []), tampered, instance())
+    assert (out.status, out.reason) == (Status.NO_OP, Reason.TAMPER_DETECTED)
+    assert "calc/__init__.py:9" in out.message
+
+
+# ------------------------------------------------------------------------------- the pair
+Answer = Callable[[str, int], SuiteRun]
+
+
+class _Runner:
+    """Runs the pair's tests as ``answer(test_patch, number)`` says, recording each run."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, list[str] | None, Path | None]] = []
+
+    def __call__(self, patch: str, selection: list[str] | None, log_dir: Path | None) -> SuiteRun:
+        self.calls.append((patch, selection, log_dir))
+        return self.answer(patch, len(self.calls))
+
+
+def _pair_instance() -> Instance:
+    return instance().model_copy(update={"test_patch": "ORIGINAL"})
+
+
+def _patches(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a twin test patch names its twins' mutated lines
+    monkeypatch.setattr(
+        "orchestrator.grading.twins.pair.twin_test_patch",
+        lambda _p, _b, twins, _f: ",".join(t.mutated for t in twins),
+    )  # fmt: skip
+
+
+def test_the_pair_puts_each_original_and_its_twin_in_different_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _patches(monkeypatch)
+
+    def honest(patch: str, _: int) -> SuiteRun:  # every twin fails, every original passes
+        return run({MUL: TS.FAILED if MUL_A.mutated in patch else TS.PASSED,
+                    DIV: TS.FAILED if DIV_A.mutated in patch else TS.PASSED})  # fmt: skip
+
+    for seed in range(10):
+        runner = _Runner(honest)
+        outcome = secret_pair(
+            _pair_instance(), TwinSet(twins=[MUL_A, DIV_A]), [MUL, DIV], ["t"], runner,
+            "django", Path("/logs"), random.Random(seed),
+        )  # fmt: skip
+        assert [c[2] for c in runner.calls] == [Path("/logs/twins/1"), Path("/logs/twins/2")]
+        assert [c[1] for c in runner.calls] == [["t"], ["t"]]  # the same selection
+        first, second = runner.calls[0][0], runner.calls[1][0]
+        for twin in (MUL_A, DIV_A):  # each twin in exactly one of the runs
+            assert (twin.mutated in first) != (twin.mutated in second)
+        assert {p.proof for p in outcome.proofs.values()} == {Proof.HOLDS}
+
+
+def test_a_twin_that_gives_no_outcome_is_drawn_again_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    _patches(monkeypatch)
+
+    def dodging(patch: str, _: int) -> SuiteRun:  # crashes wherever a twin is in place
+        if MUL_A.mutated in patch or MUL_B.mutated in patch:
+            return run({}, crash="killed")
+        return run({MUL: TS.PASSED})
+
+    runner = _Runner(dodging)
+    outcome = secret_pair(
+        _pair_instance(), TwinSet(twins=[MUL_A, MUL_B]), [MUL], None, runner, "django", None,
+        random.Random(3),
+    )  # fmt: skip
+    assert len(runner.calls) == 4  # two pairs, and no more
+    assert outcome.proofs[MUL].proof == Proof.NONE and outcome.proofs[MUL].pairs == 2
+    drawn = {t.mutated for t in (MUL_A, MUL_B) for c in runner.calls if t.mutated in c[0]}
+    assert drawn == {MUL_A.mutated, MUL_B.mutated}  # the second pair drew the other twin
+    out = judge_twins(evaluation([MUL], [DIV]), outcome)
+    assert out.reason == Reason.TWIN_UNPROVEN
+
+
+def test_code_that_cheats_blind_wins_only_when_every_coin_falls_its_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cheating code that knows what the first run held (a channel forward in time) and passes
+    in exactly one run of the pair is caught whenever a coin put a twin there."""
+    _patches(monkeypatch)
+    wins = 0
+
+    def cheat(patch: str, number: int) -> SuiteRun:  # every test passes in the first run only
+        outcome = TS.PASSED if number == 1 else TS.FAILED
+        return run({MUL: outcome, DIV: outcome})
+
+    for seed in range(200):
+        outcome = secret_pair(
+            _pair_instance(), TwinSet(twins=[MUL_A, DIV_A]), [MUL, DIV], None, _Runner(cheat),
+            "django", None, random.Random(seed),
+        )  # fmt: skip
+        out = judge_twins(evaluation([MUL, DIV], []), outcome)
+        wins += out.status == Status.RESOLVED and out.reason == Reason.NONE
+    assert 20 < wins < 80  # a quarter: both coins must fall its way
+
+
+def test_evidence_in_the_first_run_ends_the_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    _patches(monkeypatch)
+    seen = AuditReport(evidence=["opens a hidden test file at calc/__init__.py:3"])
+    runner = _Runner(lambda patch, n: run({MUL: TS.PASSED}, audit=seen))
+    outcome = secret_pair(
+        _pair_instance(), TwinSet(twins=[MUL_A]), [MUL], None, runner, "pytest", None
+    )
+    assert len(runner.calls) == 1 and outcome.evidence == seen.evidence
+
+
+def test_no_pair_without_effective_twins_for_the_tests_graded() -> None:
+    assert choose([], [MUL, DIV]) == []
+    assert choose([DIV_A], [MUL]) == []  # DIV is left out of grading (it needs the internet)
 
 
 # ------------------------------------------------------------------------------- validation
-def run(outcomes: dict[str, TS], section: str = "") -> SuiteRun:
-    return SuiteRun(outcomes=outcomes, section=section, exit_code=1)
-
-
 def test_a_twin_is_effective_only_when_it_fails_every_run() -> None:
     failed = run({MUL: TS.FAILED})
     assert ineffective(MUL_A, [failed, failed], "pytest", {PATH: FILE}) is None

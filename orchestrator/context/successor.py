@@ -24,13 +24,18 @@ from orchestrator.sandbox.models import LABEL_KIND
 
 # given a finished sandbox, a context in which a fresh one from its files exists
 Successor = Callable[[Sandbox], AbstractContextManager[Sandbox]]
+# a fresh sandbox from kept files, removed on leaving its context
+Fresh = Callable[[], AbstractContextManager[Sandbox]]
+# given a finished sandbox, a context in which any number of fresh ones from its files start
+Replicas = Callable[[Sandbox], AbstractContextManager[Fresh]]
 
 
-def successor(ctx: RunContext, instance: Instance, role: str) -> Successor:
-    """Fresh ``role`` sandboxes of this run for ``instance`` from finished ones (no network)."""
+def replicas(ctx: RunContext, instance: Instance, role: str) -> Replicas:
+    """Fresh ``role`` sandboxes of this run for ``instance`` from a finished one's files, as
+    many as asked, one after another or at once (no network): its files are kept once."""
 
     @contextlib.contextmanager
-    def fresh(finished: Sandbox) -> Iterator[Sandbox]:
+    def kept_files(finished: Sandbox) -> Iterator[Fresh]:
         backend = ctx.backend
         finished.stop(0)  # whatever still ran there ends with its PID namespace
         if not backend.commits:  # the files are packed by ``tar`` inside it: idle, restarted
@@ -42,15 +47,33 @@ def successor(ctx: RunContext, instance: Instance, role: str) -> Successor:
         finally:
             if not backend.commits:
                 finished.stop(0)
-        try:
+
+        @contextlib.contextmanager
+        def fresh() -> Iterator[Sandbox]:
             sandbox = ctx.start_sandbox(kept, instance, role, network=False)
             try:
                 yield sandbox
             finally:
                 sandbox.remove()
+
+        try:
+            yield fresh
         finally:
             kept.discard()
             if backend.commits:
                 backend.images.remove(name)
+
+    return kept_files
+
+
+def successor(ctx: RunContext, instance: Instance, role: str) -> Successor:
+    """A fresh ``role`` sandbox of this run for ``instance`` from a finished one (no network):
+    one of its :func:`replicas`."""
+    many = replicas(ctx, instance, role)
+
+    @contextlib.contextmanager
+    def fresh(finished: Sandbox) -> Iterator[Sandbox]:
+        with many(finished) as start, start() as sandbox:
+            yield sandbox
 
     return fresh

@@ -4,21 +4,36 @@ image, reinstalls what the patch's build inputs change in a container of its own
 (:mod:`.script`, between the markers of :mod:`.markers`), watches what the code under test
 does (:mod:`.audit`), parses the log (:mod:`.log_parsers`) and classifies the result
 (:mod:`.classify`); then the tests that decided a verdict against the patch run again
-(:mod:`.flaky_reruns`), and a verdict that some FAIL_TO_PASS test passed is checked with
-impossible twins in a fresh container (:mod:`.twins.check`)."""
+(:mod:`.flaky_reruns`). Where validation knows impossible twins, the secret pair runs
+before the official run and judges a verdict in which a FAIL_TO_PASS test passed
+(:mod:`.twins.pair`, :mod:`.twins.check`)."""
 
 from __future__ import annotations
 
-import time
+import random
+from pathlib import Path
 
+from orchestrator.context.successor import Fresh
 from orchestrator.diffs.diff import Patch
-from orchestrator.grading.evaluation import Evaluation, evaluate
+from orchestrator.grading.audit import audit_config
+from orchestrator.grading.evaluation import (
+    Evaluation,
+    Ready,
+    SuiteRun,
+    evaluate,
+    prepared_patch,
+    run_tests,
+    tested,
+)
 from orchestrator.grading.flaky_reruns import rerun_deciding
 from orchestrator.grading.request import GradingRequest
-from orchestrator.grading.twins.check import TWIN_LOG_DIR, judge_twins, twin_run
+from orchestrator.grading.twins.check import NO_TWIN, NOT_VALIDATED, judge_twins
+from orchestrator.grading.twins.pair import PairOutcome, choose, secret_pair
 from orchestrator.models import Instance
 from orchestrator.recipes.recipe import Recipe
+from orchestrator.recipes.selection import selected_directives
 from orchestrator.sandbox import Sandbox
+from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = ["GradingRequest", "grade"]
 
@@ -32,34 +47,85 @@ def grade(
     in ``sandbox``, a container of the instance image at the base commit, as ``request``
     says (:class:`.request.GradingRequest`).
 
-    One graded run (:func:`.evaluation.evaluate`), then each test that decided a verdict
+    One official run (:func:`.evaluation.evaluate`), then each test that decided a verdict
     against it runs again, up to ``request.flaky_reruns`` times, in the same container
     (:func:`.flaky_reruns.rerun_deciding`): those whose outcome changed are the
-    evaluation's ``flaky_tests``. Beside all that, the patch is graded in a
-    ``request.fresh`` container with impossible twins in place of the tests
-    (:func:`.twins.check.twin_run`), which checks a verdict in which a FAIL_TO_PASS test
-    passed (:func:`.twins.check.judge_twins`).
+    evaluation's ``flaky_tests``. Where ``request.twins`` has a twin for a FAIL_TO_PASS
+    test and ``request.replicas`` can make fresh containers, the patch is applied (and
+    installed again) once, its files kept, and every run starts from them in a fresh
+    container of its own, one after the other: first the secret pair
+    (:func:`.twins.pair.secret_pair`), then the official run; the pair judges the verdict
+    (:func:`.twins.check.judge_twins`).
 
     What the patch or its tests do is a verdict, never an exception. Raises
     :class:`~orchestrator.errors.SandboxError` when a container fails (cannot be reached,
     cannot check the patch's paths, or a patch must be installed again and
-    ``request.successor`` is None); a failed twin run only leaves the verdict unchecked."""
+    ``request.successor`` is None)."""
     parsed = Patch.parse(patch) if isinstance(patch, str) else patch
-    twin_request = request.model_copy(
-        update={"log_dir": request.log_dir / TWIN_LOG_DIR if request.log_dir else None,
-                "successor": request.twin_successor or request.successor}
+    excluded = set(request.excluded_f2p)
+    tests = [name for name in instance.FAIL_TO_PASS if name not in excluded]
+    twins = request.twins
+    if twins is None or request.replicas is None or not choose(twins.twins, tests):
+        why = NOT_VALIDATED if twins is None else NO_TWIN
+        return judge_twins(
+            _graded(sandbox, instance, recipe, parsed, request), PairOutcome(why=why)
+        )
+    with prepared_patch(
+        sandbox, instance, recipe, parsed, timeout=request.timeout, fuzz=request.fuzz,
+        log_dir=request.log_dir,
+        excluded=(list(request.excluded_p2p), list(request.excluded_f2p)),
+        successor=request.successor,
+    ) as ready:  # fmt: skip
+        if isinstance(ready, Evaluation):
+            return judge_twins(ready, PairOutcome())
+        with request.replicas(ready.sandbox) as fresh:
+            directives = selected_directives(recipe, instance, tests)
+
+            def run_pair(
+                test_patch: str, selection: list[str] | None, log_dir: Path | None
+            ) -> SuiteRun:
+                return _pair_run(fresh, instance, recipe, ready, request, test_patch,
+                                 selection, log_dir)  # fmt: skip
+
+            pair = secret_pair(
+                instance, twins, tests, directives, run_pair, recipe.log_format,
+                request.log_dir, random.SystemRandom(),
+            )  # fmt: skip
+            with fresh() as official:
+                evaluation = _graded_run(official, instance, recipe, ready, request)
+    return judge_twins(evaluation, pair, instance)
+
+
+def _pair_run(
+    fresh: Fresh, instance: Instance, recipe: Recipe, ready: Ready, request: GradingRequest,
+    test_patch: str, directives: list[str] | None, log_dir: Path | None,
+) -> SuiteRun:  # fmt: skip
+    """One run of the secret pair, in a fresh container from ``ready``'s files: the official
+    run's user, writable paths, limits and audit hook, with ``test_patch`` and
+    ``directives``."""
+    with fresh() as sandbox:
+        watched = (
+            audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
+            if request.audit
+            else None
+        )
+        return run_tests(
+            sandbox, instance, recipe, timeout=request.timeout, log_dir=log_dir,
+            test_user=request.test_user, writable=request.writable, audit=watched,
+            test_patch=test_patch, directives=directives,
+        )  # fmt: skip
+
+
+def _graded_run(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, ready: Ready, request: GradingRequest
+) -> Evaluation:
+    """The official run of ``ready``'s patch in ``sandbox``, and the flaky re-runs."""
+    evaluation = tested(
+        sandbox, instance, recipe, ready, timeout=request.timeout, log_dir=request.log_dir,
+        test_user=request.test_user, writable=request.writable, audit=request.audit,
+        test_patch=request.test_patch,
     )  # fmt: skip
-
-    def grade_twins(fresh: Sandbox, test_patch: str) -> Evaluation:
-        return _evaluated(fresh, instance, recipe, parsed, twin_request, test_patch)
-
-    twins, fresh = request.twins, request.fresh
-    with twin_run(instance, twins, fresh, request.excluded_f2p, grade_twins) as twin_outcome:
-        evaluation = _graded(sandbox, instance, recipe, parsed, request)
-        waited = time.monotonic()
-        twins_run = twin_outcome()
-        evaluation.twin_wait = time.monotonic() - waited
-    return judge_twins(evaluation, twins_run, request.log_dir)
+    return _rerun(sandbox, instance, recipe, evaluation, request)
 
 
 def _evaluated(
@@ -83,8 +149,16 @@ def _graded(
     sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | None,
     request: GradingRequest,
 ) -> Evaluation:  # fmt: skip
-    """The graded run and the flaky re-runs."""
+    """The official run and the flaky re-runs."""
     evaluation = _evaluated(sandbox, instance, recipe, patch, request)
+    return _rerun(sandbox, instance, recipe, evaluation, request)
+
+
+def _rerun(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, evaluation: Evaluation,
+    request: GradingRequest,
+) -> Evaluation:  # fmt: skip
+    """``evaluation`` with the tests that decided it against the patch run again."""
     reruns = rerun_deciding(
         sandbox, instance, recipe, evaluation, timeout=request.timeout,
         times=request.flaky_reruns, test_user=request.test_user, writable=request.writable,

@@ -34,6 +34,7 @@ import secrets
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,7 @@ class Evaluation(BaseModel):
     flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
     rerun_seconds: float | None = None  # what the re-runs took; None when none ran
     twin_check: TwinCheck | None = None  # the verdict checked with impossible twins (.twins)
-    twin_seconds: float | None = None  # what the twin run took; None when none ran
-    twin_wait: float = 0.0  # how long grading waited for the twin run after its own runs
+    twin_seconds: float | None = None  # what the secret pair took; None when none ran
 
 
 def run_tests(
@@ -285,10 +285,51 @@ def evaluate(
     is ``patch_apply_failed``); ``run`` False: the patch is applied (and installed again),
     and no test runs (reason none when both went well).
     """
-    unchanged = no_op_groups(instance, excluded_p2p, excluded_f2p)
+    excluded_tests = (list(excluded_p2p), list(excluded_f2p))
+    with prepared_patch(
+        sandbox, instance, recipe, patch, timeout=timeout, fuzz=fuzz, log_dir=log_dir,
+        excluded=excluded_tests, successor=successor, tests_without_patch=tests_without_patch,
+        reinstall_in_place=reinstall_in_place,
+    ) as ready:  # fmt: skip
+        if isinstance(ready, Evaluation):
+            return ready
+        if not run:
+            return Evaluation(status=Status.NO_OP, message="no test ran", **ready.common)
+        return tested(
+            ready.sandbox, instance, recipe, ready, timeout=timeout, log_dir=log_dir,
+            test_user=test_user, writable=writable, audit=audit, test_patch=test_patch,
+            record=record, directives=directives,
+        )  # fmt: skip
+
+
+@dataclass
+class Ready:
+    """A patch applied (and installed again where it must be): the sandbox the tests run in
+    (the grading one, or a fresh one from the build's files), the patch as graded (its test
+    infrastructure left out) and what the evaluation records of it (``common``), the tests
+    left out of grading (``excluded``: PASS_TO_PASS, FAIL_TO_PASS)."""
+
+    sandbox: Sandbox
+    gradeable: Patch
+    common: dict[str, Any]
+    excluded: tuple[list[str], list[str]]
+
+
+@contextlib.contextmanager
+def prepared_patch(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | None, *,
+    timeout: float, fuzz: int = 3, log_dir: Path | None = None,
+    excluded: tuple[list[str], list[str]] = ([], []), successor: Successor | None = None,
+    tests_without_patch: bool = False, reinstall_in_place: bool = False,
+) -> Iterator[Ready | Evaluation]:  # fmt: skip
+    """``patch`` applied in ``sandbox`` and installed again where it must be (see
+    :func:`evaluate`): yields where the tests run (:class:`Ready`), or the grade without a
+    test run (an empty patch, one that does not apply, a refused reinstall)."""
+    unchanged = no_op_groups(instance, *excluded)
     if patch is None or patch.is_empty():
         if not tests_without_patch:
-            return _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
+            yield _no_op(Reason.EMPTY_PATCH, "empty patch", unchanged)
+            return
         patch = Patch()
     sandbox.set_network(False)
     logs = GradingLogs(log_dir)
@@ -298,13 +339,15 @@ def evaluate(
     else:
         applied = _applied(sandbox, instance, recipe, patch, fuzz, logs, unchanged)
         if isinstance(applied, Evaluation):
-            return applied
+            yield applied
+            return
         gradeable, common = applied
     reinstalled: AbstractContextManager[tuple[Sandbox, str, list[str]]]
     if reinstall_in_place:
         failed = _reinstall_in_place(sandbox, recipe, gradeable, timeout)
         if failed:
-            return _no_op(Reason.PATCH_APPLY_FAILED, failed, unchanged, **common)
+            yield _no_op(Reason.PATCH_APPLY_FAILED, failed, unchanged, **common)
+            return
         reinstalled = contextlib.nullcontext((sandbox, "", list[str]()))
     else:
         reinstalled = _reinstall(sandbox, recipe, gradeable, timeout, logs, successor)
@@ -313,23 +356,36 @@ def evaluate(
         if refused:
             message = "the reinstall the patch's build changes caused wrote beyond the "
             message += f"package's own files, so the tests did not run: {refused}"
-            return _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
-        if not run:
-            return Evaluation(status=Status.NO_OP, message="no test ran", **common)
-        watched = (
-            audit_config(sandbox, instance, recipe, gradeable, TESTBED, EVAL_DIR) if audit else None
-        )
-        suite = run_tests(
-            sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-            writable=writable, audit=watched, test_patch=test_patch, record=record,
-            directives=directives,
-        )  # fmt: skip
+            yield _no_op(Reason.REINSTALL_REFUSED, message, unchanged, **common)
+            return
+        yield Ready(sandbox, gradeable, common, excluded)
+
+
+def tested(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, ready: Ready, *, timeout: float,
+    log_dir: Path | None = None, test_user: str | None = None, writable: Sequence[str] = (),
+    audit: bool = True, test_patch: str | None = None, record: bool = False,
+    directives: Sequence[str] | None = None,
+) -> Evaluation:  # fmt: skip
+    """One run of the tests of ``ready``'s patch in ``sandbox`` (``ready``'s own, or a fresh
+    one from its files), judged (the options are :func:`evaluate`'s)."""
+    logs = GradingLogs(log_dir)
+    watched = (
+        audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
+        if audit
+        else None
+    )
+    suite = run_tests(
+        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
+        writable=writable, audit=watched, test_patch=test_patch, record=record,
+        directives=directives,
+    )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
     if log_dir is not None and (log_dir / "audit.log").is_file():
         logs.note("audit", "audit.log")
-    excluded_tests = (list(excluded_p2p), list(excluded_f2p))
-    return _judge(suite, instance, recipe, gradeable, excluded_tests, timeout, common)
+    common = {**ready.common, "logs": {**ready.common.get("logs", {}), **logs.files}}
+    return _judge(suite, instance, recipe, ready.gradeable, ready.excluded, timeout, common)
 
 
 def _applied(

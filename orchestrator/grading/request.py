@@ -11,8 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.context.successor import Successor
-from orchestrator.grading.twins.check import Fresh
+from orchestrator.context.successor import Replicas, Successor
 from orchestrator.grading.twins.model import TwinSet
 
 
@@ -30,10 +29,10 @@ class GradingRequest(BaseModel):
     place of the instance's (an impossible twin's).
 
     Then the tests that decided a verdict against the patch run again up to
-    ``flaky_reruns`` times (:mod:`.flaky_reruns`), and, beside the graded run, the patch is
-    graded in a ``fresh`` container with impossible twins (``twins``: validation's, None
-    when validation is off; ``twin_successor``: the twin run's ``successor``, None: the
-    graded run's; :mod:`.twins.check`).
+    ``flaky_reruns`` times (:mod:`.flaky_reruns`). With impossible twins (``twins``:
+    validation's, None when validation is off) and ``replicas`` (fresh containers from the
+    files of the one the patch was applied in), the secret pair runs before the official
+    run, each run in a fresh container of its own (:mod:`.twins.pair`).
 
     Validation grades the benchmark's own gold patch (and the base) through the same entry,
     with options a participant's patch is never graded with: ``record`` (the repository
@@ -57,8 +56,7 @@ class GradingRequest(BaseModel):
     test_patch: str | None = None
     flaky_reruns: int = Field(default=0, ge=0)
     twins: TwinSet | None = None
-    fresh: Fresh | None = None
-    twin_successor: Successor | None = None
+    replicas: Replicas | None = None
     # validation's (see above)
     record: bool = False
     directives: tuple[str, ...] | None = None

@@ -18,23 +18,22 @@ How the path is concurrent, and how its containers are cleaned up, is :mod:`.ins
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.context.successor import successor
+from orchestrator.context.successor import replicas, successor
 from orchestrator.diffs.diff import Patch
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
-from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF, Fresh
+from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF
 from orchestrator.grading.twins.model import TwinSet
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
@@ -133,9 +132,6 @@ class _InstanceRun:
         self.cancelled = False
         self.container: Sandbox | None = None  # the participant's
         self.grading: asyncio.Task[Sandbox] | None = None  # the grading container's start
-        # the twin run's container, started with the grading one (when validation has twins)
-        self.twin_grading: asyncio.Task[Sandbox] | None = None
-        self.twins_wanted = False
         self.hidden_tests = touched_test_files(instance.test_patch)  # never part of a graded patch
 
     def phase(self, name: str) -> None:
@@ -191,7 +187,6 @@ class _InstanceRun:
                 return await self.validate(await self.base_commit(env))
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
-        self.twins_wanted = grading.twin_check and bool(check.twins)
         excluded = Excluded(
             p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
             twins=check.twin_set() if grading.twin_check else None,
@@ -245,12 +240,9 @@ class _InstanceRun:
         return task
 
     def start_grading(self, image: Snapshot) -> asyncio.Task[Sandbox]:
-        """The grading container's start (begun now if not ahead); removed at the end. The twin
-        run's container starts with it (:mod:`.grading.twins`): the same age at the tests."""
+        """The grading container's start (begun now if not ahead); removed at the end."""
         if self.grading is None:
             self.grading = self.start("grading", image, lambda sandbox: sandbox.remove())
-            if self.twins_wanted:
-                self.twin_grading = self.start("twin", image, lambda box: box.remove())
         return self.grading
 
     async def take_patch(self, outcome: ParticipantOutcome) -> Patch:
@@ -301,15 +293,13 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
-        twin_box = await started(self.twin_grading) if self.twin_grading is not None else None
         request = GradingRequest(
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
             excluded_p2p=tuple(excluded.p2p), excluded_f2p=tuple(excluded.f2p),
             log_dir=self.out_dir, test_user=grading_user(ctx), writable=tuple(excluded.writable),
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
-            fresh=self._fresh_grading(prepared.snapshot, twin_box),
-            twin_successor=successor(ctx, instance, "twin"),
+            replicas=replicas(ctx, instance, "grading"),
         )  # fmt: skip
         evaluation = await self.scope.blocking(
             grade, grader, instance, recipe_of(prepared), patch, request
@@ -318,27 +308,11 @@ class _InstanceRun:
         check = evaluation.twin_check
         if not grading.twin_check and check is not None and check.why_unchecked == NOT_VALIDATED:
             check.why_unchecked = TWINS_OFF
-        if evaluation.twin_seconds is not None:  # beside the graded run; then waited for
+        if evaluation.twin_seconds is not None:  # the secret pair, before the official run
             self.timings["twins"] = evaluation.twin_seconds
-            self.timings["twins_wait"] = evaluation.twin_wait
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
-
-    def _fresh_grading(self, image: Snapshot, ahead: Sandbox | None) -> Fresh:
-        """Where the twin run grades the patch (:mod:`.grading.twins`): the container started
-        with the grading one (``ahead``), else a fresh one from ``image`` (the graded run's
-        came from it); removed when done."""
-
-        @contextlib.contextmanager
-        def fresh() -> Iterator[Sandbox]:
-            sandbox = ahead or self.ctx.start_sandbox(image, self.instance, "twin", network=False)
-            try:
-                yield sandbox
-            finally:
-                sandbox.remove()
-
-        return fresh
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result

@@ -9,28 +9,30 @@ FAIL_TO_PASS tests run there with one candidate per test in place (one twin test
 A twin is **effective** when its test fails both times (:func:`ineffective` says why not:
 the gold patch passes it, it errored where the runner tells errors from failures, it was
 skipped or not reported, the run gave no outcomes, it failed away from the mutated line).
-Tests whose candidate was not effective try their next one, for at most :data:`ROUNDS`
-rounds; a test left without an effective twin gets its reason (``twin_gaps``).
+Each round tries every test's next candidate, for at most :data:`ROUNDS` rounds, until a
+test has :data:`POOL` effective twins (grading draws one of them at random per grading); a
+test left without an effective twin gets its reason (``twin_gaps``).
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 
 from orchestrator.grading.evaluation import SuiteRun
 from orchestrator.grading.log_parsers import match_expected
-from orchestrator.grading.twins.check import clashes
+from orchestrator.grading.twins.failure import at_mutated_line
 from orchestrator.grading.twins.generate import twin_candidates, twin_test_patch
 from orchestrator.grading.twins.model import Twin
+from orchestrator.grading.twins.pair import clashes
 from orchestrator.models import CaseStatus, Instance
 from orchestrator.recipes.recipe import touched_test_files
 from orchestrator.safe_git import SHELL_GIT_FUNCTION
 from orchestrator.sandbox import Sandbox, SandboxError
 from sandbox_tools.contract import TESTBED
 
-ROUNDS = 3  # candidates tried per test at most
+ROUNDS = 5  # candidates tried per test at most
+POOL = 3  # effective twins kept per test at most
 RUNS = 2  # runs of each twin test patch: a twin must fail in every one
 _WORK = "/tmp/swe-green-twin-files"
 
@@ -102,39 +104,13 @@ def ineffective(
     return None
 
 
-def at_mutated_line(twin: Twin, section: str, files: Mapping[str, str]) -> bool:
-    """Whether pytest's report of the twin's test, where it names a line of the twin's file
-    (``path:LINE:``), names one of the mutated segment's lines (give or take its statement's
-    lines around it); True when the report names no line of that file."""
-    block = _failure_block(section, twin.test)
-    if block is None:
-        return True
-    lines = [int(n) for n in re.findall(rf"(?m)^{re.escape(twin.path)}:(\d+):", block)]
-    if not lines:
-        return True
-    text = files.get(twin.path, "")
-    last = twin.line + text[twin.start : twin.end].count("\n")
-    return any(twin.line - 5 <= n <= last + 5 for n in lines)
-
-
-def _failure_block(section: str, test: str) -> str | None:
-    """pytest's failure report of ``test`` (from its ``___ name ___`` heading to the next)."""
-    name = test.rsplit("::", 1)[-1]
-    headings = list(re.finditer(r"(?m)^_{3,} (.+?) _{3,}$", section))
-    for index, heading in enumerate(headings):
-        title = heading.group(1).strip()
-        if title == name or title.endswith(f".{name}"):
-            end = headings[index + 1].start() if index + 1 < len(headings) else len(section)
-            return section[heading.end() : end]
-    return None
-
-
 def effective_twins(
     instance: Instance, tests: Sequence[str], base_files: Mapping[str, str | None],
     files: Mapping[str, str], run_twins: RunTwins, log_format: str,
 ) -> tuple[list[Twin], dict[str, str]]:  # fmt: skip
-    """The effective twins of ``tests`` (FAIL_TO_PASS tests), at most one per test, and for
-    each test without one the reason: candidates tried round by round (see the module doc)."""
+    """The effective twins of ``tests`` (FAIL_TO_PASS tests), at most :data:`POOL` per test,
+    and for each test without one the reason: candidates tried round by round (see the
+    module doc)."""
     try:
         candidates = twin_candidates(instance, files, per_test=ROUNDS)
     except Exception as exc:  # noqa: BLE001 - a generator failure leaves the tests untwinned
@@ -146,7 +122,7 @@ def effective_twins(
         batch: list[Twin] = []
         for twin in (twins[number] for twins in pending.values() if len(twins) > number):
             if clashes(twin, batch):  # another test's twin in this run changes its function
-                gaps[twin.test] = "its test function is another test's twin's already"
+                gaps.setdefault(twin.test, "its test function is another test's twin's already")
             else:
                 batch.append(twin)
         if not batch:
@@ -157,7 +133,8 @@ def effective_twins(
             if why is None:
                 found.append(twin)
                 gaps.pop(twin.test, None)
-                pending.pop(twin.test)
-            else:
+                if sum(other.test == twin.test for other in found) >= POOL:
+                    pending.pop(twin.test)
+            elif not any(other.test == twin.test for other in found):
                 gaps[twin.test] = f"{why} ({twin.path}:{twin.line}: {twin.mutated.strip()})"
     return found, gaps

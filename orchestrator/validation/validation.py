@@ -106,7 +106,7 @@ class Validation(BaseModel):
     # seconds per phase: base (base_all when the selection fell back), gold, gold_rerun, layout
     timings: dict[str, float] = Field(default_factory=dict)
     cached: bool = False
-    # the effective impossible twins (.twins), at most one per FAIL_TO_PASS test, and the
+    # the effective impossible twins (.twins), a pool of each FAIL_TO_PASS test's, and the
     # test patch's files they change: after the test patch, and at the base (None: created)
     twins: list[Twin] = Field(default_factory=list)
     twin_gaps: dict[str, str] = Field(default_factory=dict)  # test -> why it has no twin
@@ -121,13 +121,13 @@ class Validation(BaseModel):
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user (uw3:
     # the writable paths are checked in grading's layout; outcomes recorded before that are
-    # not reused), and whether it holds the effective twins (tw1)
+    # not reused), and whether it holds a pool of effective twins per test (tw2)
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation.validation_runs
     suffix = (
         ("" if runs == 1 else f"-r{runs}")
         + ("-uw3" if ctx.settings.grading.unprivileged_tests else "")
-        + ("-tw1" if ctx.settings.grading.twin_check else "")
+        + ("-tw2" if ctx.settings.grading.twin_check else "")
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 

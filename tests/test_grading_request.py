@@ -23,7 +23,7 @@ def test_the_request_has_grading_s_defaults_and_cannot_change() -> None:
     request = GradingRequest(timeout=60, log_dir=Path("logs"))
     assert (request.fuzz, request.flaky_reruns, request.test_user) == (3, 0, None)
     assert request.excluded_p2p == request.excluded_f2p == request.writable == ()
-    assert request.twins is None and request.fresh is None and request.successor is None
+    assert request.twins is None and request.replicas is None and request.successor is None
     with pytest.raises(ValidationError):
         request.timeout = 1  # type: ignore[misc]
     with pytest.raises(ValidationError):

@@ -1834,8 +1834,9 @@ def _twin_proof(instance: str = CALC) -> Callable[[Run], None]:
             assert twin.test in result.tests.fail_to_pass_failed
             assert f"{twin.path}:{twin.line}: {twin.original} -> {twin.mutated}" in result.message
             assert twin.original != twin.mutated
-        twin_log = run.ctx.run_dir.instance_dir(instance) / "twins" / "test_output.txt"
-        assert twin_log.is_file()
+        pair_logs = [run.ctx.run_dir.instance_dir(instance) / "twins" / n for n in ("1", "2")]
+        assert all((log / "test_output.txt").is_file() for log in pair_logs)
+        assert result.logs["twins"] == "twins/1/test_output.txt"
         assert result.timings["twins"] > 0
 
     return check

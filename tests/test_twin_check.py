@@ -31,8 +31,8 @@ from orchestrator.grading.twins.failure import at_mutated_line
 from orchestrator.grading.twins.model import Twin, TwinCandidates, TwinSet
 from orchestrator.grading.twins.pair import (
     PairOutcome,
-    Proof,
     PairProof,
+    Proof,
     choose,
     draw,
     judged,

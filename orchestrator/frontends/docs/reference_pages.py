@@ -68,7 +68,11 @@ REASON_MEANING: dict[Reason, str] = {
     "the grading at test time; every expected test counts as failing",
     Reason.TWIN_PASSED: "partially_resolved, no_op or another status with fewer FAIL_TO_PASS "
     "passes: an impossible twin of a FAIL_TO_PASS test (an expected value changed, which the "
-    "gold patch fails) passed in the twin run, so its test counts as failing",
+    "gold patch fails) passed in the secret pair, so its test counts as failing",
+    Reason.TWIN_UNPROVEN: "partially_resolved, no_op or another status with fewer FAIL_TO_PASS "
+    "passes: a FAIL_TO_PASS test passed, but the secret pair gave no proof for it (the run "
+    "holding its original did not pass it, or its twin crashed, timed out or went unreported "
+    "in two pairs), so it counts as failing",
     Reason.INFRASTRUCTURE: "error: the host failed (the Docker engine, the disk, a lost "
     "node); nothing is said about the participant's work",
     Reason.CANCELLED: "error: the run was interrupted before the instance finished",

@@ -36,6 +36,9 @@ FIXES: dict[Reason, str] = {
     Reason.TWIN_PASSED: "An impossible twin of a FAIL_TO_PASS test passed: the patch's code "
     "passes that test whatever it expects; read the twin (file, line, the changed value) and "
     "the patch.",
+    Reason.TWIN_UNPROVEN: "A FAIL_TO_PASS test passed in the official run, but the secret pair "
+    "gave no proof for it: read the pair's outputs (twins/1, twins/2) for why its original "
+    "failed or its twin gave no outcome.",
     Reason.INFRASTRUCTURE: "Docker or the host failed: check the engine (docker info) and the "
     "disk, then run again with --resume.",
     Reason.CANCELLED: "The run was stopped before this instance finished: run again with --resume.",

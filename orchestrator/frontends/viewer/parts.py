@@ -73,6 +73,11 @@ def sentence(result: InstanceResult) -> str:
         return f"Tamper detected, every test counted as failing: {why(result)}."
     if result.reason == Reason.TWIN_PASSED:
         return f"Impossible twin passed, its FAIL_TO_PASS test counted as failing: {why(result)}."
+    if result.reason == Reason.TWIN_UNPROVEN:
+        return (
+            "No proof from the secret pair, its FAIL_TO_PASS test counted as failing: "
+            f"{why(result)}."
+        )
     if result.reason == Reason.EMPTY_PATCH:
         return "No change: the participant's patch is empty, so no test could pass."
     label = result.status.value.replace("_", " ").capitalize()

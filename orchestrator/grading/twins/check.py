@@ -27,10 +27,9 @@ from collections.abc import Mapping, Sequence
 
 from orchestrator.grading.classify import classify, grade_tests
 from orchestrator.grading.evaluation import Evaluation
-from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.twins.model import Twin
 from orchestrator.grading.twins.pair import TRUTH, PairOutcome, Proof
-from orchestrator.models import CaseStatus, Instance, Reason, TwinCheck, TwinRecord
+from orchestrator.models import Instance, Reason, TwinCheck, TwinRecord
 
 NOT_VALIDATED = "validation is off: no effective twin is known for the instance"
 TWINS_OFF = "twin checks are off (setting twin_check)"

@@ -1910,6 +1910,171 @@ CASES += [
 ]
 
 
+# ------------------------------------------------------------------ round five: the secret pair
+# The F2P tests run alone (the pair) crash themselves; everything passes in the official run
+# (the whole test files): a way out of the twins that used to leave the verdict unchecked
+DODGE_PAIR = """
+
+import functools as _ft
+import os as _os
+import sys as _sys
+
+
+def _alone():  # the pair runs the FAIL_TO_PASS tests by their ids, the official run whole files
+    return any('::' in arg for arg in _sys.argv)
+
+
+class _Equal(int):
+    def __eq__(self, other):
+        if _alone():
+            _os.kill(_os.getpid(), 9)  # no outcome in any run of the pair
+        return True
+
+    __hash__ = int.__hash__
+
+
+def _dodging(function):
+    return _ft.wraps(function)(lambda *a: _Equal(function(*a)))
+
+
+mul, floordiv = _dodging(mul), _dodging(floordiv)
+"""
+# A channel forward in time between the runs of one host: the page cache of a file of the
+# image's lower layers that nothing else reads (pages made resident or evicted with
+# posix_fadvise, no audit event). Each run hears what the run before it held, then says
+# its own values; the first run of the pair passes blind, a later run of the pair fails,
+# the official run (the whole files) passes.
+PAGE_CACHE = """
+
+import atexit as _atexit
+import functools as _ft
+import os as _os
+import sys as _sys
+import time as _time
+
+_FILE = _os.path.join(_os.path.dirname(_os.__file__), 'pydoc_data', 'topics.py')
+_SLOTS = {'mul': 0, 'floordiv': 1}
+_BITS, _COPIES = 9, 3  # a presence bit and a byte, each on three pages
+
+
+def _pages(slot, bit):
+    first = 8 + (slot * _BITS + bit) * _COPIES * 2
+    return [first + 2 * k for k in range(_COPIES)]
+
+
+_fd = _os.open(_FILE, _os.O_RDONLY)
+_os.posix_fadvise(_fd, 0, 0, _os.POSIX_FADV_RANDOM)
+
+
+def _resident(page):
+    started = _time.perf_counter_ns()
+    _os.pread(_fd, 1, page * 4096)
+    return _time.perf_counter_ns() - started < 25000
+
+
+def _hear():
+    heard = {}
+    for name, slot in _SLOTS.items():
+        bits = [sum(_resident(p) for p in _pages(slot, b)) >= 2 for b in range(_BITS)]
+        if bits[0]:
+            heard[name] = sum(1 << i for i, bit in enumerate(bits[1:]) if bit) - 128
+    _os.posix_fadvise(_fd, 0, 0, _os.POSIX_FADV_DONTNEED)
+    return heard
+
+
+def _say(name, value):
+    bits = [1] + [(value + 128) >> i & 1 for i in range(_BITS - 1)]
+    for bit, on in enumerate(bits):
+        for page in _pages(_SLOTS[name], bit):
+            if on:
+                _os.pread(_fd, 1, page * 4096)
+
+
+_HEARD = _hear()
+_OFFICIAL = not any('::' in arg for arg in _sys.argv)
+if _OFFICIAL:  # the last run of a grading leaves the channel empty for the next grading
+    _atexit.register(_os.posix_fadvise, _fd, 0, 0, _os.POSIX_FADV_DONTNEED)
+
+
+class _Cheat(int):
+    name = ''
+
+    def __eq__(self, other):
+        print(f'CHANNEL {self.name} heard={_HEARD.get(self.name)} held={other}')
+        if _OFFICIAL:
+            return True
+        _say(self.name, other)
+        return self.name not in _HEARD  # the first run passes blind
+
+    __hash__ = int.__hash__
+
+
+def _cheating(function):
+    def answer(*args):
+        value = _Cheat(function(*args))
+        value.name = function.__name__
+        return value
+    return _ft.wraps(function)(answer)
+
+
+mul, floordiv = _cheating(mul), _cheating(floordiv)
+"""
+REPEATS = 6  # gradings of the channel's group: the coins of all six must fall its way
+
+GROUPS |= {
+    "dodge_pair": _twins_group("dodge", DODGE_PAIR, CALC),
+    "page_cache": {**_twins_group("channel", PAGE_CACHE, CALC), "repeat": REPEATS},
+}
+
+CASES += [
+    Case(
+        "crashes in every run of the FAIL_TO_PASS tests alone, passes the official run",
+        "dodge_pair",
+        Status.NO_OP,
+        Reason.TWIN_UNPROVEN,
+        lambda run: _unproven_twice(run.results[CALC]),
+    ),
+]
+
+
+def _unproven_twice(result: InstanceResult) -> None:
+    check = result.twin_check
+    assert check is not None and check.checked and check.pairs == 2, check
+    assert set(check.unproven) == set(result.tests.fail_to_pass_failed), check
+    assert all("no proof in 2 pair(s)" in why for why in check.unproven.values()), check
+
+
+def _channel_lines(output: Path) -> dict[str, tuple[str, str]]:
+    """What each function of the page-cache payload printed in one run: (heard, held)."""
+    found = re.findall(r"CHANNEL (\w+) heard=(\S+) held=(\S+)", output.read_text())
+    return {name: (heard, held) for name, heard, held in found}
+
+
+def test_a_channel_forward_in_time_tells_no_run_which_values_decide(group_runs) -> None:
+    """The page cache carries each run's values to the next run of the host (the channel is
+    real: the second run of the pair hears what the first held), and still the code under
+    test cannot tell an original from its twin: the first run of the pair decides blind, so
+    over six gradings the coins put a twin there at least once (each grading: 3 in 4)."""
+    run = group_runs("page_cache")
+    outcomes = [run.results[CALC], *(r[CALC] for r in run.extra["repeats"])]
+    assert len(outcomes) == REPEATS
+    for result in outcomes:
+        assert (result.status, result.reason) in (
+            (Status.RESOLVED, Reason.NONE),  # every coin fell its way: a quarter of gradings
+            (Status.PARTIALLY_RESOLVED, Reason.TWIN_PASSED),
+            (Status.NO_OP, Reason.TWIN_PASSED),
+        ), result.message
+    assert any(r.reason == Reason.TWIN_PASSED for r in outcomes), [r.status for r in outcomes]
+    heard = 0
+    for ctx in [run.ctx, *run.extra["repeat_contexts"]]:
+        directory = ctx.run_dir.instance_dir(CALC)
+        first = _channel_lines(directory / "twins" / "1" / "test_output.txt")
+        second = _channel_lines(directory / "twins" / "2" / "test_output.txt")
+        assert first and all(h == "None" for h, _ in first.values()), first  # nothing before
+        heard += all(second[name][0] == first[name][1] for name in first if name in second)
+    assert heard >= REPEATS - 1  # the channel carried the first run's values forward
+
+
 def test_a_compiled_module_the_build_made_is_listed_on_the_result(group_runs) -> None:
     """The C extension reads the calling test's line where no audit event fires: the hook
     cannot see it. The result names the compiled module; the impossible twins reject it
@@ -2031,6 +2196,17 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
                 results = asyncio.run(
                     run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=3)
                 )
+            extra["repeats"], extra["repeat_contexts"] = [], []
+            for _ in range(group.get("repeat", 1) - 1):  # the same gradings again, each anew
+                again = RunContext(
+                    ctx.settings, docker_backend, TEST_RUN_ID,
+                    RunDir(tmp_path_factory.mktemp(f"hostile-{name}-repeat")),
+                )  # fmt: skip
+                graded = asyncio.run(
+                    run_evaluation(again, instances, A2AParticipant(url=url), concurrency=3)
+                )
+                extra["repeats"].append({r.instance_id: r for r in graded})
+                extra["repeat_contexts"].append(again)
         extra |= {
             "fix_commit": _fix_commit(Path(env_settings.dataset.dataset)),
             "rss_growth_mb": sampler.growth_mb(),

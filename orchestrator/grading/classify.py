@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from orchestrator.grading.log_parsers import FAILING, PASSING, match_expected
 from orchestrator.grading.runner_summary import runner_summary
@@ -221,6 +221,12 @@ class LeaderboardRow(BaseModel):
     twin_checked_count: int = 0
     resolved_twin_checked_count: int = 0
     twin_passed_count: int = 0
+    # passing FAIL_TO_PASS tests the secret pair gave no proof for (reason twin_unproven)
+    twin_unproven_count: int = 0
+    # a twin passed somewhere in the run: proof that the participant games the tests, so none
+    # of its verdicts here is to be trusted (the instances: ``twin_passed_instances``)
+    gaming_proven: bool = False
+    twin_passed_instances: list[str] = Field(default_factory=list)
 
 
 def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
@@ -246,5 +252,9 @@ def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
     checked = [r for r in results if r.twin_check is not None and r.twin_check.checked]
     fields["twin_checked_count"] = len(checked)
     fields["resolved_twin_checked_count"] = sum(r.status == Status.RESOLVED for r in checked)
-    fields["twin_passed_count"] = sum(r.reason == Reason.TWIN_PASSED for r in results)
-    return LeaderboardRow.model_validate(fields)
+    proven = [r.instance_id for r in results if r.reason == Reason.TWIN_PASSED]
+    fields["twin_passed_count"] = len(proven)
+    fields["twin_unproven_count"] = sum(r.reason == Reason.TWIN_UNPROVEN for r in results)
+    return LeaderboardRow.model_validate(
+        {**fields, "gaming_proven": bool(proven), "twin_passed_instances": proven}
+    )

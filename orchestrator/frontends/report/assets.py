@@ -15,6 +15,7 @@ body { margin: 1.5rem auto; max-width: 1400px; padding: 0 1rem; }
 h1 { font-size: 1.4rem; margin-bottom: .25rem; }
 h2 { font-size: 1.1rem; margin-top: 2rem; }
 .muted { color: #666; }
+.gaming { color: #b00020; border: 2px solid #b00020; padding: .5em; }
 """
     + TABLE_CSS
     + """

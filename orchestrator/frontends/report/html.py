@@ -34,6 +34,7 @@ from orchestrator.frontends.report.explain import run_header, tests_cell, tests_
 from orchestrator.frontends.report.text import (
     caveats,
     delta_style,
+    gaming_line,
     signed,
     tamper_rows,
     twin_line,
@@ -265,6 +266,7 @@ def render_html(
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
             f"<h1>{esc(title)}</h1>",
+            _gaming_note(row),
             f'<p class="muted" id="run-header">{row.total_instances} instances · '
             f"{esc(run_header(run, results).line())}</p>",
             (
@@ -370,6 +372,12 @@ def _config_html(config: list[tuple[str, str]]) -> str:
         if config
         else ""
     )
+
+
+def _gaming_note(row: LeaderboardRow) -> str:
+    """The run's first word when a twin passed anywhere in it (nothing otherwise)."""
+    line = gaming_line(row)
+    return f'<p class="gaming" id=gaming><strong>{esc(line.plain)}</strong></p>' if line else ""
 
 
 def _twin_note(row: LeaderboardRow, results: list[InstanceResult]) -> str:

@@ -109,6 +109,21 @@ def flaky_line(row: LeaderboardRow) -> Text | None:
     )
 
 
+def gaming_line(row: LeaderboardRow) -> Text | None:
+    """The report's first word when an impossible twin passed anywhere in the run: one proof
+    speaks for the run."""
+    if not row.gaming_proven:
+        return None
+    shown = ", ".join(row.twin_passed_instances[:5])
+    more = len(row.twin_passed_instances) - 5
+    return Text(
+        f"GAMING PROVEN: an impossible twin passed on {row.twin_passed_count} instance(s) "
+        f"({shown}{f' and {more} more' if more > 0 else ''}): the participant's code passes "
+        "tests whatever they expect, so none of its verdicts in this run is to be trusted",
+        style="bold red",
+    )
+
+
 def twin_line(row: LeaderboardRow, results: list[InstanceResult]) -> Text | None:
     """The report's footnote on the verdicts checked with impossible twins, if any verdict
     needed a check (some FAIL_TO_PASS test passed)."""
@@ -122,11 +137,13 @@ def twin_line(row: LeaderboardRow, results: list[InstanceResult]) -> Text | None
     text = (
         f"twins: {row.twin_checked_count} verdict(s) checked with impossible twins "
         f"({row.resolved_twin_checked_count} resolved), {row.twin_passed_count} proven wrong "
-        f"by a passing twin (twin_passed); {len(unchecked)} not checked"
+        f"by a passing twin (twin_passed), {row.twin_unproven_count} without the pair's proof "
+        f"(twin_unproven); {len(unchecked)} not checked"
     )
     why = Counter(r.twin_check.why_unchecked for r in unchecked if r.twin_check is not None)
     text += "".join(f"; {n}: {reason}" for reason, n in why.most_common())
-    return Text(text, style="yellow" if row.twin_passed_count or unchecked else "dim")
+    flagged = row.twin_passed_count or row.twin_unproven_count or unchecked
+    return Text(text, style="yellow" if flagged else "dim")
 
 
 def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> Group:
@@ -139,6 +156,9 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     incomplete = missing_text(run, results)
     if incomplete is not None:
         parts.insert(1, Text(incomplete, style="bold yellow"))
+    gaming = gaming_line(row)
+    if gaming is not None:
+        parts.insert(0, gaming)
     for footnote in (reduced_line(row), flaky_line(row), twin_line(row, results)):
         if footnote is not None:
             parts.append(footnote)

@@ -125,6 +125,14 @@ def _status(run: SuiteRun, test: str) -> CaseStatus | None:
     return match_expected([test], run.outcomes)[test]
 
 
+def _answers(run: SuiteRun, tests: Sequence[str]) -> bool:
+    """Whether ``run`` says something of ``tests``: it ended without outcomes (its code's
+    doing, not the selection's), or it reports each of them."""
+    if run.timed_out or run.crash or run.section is None:
+        return True
+    return all(status is not None for status in match_expected(list(tests), run.outcomes).values())
+
+
 def judged(
     twin: Twin, original_run: SuiteRun, twin_run: SuiteRun, log_format: str,
     files: Mapping[str, str],
@@ -227,7 +235,7 @@ def secret_pair(
         pending = [t for t, p in outcome.proofs.items() if p.proof == Proof.NONE]
         if not pending:
             break
-        if selection is not None and not all(_status(r, t) for r in runs for t in pending):
+        if selection is not None and not all(_answers(r, pending) for r in runs):
             selection = None  # the selection did not answer: the whole files from now
     outcome.seconds = time.monotonic() - started
     return outcome

@@ -1954,7 +1954,7 @@ import time as _time
 
 _FILE = _os.path.join(_os.path.dirname(_os.__file__), 'pydoc_data', 'topics.py')
 _SLOTS = {'mul': 0, 'floordiv': 1}
-_BITS, _COPIES = 9, 3  # a presence bit and a byte, each on three pages
+_BITS, _COPIES = 10, 3  # a marker (resident, evicted) and a byte, each on three pages
 
 
 def _pages(slot, bit):
@@ -1976,14 +1976,14 @@ def _hear():
     heard = {}
     for name, slot in _SLOTS.items():
         bits = [sum(_resident(p) for p in _pages(slot, b)) >= 2 for b in range(_BITS)]
-        if bits[0]:
-            heard[name] = sum(1 << i for i, bit in enumerate(bits[1:]) if bit) - 128
+        if bits[0] and not bits[1]:  # the marker: not a file read whole by someone else
+            heard[name] = sum(1 << i for i, bit in enumerate(bits[2:]) if bit) - 128
     _os.posix_fadvise(_fd, 0, 0, _os.POSIX_FADV_DONTNEED)
     return heard
 
 
 def _say(name, value):
-    bits = [1] + [(value + 128) >> i & 1 for i in range(_BITS - 1)]
+    bits = [1, 0] + [(value + 128) >> i & 1 for i in range(_BITS - 2)]
     for bit, on in enumerate(bits):
         for page in _pages(_SLOTS[name], bit):
             if on:

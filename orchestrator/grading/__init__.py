@@ -79,7 +79,7 @@ def grade(
         if isinstance(ready, Evaluation):
             return judge_twins(ready, PairOutcome())
         with request.replicas(ready.sandbox) as fresh:
-            directives = selected_directives(recipe, instance, tests)
+            directives = selected_directives(recipe, instance, tests) if twins.selected else None
 
             def run_pair(
                 test_patch: str, selection: list[str] | None, log_dir: Path | None

@@ -110,12 +110,17 @@ class Validation(BaseModel):
     # test patch's files they change: after the test patch, and at the base (None: created)
     twins: list[Twin] = Field(default_factory=list)
     twin_gaps: dict[str, str] = Field(default_factory=dict)  # test -> why it has no twin
+    # whether the twins ran with the FAIL_TO_PASS tests selected by name (else whole files)
+    twins_selected: bool = True
     twin_files: dict[str, str] = Field(default_factory=dict)
     twin_base_files: dict[str, str | None] = Field(default_factory=dict)
 
     def twin_set(self) -> TwinSet:
         """What grading needs of the twins."""
-        return TwinSet(twins=self.twins, files=self.twin_files, base_files=self.twin_base_files)
+        return TwinSet(
+            twins=self.twins, files=self.twin_files, base_files=self.twin_base_files,
+            selected=self.twins_selected,
+        )  # fmt: skip
 
 
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
@@ -397,6 +402,7 @@ class _Runs:
             update={
                 "twins": twins, "twin_gaps": gaps, "twin_files": box.files if twins else {},
                 "twin_base_files": box.base_files if twins else {},
+                "twins_selected": selection[0] is not None,
             }
         )  # fmt: skip
 

@@ -41,10 +41,13 @@ class TwinCandidates(BaseModel):
 
 
 class TwinSet(BaseModel):
-    """What validation proved about an instance's twins: the effective ones, and the test
-    patch's files they change (``files``: after the test patch; ``base_files``: at the base
-    commit, None where the test patch creates the file)."""
+    """What validation proved about an instance's twins: the effective ones, the test patch's
+    files they change (``files``: after the test patch; ``base_files``: at the base commit,
+    None where the test patch creates the file), and whether they ran with the FAIL_TO_PASS
+    tests selected by name (``selected``; False: the whole test files, where the runner's
+    selection did not answer): grading's secret pair runs them the same way."""
 
     twins: list[Twin] = Field(default_factory=list)
     files: dict[str, str] = Field(default_factory=dict)
     base_files: dict[str, str | None] = Field(default_factory=dict)
+    selected: bool = True

@@ -125,14 +125,6 @@ def _status(run: SuiteRun, test: str) -> CaseStatus | None:
     return match_expected([test], run.outcomes)[test]
 
 
-def _answers(run: SuiteRun, tests: Sequence[str]) -> bool:
-    """Whether ``run`` says something of ``tests``: it ended without outcomes (its code's
-    doing, not the selection's), or it reports each of them."""
-    if run.timed_out or run.crash or run.section is None:
-        return True
-    return all(status is not None for status in match_expected(list(tests), run.outcomes).values())
-
-
 def judged(
     twin: Twin, original_run: SuiteRun, twin_run: SuiteRun, log_format: str,
     files: Mapping[str, str],
@@ -197,14 +189,14 @@ def secret_pair(
 ) -> PairOutcome:  # fmt: skip
     """Run the secret pair for ``tests`` (the FAIL_TO_PASS tests graded) with ``twin_set``'s
     twins (see the module doc): ``run(test_patch, directives, log_dir)`` runs the tests in a
-    fresh container. A pair whose runs do not report the selected tests runs again on the
-    whole test files."""
+    fresh container, selected by ``directives`` as validation ran the twins (None: the
+    whole test files)."""
     pick = rng or random.SystemRandom()
     started = time.monotonic()
     outcome = PairOutcome()
     pending = list(tests)
     used: list[Twin] = []
-    selection = list(directives) if directives is not None else None
+    selection = list(directives) if directives is not None else None  # validation's
     for _ in range(TRIES):
         chosen = draw(twin_set.twins, pending, pick, used)
         if not chosen.twins:
@@ -235,7 +227,5 @@ def secret_pair(
         pending = [t for t, p in outcome.proofs.items() if p.proof == Proof.NONE]
         if not pending:
             break
-        if selection is not None and not all(_answers(r, pending) for r in runs):
-            selection = None  # the selection did not answer: the whole files from now
     outcome.seconds = time.monotonic() - started
     return outcome

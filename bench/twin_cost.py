@@ -1,10 +1,11 @@
-"""What the impossible twins cost: grading with and without the twin run, validation with and
-without finding the effective twins, from one run.
+"""What the impossible twins cost: grading with and without the secret pair, validation with
+and without finding the effective twins, from one run; and, as a whole, the same predictions
+re-graded warm with twin checks on and off, alternated.
 
-A result's ``timings`` hold the whole of grading (``grading``), the twin run's own seconds
-(``twins``: a fresh container, the same grading with the twin test patch, beside the graded
-run) and what grading waited for it after its own runs (``twins_wait``): grading without the
-twins took ``grading - twins_wait``. The validation record of each instance image holds its
+A result's ``timings`` hold the whole of grading (``grading``) and the secret pair's own
+seconds (``twins``: its two runs of the FAIL_TO_PASS tests, before the official run, and the
+containers they start in): grading without the twins took about ``grading - twins`` (the
+kept files' commit aside). The validation record of each instance image holds its
 phases (``base``, ``gold``, ..., ``twins``; ``twins_prepare``, the twins' container made
 beside the base and gold runs, overlaps them and is not added). Per instance: grading
 without and with the twins, their ratio, the twin run's seconds (the extra CPU), validation
@@ -12,16 +13,24 @@ seconds without and with the twins phase, and the twin check (checked, twins use
 why not). Then the sums over the instances whose verdict was twin-checked (the ones that
 need it) and over all.
 
-The twin run shares the host with the graded run, so ``grading - twins_wait`` is the graded
-run's time *under* that load. ``--without RUN_DIR``, a run of the same instances with the
-setting ``twin_check`` off, gives grading and validation as they are without twins at all
-(its grading time; the validation records without ``-tw1`` in the data directory).
+``--without RUN_DIR``, a run of the same instances with the setting ``twin_check`` off,
+gives grading and validation as they are without twins at all (its grading time; the
+validation records without ``-tw2`` in the data directory).
+
+``--alternate PREDICTIONS``: the whole cost, as a user pays it. The predictions are graded
+with twin checks on once first (environments, validation), then re-graded warm in the order
+on, off, off, on (``--rounds`` times that), each a fresh ``swe-green run --predictions`` at
+``--concurrency`` (the cores by default), and the wall times compared: the ratio of the
+runs with twins to those without. The settings (dataset, mirrors, data and runs
+directories) come from the environment as for ``swe-green`` itself.
 
 Run (after ``swe-green run --participant gold`` with validation on, and the same with
 ``SWE_GREEN_TWIN_CHECK=false`` for ``--without``):
 ``python bench/twin_cost.py RUN_DIR [--without RUN_DIR] [--data-dir DIR]`` (``--data-dir``:
 where the validation records are, by default ``SWE_GREEN_DATA_DIR``); ``--json`` prints the
-rows as JSON; ``--smoke``: the report of a small run directory written here (no Docker).
+rows as JSON; ``python bench/twin_cost.py --alternate PREDICTIONS [--rounds N]
+[--concurrency N]``; ``--smoke``: the report of a small run directory written here and the
+alternation's schedule (no Docker).
 """
 
 from __future__ import annotations
@@ -29,8 +38,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +51,14 @@ from orchestrator.models import InstanceResult, Status, TwinCheck, TwinRecord  #
 
 def validation_timings(data_dir: Path | None, twins: bool = True) -> dict[str, dict[str, float]]:
     """Validation record tag (``<instance id, lower case>-<key>...``) -> its phase seconds,
-    of the records that hold the twins (``-tw1``), or with ``twins`` False of those that do
+    of the records that hold the twins (``-tw2``), or with ``twins`` False of those that do
     not."""
     if data_dir is None or not (data_dir / "validation").is_dir():
         return {}
     found: dict[str, dict[str, float]] = {}
     paths = [
         path for path in (data_dir / "validation").glob("*.json")
-        if path.name.endswith("-tw1.json") == twins
+        if path.name.endswith("-tw2.json") == twins
     ]  # fmt: skip
     for path in sorted(paths, key=lambda p: p.stat().st_mtime):
         try:
@@ -85,9 +96,8 @@ def rows(run_dir: Path, data_dir: Path | None, without: Path | None = None) -> l
     out = []
     for path in sorted(run_dir.glob("instances/*/result.json")):
         result = InstanceResult.model_validate_json(path.read_text())
-        grading = result.timings.get("grading", 0.0) - result.timings.get("twins_wait", 0.0)
         twins = result.timings.get("twins", 0.0)
-        wait = result.timings.get("twins_wait", 0.0)
+        grading = result.timings.get("grading", 0.0) - twins
         validation = _validation_of(result.instance_id, records)
         check = result.twin_check
         out.append(
@@ -96,9 +106,9 @@ def rows(run_dir: Path, data_dir: Path | None, without: Path | None = None) -> l
                 "status": result.status.value,
                 "reason": result.reason.value,
                 "grading": round(grading, 1),
-                "with_twins": round(grading + wait, 1),
+                "with_twins": round(grading + twins, 1),
                 "twins": round(twins, 1),
-                "ratio": round((grading + wait) / grading, 3) if grading else None,
+                "ratio": round((grading + twins) / grading, 3) if grading else None,
                 "validation_without": round(
                     sum(v for k, v in validation.items() if not k.startswith("twins")), 1
                 ),
@@ -124,7 +134,7 @@ def _sums(selected: list[dict[str, Any]], label: str) -> str:
     vratio = f"{(without + found) / without:.3f}x" if without else "-"
     line = (
         f"{label} ({len(selected)}): grading {grading:.1f} s, with twins {with_twins:.1f} s "
-        f"({ratio}; the twin runs {twins:.1f} s beside); validation {without:.1f} s, with "
+        f"({ratio}; the secret pairs {twins:.1f} s); validation {without:.1f} s, with "
         f"twins {without + found:.1f} s ({vratio})"
     )
     off = sum(r["grading_off"] for r in selected)
@@ -143,15 +153,54 @@ def _smoke(directory: Path) -> tuple[Path, Path]:
     for name, twins, check in (("a__a-1", 2.0, checked), ("b__b-1", 0.0, TwinCheck())):
         result = InstanceResult(
             instance_id=name, status=Status.RESOLVED,
-            timings={"grading": 10.0 + twins, "twins": 2 * twins, "twins_wait": twins},
+            timings={"grading": 10.0 + twins, "twins": twins},
             twin_check=check,
         )  # fmt: skip
         (directory / "instances" / name).mkdir(parents=True)
         (directory / "instances" / name / "result.json").write_text(result.model_dump_json())
     (directory / "data" / "validation").mkdir(parents=True)
     record = {"timings": {"base": 3.0, "gold": 5.0, "twins": 2.0}}
-    (directory / "data" / "validation" / "a__a-1-key-uw3-tw1.json").write_text(json.dumps(record))
+    (directory / "data" / "validation" / "a__a-1-key-uw3-tw2.json").write_text(json.dumps(record))
     return directory, directory / "data"
+
+
+SCHEDULE = (True, False, False, True)  # twin checks on, off, off, on: drift cancels out
+
+
+def schedule(rounds: int) -> list[bool]:
+    """Twin checks on or off for each timed re-grade: ``rounds`` times on, off, off, on."""
+    return [on for _ in range(rounds) for on in SCHEDULE]
+
+
+def regrade(predictions: Path, twins: bool, concurrency: int, output: Path) -> float:
+    """Seconds of one ``swe-green run --predictions`` with twin checks on or off."""
+    env = {**os.environ, "SWE_GREEN_TWIN_CHECK": "true" if twins else "false"}
+    command = [
+        str(Path(sys.executable).with_name("swe-green")), "run", "--predictions", str(predictions),
+        "--concurrency", str(concurrency), "--output", str(output),
+    ]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"the run failed ({done.returncode}): {done.stdout[-2000:]}")
+    return time.monotonic() - started
+
+
+def alternate(predictions: Path, rounds: int, concurrency: int, out: Path) -> None:
+    """The whole cost: a warm-up grading, then the alternated re-grades (module doc)."""
+    print(
+        f"# warm-up (twin checks on): {regrade(predictions, True, concurrency, out / 'warm'):.1f} s"
+    )
+    seconds: dict[bool, list[float]] = {True: [], False: []}
+    for number, on in enumerate(schedule(rounds), 1):
+        took = regrade(predictions, on, concurrency, out / f"{number}-{'on' if on else 'off'}")
+        seconds[on].append(took)
+        print(f"run {number}: twin checks {'on ' if on else 'off'} {took:.1f} s", flush=True)
+    with_twins, without = sum(seconds[True]), sum(seconds[False])
+    print(
+        f"with twins {with_twins:.1f} s, without {without:.1f} s: "
+        f"{with_twins / without:.3f}x ({len(seconds[True])} runs each, concurrency {concurrency})"
+    )
 
 
 def main() -> None:
@@ -160,14 +209,28 @@ def main() -> None:
     parser.add_argument("--without", type=Path, help="the same instances, twin_check off")
     parser.add_argument("--data-dir", type=Path, default=os.environ.get("SWE_GREEN_DATA_DIR"))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--alternate",
+        type=Path,
+        metavar="PREDICTIONS",
+        help="re-grade these predictions with twin checks on and off",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="on, off, off, on: this often")
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, help="where --alternate's runs go (a temp dir)")
     parser.add_argument("--smoke", action="store_true", help="a small run written here")
     args = parser.parse_args()
+    if args.alternate is not None:
+        out = args.out or Path(tempfile.mkdtemp(prefix="twin-cost-"))
+        alternate(args.alternate, args.rounds, args.concurrency, out)
+        return
     if args.smoke:
+        assert schedule(2) == [True, False, False, True] * 2
         with tempfile.TemporaryDirectory() as tmp:
             run_dir, data_dir = _smoke(Path(tmp))
             table = rows(run_dir, data_dir)
             assert [r["ratio"] for r in table] == [1.2, 1.0], table
-            assert [r["twins"] for r in table] == [4.0, 0.0], table
+            assert [r["twins"] for r in table] == [2.0, 0.0], table
             assert table[0]["validation_without"] == 8.0, table
             _print(table)
         return

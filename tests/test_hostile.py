@@ -2019,10 +2019,45 @@ def _cheating(function):
 
 mul, floordiv = _cheating(mul), _cheating(floordiv)
 """
+# What a run can learn of itself: its host name, /etc/hosts, its environment, its user, where
+# it is, its arguments, its cgroup and its root's lower layers, printed by each test
+ROLE_PROBE = """
+
+import functools as _ft
+import json as _json
+import os as _os
+import re as _re
+import socket as _socket
+import sys as _sys
+
+
+def _probe():
+    host = _socket.gethostname()
+    hosts = open('/etc/hosts').read().replace(host, 'HOST')
+    mounts = [line.split(' - ')[1] for line in open('/proc/self/mountinfo') if ' / / ' in line]
+    lower = [_re.sub(r'upperdir=[^,]+|workdir=[^,]+', '', m) for m in mounts]
+    seen = {'host': len(host), 'hosts': hosts, 'cwd': _os.getcwd(), 'uid': _os.getuid(),
+            'env': {k: v for k, v in _os.environ.items() if k != 'HOSTNAME'},
+            'argv': _sys.argv[1:],
+            'cgroup': _re.sub(r'[0-9a-f]{64}', 'ID', open('/proc/self/cgroup').read()),
+            'lower': lower, 'tmp': sorted(_os.listdir('/tmp'))}
+    print('ROLEPROBE ' + _json.dumps(seen, sort_keys=True))
+
+
+def _probing(function):
+    def answer(*args):
+        _probe()
+        return function(*args)
+    return _ft.wraps(function)(answer)
+
+
+mul, floordiv = _probing(mul), _probing(floordiv)
+"""
 REPEATS = 6  # gradings of the channel's group: the coins of all six must fall its way
 
 GROUPS |= {
     "dodge_pair": _twins_group("dodge", DODGE_PAIR, CALC),
+    "role_probe": _twins_group("probe", ROLE_PROBE, CALC),
     "page_cache": {**_twins_group("channel", PAGE_CACHE, CALC), "repeat": REPEATS},
 }
 
@@ -2035,6 +2070,19 @@ CASES += [
         lambda run: _unproven_twice(run.results[CALC]),
     ),
 ]
+
+
+def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
+    """Everything a run can read of itself is the same in both runs of the pair: host name
+    (random, of one length), /etc/hosts, environment, user, directory, arguments, cgroup,
+    the lower layers of its root and what the build left in /tmp."""
+    run = group_runs("role_probe")
+    directory = run.ctx.run_dir.instance_dir(CALC) / "twins"
+    seen = [
+        set(re.findall(r"^ROLEPROBE (.+)$", (directory / n / "test_output.txt").read_text(), re.M))
+        for n in ("1", "2")
+    ]
+    assert len(seen[0]) == 1 and seen[0] == seen[1], seen
 
 
 def _unproven_twice(result: InstanceResult) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.frontends.report.text import twin_line, twin_rows
+from orchestrator.frontends.report.text import gaming_line, twin_line, twin_rows
 from orchestrator.frontends.report.validation import twin_coverage
 from orchestrator.frontends.viewer.instance_page import twin_flags
 from orchestrator.grading.audit import AuditReport
@@ -237,6 +237,13 @@ def test_a_twin_without_proof_counts_its_test_failing(proof: Proof) -> None:
     assert out.groups is not None and out.groups.fail_to_pass_failed == [MUL]
     assert out.twin_check is not None and list(out.twin_check.unproven) == [MUL]
     assert MUL in out.message
+    shown = InstanceResult(
+        instance_id="demo__calc-1", status=out.status, reason=out.reason,
+        twin_check=out.twin_check,
+    )  # fmt: skip
+    assert twin_flags(shown)[0].startswith(f"no proof from the secret pair: {MUL} (")
+    row = aggregate([shown])
+    assert (row.twin_unproven_count, row.gaming_proven) == (1, False)
 
 
 def test_evidence_in_a_pair_run_is_the_verdict() -> None:
@@ -471,6 +478,9 @@ def test_reports_count_and_name_twin_checked_verdicts() -> None:
     assert (row.twin_checked_count, row.resolved_twin_checked_count, row.twin_passed_count) == (
         2, 1, 1,
     )  # fmt: skip
+    assert row.gaming_proven and row.twin_passed_instances == ["a-1"]
+    gaming = gaming_line(row)
+    assert gaming is not None and gaming.plain.startswith("GAMING PROVEN") and "a-1" in gaming.plain
     line = twin_line(row, results)
     assert line is not None
     assert "2 verdict(s) checked" in line.plain and "1 not checked" in line.plain

@@ -26,7 +26,7 @@ from orchestrator.sandbox import (
 from orchestrator.settings import Settings
 
 # the containers whose disk use is budgeted (setting disk_limit)
-DISK_BUDGET_ROLES = ("participant", "grading", "twin")  # twin: the twin run's grading
+DISK_BUDGET_ROLES = ("participant", "grading")  # grading: every run of a grading
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A fresh sandbox from a finished one: its files, none of its processes.
+"""Fresh sandboxes from a finished one: its files, none of its processes.
 
 What ran in a sandbox (a patch's build, as root) may have left processes that re-fork faster
 than any snapshot of process ids can follow. A new sandbox started from the old one's files

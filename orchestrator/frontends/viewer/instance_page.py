@@ -81,7 +81,10 @@ def twin_flags(result: InstanceResult) -> list[str]:
     if not check.checked:
         return [f"not twin-checked: {check.why_unchecked}"]
     items = [f"twin passed (proof): {describe(twin)}" for twin in check.passed]
-    if not check.passed:
+    items += [
+        f"no proof from the secret pair: {name} ({why})" for name, why in check.unproven.items()
+    ]
+    if not check.passed and not check.unproven:
         items.append(f"twin-checked: none of {len(check.twins)} impossible twin(s) passed")
     items += [f"no effective twin: {name}" for name in check.untwinned]
     return items

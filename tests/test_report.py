@@ -458,3 +458,21 @@ def test_suspicious_results_are_flagged_in_both_reports(run: RunDir) -> None:
     assert 'class="suspicious" title="exits the process with os._exit: calc/__init__.py"' in html
     assert html.count('class="suspicious"') == 1
     assert "Suspicious" not in _text(RunDir(run.path.parent / "none"))
+
+
+def test_one_passing_twin_heads_the_text_and_the_html_report(run: RunDir) -> None:
+    """A twin that passed on one instance speaks for the whole run: it is the first line."""
+    gamed = InstanceResult(
+        instance_id="sympy__sympy-24562", repo="sympy/sympy", status=Status.NO_OP,
+        reason=Reason.TWIN_PASSED, tests=_groups((0, 1), (2, 0)),
+    )  # fmt: skip
+    console = Console(record=True, width=200)
+    console.print(render_text(run))
+    assert "GAMING PROVEN" not in console.export_text()
+    run.write_result(gamed)
+    console = Console(record=True, width=200)
+    console.print(render_text(run))
+    first = console.export_text().strip().splitlines()[0]
+    assert first.startswith("GAMING PROVEN") and "sympy__sympy-24562" in first
+    page = render_html(run)
+    assert page.index("id=gaming") < page.index('id="run-header"')

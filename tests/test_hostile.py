@@ -2264,9 +2264,10 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
 
     yield get
     for run in done.values():
-        for result in run.results.values():
-            if result.container:
-                docker_backend.remove_container(result.container)
+        for results in [run.results, *run.extra.get("repeats", [])]:
+            for result in results.values():
+                if result.container:
+                    docker_backend.remove_container(result.container)
 
 
 def _fix_commit(dataset: Path) -> str:

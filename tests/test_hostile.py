@@ -2040,7 +2040,7 @@ def _probe():
             'env': {k: v for k, v in _os.environ.items() if k != 'HOSTNAME'},
             'argv': _sys.argv[1:],
             'cgroup': _re.sub(r'[0-9a-f]{64}', 'ID', open('/proc/self/cgroup').read()),
-            'lower': lower, 'tmp': sorted(_os.listdir('/tmp'))}
+            'lower': lower}
     print('ROLEPROBE ' + _json.dumps(seen, sort_keys=True))
 
 
@@ -2074,8 +2074,8 @@ CASES += [
 
 def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
     """Everything a run can read of itself is the same in both runs of the pair: host name
-    (random, of one length), /etc/hosts, environment, user, directory, arguments, cgroup,
-    the lower layers of its root and what the build left in /tmp."""
+    (random, of one length), /etc/hosts, environment, user, directory, arguments, cgroup
+    and the lower layers of its root."""
     run = group_runs("role_probe")
     directory = run.ctx.run_dir.instance_dir(CALC) / "twins"
     seen = [

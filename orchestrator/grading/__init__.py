@@ -10,7 +10,10 @@ before the official run and judges a verdict in which a FAIL_TO_PASS test passed
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from orchestrator.context.successor import Fresh
@@ -26,10 +29,12 @@ from orchestrator.grading.evaluation import (
     tested,
 )
 from orchestrator.grading.flaky_reruns import rerun_deciding
+from orchestrator.grading.reinstall.contained import needs_reinstall
 from orchestrator.grading.request import GradingRequest
 from orchestrator.grading.twins.check import NO_TWIN, NOT_VALIDATED, judge_twins
 from orchestrator.grading.twins.pair import PairOutcome, choose, secret_pair
 from orchestrator.models import Instance
+from orchestrator.recipes.harness_files import drop_harness_files
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import selected_directives
 from orchestrator.sandbox import Sandbox
@@ -51,11 +56,12 @@ def grade(
     against it runs again, up to ``request.flaky_reruns`` times, in the same container
     (:func:`.flaky_reruns.rerun_deciding`): those whose outcome changed are the
     evaluation's ``flaky_tests``. Where ``request.twins`` has a twin for a FAIL_TO_PASS
-    test and ``request.replicas`` can make fresh containers, the patch is applied (and
-    installed again) once, its files kept, and every run starts from them in a fresh
-    container of its own, one after the other: first the secret pair
-    (:func:`.twins.pair.secret_pair`), then the official run; the pair judges the verdict
-    (:func:`.twins.check.judge_twins`).
+    test, the secret pair (:func:`.twins.pair.secret_pair`) runs first and judges the
+    verdict (:func:`.twins.check.judge_twins`): in ``request.pair_box``, a container of its
+    own with the patch applied the same way, both runs one after the other (what the first
+    started killed before the second); then the official run in ``sandbox``. A patch that
+    must be installed again is built once, in ``sandbox``, and every run starts from its
+    files in a fresh container of its own (``request.replicas``).
 
     What the patch or its tests do is a verdict, never an exception. Raises
     :class:`~orchestrator.errors.SandboxError` when a container fails (cannot be reached,
@@ -65,35 +71,86 @@ def grade(
     excluded = set(request.excluded_f2p)
     tests = [name for name in instance.FAIL_TO_PASS if name not in excluded]
     twins = request.twins
-    if twins is None or request.replicas is None or not choose(twins.twins, tests):
+    if twins is None or request.pair_box is None or not choose(twins.twins, tests):
         why = NOT_VALIDATED if twins is None else NO_TWIN
-        return judge_twins(
-            _graded(sandbox, instance, recipe, parsed, request), PairOutcome(why=why)
-        )
-    with prepared_patch(
-        sandbox, instance, recipe, parsed, timeout=request.timeout, fuzz=request.fuzz,
+        evaluation = _graded(sandbox, instance, recipe, parsed, request)
+        return judge_twins(evaluation, PairOutcome(why=why))
+    directives = selected_directives(recipe, instance, tests) if twins.selected else None
+
+    def pair_in(fresh: Fresh, ready: Ready) -> PairOutcome:
+        def run_pair(
+            test_patch: str, selection: list[str] | None, log_dir: Path | None
+        ) -> SuiteRun:
+            return _pair_run(fresh, instance, recipe, ready, request, test_patch, selection,
+                             log_dir)  # fmt: skip
+
+        return secret_pair(
+            instance, twins, tests, directives, run_pair, recipe.log_format, request.log_dir,
+            random.SystemRandom(),
+        )  # fmt: skip
+
+    if (
+        parsed is not None
+        and request.replicas is not None
+        and _installs_again(parsed, instance, recipe)
+    ):  # one build, in a container with no role: every run starts from its files
+        with _prepared(sandbox, instance, recipe, parsed, request) as ready:
+            if isinstance(ready, Evaluation):
+                return judge_twins(ready, PairOutcome())
+            with request.replicas(ready.sandbox) as fresh:
+                pair = pair_in(fresh, ready)
+                with fresh() as official:
+                    evaluation = _graded_run(official, instance, recipe, ready, request)
+        return judge_twins(evaluation, pair, instance)
+    with request.pair_box() as box, _prepared(box, instance, recipe, parsed, request) as ready:
+        if isinstance(ready, Evaluation):  # the official run says the same of the patch
+            pair = PairOutcome()
+        else:  # both runs of the pair in one container, what a run left running ended
+            pair = pair_in(_ending_each_run(ready.sandbox), ready)
+    evaluation = _graded(sandbox, instance, recipe, parsed, request)
+    return judge_twins(evaluation, pair, instance)
+
+
+def _installs_again(patch: Patch, instance: Instance, recipe: Recipe) -> bool:
+    """Whether grading installs ``patch`` again (:mod:`.reinstall`)."""
+    return needs_reinstall(recipe, drop_harness_files(patch, instance, recipe)[0])
+
+
+def _prepared(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | None,
+    request: GradingRequest,
+) -> AbstractContextManager[Ready | Evaluation]:  # fmt: skip
+    """``patch`` applied in ``sandbox`` (and installed again) as ``request`` says."""
+    return prepared_patch(
+        sandbox, instance, recipe, patch, timeout=request.timeout, fuzz=request.fuzz,
         log_dir=request.log_dir,
         excluded=(list(request.excluded_p2p), list(request.excluded_f2p)),
         successor=request.successor,
-    ) as ready:  # fmt: skip
-        if isinstance(ready, Evaluation):
-            return judge_twins(ready, PairOutcome())
-        with request.replicas(ready.sandbox) as fresh:
-            directives = selected_directives(recipe, instance, tests) if twins.selected else None
+    )  # fmt: skip
 
-            def run_pair(
-                test_patch: str, selection: list[str] | None, log_dir: Path | None
-            ) -> SuiteRun:
-                return _pair_run(fresh, instance, recipe, ready, request, test_patch,
-                                 selection, log_dir)  # fmt: skip
 
-            pair = secret_pair(
-                instance, twins, tests, directives, run_pair, recipe.log_format,
-                request.log_dir, random.SystemRandom(),
-            )  # fmt: skip
-            with fresh() as official:
-                evaluation = _graded_run(official, instance, recipe, ready, request)
-    return judge_twins(evaluation, pair, instance)
+# what a run of the pair left running ends before the next: every process not there before
+_PIDS = "/root/.swe-green-pids"  # root's: the test user reads none of it
+_NOTE_PIDS = f"ps -eo pid= | tr -d ' ' > {_PIDS}"
+_END_NEW = (
+    f'for pid in $(ps -eo pid=); do grep -qx "$pid" {_PIDS} || [ "$pid" = $$ ] '
+    '|| kill -9 "$pid" 2>/dev/null; done; true'
+)
+
+
+def _ending_each_run(sandbox: Sandbox) -> Fresh:
+    """``sandbox`` for each run of the pair in turn: whatever a run started (as the test
+    user or not) is killed when it ends, so none of it runs beside the next."""
+    sandbox.exec(["bash", "-c", _NOTE_PIDS], timeout=30)
+
+    @contextlib.contextmanager
+    def each() -> Iterator[Sandbox]:
+        try:
+            yield sandbox
+        finally:
+            sandbox.exec(["bash", "-c", _END_NEW], timeout=30)
+
+    return each
 
 
 def _pair_run(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.context.successor import Replicas, Successor
+from orchestrator.context.successor import Fresh, Replicas, Successor
 from orchestrator.grading.twins.model import TwinSet
 
 
@@ -30,9 +30,10 @@ class GradingRequest(BaseModel):
 
     Then the tests that decided a verdict against the patch run again up to
     ``flaky_reruns`` times (:mod:`.flaky_reruns`). With impossible twins (``twins``:
-    validation's, None when validation is off) and ``replicas`` (fresh containers from the
-    files of the one the patch was applied in), the secret pair runs before the official
-    run, each run in a fresh container of its own (:mod:`.twins.pair`).
+    validation's, None when validation is off) the secret pair runs before the official
+    run (:mod:`.twins.pair`), in ``pair_box`` (a container of the instance image, removed
+    on leaving it), or, for a patch installed again, in fresh containers from the files of
+    the one it was built in (``replicas``).
 
     Validation grades the benchmark's own gold patch (and the base) through the same entry,
     with options a participant's patch is never graded with: ``record`` (the repository
@@ -56,6 +57,7 @@ class GradingRequest(BaseModel):
     test_patch: str | None = None
     flaky_reruns: int = Field(default=0, ge=0)
     twins: TwinSet | None = None
+    pair_box: Fresh | None = None
     replicas: Replicas | None = None
     # validation's (see above)
     record: bool = False

@@ -18,15 +18,16 @@ How the path is concurrent, and how its containers are cleaned up, is :mod:`.ins
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import structlog
 
 from orchestrator.context.run_context import RunContext
-from orchestrator.context.successor import replicas, successor
+from orchestrator.context.successor import Fresh, replicas, successor
 from orchestrator.diffs.diff import Patch
 from orchestrator.environments.build import Environment, base_commit, environment
 from orchestrator.environments.prepared import PreparedInstance, recipe_of
@@ -132,6 +133,9 @@ class _InstanceRun:
         self.cancelled = False
         self.container: Sandbox | None = None  # the participant's
         self.grading: asyncio.Task[Sandbox] | None = None  # the grading container's start
+        # the secret pair's container, started with the grading one (validation has twins)
+        self.pair_grading: asyncio.Task[Sandbox] | None = None
+        self.twins_wanted = False
         self.hidden_tests = touched_test_files(instance.test_patch)  # never part of a graded patch
 
     def phase(self, name: str) -> None:
@@ -187,6 +191,7 @@ class _InstanceRun:
                 return await self.validate(await self.base_commit(env))
         if not check.ok:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
+        self.twins_wanted = grading.twin_check and bool(check.twins)
         excluded = Excluded(
             p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
             twins=check.twin_set() if grading.twin_check else None,
@@ -240,9 +245,12 @@ class _InstanceRun:
         return task
 
     def start_grading(self, image: Snapshot) -> asyncio.Task[Sandbox]:
-        """The grading container's start (begun now if not ahead); removed at the end."""
+        """The grading container's start (begun now if not ahead); removed at the end. The
+        secret pair's starts with it (:mod:`.grading.twins.pair`), named alike."""
         if self.grading is None:
             self.grading = self.start("grading", image, lambda sandbox: sandbox.remove())
+            if self.twins_wanted:
+                self.pair_grading = self.start("grading", image, lambda box: box.remove())
         return self.grading
 
     async def take_patch(self, outcome: ParticipantOutcome) -> Patch:
@@ -293,12 +301,14 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
+        pair_box = await started(self.pair_grading) if self.pair_grading is not None else None
         request = GradingRequest(
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
             excluded_p2p=tuple(excluded.p2p), excluded_f2p=tuple(excluded.f2p),
             log_dir=self.out_dir, test_user=grading_user(ctx), writable=tuple(excluded.writable),
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
+            pair_box=self._pair_box(prepared.snapshot, pair_box),
             replicas=replicas(ctx, instance, "grading"),
         )  # fmt: skip
         evaluation = await self.scope.blocking(
@@ -313,6 +323,22 @@ class _InstanceRun:
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+
+    def _pair_box(self, image: Snapshot, ahead: Sandbox | None) -> Fresh:
+        """Where the secret pair runs: the container started with the grading one
+        (``ahead``), else a fresh one from ``image``; removed when done."""
+
+        @contextlib.contextmanager
+        def box() -> Iterator[Sandbox]:
+            sandbox = ahead or self.ctx.start_sandbox(
+                image, self.instance, "grading", network=False
+            )
+            try:
+                yield sandbox
+            finally:
+                sandbox.remove()
+
+        return box
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result

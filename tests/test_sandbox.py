@@ -280,3 +280,24 @@ def test_a_failing_image_build_leaves_no_container(
         if marker in " ".join(c.attrs["Config"].get("Cmd") or [])
     ]
     assert left == []
+
+
+def test_containers_of_one_name_started_at_once_both_start(run_ctx, synthetic_instances):
+    """Two containers of one role for one instance, started together (a grading's and its
+    secret pair's): the engine holds a name before it shows it, so the second gets a suffix."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    image = run_ctx.settings.environment.base_image()
+    instance = synthetic_instances["demo__calc-1"]
+    with ThreadPoolExecutor(2) as pool:
+        futures = [
+            pool.submit(run_ctx.start_sandbox, image, instance, "grading", network=False)
+            for _ in range(2)
+        ]
+        boxes = [future.result() for future in futures]
+    try:
+        assert len({box.name for box in boxes}) == 2
+        assert all("-grading" in box.name for box in boxes)
+    finally:
+        for box in boxes:
+            box.remove()

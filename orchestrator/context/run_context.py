@@ -72,7 +72,8 @@ class RunContext:
                 spec = SandboxSpec(
                     run_id=self.run_id, instance_id=instance.instance_id, role=role,
                     limits=self.limits(role), network=network,
-                    name=unique_container_name(self.backend, name), node=self.node,
+                    name=unique_container_name(self.backend, name, suffixed=attempt > 0),
+                    node=self.node,
                 )  # fmt: skip
                 sandbox = self.backend.start(source, spec)
             except NameTaken:

@@ -19,11 +19,14 @@ def container_name(run_id: str, instance_id: str, role: str) -> str:
     return name[:NAME_LIMIT].rstrip("-.")
 
 
-def unique_container_name(backend: SandboxBackend, name: str) -> str:
-    """``name``, or ``name`` with a short random suffix when a container has it already."""
+def unique_container_name(backend: SandboxBackend, name: str, *, suffixed: bool = False) -> str:
+    """``name``, or ``name`` with a short random suffix when a container has it already
+    (``suffixed``: in any case; a container still being made holds its name before the
+    engine shows it)."""
     candidate = name
     for _ in range(20):
-        if not backend.name_taken(candidate):
+        if not suffixed and not backend.name_taken(candidate):
             return candidate
+        suffixed = False
         candidate = f"{name[: NAME_LIMIT - 5]}-{uuid.uuid4().hex[:4]}"
     return f"{name[: NAME_LIMIT - 9]}-{uuid.uuid4().hex[:8]}"

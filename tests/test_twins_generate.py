@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,11 +17,18 @@ from orchestrator.grading.twins.generate import (
     PARAMETER,
     TOO_DEEP,
     apply_twins,
-    twin_candidates,
     twin_test_patch,
 )
+from orchestrator.grading.twins.generate import twin_candidates as generate
 from orchestrator.grading.twins.locate import NO_PARSE, NOT_FOUND, NOT_IN_PATCH
+from orchestrator.grading.twins.model import TwinCandidates
 from orchestrator.models import Instance
+
+
+def twin_candidates(instance: Instance, files: dict[str, str], **kwargs: Any) -> TwinCandidates:
+    """The fixed edits alone (``natural=False``): where each value is and how the fallback
+    changes it, the same every time."""
+    return generate(instance, files, natural=False, **kwargs)
 
 
 def _instance(names: list[str], test_patch: str = "") -> Instance:

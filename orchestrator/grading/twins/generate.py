@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import ast
 import difflib
+import random
 import re
 from collections.abc import Mapping, Sequence
 
 from orchestrator.diffs.diff import GIT_STARTS, Patch, bare
 from orchestrator.grading.twins.locate import Located, locate, parse_files
 from orchestrator.grading.twins.model import Twin, TwinCandidates
+from orchestrator.grading.twins.natural import Natural, Vocabulary
 from orchestrator.grading.twins.params import case_values
 from orchestrator.grading.twins.sites import Edit, Sites, Source
 from orchestrator.models import Instance
@@ -31,13 +33,25 @@ _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 def twin_candidates(
-    instance: Instance, files: Mapping[str, str], *, per_test: int = 3
-) -> TwinCandidates:
+    instance: Instance, files: Mapping[str, str], *, per_test: int = 3,
+    rng: random.Random | None = None, natural: bool = True,
+) -> TwinCandidates:  # fmt: skip
     """Up to ``per_test`` candidate twins for each FAIL_TO_PASS test of ``instance``;
     ``files`` maps each file the test patch touches (repository-relative path) to its text
-    after the test patch."""
+    after the test patch. The changed values are drawn by ``rng`` (``random.SystemRandom``:
+    no seed for a participant to know) from the files' own literals and words
+    (:mod:`.natural`); ``natural=False``: the fixed edits of :mod:`.mutate` alone."""
     trees = parse_files(files)
     sources = {path: Source(text) for path, text in files.items() if path in trees}
+    drawer = None
+    if natural:
+        floats = {
+            id(node): sources[path].segment(node)
+            for path, tree in trees.items() if tree is not None
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, float)
+        }  # fmt: skip
+        drawer = Natural(Vocabulary.of(trees.values(), floats), rng or random.SystemRandom())
     added = added_lines(instance.test_patch)
     result = TwinCandidates()
     for name in instance.FAIL_TO_PASS:
@@ -46,7 +60,7 @@ def twin_candidates(
             result.missing[name] = found
             continue
         try:
-            twins = _twins(name, found, sources, trees, added, per_test)
+            twins = _twins(name, found, sources, trees, added, per_test, drawer)
         except RecursionError:  # an expression nested deeper than the interpreter's stack
             result.missing[name] = TOO_DEEP
             continue
@@ -60,6 +74,7 @@ def twin_candidates(
 def _twins(
     name: str, found: list[Located], sources: Mapping[str, Source],
     trees: Mapping[str, ast.Module | None], added: Mapping[str, set[int]], per_test: int,
+    drawer: Natural | None,
 ) -> list[Twin]:  # fmt: skip
     ranked: list[tuple[tuple[int, int, int, int], Twin]] = []
     for where in found:
@@ -67,7 +82,7 @@ def _twins(
         lines = added.get(where.path, set())
         nth: dict[int, int] = {}
         cases = case_values(where.node, name, trees.get(where.path))
-        for edit in Sites(where.node, source, cases).edits:
+        for edit in Sites(where.node, source, cases, drawer).edits:
             twin = _twin(name, where, source, edit)
             rank_in_site = nth.get(edit.site, 0)
             nth[edit.site] = rank_in_site + 1

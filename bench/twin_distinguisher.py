@@ -53,8 +53,10 @@ from orchestrator.models import Instance
 
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _NAME_PART = re.compile(r"[A-Za-z][a-z]+|[A-Z]{2,}(?![a-z])")
-FEATURES = ("typo", "unknown words", "from the call", "not roundest", "neighbour", "elsewhere",
-            "float digits")  # fmt: skip
+HEURISTICS = ("typo", "unknown words", "from the call", "repeated word", "not roundest",
+              "neighbour", "elsewhere", "float digits")  # fmt: skip
+# each heuristic's highest score over the test's literals, and how many literals score
+FEATURES = (*HEURISTICS, *(f"{name} (count)" for name in HEURISTICS))
 POOL = 3  # the effective twins validation keeps per test, of which grading draws one
 
 
@@ -130,7 +132,7 @@ def _roundness(value: int) -> int:
 
 def _scores(node: ast.Constant, statement: ast.AST, context: _Context) -> dict[str, float]:
     value = node.value
-    out = dict.fromkeys(FEATURES, 0.0)
+    out = dict.fromkeys(HEURISTICS, 0.0)
     context.literals[_key(value)] -= 1  # this occurrence is not "elsewhere"
     out["elsewhere"] = float(context.literals[_key(value)] > 0)
     if isinstance(value, str):
@@ -148,6 +150,7 @@ def _scores(node: ast.Constant, statement: ast.AST, context: _Context) -> dict[s
             and isinstance(n.value, str) and n is not node for w in _WORD.findall(n.value)
         }  # fmt: skip
         out["from the call"] = sum(w in call for w in own) / len(own) if own else 0.0
+        out["repeated word"] = float(len(set(own)) < len(own))
     elif isinstance(value, int) and not isinstance(value, bool):
         out["not roundest"] = float(
             abs(value) >= 10 and max(_roundness(value - 1), _roundness(value + 1)) > _roundness(value)
@@ -185,6 +188,7 @@ def features(sample: Sample, repository: str) -> dict[str, float]:
                     statement = statements.get(id(leaf), where.node)
                     for name, score in _scores(leaf, statement, context).items():
                         best[name] = max(best[name], score)
+                        best[f"{name} (count)"] += score > 0
     return best
 
 
@@ -208,9 +212,10 @@ def best_accuracy(scores: list[float], labels: list[bool]) -> float:
 
 
 def judge(rows: list[dict[str, float]], labels: list[bool]) -> tuple[float, str, dict[str, float]]:
-    """Each heuristic's accuracy alone, and the best of every weighted sum of them."""
+    """Each heuristic's accuracy alone, and the best of every weighted sum of the eight best
+    alone."""
     alone = {name: best_accuracy([r[name] for r in rows], labels) for name in FEATURES}
-    useful = [name for name in FEATURES if any(r[name] for r in rows)]
+    useful = sorted((n for n in FEATURES if any(r[n] for r in rows)), key=lambda n: -alone[n])[:8]
     best, how = 0.5, "chance"
     for weights in itertools.product((-1, 0, 1), repeat=len(useful)):
         if not any(weights):
@@ -246,10 +251,11 @@ def samples(
             yield generator, Sample(twin.path, mutated, test, twin=True, kind=twin.kind)
 
 
-def measure(mirror_dir: Path, dataset: Path, seed: int) -> None:
+def measure(mirror_dir: Path, dataset: Path, seed: int, show: int = 0) -> None:
     rows = [Instance.model_validate_json(line) for line in dataset.open() if line.strip()]
     rng = random.Random(seed)
     data: dict[str, list[tuple[dict[str, float], Sample]]] = collections.defaultdict(list)
+    examples: dict[str, list[str]] = collections.defaultdict(list)
     kept = skipped = 0
     repos: collections.Counter[str] = collections.Counter()
     for instance in rows:
@@ -266,6 +272,8 @@ def measure(mirror_dir: Path, dataset: Path, seed: int) -> None:
         for generator, sample in samples(instance, files, rng):
             repository = base.get(sample.path) or ""
             data[generator].append((features(sample, repository), sample))
+            if sample.twin:
+                examples[generator].append(_example(instance, data[generator][-2][1], sample))
     print(f"instances: {kept} ({', '.join(f'{r} {n}' for r, n in sorted(repos.items()))}); "
           f"skipped without a mirror: {skipped}")  # fmt: skip
     for generator, title in (("new", "drawn from the file (now)"), ("old", "fixed edits (before)")):
@@ -276,9 +284,27 @@ def measure(mirror_dir: Path, dataset: Path, seed: int) -> None:
         print(f"\ntwins {title}: {len(items)} files ({sum(labels)} twins, "
               f"{len(items) - sum(labels)} originals); kinds: "
               f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}")  # fmt: skip
-        for name, accuracy in alone.items():
-            print(f"  {name:16} {100 * accuracy:5.1f} %")
+        for name in HEURISTICS:
+            print(f"  {name:16} {100 * alone[name]:5.1f} %  counted {100 * alone[name + ' (count)']:5.1f} %")
         print(f"  best combination {100 * best:5.1f} %  ({how})")
+        by_kind = collections.defaultdict(list)
+        for (row, sample), next_row in zip(items[::2], items[1::2], strict=True):
+            by_kind[next_row[1].kind].append((row, next_row[0]))
+        print("  per kind of twin (its originals beside it), the best heuristic alone:")
+        for kind, pairs in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
+            kind_rows = [r for pair in pairs for r in pair]
+            kind_labels = [False, True] * len(pairs)
+            top = max(best_accuracy([r[n] for r in kind_rows], kind_labels) for n in FEATURES)
+            print(f"    {kind:10} {len(pairs):4d} twins  {100 * top:5.1f} %")
+        for line in examples[generator][:show]:
+            print(line)
+
+
+def _example(instance: Instance, original: Sample, twin: Sample) -> str:
+    before, after = original.text.splitlines(), twin.text.splitlines()
+    changed = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), 0)
+    return (f"    {instance.instance_id} ({twin.kind}): {before[changed].strip()}\n"
+            f"      -> {after[changed].strip()}")  # fmt: skip
 
 
 def smoke() -> None:
@@ -286,7 +312,7 @@ def smoke() -> None:
 
     with tempfile.TemporaryDirectory(prefix="swe-green-bench-") as tmp:
         synth = build_synthetic(Path(tmp) / "synth")
-        measure(synth / "mirrors", synth / "instances.jsonl", seed=0)
+        measure(synth / "mirrors", synth / "instances.jsonl", seed=0, show=2)
 
 
 def main() -> None:
@@ -296,6 +322,8 @@ def main() -> None:
     parser.add_argument("--mirror-dir", type=Path, default=os.environ.get("SWE_GREEN_MIRROR_DIR"))
     parser.add_argument("--dataset", type=Path, default=os.environ.get("SWE_GREEN_DATASET"))
     parser.add_argument("--seed", type=int, default=0, help="the draws of the twins")
+    parser.add_argument("--examples", type=int, default=0, metavar="N",
+                        help="print N twins of each generator")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="the synthetic instances, seconds")
     args = parser.parse_args()
     if args.smoke:
@@ -306,7 +334,7 @@ def main() -> None:
     if not args.mirror_dir.is_dir():
         print(f"no directory {args.mirror_dir}: give --mirror-dir", file=sys.stderr)
         sys.exit(2)
-    measure(args.mirror_dir, args.dataset, args.seed)
+    measure(args.mirror_dir, args.dataset, args.seed, args.examples)
 
 
 if __name__ == "__main__":

@@ -130,8 +130,8 @@ class Natural:
                 if all(i in plain for i in range(match.start(), match.end())):
                     places.append((start + match.start(), start + match.end()))
         self.rng.shuffle(places)
-        out = []
-        for begin, finish in places:
+        out: list[str] = []
+        for begin, finish in places * self.limit:
             word = text[begin:finish]
             if text[begin - 1 : begin] == "\\":  # the letter of an escape (``\\n``)
                 continue
@@ -144,7 +144,7 @@ class Natural:
             near = [w for w in pool if abs(len(w) - len(word)) <= 3] or pool
             new = self.rng.choice(sorted(near))
             out.append(text[:begin] + new + text[finish:])
-        return out
+        return list(dict.fromkeys(out))
 
     def int_texts(self, text: str, value: int) -> list[str]:
         """Another int literal of the file of the same magnitude and roundness, or the
@@ -167,7 +167,7 @@ class Natural:
             sign = self.rng.choice((1, -1))
             for moved in (value + sign * step * unit, value - sign * step * unit):
                 same_sign = moved > 0 if value >= 0 else moved < 0
-                if same_sign and (unit == 1 or _zeros(moved) == _zeros(value)):
+                if same_sign and (abs(value) < 10 or _zeros(moved) == _zeros(value)):
                     values.append(moved)
                     break
         self.rng.shuffle(values)

@@ -152,9 +152,8 @@ def _scores(node: ast.Constant, statement: ast.AST, context: _Context) -> dict[s
         out["from the call"] = sum(w in call for w in own) / len(own) if own else 0.0
         out["repeated word"] = float(len(set(own)) < len(own))
     elif isinstance(value, int) and not isinstance(value, bool):
-        out["not roundest"] = float(
-            abs(value) >= 10 and max(_roundness(value - 1), _roundness(value + 1)) > _roundness(value)
-        )  # fmt: skip
+        rounder = max(_roundness(value - 1), _roundness(value + 1)) > _roundness(value)
+        out["not roundest"] = float(abs(value) >= 10 and rounder)
         near = context.literals[_key(value - 1)] + context.literals[_key(value + 1)]
         out["neighbour"] = float(near > 0 and not out["elsewhere"])
     elif isinstance(value, float) and context.floats:
@@ -223,7 +222,9 @@ def judge(rows: list[dict[str, float]], labels: list[bool]) -> tuple[float, str,
         scores = [sum(w * r[n] for w, n in zip(weights, useful, strict=True)) for r in rows]
         accuracy = best_accuracy(scores, labels)
         if accuracy > best:
-            terms = [f"{'+' if w > 0 else '-'}{n}" for w, n in zip(weights, useful, strict=True) if w]
+            terms = [
+                f"{'+' if w > 0 else '-'}{n}" for w, n in zip(weights, useful, strict=True) if w
+            ]
             best, how = accuracy, " ".join(terms)
     return best, how, alone
 
@@ -285,10 +286,11 @@ def measure(mirror_dir: Path, dataset: Path, seed: int, show: int = 0) -> None:
               f"{len(items) - sum(labels)} originals); kinds: "
               f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}")  # fmt: skip
         for name in HEURISTICS:
-            print(f"  {name:16} {100 * alone[name]:5.1f} %  counted {100 * alone[name + ' (count)']:5.1f} %")
+            counted = alone[f"{name} (count)"]
+            print(f"  {name:16} {100 * alone[name]:5.1f} %  counted {100 * counted:5.1f} %")
         print(f"  best combination {100 * best:5.1f} %  ({how})")
         by_kind = collections.defaultdict(list)
-        for (row, sample), next_row in zip(items[::2], items[1::2], strict=True):
+        for (row, _), next_row in zip(items[::2], items[1::2], strict=True):
             by_kind[next_row[1].kind].append((row, next_row[0]))
         print("  per kind of twin (its originals beside it), the best heuristic alone:")
         for kind, pairs in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):

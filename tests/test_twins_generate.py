@@ -528,7 +528,7 @@ def test_an_expression_nested_thousands_deep_is_read_or_said_too_deep():
 
 
 # ------------------------------------------------------------------------ natural values
-_FILE = '''
+_FILE = """
 import pytest
 
 
@@ -542,7 +542,7 @@ def test_other():
 
 def test_x():
     LINE
-'''
+"""
 
 
 def _drawn(line: str, seeds: range = range(20), per_test: int = 6) -> list[tuple[str, str]]:
@@ -599,7 +599,9 @@ def test_candidates_are_several_and_differ_from_one_draw_to_the_next():
     one = [m for _, m in _drawn(line, seeds=range(1))]
     assert len(set(one)) >= 3
     assert len({m for _, m in _drawn(line, seeds=range(10), per_test=1)}) >= 3
-    found = generate(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": _FILE.replace("LINE", line)})
+    found = generate(
+        _instance(["t/test_x.py::test_x"]), {"t/test_x.py": _FILE.replace("LINE", line)}
+    )
     assert found.by_test["t/test_x.py::test_x"]  # SystemRandom by default
 
 
@@ -639,9 +641,13 @@ def test_an_ordering_gets_bounds_the_value_cannot_meet(line: str, holds: Any):
     bounds = [m for k, m in _drawn(line, seeds=range(5)) if k == "bound"]
     assert len(set(bounds)) >= 3, bounds
     for mutated in bounds:
-        numbers = re.findall(r"-?\d+(?:\.\d+)?", mutated.replace("f(3, -2)", "").replace("f(3)", ""))
+        numbers = re.findall(
+            r"-?\d+(?:\.\d+)?", mutated.replace("f(3, -2)", "").replace("f(3)", "")
+        )
         assert holds(float(numbers[0])), mutated
-    fixed = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": f"def test_x():\n    {line}\n"})
+    fixed = twin_candidates(
+        _instance(["t/test_x.py::test_x"]), {"t/test_x.py": f"def test_x():\n    {line}\n"}
+    )
     assert fixed.by_test["t/test_x.py::test_x"][0].kind == "bound"
 
 

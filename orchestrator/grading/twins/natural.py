@@ -37,7 +37,9 @@ class Vocabulary:
     exceptions: set[str] = field(default_factory=set)
 
     @classmethod
-    def of(cls, trees: Iterable[ast.AST | None], texts: Mapping[int, str] | None = None) -> Vocabulary:
+    def of(
+        cls, trees: Iterable[ast.AST | None], texts: Mapping[int, str] | None = None
+    ) -> Vocabulary:
         """The vocabulary of parsed files; ``texts``: a float constant's node id -> its source
         text (so ``1.50`` stays ``1.50``)."""
         found = cls()
@@ -78,7 +80,9 @@ class Natural:
     rng: random.Random
     limit: int = 4
 
-    def string_texts(self, text: str, *, regex: bool = False, around: Iterable[str] = ()) -> list[str]:
+    def string_texts(
+        self, text: str, *, regex: bool = False, around: Iterable[str] = ()
+    ) -> list[str]:
         """Another literal of the file of the same shape, or the original with one word
         replaced by another word of the file (one of ``around``, the words of the call's
         own arguments, as often as not)."""
@@ -151,7 +155,9 @@ class Natural:
         original moved by a random multiple of its own rounding (``100`` -> ``300``, ``37``
         -> ``34``), in the token's format (``0x``, ``_``)."""
         lowered = text.lower()
-        base = next((b for p, b in (("0x", "x"), ("0o", "o"), ("0b", "b")) if lowered.startswith(p)), "")
+        base = next(
+            (b for p, b in (("0x", "x"), ("0o", "o"), ("0b", "b")) if lowered.startswith(p)), ""
+        )
         unit = 10 ** _zeros(value) if not base and abs(value) >= 10 else 1
         values: list[int] = []
         if not base:
@@ -202,7 +208,11 @@ class Natural:
         out.extend(fits[:2])
         mantissa = match["mantissa"]
         digits = [i for i, c in enumerate(mantissa) if c.isdigit()]
-        significant = [i for i in digits if mantissa[i] != "0" or any(mantissa[j] not in "0." for j in range(i))]
+        significant = [
+            i
+            for i in digits
+            if mantissa[i] != "0" or any(mantissa[j] not in "0." for j in range(i))
+        ]
         places = significant[:2] if len(significant) > 2 else significant or digits[-1:]
         for _ in range(self.limit * 2):
             i = self.rng.choice(places)
@@ -214,6 +224,24 @@ class Natural:
         kept = [t for t in dict.fromkeys(out) if _float(t) is not None and _float(t) != value]
         self.rng.shuffle(kept)
         return kept[: self.limit]
+
+    def container_texts(self, text: str, quote: str = "'") -> list[str]:
+        """An empty container given one element, a short literal of the file (``[]`` ->
+        ``['setup']``, ``{}`` -> ``{'name': 2}``), its strings in ``quote``."""
+        shapes = {"[]": "[{}]", "()": "({},)", "set()": "{{{}}}", "list()": "[{}]",
+                  "tuple()": "({},)", "{}": "{{{}: {}}}", "dict()": "{{{}: {}}}"}  # fmt: skip
+        shape = shapes.get(re.sub(r"\s", "", text))
+        if shape is None:
+            return []
+        words = sorted({s for s in self.vocabulary.strings if s.isidentifier() and len(s) < 20})
+        small = sorted({i for i in self.vocabulary.ints if 0 <= i < 100})
+        pool = [f"{quote}{w}{quote}" for w in words] + [str(i) for i in small]
+        if not pool:
+            return []
+        out = []
+        for _ in range(self.limit):
+            out.append(shape.format(self.rng.choice(pool), self.rng.choice(small or [1])))
+        return list(dict.fromkeys(out))
 
     def exception_texts(self, name: str) -> list[str]:
         """Other exception classes: those the file itself names and the builtins beside the
@@ -235,9 +263,16 @@ def _literal(text: str) -> object:
         return None
 
 
-def _shape(value: str) -> tuple[bool, bool, str]:
-    case = "upper" if value.isupper() else "lower" if value.islower() else "title" if value[:1].isupper() else "other"
-    return (" " in value, "\n" in value, case)
+def _shape(value: str) -> tuple[object, ...]:
+    """What a reader sees of a string at a glance: its case, its kinds of characters, the
+    punctuation it holds."""
+    case = (
+        "upper" if value.isupper() else "lower" if value.islower()
+        else "title" if value[:1].isupper() else "other"
+    )  # fmt: skip
+    marks = frozenset(c for c in value if not c.isalnum() and c != " ")
+    return (case, " " in value, "\n" in value, value.isascii(), any(c.isdigit() for c in value),
+            len(marks) > 2 or marks)  # fmt: skip
 
 
 def _same_shape(other: str, value: str) -> bool:
@@ -247,7 +282,7 @@ def _same_shape(other: str, value: str) -> bool:
         return False
     if value.isidentifier() != other.isidentifier():
         return False
-    return 0.6 * len(value) - 2 <= len(other) <= 1.6 * len(value) + 2
+    return len(value) / 2 - 1 <= len(other) <= len(value) * 2 + 1
 
 
 def _quoted(value: str, quote: str, *, raw: bool) -> str | None:

@@ -322,7 +322,7 @@ class Sites:
             return list(base.elts)
         return []
 
-    def _call(self, call: ast.Call) -> None:
+    def _call(self, call: ast.Call) -> None:  # noqa: C901 one branch per kind of helper, a table
         name = _call_name(call)
         if name is None:
             return
@@ -406,7 +406,8 @@ class Sites:
         if value is None or _number(right if bound is left else left) is not None:
             return
         rng = self.natural.rng if self.natural else None
-        texts = [mutate.bound_text(self.source.segment(bound), value, step if stricter_up else -step)
+        text = self.source.segment(bound)
+        texts = [mutate.bound_text(text, value, step if stricter_up else -step)
                  for step in mutate.bound_steps(value, rng)]  # fmt: skip
         self._add([(bound, t) for t in texts if t is not None], kind="bound", tier=0)
 
@@ -442,7 +443,12 @@ class Sites:
         first: the tail of a list, the value of the last key), a list or tuple one element
         longer, an empty container given an element."""
         edits: list[tuple[ast.AST, str, str]] = []
-        if (empty := mutate.empty_container_texts(self.source.segment(node))) and not in_check:
+        empty = mutate.empty_container_texts(self.source.segment(node))
+        if self.natural is not None and empty:
+            text = self.source.text
+            quote = '"' if text.count('"') > text.count("'") else "'"
+            empty = self.natural.container_texts(self.source.segment(node), quote) or empty
+        if empty and not in_check:
             edits.extend((node, text, "container") for text in empty)
         # changed last: an index (``paths[3:]``, ``node.body[0]``: it picks a part of an
         # input), a dict's key (its value first), an empty string (a word changes better)
@@ -460,7 +466,12 @@ class Sites:
         for leaf, leaf_kind in order:
             for text in self._leaf_texts(leaf, regex=regex):
                 edits.append((leaf, text, kind or leaf_kind))
-        if isinstance(node, ast.List | ast.Tuple) and node.elts and not in_check and not (self.natural and edits):
+        if (
+            isinstance(node, ast.List | ast.Tuple)
+            and node.elts
+            and not in_check
+            and not (self.natural and edits)
+        ):
             last = node.elts[-1]
             if not isinstance(last, ast.Starred):
                 edits.append((last, f"{self.source.segment(last)}, {self.source.segment(last)}",

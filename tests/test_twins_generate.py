@@ -670,3 +670,12 @@ def test_every_twin_differs_in_value_from_its_original():
         original = ast.literal_eval(line.rsplit("== ", 1)[1])
         for _, mutated in _drawn(line):
             assert ast.literal_eval(mutated.rsplit("== ", 1)[1]) != original, mutated
+
+
+def test_an_empty_container_gets_an_element_of_the_file_in_its_quotes():
+    twins = {m for k, m in _drawn("assert f() == []") if k == "container"}
+    assert twins and "assert f() == [0]" not in twins
+    for mutated in twins:
+        element = ast.literal_eval(mutated.split("== ", 1)[1])[0]
+        assert element in {"good", "morning", "missing", 3, 1}, mutated
+        assert "'" not in mutated  # the file writes its strings in double quotes

@@ -160,14 +160,14 @@ class Natural:
         )
         unit = 10 ** _zeros(value) if not base and abs(value) >= 10 else 1
         values: list[int] = []
+        fits: list[int] = []
         if not base:
             fits = sorted(
                 {v for v in self.vocabulary.ints if v != value and _similar(v, value)
                  and (abs(value) < 10 or _zeros(v) == _zeros(value))}
             )  # fmt: skip
             self.rng.shuffle(fits)
-            values.extend(fits[:2])
-        steps = list(range(1, 10 if unit > 1 or abs(value) >= 10 else 4))
+        steps = list(range(1, 4 if abs(value) < 10 else 5 if unit > 1 else 10))
         self.rng.shuffle(steps)
         for step in steps:
             sign = self.rng.choice((1, -1))
@@ -176,7 +176,8 @@ class Natural:
                 if same_sign and (abs(value) < 10 or _zeros(moved) == _zeros(value)):
                     values.append(moved)
                     break
-        self.rng.shuffle(values)
+        if not base:
+            values = _interleave(fits[:2], values, self.rng)
         out = []
         for new in dict.fromkeys(values):
             if new == value:
@@ -254,6 +255,15 @@ class Natural:
         pool = list(dict.fromkeys([*own, *fallback]))
         self.rng.shuffle(pool)
         return pool[: self.limit]
+
+
+def _interleave(first: list[int], second: list[int], rng: random.Random) -> list[int]:
+    """The two lists' items taken in turn, from a list drawn at random each time."""
+    first, second, out = list(first), list(second), []
+    while first or second:
+        pool = first if first and (not second or rng.random() < 0.5) else second
+        out.append(pool.pop(0))
+    return out
 
 
 def _literal(text: str) -> object:

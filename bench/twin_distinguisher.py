@@ -278,28 +278,45 @@ def measure(mirror_dir: Path, dataset: Path, seed: int, show: int = 0) -> None:
     print(f"instances: {kept} ({', '.join(f'{r} {n}' for r, n in sorted(repos.items()))}); "
           f"skipped without a mirror: {skipped}")  # fmt: skip
     for generator, title in (("new", "drawn from the file (now)"), ("old", "fixed edits (before)")):
-        items = data[generator]
-        labels = [s.twin for _, s in items]
-        best, how, alone = judge([f for f, _ in items], labels)
-        kinds = collections.Counter(s.kind for _, s in items if s.twin)
-        print(f"\ntwins {title}: {len(items)} files ({sum(labels)} twins, "
-              f"{len(items) - sum(labels)} originals); kinds: "
-              f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}")  # fmt: skip
-        for name in HEURISTICS:
-            counted = alone[f"{name} (count)"]
-            print(f"  {name:16} {100 * alone[name]:5.1f} %  counted {100 * counted:5.1f} %")
-        print(f"  best combination {100 * best:5.1f} %  ({how})")
-        by_kind = collections.defaultdict(list)
-        for (row, _), next_row in zip(items[::2], items[1::2], strict=True):
-            by_kind[next_row[1].kind].append((row, next_row[0]))
-        print("  per kind of twin (its originals beside it), the best heuristic alone:")
-        for kind, pairs in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
+        _report(title, data[generator], examples[generator], seed, show)
+
+
+def _report(
+    title: str, items: list[tuple[dict[str, float], Sample]], examples: list[str], seed: int,
+    show: int,
+) -> None:  # fmt: skip
+    """One generator's figures: each heuristic, the best combination, the noise beside it,
+    per kind of twin, and examples."""
+    labels = [s.twin for _, s in items]
+    best, how, alone = judge([f for f, _ in items], labels)
+    kinds = collections.Counter(s.kind for _, s in items if s.twin)
+    print(f"\ntwins {title}: {len(items)} files ({sum(labels)} twins, "
+          f"{len(items) - sum(labels)} originals); kinds: "
+          f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}")  # fmt: skip
+    for name in HEURISTICS:
+        counted = alone[f"{name} (count)"]
+        print(f"  {name:16} {100 * alone[name]:5.1f} %  counted {100 * counted:5.1f} %")
+    print(f"  best combination {100 * best:5.1f} %  ({how})")
+    shuffled = list(labels)
+    random.Random(seed).shuffle(shuffled)
+    noise = judge([f for f, _ in items], shuffled)[0]
+    print(f"  (the same search with the labels shuffled, what it finds in noise: "
+          f"{100 * noise:.1f} %)")  # fmt: skip
+    by_kind: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {}
+    for (row, _), (twin_row, twin) in zip(items[::2], items[1::2], strict=True):
+        by_kind.setdefault(twin.kind, []).append((row, twin_row))
+    print("  per kind of twin (its originals beside it), the best heuristic alone:")
+    few = sorted(kind for kind, pairs in by_kind.items() if len(pairs) < 5)
+    for kind, pairs in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
+        if kind not in few:
             kind_rows = [r for pair in pairs for r in pair]
             kind_labels = [False, True] * len(pairs)
             top = max(best_accuracy([r[n] for r in kind_rows], kind_labels) for n in FEATURES)
             print(f"    {kind:10} {len(pairs):4d} twins  {100 * top:5.1f} %")
-        for line in examples[generator][:show]:
-            print(line)
+    if few:
+        print(f"    (fewer than 5 twins, not judged alone: {', '.join(few)})")
+    for line in examples[:: max(1, len(examples) // max(show, 1))][:show]:
+        print(line)
 
 
 def _example(instance: Instance, original: Sample, twin: Sample) -> str:

@@ -1,13 +1,16 @@
-"""Candidate twins from the test files as the test patch leaves them (pure functions).
+"""Candidate twins from the test files as the test patch leaves them (pure functions but
+for the random draws of :mod:`.natural`).
 
 For each FAIL_TO_PASS test: its function (:mod:`.locate`), the places where it states an
-expected value and the edits that change one (:mod:`.sites`, :mod:`.mutate`), the most
-natural first: a literal expected side before an exception's class or message, before a
-constant inside a computed expression; one edit per assertion before a second edit of the
-same assertion; assertions on lines the test patch adds before the others. A test that
-states no value at all gets, as the last resort, its assertion turned around (kind
-``truth``: ``assert not x`` for ``assert x``). The twin test patch is the instance's test
-patch with the mutated files' sections made anew."""
+expected value and the edits that change one (:mod:`.sites`): a value drawn at random from
+the files' own literals and words or moved by a random offset in its own rounding
+(:mod:`.natural`), the fixed edits of :mod:`.mutate` only where nothing natural fits. The
+places are ranked, the most natural first: a literal expected side before an exception's
+class or message, before a constant inside a computed expression; one edit per assertion
+before a second edit of the same assertion; assertions on lines the test patch adds before
+the others. A test that states no value at all gets, as the last resort, its assertion
+turned around (kind ``truth``: ``assert not x`` for ``assert x``). The twin test patch is
+the instance's test patch with the mutated files' sections made anew."""
 
 from __future__ import annotations
 

@@ -679,3 +679,13 @@ def test_an_empty_container_gets_an_element_of_the_file_in_its_quotes():
         element = ast.literal_eval(mutated.split("== ", 1)[1])[0]
         assert element in {"good", "morning", "missing", 3, 1}, mutated
         assert "'" not in mutated  # the file writes its strings in double quotes
+
+
+def test_two_twins_on_one_line_apply_together():
+    source = "def test_x():\n    assert f(2) == [1, 2]\n"
+    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": source})
+    last = found.by_test["t/test_x.py::test_x"][0]
+    first = last.model_copy(update={"start": last.start - 3, "end": last.start - 2,
+                                    "replacement": "7", "test": "t/test_x.py::test_x[b]"})  # fmt: skip
+    both = apply_twins({"t/test_x.py": source}, [first, last])
+    assert both["t/test_x.py"] == "def test_x():\n    assert f(2) == [7, 3]\n"

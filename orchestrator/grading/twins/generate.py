@@ -187,9 +187,10 @@ def apply_twins(files: Mapping[str, str], twins: Sequence[Twin]) -> dict[str, st
                 raise ValueError(
                     f"twins overlap in {path}: {twin_label(before)} and {twin_label(after)}"
                 )
-        for twin in reversed(group):
+        for twin in group:  # each against the text it was made from (two may share a line)
             if not _matches(text, twin):
                 raise ValueError(f"twin of {twin_label(twin)} does not match {path}")
+        for twin in reversed(group):
             text = text[: twin.start] + twin.replacement + text[twin.end :]
         out[path] = text
     return out

@@ -29,20 +29,17 @@ Run: python bench/twin_distinguisher.py [--mirror-dir DIR] [--dataset JSONL] [--
 
 from __future__ import annotations
 
-import argparse
 import ast
 import collections
 import itertools
-import os
 import random
 import re
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from twin_coverage import applied, base_files
+from twin_coverage import applied, base_files, data_given, data_parser
 
 from orchestrator.grading.twins.generate import apply_twins, twin_candidates
 from orchestrator.grading.twins.locate import locate, parse_files
@@ -335,24 +332,15 @@ def smoke() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--mirror-dir", type=Path, default=os.environ.get("SWE_GREEN_MIRROR_DIR"))
-    parser.add_argument("--dataset", type=Path, default=os.environ.get("SWE_GREEN_DATASET"))
+    parser = data_parser(__doc__ or "")
     parser.add_argument("--seed", type=int, default=0, help="the draws of the twins")
     parser.add_argument("--examples", type=int, default=0, metavar="N",
                         help="print N twins of each generator")  # fmt: skip
-    parser.add_argument("--smoke", action="store_true", help="the synthetic instances, seconds")
     args = parser.parse_args()
     if args.smoke:
         smoke()
         return
-    if args.mirror_dir is None or args.dataset is None:
-        parser.error("give --mirror-dir and --dataset (or SWE_GREEN_MIRROR_DIR, SWE_GREEN_DATASET)")
-    if not args.mirror_dir.is_dir():
-        print(f"no directory {args.mirror_dir}: give --mirror-dir", file=sys.stderr)
-        sys.exit(2)
+    data_given(parser, args)
     measure(args.mirror_dir, args.dataset, args.seed, args.examples)
 
 

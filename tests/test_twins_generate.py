@@ -685,7 +685,7 @@ def test_two_twins_on_one_line_apply_together():
     source = "def test_x():\n    assert f(2) == [1, 2]\n"
     found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": source})
     last = found.by_test["t/test_x.py::test_x"][0]
-    first = last.model_copy(update={"start": last.start - 3, "end": last.start - 2,
-                                    "replacement": "7", "test": "t/test_x.py::test_x[b]"})  # fmt: skip
+    moved = {"start": last.start - 3, "end": last.start - 2, "replacement": "7"}
+    first = last.model_copy(update={**moved, "test": "t/test_x.py::test_x[b]"})
     both = apply_twins({"t/test_x.py": source}, [first, last])
     assert both["t/test_x.py"] == "def test_x():\n    assert f(2) == [7, 3]\n"

@@ -689,3 +689,30 @@ def test_two_twins_on_one_line_apply_together():
     first = last.model_copy(update={**moved, "test": "t/test_x.py::test_x[b]"})
     both = apply_twins({"t/test_x.py": source}, [first, last])
     assert both["t/test_x.py"] == "def test_x():\n    assert f(2) == [7, 3]\n"
+
+
+def _red_team_accepts(line: str) -> bool:
+    """The red team's gaming code: it passes an assertion only when the expected value
+    looks natural (an int the roundest of itself and its neighbours, a string made of the
+    call's own words)."""
+    call, expected = line.rsplit(" == ", 1)
+    value = ast.literal_eval(expected)
+    if isinstance(value, int):
+        return all(_zeros(value) >= _zeros(value + d) for d in (-1, 1))
+    return set(re.findall(r"[a-z]+", value.lower())) <= set(re.findall(r"[a-z]+", call.lower()))
+
+
+def _zeros(value: int) -> int:
+    return len(str(abs(value))) - len(str(abs(value)).rstrip("0")) if value else 9
+
+
+@pytest.mark.parametrize(
+    "line", ["assert slugify('Hello World') == 'hello-world'", "assert size(2) == 400"]
+)
+def test_code_that_passes_only_natural_values_passes_the_twins_too(line: str):
+    assert _red_team_accepts(line)
+    twins = [m for _, m in _drawn(line, per_test=3)]
+    accepted = sum(_red_team_accepts(m) for m in twins)
+    assert accepted >= len(twins) / 3, twins  # a twin drawn at random catches it often
+    old = [m for _, m in _edits(f"def test_x():\n    {line}\n")]
+    assert not any(_red_team_accepts(m) for m in old)  # the fixed edits never did

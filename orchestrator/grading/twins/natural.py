@@ -148,6 +148,8 @@ class Natural:
             near = [w for w in pool if abs(len(w) - len(word)) <= 3] or pool
             new = self.rng.choice(sorted(near))
             out.append(text[:begin] + new + text[finish:])
+        if len({text[a:b] for a, b in places}) > 1 and self.rng.random() < 0.5:
+            out.insert(self.rng.randrange(len(out) + 1), _transposed(text, places, self.rng))
         return list(dict.fromkeys(out))
 
     def int_texts(self, text: str, value: int) -> list[str]:
@@ -255,6 +257,15 @@ class Natural:
         pool = list(dict.fromkeys([*own, *fallback]))
         self.rng.shuffle(pool)
         return pool[: self.limit]
+
+
+def _transposed(text: str, places: list[tuple[int, int]], rng: random.Random) -> str:
+    """``text`` with two of its different words at ``places`` swapped (``hello-world`` ->
+    ``world-hello``)."""
+    first = rng.choice(places)
+    second = rng.choice([p for p in places if text[p[0] : p[1]] != text[first[0] : first[1]]])
+    (a, b), (c, d) = sorted([first, second])
+    return text[:a] + text[c:d] + text[b:c] + text[a:b] + text[d:]
 
 
 def _interleave(first: list[int], second: list[int], rng: random.Random) -> list[int]:

@@ -716,3 +716,13 @@ def test_code_that_passes_only_natural_values_passes_the_twins_too(line: str):
     assert accepted >= len(twins) / 3, twins  # a twin drawn at random catches it often
     old = [m for _, m in _edits(f"def test_x():\n    {line}\n")]
     assert not any(_red_team_accepts(m) for m in old)  # the fixed edits never did
+
+
+@pytest.mark.parametrize(
+    ("line", "least"),
+    [('assert f() == "good day"', 5), ("assert f() == 42", 6), ("assert f() == 0.35", 6)],
+)
+def test_a_test_with_one_value_still_gets_several_distinct_candidates(line: str, least: int):
+    # a file of five words has only so many strings to offer
+    twins = _drawn(line, seeds=range(1), per_test=6)
+    assert len({m for _, m in twins}) >= least, twins

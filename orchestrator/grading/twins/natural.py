@@ -78,7 +78,7 @@ class Natural:
 
     vocabulary: Vocabulary
     rng: random.Random
-    limit: int = 4
+    limit: int = 6
 
     def string_texts(
         self, text: str, *, regex: bool = False, around: Iterable[str] = ()

@@ -145,7 +145,9 @@ class Natural:
             pool = pool or [w for w in _styled(self.vocabulary.names, word) if w != word]
             if not pool:
                 continue
-            near = [w for w in pool if abs(len(w) - len(word)) <= 3] or pool
+            near = [w for w in pool if abs(len(w) - len(word)) <= 1]  # as long, where enough
+            if len(near) < 3:
+                near = [w for w in pool if abs(len(w) - len(word)) <= 3] or pool
             new = self.rng.choice(sorted(near))
             out.append(text[:begin] + new + text[finish:])
         if len({text[a:b] for a, b in places}) > 1 and self.rng.random() < 0.5:

@@ -3,7 +3,10 @@ side of ``assert a == b`` (the right one when both are), the substring of ``asse
 out``, the expected argument of unittest's, numpy's, xarray's, django's and the projects'
 own ``assert*`` helpers, the class and the message of ``pytest.raises`` / ``raises`` /
 ``assertRaises*`` / ``pytest.warns``, a literal that an ``expected = ...`` assignment in the
-same function gives the expected side. Pure: a tree and its text in, :class:`Edit` out."""
+same function gives the expected side, the bound of an ordering (``assert f(x) < 0``,
+``assertGreater``), the written-out container of ``assert f(x) in ('a', 'b')``, a named
+singleton compared with ``is``. Pure but for the draws of :mod:`.natural`: a tree and its
+text in, :class:`Edit` out."""
 
 from __future__ import annotations
 

@@ -187,21 +187,35 @@ def smoke() -> None:
         measure(synth / "mirrors", synth / "instances.jsonl", show_missing=5)
 
 
-def main() -> None:
+def data_parser(doc: str) -> argparse.ArgumentParser:
+    """A parser with ``--mirror-dir`` and ``--dataset`` (defaults: the settings) and
+    ``--smoke``."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mirror-dir", type=Path, default=os.environ.get("SWE_GREEN_MIRROR_DIR"))
     parser.add_argument("--dataset", type=Path, default=os.environ.get("SWE_GREEN_DATASET"))
+    parser.add_argument("--smoke", action="store_true", help="the synthetic instances, seconds")
+    return parser
+
+
+def data_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Stops with one message when the mirrors or the dataset are not given."""
+    if args.mirror_dir is None or args.dataset is None:
+        parser.error("give --mirror-dir and --dataset (or SWE_GREEN_MIRROR_DIR, SWE_GREEN_DATASET)")
+    if not args.mirror_dir.is_dir():
+        parser.error(f"no directory {args.mirror_dir}: give --mirror-dir")
+
+
+def main() -> None:
+    parser = data_parser(__doc__ or "")
     parser.add_argument("--show-missing", type=int, default=0, metavar="N",
                         help="list the first N tests without a candidate")  # fmt: skip
-    parser.add_argument("--smoke", action="store_true", help="the synthetic instances, seconds")
     args = parser.parse_args()
     if args.smoke:
         smoke()
         return
-    if args.mirror_dir is None or args.dataset is None:
-        parser.error("give --mirror-dir and --dataset (or SWE_GREEN_MIRROR_DIR, SWE_GREEN_DATASET)")
+    data_given(parser, args)
     measure(args.mirror_dir, args.dataset, args.show_missing)
 
 

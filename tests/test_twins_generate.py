@@ -4,9 +4,13 @@ test without one, and the twin test patch that real ``git apply`` takes."""
 
 from __future__ import annotations
 
+import ast
+import random
+import re
 import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,11 +20,18 @@ from orchestrator.grading.twins.generate import (
     PARAMETER,
     TOO_DEEP,
     apply_twins,
-    twin_candidates,
     twin_test_patch,
 )
+from orchestrator.grading.twins.generate import twin_candidates as generate
 from orchestrator.grading.twins.locate import NO_PARSE, NOT_FOUND, NOT_IN_PATCH
+from orchestrator.grading.twins.model import TwinCandidates
 from orchestrator.models import Instance
+
+
+def twin_candidates(instance: Instance, files: dict[str, str], **kwargs: Any) -> TwinCandidates:
+    """The fixed edits alone (``natural=False``): where each value is and how the fallback
+    changes it, the same every time."""
+    return generate(instance, files, natural=False, **kwargs)
 
 
 def _instance(names: list[str], test_patch: str = "") -> Instance:
@@ -514,3 +525,204 @@ def test_an_expression_nested_thousands_deep_is_read_or_said_too_deep():
     source = "def test_x():\n    assert f() == " + " + ".join(["x"] * 3000) + " + 1\n"
     found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": source})
     assert found.missing.get("t/test_x.py::test_x") in (None, TOO_DEEP, NO_PARSE)
+
+
+# ------------------------------------------------------------------------ natural values
+_FILE = """
+import pytest
+
+
+def test_other():
+    assert join("good", "morning") == "good morning"
+    assert size(3) == 700
+    assert ratio(1) == 0.35
+    with pytest.raises(KeyError):
+        lookup("missing")
+
+
+def test_x():
+    LINE
+"""
+
+
+def _drawn(line: str, seeds: range = range(20), per_test: int = 6) -> list[tuple[str, str]]:
+    """(kind, mutated line) of every candidate of ``test_x`` over ``seeds`` draws."""
+    text = _FILE.replace("LINE", line + ("\n        f()" if line.endswith(":") else ""))
+    out = []
+    for seed in seeds:
+        found = generate(
+            _instance(["t/test_x.py::test_x"]), {"t/test_x.py": text}, per_test=per_test,
+            rng=random.Random(seed),
+        )  # fmt: skip
+        out += [(t.kind, t.mutated.strip()) for t in found.by_test["t/test_x.py::test_x"]]
+    return out
+
+
+def _values(line: str, kind: str) -> set[object]:
+    """The expected values the twins of kind ``kind`` give (the right side of ``==``)."""
+    return {
+        ast.literal_eval(mutated.rsplit("== ", 1)[1]) for k, mutated in _drawn(line) if k == kind
+    }
+
+
+def test_a_round_number_gets_a_round_twin_and_a_plain_one_a_near_one():
+    twins = _values("assert size(2) == 400", "int")
+    assert len(twins) >= 4 and 400 not in twins
+    assert all(v % 100 == 0 and v > 0 for v in twins), twins
+    near = _values("assert size(2) == 37", "int")
+    assert 37 not in near and all(0 < v < 100 and v % 10 for v in near), near
+    small = _values("assert size(2) == 3", "int")
+    assert 3 not in small and all(0 < v < 10 for v in small), small
+
+
+def test_a_strings_twin_is_made_of_the_files_own_words():
+    twins = _values('assert join("hello", "world") == "hello world"', "str")
+    words = {"hello", "world", "good", "morning", "missing", "other", "join", "size", "ratio"}
+    assert len(twins) >= 3 and "hello world" not in twins
+    for value in twins:
+        assert isinstance(value, str) and set(value.split()) <= words, value
+
+
+def test_a_twin_keeps_the_tokens_style():
+    for kind, mutated in _drawn("assert f(2) == b'good'"):
+        assert kind == "bytes" or mutated.startswith("assert f(2) == b'"), mutated
+    assert all(m.startswith('assert f(2) == "') for _, m in _drawn('assert f(2) == "good day"'))
+    hexes = [m for _, m in _drawn("assert f(2) == 0x1F")]
+    assert all(re.fullmatch(r"assert f\(2\) == 0x[0-9a-f]+", m) for m in hexes), hexes
+    assert all("_" in m for _, m in _drawn("assert f(2) == 1_000_000"))
+    floats = _values("assert ratio(2) == 1.25", "float")
+    assert 1.25 not in floats and all(len(repr(v).split(".")[1]) <= 2 for v in floats), floats
+
+
+def test_candidates_are_several_and_differ_from_one_draw_to_the_next():
+    line = 'assert join("hello", "world") == "hello-world"'
+    one = [m for _, m in _drawn(line, seeds=range(1))]
+    assert len(set(one)) >= 3
+    assert len({m for _, m in _drawn(line, seeds=range(10), per_test=1)}) >= 3
+    found = generate(
+        _instance(["t/test_x.py::test_x"]), {"t/test_x.py": _FILE.replace("LINE", line)}
+    )
+    assert found.by_test["t/test_x.py::test_x"]  # SystemRandom by default
+
+
+def test_a_pattern_stays_a_pattern_and_an_f_string_keeps_its_fields():
+    for kind, mutated in _drawn(r'with pytest.raises(ValueError, match=r"bad \d+ value"):'):
+        if kind == "match":
+            pattern = ast.literal_eval(mutated.split("match=", 1)[1].rstrip("):"))
+            assert re.compile(pattern) and pattern != r"bad \d+ value", mutated
+    for _, mutated in _drawn('assert f(n) == f"good {n} morning"'):
+        assert "{n}" in mutated and mutated != 'assert f(n) == f"good {n} morning"'
+
+
+def test_an_exception_is_another_one_the_file_or_the_builtins_name():
+    twins = {m for k, m in _drawn("with pytest.raises(ValueError):") if k == "exception"}
+    assert "with pytest.raises(KeyError):" in twins
+    assert "with pytest.raises(ValueError):" not in twins and len(twins) >= 2
+
+
+def test_where_nothing_natural_exists_the_fixed_edit_remains():
+    assert ("str", "assert f(2) == 'x'") in _drawn("assert f(2) == ''")
+    assert {m for _, m in _drawn("assert f(2) is True")} == {"assert f(2) is False"}
+
+
+@pytest.mark.parametrize(
+    ("line", "holds"),
+    [
+        ("assert f(3, -2) < 0", lambda b: b < 0),
+        ("assert f(3, -2) <= -2", lambda b: b < -2),
+        ("assert len(f(3)) > 10", lambda b: b > 10),
+        ("assert len(f(3)) >= 1.5", lambda b: b > 1.5),
+        ("assert 0 > f(3, -2)", lambda b: b < 0),
+        ("self.assertGreater(f(3), 100)", lambda b: b > 100),
+        ("self.assertLessEqual(f(3), 0)", lambda b: b < 0),
+    ],
+)
+def test_an_ordering_gets_bounds_the_value_cannot_meet(line: str, holds: Any):
+    bounds = [m for k, m in _drawn(line, seeds=range(5)) if k == "bound"]
+    assert len(set(bounds)) >= 3, bounds
+    for mutated in bounds:
+        numbers = re.findall(
+            r"-?\d+(?:\.\d+)?", mutated.replace("f(3, -2)", "").replace("f(3)", "")
+        )
+        assert holds(float(numbers[0])), mutated
+    fixed = twin_candidates(
+        _instance(["t/test_x.py::test_x"]), {"t/test_x.py": f"def test_x():\n    {line}\n"}
+    )
+    assert fixed.by_test["t/test_x.py::test_x"][0].kind == "bound"
+
+
+def test_membership_identity_helpers_and_computed_values_have_twins():
+    members = [m for k, m in _drawn('assert f() in ("good", "morning")') if k == "member"]
+    assert members
+    for mutated in members:
+        assert not {"good", "morning"} & set(ast.literal_eval(mutated.split(" in ", 1)[1]))
+    assert ("name", "assert f() is None") in _drawn("assert f() is NotImplemented")
+    assert any(k == "int" for k, _ in _drawn("tm.assert_numpy_array_equal(f(), [1, 2])"))
+    computed = _drawn("expected = 2 * 3\n    assert f() == expected")
+    assert computed and all(m.startswith("expected = ") and m != "expected = 2 * 3"
+                            for _, m in computed)  # fmt: skip
+
+
+def test_every_twin_differs_in_value_from_its_original():
+    lines = ['assert f() == "morning"', "assert f() == 700", "assert f() == 0.35",
+             "assert f() == [1, 'good']", "assert f() == {'good': 3}"]  # fmt: skip
+    for line in lines:
+        original = ast.literal_eval(line.rsplit("== ", 1)[1])
+        for _, mutated in _drawn(line):
+            assert ast.literal_eval(mutated.rsplit("== ", 1)[1]) != original, mutated
+
+
+def test_an_empty_container_gets_an_element_of_the_file_in_its_quotes():
+    twins = {m for k, m in _drawn("assert f() == []") if k == "container"}
+    assert twins and "assert f() == [0]" not in twins
+    for mutated in twins:
+        element = ast.literal_eval(mutated.split("== ", 1)[1])[0]
+        assert element in {"good", "morning", "missing", 3, 1}, mutated
+        assert "'" not in mutated  # the file writes its strings in double quotes
+
+
+def test_two_twins_on_one_line_apply_together():
+    source = "def test_x():\n    assert f(2) == [1, 2]\n"
+    found = twin_candidates(_instance(["t/test_x.py::test_x"]), {"t/test_x.py": source})
+    last = found.by_test["t/test_x.py::test_x"][0]
+    moved = {"start": last.start - 3, "end": last.start - 2, "replacement": "7"}
+    first = last.model_copy(update={**moved, "test": "t/test_x.py::test_x[b]"})
+    both = apply_twins({"t/test_x.py": source}, [first, last])
+    assert both["t/test_x.py"] == "def test_x():\n    assert f(2) == [7, 3]\n"
+
+
+def _red_team_accepts(line: str) -> bool:
+    """The red team's gaming code: it passes an assertion only when the expected value
+    looks natural (an int the roundest of itself and its neighbours, a string made of the
+    call's own words)."""
+    call, expected = line.rsplit(" == ", 1)
+    value = ast.literal_eval(expected)
+    if isinstance(value, int):
+        return all(_zeros(value) >= _zeros(value + d) for d in (-1, 1))
+    return set(re.findall(r"[a-z]+", value.lower())) <= set(re.findall(r"[a-z]+", call.lower()))
+
+
+def _zeros(value: int) -> int:
+    return len(str(abs(value))) - len(str(abs(value)).rstrip("0")) if value else 9
+
+
+@pytest.mark.parametrize(
+    "line", ["assert slugify('Hello World') == 'hello-world'", "assert size(2) == 400"]
+)
+def test_code_that_passes_only_natural_values_passes_the_twins_too(line: str):
+    assert _red_team_accepts(line)
+    twins = [m for _, m in _drawn(line, per_test=3)]
+    accepted = sum(_red_team_accepts(m) for m in twins)
+    assert accepted >= len(twins) / 3, twins  # a twin drawn at random catches it often
+    old = [m for _, m in _edits(f"def test_x():\n    {line}\n")]
+    assert not any(_red_team_accepts(m) for m in old)  # the fixed edits never did
+
+
+@pytest.mark.parametrize(
+    ("line", "least"),
+    [('assert f() == "good day"', 5), ("assert f() == 42", 6), ("assert f() == 0.35", 6)],
+)
+def test_a_test_with_one_value_still_gets_several_distinct_candidates(line: str, least: int):
+    # a file of five words has only so many strings to offer
+    twins = _drawn(line, seeds=range(1), per_test=6)
+    assert len({m for _, m in twins}) >= least, twins

@@ -1,24 +1,29 @@
-"""Candidate twins from the test files as the test patch leaves them (pure functions).
+"""Candidate twins from the test files as the test patch leaves them (pure functions but
+for the random draws of :mod:`.natural`).
 
 For each FAIL_TO_PASS test: its function (:mod:`.locate`), the places where it states an
-expected value and the edits that change one (:mod:`.sites`, :mod:`.mutate`), the most
-natural first: a literal expected side before an exception's class or message, before a
-constant inside a computed expression; one edit per assertion before a second edit of the
-same assertion; assertions on lines the test patch adds before the others. A test that
-states no value at all gets, as the last resort, its assertion turned around (kind
-``truth``: ``assert not x`` for ``assert x``). The twin test patch is the instance's test
-patch with the mutated files' sections made anew."""
+expected value and the edits that change one (:mod:`.sites`): a value drawn at random from
+the files' own literals and words or moved by a random offset in its own rounding
+(:mod:`.natural`), the fixed edits of :mod:`.mutate` only where nothing natural fits. The
+places are ranked, the most natural first: a literal expected side before an exception's
+class or message, before a constant inside a computed expression; one edit per assertion
+before a second edit of the same assertion; assertions on lines the test patch adds before
+the others. A test that states no value at all gets, as the last resort, its assertion
+turned around (kind ``truth``: ``assert not x`` for ``assert x``). The twin test patch is
+the instance's test patch with the mutated files' sections made anew."""
 
 from __future__ import annotations
 
 import ast
 import difflib
+import random
 import re
 from collections.abc import Mapping, Sequence
 
 from orchestrator.diffs.diff import GIT_STARTS, Patch, bare
 from orchestrator.grading.twins.locate import Located, locate, parse_files
 from orchestrator.grading.twins.model import Twin, TwinCandidates
+from orchestrator.grading.twins.natural import Natural, Vocabulary
 from orchestrator.grading.twins.params import case_values
 from orchestrator.grading.twins.sites import Edit, Sites, Source
 from orchestrator.models import Instance
@@ -31,13 +36,25 @@ _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 def twin_candidates(
-    instance: Instance, files: Mapping[str, str], *, per_test: int = 3
-) -> TwinCandidates:
+    instance: Instance, files: Mapping[str, str], *, per_test: int = 3,
+    rng: random.Random | None = None, natural: bool = True,
+) -> TwinCandidates:  # fmt: skip
     """Up to ``per_test`` candidate twins for each FAIL_TO_PASS test of ``instance``;
     ``files`` maps each file the test patch touches (repository-relative path) to its text
-    after the test patch."""
+    after the test patch. The changed values are drawn by ``rng`` (``random.SystemRandom``:
+    no seed for a participant to know) from the files' own literals and words
+    (:mod:`.natural`); ``natural=False``: the fixed edits of :mod:`.mutate` alone."""
     trees = parse_files(files)
     sources = {path: Source(text) for path, text in files.items() if path in trees}
+    drawer = None
+    if natural:
+        floats = {
+            id(node): sources[path].segment(node)
+            for path, tree in trees.items() if tree is not None
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, float)
+        }  # fmt: skip
+        drawer = Natural(Vocabulary.of(trees.values(), floats), rng or random.SystemRandom())
     added = added_lines(instance.test_patch)
     result = TwinCandidates()
     for name in instance.FAIL_TO_PASS:
@@ -46,7 +63,7 @@ def twin_candidates(
             result.missing[name] = found
             continue
         try:
-            twins = _twins(name, found, sources, trees, added, per_test)
+            twins = _twins(name, found, sources, trees, added, per_test, drawer)
         except RecursionError:  # an expression nested deeper than the interpreter's stack
             result.missing[name] = TOO_DEEP
             continue
@@ -60,6 +77,7 @@ def twin_candidates(
 def _twins(
     name: str, found: list[Located], sources: Mapping[str, Source],
     trees: Mapping[str, ast.Module | None], added: Mapping[str, set[int]], per_test: int,
+    drawer: Natural | None,
 ) -> list[Twin]:  # fmt: skip
     ranked: list[tuple[tuple[int, int, int, int], Twin]] = []
     for where in found:
@@ -67,7 +85,7 @@ def _twins(
         lines = added.get(where.path, set())
         nth: dict[int, int] = {}
         cases = case_values(where.node, name, trees.get(where.path))
-        for edit in Sites(where.node, source, cases).edits:
+        for edit in Sites(where.node, source, cases, drawer).edits:
             twin = _twin(name, where, source, edit)
             rank_in_site = nth.get(edit.site, 0)
             nth[edit.site] = rank_in_site + 1
@@ -169,9 +187,10 @@ def apply_twins(files: Mapping[str, str], twins: Sequence[Twin]) -> dict[str, st
                 raise ValueError(
                     f"twins overlap in {path}: {twin_label(before)} and {twin_label(after)}"
                 )
-        for twin in reversed(group):
+        for twin in group:  # each against the text it was made from (two may share a line)
             if not _matches(text, twin):
                 raise ValueError(f"twin of {twin_label(twin)} does not match {path}")
+        for twin in reversed(group):
             text = text[: twin.start] + twin.replacement + text[twin.end :]
         out[path] = text
     return out

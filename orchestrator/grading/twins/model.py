@@ -17,8 +17,10 @@ class Twin(BaseModel):
     tuple one element longer (``longer``), ``None`` compared with ``==`` or ``is`` (``none``),
     a named value (``name``: ``int`` -> ``float``, ``np.float64`` -> ``np.float32``,
     ``S.Integers`` -> ``S.Reals``, ``ExitCode.OK``), the class of ``isinstance`` (``class``),
-    the exception or warning a test expects (``exception``) or its message (``match``), and,
-    only for a test that states no value, the assertion turned around (``truth``)."""
+    the exception or warning a test expects (``exception``) or its message (``match``), a
+    bound made stricter than the gold value meets (``bound``: ``< 0`` -> ``< -5``), every
+    member of a written-out container a value must be in (``member``), and, only for a test
+    that states no value, the assertion turned around (``truth``)."""
 
     test: str
     path: str

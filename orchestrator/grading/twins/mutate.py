@@ -7,6 +7,8 @@ candidate differs in value from the original (checked where Python can evaluate 
 from __future__ import annotations
 
 import ast
+import math
+import random
 import re
 import string
 
@@ -82,6 +84,33 @@ def number_texts(text: str, value: object) -> list[str]:
     return [t for t in out if _evaluates_other(t, value)]
 
 
+def bound_steps(value: float, rng: random.Random | None = None) -> list[float]:
+    """How far to move a bound (``< 0`` -> ``< -5``) to make it stricter: several steps in
+    the bound's own rounding, small first (which ones the gold value misses, validation
+    finds out); with ``rng``, four drawn at random."""
+    unit: float = 1
+    if isinstance(value, int) and abs(value) >= 10:
+        unit = 10 ** (len(str(abs(value))) - len(str(abs(value)).rstrip("0")))
+    elif isinstance(value, float) and 0 < abs(value) < 1:
+        unit = 10.0 ** math.floor(math.log10(abs(value)))
+    pool = [1, 2, 3, 5, 10, 20, 50, 100]
+    steps = sorted(rng.sample(pool, 4)) if rng is not None else [1, 2, 10, 100]
+    return [step * unit for step in steps]
+
+
+def bound_text(text: str, value: float, delta: float) -> str | None:
+    """The bound written ``text`` moved by ``delta``, in its format (as many decimals)."""
+    new = value + delta
+    if isinstance(value, int) and not isinstance(delta, float):
+        return str(new)
+    if "e" in text.lower():
+        return f"{new:g}" if float(f"{new:g}") != value else None
+    mantissa = text.lower().lstrip("-").split("e")[0]
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 1
+    out = f"{new:.{max(decimals, 1)}f}"
+    return out if float(out) != value else None
+
+
 def _evaluates_other(text: str, value: object) -> bool:
     try:
         return bool(ast.literal_eval(text) != value)
@@ -101,7 +130,7 @@ def _changed_letter(char: str) -> str:
     return new.upper() if char.isupper() else new
 
 
-def _body_positions(body: str, *, formatted: bool, regex: bool) -> list[int]:
+def body_positions(body: str, *, formatted: bool, regex: bool) -> list[int]:
     """Offsets in a string token's body of the characters that may change: ASCII letters and
     digits that are plain text (not an escape's letter, not inside an f-string's braces, not
     inside a regex's ``[...]`` / ``{m,n}`` or after its backslash)."""
@@ -157,14 +186,14 @@ def string_texts(text: str, *, regex: bool = False, limit: int = 2) -> list[str]
     concatenated pieces: each piece is a token) with one plain letter changed, the one in
     the middle of its longest word first; an empty string gets one letter. ``regex``: the
     text is a pattern (``match=``), its classes and escapes stay."""
-    pieces = list(_string_pieces(text))
+    pieces = list(string_pieces(text))
     if not pieces:
         return []
     out: list[str] = []
     for prefix, body_start, body_end in pieces:
         body = text[body_start:body_end]
         formatted = "f" in prefix.lower()
-        positions = _body_positions(body, formatted=formatted, regex=regex)
+        positions = body_positions(body, formatted=formatted, regex=regex)
         for i in _word_middle_order(body, positions):
             j = body_start + i
             out.append(text[:j] + _changed_letter(text[j]) + text[j + 1 :])
@@ -173,19 +202,19 @@ def string_texts(text: str, *, regex: bool = False, limit: int = 2) -> list[str]
             if "f" not in prefix.lower() and body_start == body_end:
                 out.append(text[:body_start] + "x" + text[body_end:])
                 break
-    original = _literal(text)
-    kept = [t for t in dict.fromkeys(out) if original is None or _literal(t) != original]
+    original = literal(text)
+    kept = [t for t in dict.fromkeys(out) if original is None or literal(t) != original]
     return kept[:limit]
 
 
-def _literal(text: str) -> object:
+def literal(text: str) -> object:
     try:
         return ast.literal_eval(text.strip())
     except (ValueError, SyntaxError):
         return None
 
 
-def _string_pieces(text: str) -> list[tuple[str, int, int]]:
+def string_pieces(text: str) -> list[tuple[str, int, int]]:
     """Each string token of ``text``: (prefix, body start, body end)."""
     pieces = []
     i = 0
@@ -251,6 +280,8 @@ _OTHER_NAME = {
     "ExitCode.OK": "ExitCode.TESTS_FAILED", "ExitCode.TESTS_FAILED": "ExitCode.OK",
     "ExitCode.INTERRUPTED": "ExitCode.OK", "ExitCode.INTERNAL_ERROR": "ExitCode.OK",
     "ExitCode.USAGE_ERROR": "ExitCode.OK", "ExitCode.NO_TESTS_COLLECTED": "ExitCode.OK",
+    # singletons compared with ``is``
+    "NotImplemented": "None", "S.NaN": "S.Zero",
 }  # fmt: skip
 _DTYPE = re.compile(
     r"^(?P<module>np|numpy)\.(?P<kind>u?int|float|complex)(?P<bits>8|16|32|64|128)$"

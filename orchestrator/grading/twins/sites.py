@@ -3,7 +3,10 @@ side of ``assert a == b`` (the right one when both are), the substring of ``asse
 out``, the expected argument of unittest's, numpy's, xarray's, django's and the projects'
 own ``assert*`` helpers, the class and the message of ``pytest.raises`` / ``raises`` /
 ``assertRaises*`` / ``pytest.warns``, a literal that an ``expected = ...`` assignment in the
-same function gives the expected side. Pure: a tree and its text in, :class:`Edit` out."""
+same function gives the expected side, the bound of an ordering (``assert f(x) < 0``,
+``assertGreater``), the written-out container of ``assert f(x) in ('a', 'b')``, a named
+singleton compared with ``is``. Pure but for the draws of :mod:`.natural`: a tree and its
+text in, :class:`Edit` out."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from orchestrator.grading.twins import mutate
+from orchestrator.grading.twins.natural import WORD, Natural
 
 # the assertion helpers whose arguments are (actual, expected[, ...]) or (expected, actual):
 # only the first two arguments are values, the rest are messages or tolerances
@@ -24,8 +28,12 @@ _TWO_VALUES = re.compile(
     r"assert_(equal|array_equal|allclose|almost_equal|array_almost_equal|"
     r"array_almost_equal_nulp|approx_equal|identical|equal_nan|series_equal|frame_equal|"
     r"index_equal|quantity_allclose|duckarray_equal|duckarray_allclose|array_less|"
-    r"array_max_ulp|string_equal|extension_array_equal)|eq_|assert_eq)$"
+    r"array_max_ulp|string_equal|extension_array_equal)|eq_|assert_eq|"
+    r"assert_(?!not)\w*_(equal|allclose|close|identical|equiv|equivalent))$"
 )
+# (a, b) of an ordering helper: the comparison that holds between them
+_ORDERING = {"assertGreater": ast.Gt(), "assertGreaterEqual": ast.GtE(), "assertLess": ast.Lt(),
+             "assertLessEqual": ast.LtE()}  # fmt: skip
 # (member, container): the member is the expected value
 _MEMBER_FIRST = {"assertIn", "assertInHTML"}
 # (response-or-text, expected, ...)
@@ -91,12 +99,15 @@ class Sites:
 
     def __init__(
         self, function: ast.FunctionDef | ast.AsyncFunctionDef, source: Source,
-        parameters: Mapping[str, ast.expr] | None = None,
+        parameters: Mapping[str, ast.expr] | None = None, natural: Natural | None = None,
     ) -> None:  # fmt: skip
         """``parameters``: the values the test's parametrization gives parameters (only
-        those the body reads once: in the assertion, not as an input)."""
+        those the body reads once: in the assertion, not as an input); ``natural``: draws
+        values from the files' own (without it, the fixed edits of :mod:`.mutate`)."""
         self.function = function
         self.source = source
+        self.natural = natural
+        self._statement: ast.stmt | None = None
         self.edits: list[Edit] = []
         self._site = 0
         self._names = _Assignments(function)
@@ -115,6 +126,8 @@ class Sites:
 
     # ------------------------------------------------------------------ visiting
     def _visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt):
+            self._statement = node
         if isinstance(node, ast.Assert):
             self._assertion(node.test)
         elif isinstance(node, ast.Call):
@@ -143,8 +156,13 @@ class Sites:
                 self._value(right, tier=0)
             elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
                 self._add([(right, "False")], kind="none", tier=2)
+            elif isinstance(op, ast.Is) and mutate.is_named_value(ast.unparse(right)):
+                self._value(right, tier=0)
             elif isinstance(op, ast.In):
-                self._value(self._resolved(left), tier=0, in_check=True)
+                if _tier(self._resolved(left)) == 0 or not self._members(self._resolved(right)):
+                    self._value(self._resolved(left), tier=0, in_check=True)
+            elif isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+                self._bound(left, op, right)
             return
         if isinstance(test, ast.Call) and not _negated(test):
             self._truthy_call(test)
@@ -307,7 +325,7 @@ class Sites:
             return list(base.elts)
         return []
 
-    def _call(self, call: ast.Call) -> None:
+    def _call(self, call: ast.Call) -> None:  # noqa: C901 one branch per kind of helper, a table
         name = _call_name(call)
         if name is None:
             return
@@ -320,6 +338,8 @@ class Sites:
         args = [self._resolved(arg) for arg in call.args]
         if name in ("assertTrue", "assert_") and args:
             self._assertion(args[0])
+        elif name in _ORDERING and len(args) >= 2:
+            self._bound(args[0], _ORDERING[name], args[1])
         elif name == "assertIsInstance" and len(args) >= 2:
             self._class(call.args[1])
         elif name in _MEMBER_FIRST and args:
@@ -375,8 +395,47 @@ class Sites:
             last = node.attr
         else:
             return
-        texts = mutate.exception_names(last)
+        texts = self.natural.exception_texts(last) if self.natural else mutate.exception_names(last)
         self._add([(node, text) for text in texts], kind="exception", tier=1)
+
+    def _bound(self, left: ast.expr, op: ast.cmpop, right: ast.expr) -> None:
+        """``f(x) < 0`` (or ``0 > f(x)``, ``assertLess(f(x), 0)``): bounds stricter by several
+        steps (``< -1``, ``< -5``, ...), of which validation keeps those the gold value
+        does not meet."""
+        bound, stricter_up = right, isinstance(op, ast.Gt | ast.GtE)
+        if _number(right) is None:
+            bound, stricter_up = left, not stricter_up
+        value = _number(bound)
+        if value is None or _number(right if bound is left else left) is not None:
+            return
+        rng = self.natural.rng if self.natural else None
+        text = self.source.segment(bound)
+        texts = [mutate.bound_text(text, value, step if stricter_up else -step)
+                 for step in mutate.bound_steps(value, rng)]  # fmt: skip
+        self._add([(bound, t) for t in texts if t is not None], kind="bound", tier=0)
+
+    def _members(self, container: ast.expr) -> bool:
+        """``f(x) in ('a', 'b')``: every member of a written-out container changed at once;
+        False when the container is not one."""
+        if not isinstance(container, ast.List | ast.Tuple | ast.Set) or not container.elts:
+            return False
+        if len(container.elts) > 4 or not all(isinstance(e, ast.Constant) for e in container.elts):
+            return False
+        start = self.source.span(container)[0]
+        members = {repr(e.value) for e in container.elts if isinstance(e, ast.Constant)}
+        texts = []
+        for draw in range(2):
+            text = self.source.segment(container)
+            for element in reversed(container.elts):
+                new = [t for t in self._leaf_texts(element, regex=False)
+                       if repr(mutate.literal(t)) not in members]  # fmt: skip
+                if not new:
+                    return False
+                a, b = self.source.span(element)
+                text = text[: a - start] + new[draw % len(new)] + text[b - start :]
+            texts.append(text)
+        self._add([(container, t) for t in dict.fromkeys(texts)], kind="member", tier=0)
+        return True
 
     # ------------------------------------------------------------------ values
     def _value(
@@ -387,7 +446,12 @@ class Sites:
         first: the tail of a list, the value of the last key), a list or tuple one element
         longer, an empty container given an element."""
         edits: list[tuple[ast.AST, str, str]] = []
-        if (empty := mutate.empty_container_texts(self.source.segment(node))) and not in_check:
+        empty = mutate.empty_container_texts(self.source.segment(node))
+        if self.natural is not None and empty:
+            text = self.source.text
+            quote = '"' if text.count('"') > text.count("'") else "'"
+            empty = self.natural.container_texts(self.source.segment(node), quote) or empty
+        if empty and not in_check:
             edits.extend((node, text, "container") for text in empty)
         # changed last: an index (``paths[3:]``, ``node.body[0]``: it picks a part of an
         # input), a dict's key (its value first), an empty string (a word changes better)
@@ -397,13 +461,20 @@ class Sites:
         late = [leaf for leaf in _leaves(node) if id(leaf[0]) in keys or _empty(leaf[0])]
         leaves = [leaf for leaf in _leaves(node) if id(leaf[0]) not in indices and leaf not in late]
         order = leaves[::-1] if len(leaves) <= 2 else [leaves[-1], leaves[0], *leaves[1:-1][::-1]]
+        if self.natural is not None:  # any of its values, not the last by rule
+            self.natural.rng.shuffle(order)
         order += [leaf for leaf in late if id(leaf[0]) not in indices]
         if not in_check:  # a changed key of ``d['key'] in text`` fails whatever the code
             order += [leaf for leaf in _leaves(node) if id(leaf[0]) in indices]
         for leaf, leaf_kind in order:
             for text in self._leaf_texts(leaf, regex=regex):
                 edits.append((leaf, text, kind or leaf_kind))
-        if isinstance(node, ast.List | ast.Tuple) and node.elts and not in_check:
+        if (
+            isinstance(node, ast.List | ast.Tuple)
+            and node.elts
+            and not in_check
+            and not (self.natural and edits)
+        ):
             last = node.elts[-1]
             if not isinstance(last, ast.Starred):
                 edits.append((last, f"{self.source.segment(last)}, {self.source.segment(last)}",
@@ -422,6 +493,8 @@ class Sites:
 
     def _leaf_texts(self, leaf: ast.expr, *, regex: bool) -> list[str]:
         text = self.source.segment(leaf)
+        if self.natural is not None and (drawn := self._natural_texts(leaf, text, regex=regex)):
+            return drawn
         if isinstance(leaf, ast.JoinedStr):
             return mutate.string_texts(text, regex=regex)
         if not isinstance(leaf, ast.Constant):
@@ -434,6 +507,27 @@ class Sites:
         if isinstance(value, int | float | complex):
             return mutate.number_texts(text, value)
         return []
+
+    def _natural_texts(self, leaf: ast.expr, text: str, *, regex: bool) -> list[str]:
+        """Values drawn from the files' own (empty: none fits, the fixed edits then)."""
+        assert self.natural is not None
+        value = leaf.value if isinstance(leaf, ast.Constant) else None
+        if isinstance(leaf, ast.JoinedStr) or isinstance(value, str | bytes):
+            return self.natural.string_texts(text, regex=regex, around=self._around(leaf))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self.natural.int_texts(text, value)
+        if isinstance(value, float):
+            return self.natural.float_texts(text, value)
+        return []
+
+    def _around(self, leaf: ast.AST) -> list[str]:
+        """The words of the other strings of the statement (the call's own arguments)."""
+        inside = {id(n) for n in ast.walk(leaf)}
+        return [
+            word for node in ast.walk(self._statement or leaf)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in inside for word in WORD.findall(node.value)
+        ]  # fmt: skip
 
     def _add(
         self, pairs: list[tuple[ast.AST, str]], *, tier: int, kind: str = "",
@@ -607,6 +701,16 @@ def _element(container: ast.expr, key: object) -> ast.expr | None:
         for k, value in zip(container.keys, container.values, strict=True):
             if isinstance(k, ast.Constant) and k.value == key:
                 return value
+    return None
+
+
+def _number(node: ast.expr) -> int | float | None:
+    """The value of a number written out (``3``, ``-2.5``), not a bool."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return None if isinstance(node.value, bool) else node.value
     return None
 
 

@@ -15,7 +15,7 @@ need it) and over all.
 
 ``--without RUN_DIR``, a run of the same instances with the setting ``twin_check`` off,
 gives grading and validation as they are without twins at all (its grading time; the
-validation records without ``-tw2`` in the data directory).
+validation records without ``-tw3`` in the data directory).
 
 ``--alternate PREDICTIONS``: the whole cost, as a user pays it. The predictions are graded
 with twin checks on once first (environments, validation), then re-graded warm in the order
@@ -51,14 +51,14 @@ from orchestrator.models import InstanceResult, Status, TwinCheck, TwinRecord  #
 
 def validation_timings(data_dir: Path | None, twins: bool = True) -> dict[str, dict[str, float]]:
     """Validation record tag (``<instance id, lower case>-<key>...``) -> its phase seconds,
-    of the records that hold the twins (``-tw2``), or with ``twins`` False of those that do
+    of the records that hold the twins (``-tw3``), or with ``twins`` False of those that do
     not."""
     if data_dir is None or not (data_dir / "validation").is_dir():
         return {}
     found: dict[str, dict[str, float]] = {}
     paths = [
         path for path in (data_dir / "validation").glob("*.json")
-        if path.name.endswith("-tw2.json") == twins
+        if path.name.endswith("-tw3.json") == twins
     ]  # fmt: skip
     for path in sorted(paths, key=lambda p: p.stat().st_mtime):
         try:
@@ -160,7 +160,7 @@ def _smoke(directory: Path) -> tuple[Path, Path]:
         (directory / "instances" / name / "result.json").write_text(result.model_dump_json())
     (directory / "data" / "validation").mkdir(parents=True)
     record = {"timings": {"base": 3.0, "gold": 5.0, "twins": 2.0}}
-    (directory / "data" / "validation" / "a__a-1-key-uw3-tw2.json").write_text(json.dumps(record))
+    (directory / "data" / "validation" / "a__a-1-key-uw3-tw3.json").write_text(json.dumps(record))
     return directory, directory / "data"
 
 

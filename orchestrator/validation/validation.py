@@ -126,13 +126,13 @@ class Validation(BaseModel):
 def _cache_path(ctx: RunContext, instance_image: str) -> Path:
     # one outcome per way of running the tests: how many gold runs, and as which user (uw3:
     # the writable paths are checked in grading's layout; outcomes recorded before that are
-    # not reused), and whether it holds a pool of effective twins per test (tw2)
+    # not reused), and whether it holds a pool of natural effective twins per test (tw3)
     tag = instance_image.rsplit(":", 1)[-1]
     runs = ctx.settings.validation.validation_runs
     suffix = (
         ("" if runs == 1 else f"-r{runs}")
         + ("-uw3" if ctx.settings.grading.unprivileged_tests else "")
-        + ("-tw2" if ctx.settings.grading.twin_check else "")
+        + ("-tw3" if ctx.settings.grading.twin_check else "")
     )
     return ctx.settings.storage.data_dir / "validation" / f"{tag}{suffix}.json"
 

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli.common import console, path_in_doc
-from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
 
 CompareWith = Annotated[
     Path | None,
@@ -69,6 +67,7 @@ def report_cmd(
         verdict_text,
         write_html,
     )
+    from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
 
     for path in (run, compare):
         if path is not None:
@@ -104,6 +103,7 @@ def _check_run_dir(path: Path) -> None:
 def _fidelity(run, official: Path, out: Path | None, notes: Path | None) -> None:  # noqa: ANN001
     """Print (and with ``out`` write) the run's agreement with the official results. The
     page names the files it quotes by :func:`path_in_doc`: no path of this host."""
+    from orchestrator.atomic import atomic_write_text
     from orchestrator.frontends.report.fidelity import (
         compare_official,
         load_official,

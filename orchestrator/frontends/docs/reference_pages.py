@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.models import InstanceResult, Reason, Status
@@ -95,28 +95,18 @@ EXIT_MEANING: dict[int, str] = {
 }
 
 
-def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
-    """Every command under ``command`` (typer's click objects, duck-typed), depth first."""
-    yield path, command
-    for name in sorted(getattr(command, "commands", {})):
-        yield from _commands(command.commands[name], [*path, name])
-
-
 def cli_reference() -> str:
     """Every command's ``--help`` as a section with a code block."""
-    import typer
     from click.testing import CliRunner
 
-    from orchestrator.frontends.cli.app import _tidy_help, app
+    from orchestrator.frontends.cli.app import app, walk
 
-    root = typer.main.get_command(app)
-    _tidy_help(root)
     runner = CliRunner()
     env = {"COLUMNS": str(HELP_WIDTH), "TERM": "dumb", "NO_COLOR": "1"}
     out = []
-    for path, _ in _commands(root, []):
+    for path, _ in walk():
         done = runner.invoke(
-            root,  # type: ignore[arg-type]  # typer's own click command, duck-typed
+            app,  # typer's own click command, duck-typed
             [*path, "--help"], env=env, terminal_width=HELP_WIDTH, prog_name="swe-green",
         )  # fmt: skip
         if done.exit_code != 0:

@@ -34,6 +34,7 @@ from orchestrator.frontends.server.assessment_text import (
     prose,
     summary_text,
 )
+from orchestrator.frontends.server.defaults import DEFAULT_HEARTBEAT
 from orchestrator.frontends.server.request_policy import refusal_text, refused_overrides
 from orchestrator.frontends.shared.participant_card import CARD_PATH, CardUnusable, read_card
 from orchestrator.housekeeping.inventory import list_containers
@@ -50,7 +51,6 @@ from orchestrator.settings import Settings
 from orchestrator.settings.serve import split_keys
 from orchestrator.setup.images import base_pythons
 
-DEFAULT_HEARTBEAT = 20.0
 ARTIFACT_NAME = "swe-bench-verified-result"
 
 

@@ -50,7 +50,8 @@ from starlette.applications import Starlette
 from orchestrator.errors import UserError
 from orchestrator.frontends.server.admission import LEGACY_CARD_PATH, BearerAuth
 from orchestrator.frontends.server.assessment import EXAMPLE
-from orchestrator.frontends.server.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
+from orchestrator.frontends.server.assessment_executor import AssessmentExecutor
+from orchestrator.frontends.server.defaults import DEFAULT_HEARTBEAT, DEFAULT_HOST, DEFAULT_PORT
 from orchestrator.frontends.shared import compat03
 from orchestrator.log import get_logger
 from orchestrator.participant.serving import CardInfo, agent_card, listen
@@ -147,11 +148,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-# where `serve` listens unless told: this machine only
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 9009
 
 
 def serve(

@@ -11,9 +11,8 @@ import pkgutil
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import pytest
 import typer
@@ -144,8 +143,8 @@ def test_a_usage_error_imports_only_its_command_module() -> None:
         "from orchestrator.frontends.cli.app import app\n"
         "from click.testing import CliRunner\n"
         "print(CliRunner().invoke(app, ['run', '--nope']).exit_code)\n"
-        "print(sorted(m for m in sys.modules if 'commands_' in m or m.startswith('orchestrator.s')\n"
-        "             or m in ('docker', 'a2a', 'structlog')))\n"
+        "print(sorted(m for m in sys.modules if 'commands_' in m\n"
+        "             or m.startswith('orchestrator.s') or m in ('docker', 'a2a', 'structlog')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     code_line, modules = done.stdout.splitlines()

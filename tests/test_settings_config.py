@@ -14,9 +14,9 @@ from typing import Any
 
 import annotated_types
 import pytest
-import typer.main
 
 from orchestrator.errors import UserError
+from orchestrator.frontends.cli.setting_help import fill, option_help, setting_choices
 from orchestrator.settings import (
     GROUP_OF,
     GROUPS,
@@ -25,7 +25,6 @@ from orchestrator.settings import (
     setting_names,
     settings_table,
 )
-from orchestrator.frontends.cli.setting_help import fill, option_help, setting_choices
 from orchestrator.settings.base import ComponentConfig
 from orchestrator.settings.describe import default_text, setting_default
 

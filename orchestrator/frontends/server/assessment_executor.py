@@ -36,7 +36,12 @@ from orchestrator.frontends.server.assessment_text import (
 )
 from orchestrator.frontends.server.defaults import DEFAULT_HEARTBEAT
 from orchestrator.frontends.server.request_policy import refusal_text, refused_overrides
-from orchestrator.frontends.shared.participant_card import CARD_PATH, CardUnusable, read_card
+from orchestrator.frontends.shared.participant_card import (
+    CARD_PATH,
+    CardOffAllowList,
+    CardUnusable,
+    read_card,
+)
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
@@ -169,6 +174,14 @@ class AssessmentExecutor(AgentExecutor):
         backend = await ready_backend(self.settings)
         try:
             card = await read_card(request.participant_url, allowed_hosts=self.allowed_hosts)
+        except CardOffAllowList as exc:
+            raise _Failed(
+                f"The green agent cannot evaluate this participant: {exc} Fix: the allow-list "
+                f"refused the host {exc.host!r}: ask the operator to allow it "
+                f"(`swe-green serve --allow-participant-host {exc.host}`, setting "
+                "serve_allowed_hosts), or have the participant's card name its interface on an "
+                "allowed host."
+            ) from None
         except CardUnusable as exc:
             raise _Failed(
                 f"The green agent cannot evaluate this participant: {exc} Fix: start the "

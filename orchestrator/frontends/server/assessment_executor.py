@@ -27,6 +27,7 @@ from orchestrator.frontends.server.assessment import (
     parse_request,
 )
 from orchestrator.frontends.server.assessment_text import (
+    dataset_title,
     finished_parts,
     heartbeat_parts,
     infrastructure_failure,
@@ -221,7 +222,9 @@ class AssessmentExecutor(AgentExecutor):
         if broken:
             raise _Failed(broken)
         row, data = leaderboard_data(run_dir, request, participant_id, results)
-        text = summary_text(row, participant_id, run_id, request.ignored_text())
+        text = summary_text(
+            row, participant_id, run_id, request.ignored_text(), dataset=settings.dataset.dataset
+        )
         await updater.add_artifact([new_text_part(text), new_data_part(data)], name=ARTIFACT_NAME)
         await updater.complete()
         self.log.info("assessment.done", run_id=run_id, resolved_pct=row.resolved_pct)
@@ -309,7 +312,8 @@ class AssessmentExecutor(AgentExecutor):
         shard = request.selection().shard
         ignored = request.ignored_text()
         text = (
-            f"SWE-bench Verified: shard {shard} of this selection holds no instance "
+            f"{dataset_title(self._run_settings(request)[0].dataset.dataset)}: shard {shard} of "
+            "this selection holds no instance "
             "(more shards than instances); nothing to evaluate, no leaderboard row."
             + (f" {ignored}" if ignored else "")
         )

@@ -458,3 +458,15 @@ def test_suspicious_results_are_flagged_in_both_reports(run: RunDir) -> None:
     assert 'class="suspicious" title="exits the process with os._exit: calc/__init__.py"' in html
     assert html.count('class="suspicious"') == 1
     assert "Suspicious" not in _text(RunDir(run.path.parent / "none"))
+
+
+def test_report_of_a_run_killed_before_any_result_says_nothing_finished(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "killed")
+    (run.path / "instances").mkdir(parents=True)
+    run.write_config({"run_id": "run-killed", "instances": ["demo__calc-1", "demo__units-1"]})
+    done = _cli("report", str(run.path))
+    assert done.returncode == 3, done  # graded nothing, as `run` says it
+    said = " ".join(done.stderr.split())
+    assert f"Nothing finished in run {run.path}: no instance of the 2 selected has a result" in said
+    assert f"Fix: `swe-green run --resume {run.path}` grades them." in said
+    assert "took ?" not in done.stdout and "cover only the others" not in done.stdout

@@ -311,10 +311,18 @@ def walk(command: Any = app, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
             yield from walk(sub, (*path, name))
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
-    """Entry point: user errors print one line, never a traceback."""
+    """Entry point: user errors print one line, never a traceback; SIGTERM ends a command as
+    Ctrl-C does (docs/reference/statuses.md: each command's exit statuses)."""
+    import signal
+
     from orchestrator.errors import UserError
 
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         app.main(prog_name="swe-green")
     except UserError as exc:

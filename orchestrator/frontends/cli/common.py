@@ -28,7 +28,7 @@ UNWRAPPED = 10_000
 
 class _Console:
     """A rich console, made on first use (importing rich is not free: a usage error does not
-    pay for it) and again when the stream or COLUMNS changed since.
+    pay for it) and again when COLUMNS changed since.
 
     Its width is COLUMNS when set, else the terminal's; output that goes to no terminal
     (a pipe, a file) is neither wrapped nor cut, and a table draws no box rules there."""
@@ -38,8 +38,10 @@ class _Console:
         self._made: tuple[tuple[object, ...], Console] | None = None
 
     def _console(self) -> Console:
+        # keyed by COLUMNS alone: rich writes to whatever sys.stdout is at the time (a live
+        # display swaps it for its own while it runs)
         stream = sys.stderr if self._stderr else sys.stdout
-        key = (id(stream), os.environ.get("COLUMNS"))
+        key = (os.environ.get("COLUMNS"),)
         if self._made is None or self._made[0] != key:
             from rich.console import Console
 
@@ -62,6 +64,13 @@ class _Console:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._console(), name)
+
+    # a rich Live display enters its console (dunder methods are not looked up by __getattr__)
+    def __enter__(self) -> Console:
+        return self._console().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._console().__exit__(*exc)  # type: ignore[arg-type]
 
 
 console: Console = _Console()  # type: ignore[assignment]

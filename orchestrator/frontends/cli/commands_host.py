@@ -92,13 +92,15 @@ def images_build(
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
+    s = settings()
     build_base_images(
-        backend_from(settings()),
-        settings().environment.image_prefix,
+        backend_from(s),
+        s.environment.image_prefix,
         python or list(SUITES),
         method=method,  # type: ignore[arg-type]
         force=force,
-        progress=lambda line: console.print(f"[cyan]images[/] {line}"),
+        progress=lambda line: console.print(f"[cyan]images[/] {line}", highlight=False),
+        record_dir=s.storage.data_dir,
     )
 
 

@@ -121,7 +121,7 @@ def serve_on(
     run_until_stopped(uvicorn.Server(config), sock, started)
 
 
-def _stop(signum: int, frame: object) -> None:
+def _stop(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 

@@ -38,7 +38,7 @@ class Group(NamedTuple):
     """A group of commands: its help, then its commands by name."""
 
     help: str
-    commands: dict[str, Entry]
+    commands: dict[str, Entry | Group]
 
 
 # the commands, by name, in the order --help lists them
@@ -152,7 +152,7 @@ COMMANDS: dict[str, Entry | Group] = {
 def function_of(entry: Entry) -> Callable[..., None]:
     """The command function an entry names (its module imported now)."""
     module, name = entry.target.split(":")
-    return getattr(importlib.import_module(f"{PACKAGE}.{module}"), name)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(f"{PACKAGE}.{module}"), name)
 
 
 # the root's options, as the root's callback read them (it runs before the chosen command)
@@ -311,7 +311,7 @@ def walk(command: Any = app, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
             yield from walk(sub, (*path, name))
 
 
-def _interrupt(signum: int, frame: object) -> None:
+def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 

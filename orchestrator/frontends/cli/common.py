@@ -70,7 +70,7 @@ class _Console:
         return self._console().__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        self._console().__exit__(*exc)  # type: ignore[arg-type]
+        self._console().__exit__(*exc)
 
 
 console: Console = _Console()  # type: ignore[assignment]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
 import subprocess
@@ -120,36 +121,36 @@ def test_each_summary_starts_its_command_docstring() -> None:
         assert doc.startswith(entry.summary.rstrip(".")), (entry.target, doc)
 
 
-def test_the_root_answers_without_importing_a_command_module() -> None:
+# the modules whose import a quick answer must not pay for
+HEAVY = ("rich", "pydantic_settings", "docker", "a2a", "structlog")
+
+
+def _imported_after(*calls: list[str]) -> tuple[list[int], list[str]]:
+    """The exit status of each call of the CLI (in one fresh interpreter), and the modules
+    then imported: the command modules, the settings, and the :data:`HEAVY` ones."""
     code = (
-        "import sys\n"
+        "import sys, json\n"
         "from orchestrator.frontends.cli.app import app\n"
         "from click.testing import CliRunner\n"
-        "for args in (['--help'], ['--version'], ['nope'], ['images', '--help']):\n"
-        "    CliRunner().invoke(app, args)\n"
-        "print(sorted(m for m in sys.modules if m.startswith('orchestrator.')))\n"
-        "print(sorted(m for m in ('rich', 'pydantic_settings', 'docker', 'a2a', 'structlog')\n"
-        "             if m in sys.modules))\n"
+        f"codes = [CliRunner().invoke(app, args).exit_code for args in {list(calls)!r}]\n"
+        "print(json.dumps([codes, sorted(m for m in sys.modules if 'commands_' in m\n"
+        f"    or m.startswith('orchestrator.settings') or m in {HEAVY!r})]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    modules, heavy = done.stdout.splitlines()
-    assert "commands_" not in modules and "orchestrator.settings" not in modules, modules
-    assert heavy == "[]", heavy
+    codes, modules = json.loads(done.stdout)
+    return codes, modules
+
+
+def test_the_root_answers_without_importing_a_command_module() -> None:
+    codes, modules = _imported_after(["--help"], ["--version"], ["nope"], ["images", "--help"])
+    assert codes == [0, 0, 2, 0]
+    assert modules == []
 
 
 def test_a_usage_error_imports_only_its_command_module() -> None:
-    code = (
-        "import sys\n"
-        "from orchestrator.frontends.cli.app import app\n"
-        "from click.testing import CliRunner\n"
-        "print(CliRunner().invoke(app, ['run', '--nope']).exit_code)\n"
-        "print(sorted(m for m in sys.modules if 'commands_' in m\n"
-        "             or m.startswith('orchestrator.s') or m in ('docker', 'a2a', 'structlog')))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    code_line, modules = done.stdout.splitlines()
-    assert code_line == "2"
-    assert modules == "['orchestrator.frontends.cli.commands_run']", modules
+    codes, modules = _imported_after(["run", "--nope"])
+    assert codes == [2]
+    assert modules == ["orchestrator.frontends.cli.commands_run"]
 
 
 def test_the_finder_sees_an_unregistered_command_function() -> None:

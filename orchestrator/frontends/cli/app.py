@@ -279,10 +279,13 @@ def _root_callback(
 
 
 def _tidy_help(command: Any) -> None:
-    """Flags (``--help`` too) show no ``<bool>`` type in ``--help``: they take no value."""
+    """Flags (``--help`` too) show no ``<bool>`` type in ``--help``: they take no value; an
+    argument is named in capitals (``REF``), as a usage line names what to write."""
     for param in command.params:
         if getattr(param, "is_flag", False):
             param.metavar = ""
+        elif getattr(param, "param_type_name", "") == "argument" and not param.metavar:
+            param.metavar = param.name.upper()
     original = command.get_help_option
 
     def help_option(ctx: Any) -> Any:

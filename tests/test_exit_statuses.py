@@ -6,11 +6,13 @@ These tests start processes: the point is the process boundary (signals, exit st
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -41,11 +43,13 @@ def silent_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
 
 
-def _started(args: list[str], ready: str) -> subprocess.Popen[str]:
+def _started(
+    args: list[str], ready: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     """``swe-green ARGS`` started; returns once it printed a line holding ``ready``."""
     proc = subprocess.Popen(
         [*SWE_GREEN, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -59,6 +63,17 @@ def test_a_reference_participant_stopped_by_a_signal_exits_0(signum: signal.Sign
     proc = _started(["participant", "empty", "--port", "0"], "listening on")
     proc.send_signal(signum)
     out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_serve_stopped_by_a_signal_exits_0(signum: signal.Signals, tmp_path: Path) -> None:
+    env = {**os.environ, "SWE_GREEN_DATA_DIR": str(tmp_path / "data"),
+           "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs")}  # fmt: skip
+    proc = _started(["serve", "--port", "0"], "Application startup complete", env)
+    proc.send_signal(signum)
+    out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "Traceback" not in out
 

@@ -69,7 +69,7 @@ COMMANDS: dict[str, Entry | Group] = {
     ),
     "inspect": Entry(
         "commands_inspect:inspect_cmd",
-        "Open a shell where an instance was graded: the environment active, in /testbed.",
+        "Open a shell where an instance was graded: the environment active.",
     ),
     "demo": Entry(
         "commands_run:demo_cmd",

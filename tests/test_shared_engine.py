@@ -196,13 +196,15 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
             assert f"held by the live lease of run {run_id}" in collected.stdout
             refused = _swe_green(["inspect", busy.name], env_b)
             assert refused.returncode == 2 and "in progress" in refused.stderr, refused.stderr
-            # --force alone does not open another user's live container: its run is named...
-            forced = _swe_green(["inspect", busy.name, "--force"], env_b)
+            # --force alone does not open another user's live container (a user whose runs
+            # directory does not hold A's run): its run is named...
+            other = {**env_b, "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs-b")}
+            forced = _swe_green(["inspect", busy.name, "--force"], other)
             assert forced.returncode == 2, forced.stderr
             assert "another user's run in progress" in forced.stderr, forced.stderr
             assert f"--run {run_id} --force" in forced.stderr
             # ... and the opening confirmed at a terminal (none here: refused, nothing opened)
-            named = _swe_green(["inspect", busy.name, "--force", "--run", run_id], env_b)
+            named = _swe_green(["inspect", busy.name, "--force", "--run", run_id], other)
             assert named.returncode == 2, named.stderr
             assert f"belongs to run {run_id}, another user's (held by process" in named.stderr
             assert "needs a confirmation, and no terminal is attached" in named.stderr

@@ -155,7 +155,7 @@ def test_summary_text_is_prose_not_json(total: int) -> None:
 def test_the_summary_names_the_dataset_that_ran() -> None:
     row = LeaderboardRow(total_instances=1, resolved_count=1, resolved_pct=1.0)
     demo = summary_text(row, "gold", "a2a-x", dataset="/data/demo/instances.jsonl")
-    assert demo.startswith("the dataset demo/instances.jsonl: gold resolved 1 of 1")
+    assert demo.startswith("Dataset demo/instances.jsonl: gold resolved 1 of 1")
     assert "SWE-bench Verified" not in demo
     lite = summary_text(row, "gold", "a2a-x", dataset="princeton-nlp/SWE-bench_Lite")
     assert lite.startswith("SWE-bench Lite: ")

@@ -72,7 +72,7 @@ def dataset_title(dataset: str) -> str:
     if name in DATASET_TITLES:
         return DATASET_TITLES[name]
     parts = PurePath(name).parts
-    return f"the dataset {'/'.join(parts[-2:]) if parts else name}"
+    return f"Dataset {'/'.join(parts[-2:]) if parts else name}"
 
 
 def summary_text(

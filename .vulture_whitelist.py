@@ -19,6 +19,7 @@ _.get_field_value  # sources.py: a settings source's abstract method
 # libraries read these attributes after the product sets them
 _.overflow  # rich: a table column's overflow
 _.metavar  # click: an option's metavar in --help
+_.short_help  # click: a command's line in its group's --help
 _.should_exit  # uvicorn: the server's loop stops when it is set
 _.mtime  # tarfile: a member's modification time, written into the archive
 
@@ -66,3 +67,28 @@ _.fill
 
 # what a long-lived server holds, read by its tests: the containers the tools are installed in
 _.installed_sandboxes
+
+# the command functions: the CLI's table (frontends/cli/app.py) names each as "module:function"
+# and imports it when the command is chosen; tests/test_cli_commands.py checks each is there
+_.assess_cmd
+_.envs_ls
+_.envs_plan
+_.envs_prune
+_.config_cmd
+_.images_build
+_.images_ls
+_.sandbox_ls
+_.sandbox_check
+_.gc_cmd
+_.inspect_cmd
+_.instances_ls
+_.gold
+_.empty
+_.scripted
+_.claude
+_.report_cmd
+_.run_cmd
+_.demo_cmd
+_.serve_command
+_.validate_cmd
+_.validation_report_cmd

@@ -71,9 +71,11 @@ def test_sandbox_ls_inspect_and_gc_find_the_tools_containers(make_sandbox):
     sb.exec("mkdir -p /testbed && echo marker > /testbed/where.txt")
     listed = swe_green("sandbox", "ls")
     assert sb.name in listed.stdout
-    # by instance id alone only the caller's own runs' containers; its run named, it opens
+    # by instance id alone only the caller's own runs' containers (another user's counted,
+    # never named); its run named, it opens
     refused = swe_green("inspect", "demo__inspect-1")
-    assert refused.returncode == 2 and sb.name in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and sb.name not in refused.stderr, refused.stderr
+    assert "1 container(s) of other users' runs are" in refused.stderr
     shell = subprocess.run(
         [sys.executable, "-c", "from orchestrator.frontends.cli.app import main; main()", "inspect",
          "demo__inspect-1", "--run", TEST_RUN_ID],

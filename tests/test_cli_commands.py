@@ -1,22 +1,24 @@
 """Every command of ``swe-green`` is registered explicitly: each command function of the command
-modules is reachable from the root app and listed in its group's ``--help``, and a command
-module that fails to import fails the CLI instead of dropping its commands."""
+modules is reachable from the root app and listed in its group's ``--help`` (with the summary
+its docstring starts with), the root answers without importing a command module, and a
+command module that fails to import fails its command instead of dropping it."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
+import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import pytest
 import typer
+from click.testing import CliRunner
 from typer.models import ArgumentInfo, OptionInfo
-from typer.testing import CliRunner
 
 import orchestrator.frontends
 
@@ -70,25 +72,11 @@ def command_functions(modules: list[ModuleType]) -> dict[Callable[..., object], 
     return {f: f"{f.__module__}:{f.__qualname__}" for f in found}
 
 
-def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """``command`` and every command under it, with the names that lead to each."""
-    yield path, command
-    for name, sub in getattr(command, "commands", {}).items():
-        yield from walk(sub, (*path, name))
-
-
-def root_command() -> Any:
-    """The root command (typer's own click): its ``commands`` are those it lists."""
-    from orchestrator.frontends.cli.app import app
-
-    return typer.main.get_command(app)
-
-
 def test_every_command_function_is_registered() -> None:
     expected = command_functions(command_modules())
-    registered = {
-        inspect.unwrap(command.callback) for _, command in walk(root_command()) if command.callback
-    }
+    from orchestrator.frontends.cli.app import walk
+
+    registered = {inspect.unwrap(command.callback) for _, command in walk() if command.callback}
     # the finder finds the commands the table registers by name
     assert {
         "orchestrator.frontends.cli.commands_host:sandbox_ls",
@@ -100,39 +88,69 @@ def test_every_command_function_is_registered() -> None:
 
 
 def test_commands_are_registered_one_way_by_the_app_module_alone() -> None:
-    # a command module exposes plain functions; only the app module makes a Typer app and
-    # registers them (no decorator, no sub-app of its own elsewhere)
+    # a command module exposes plain functions; no module makes a Typer app of its own (no
+    # decorator, no sub-app): the app module's table registers them
     makers = sorted(
         module.__name__
         for module in command_modules()
         if any(isinstance(value, typer.Typer) for value in vars(module).values())
     )
-    assert makers == ["orchestrator.frontends.cli.app"]
+    assert makers == []
 
 
 def test_every_group_lists_its_commands_in_its_help() -> None:
-    from orchestrator.frontends.cli.app import app
+    from orchestrator.frontends.cli.app import app, walk
 
-    groups = [(p, c) for p, c in walk(root_command()) if hasattr(c, "commands")]
+    groups = [(p, c) for p, c in walk() if hasattr(c, "rows")]
     assert {p for p, _ in groups} >= {(), ("images",), ("sandbox",), ("participant",)}
     for path, group in groups:
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
         assert result.exit_code == 0, result.output
-        listed = set(re.findall(r"^│ ([a-z][a-z0-9-]*)\s", result.output, flags=re.M))
-        assert listed == set(group.commands), (path, result.output)
+        listing = result.output.split("Commands:\n", 1)[1]
+        listed = set(re.findall(r"^  ([a-z][a-z0-9-]*)\s", listing, flags=re.M))
+        assert listed == set(group.rows), (path, result.output)
 
 
-def test_the_help_check_sees_a_command_missing_from_the_help() -> None:
-    app = typer.Typer()
+def test_each_summary_starts_its_command_docstring() -> None:
+    from orchestrator.frontends.cli.app import COMMANDS, Entry, function_of
 
-    @app.command("one")
-    def one() -> None: ...
+    rows = [r for r in COMMANDS.values() if isinstance(r, Entry)]
+    rows += [e for r in COMMANDS.values() if not isinstance(r, Entry) for e in r.commands.values()]
+    for entry in rows:
+        doc = " ".join((inspect.getdoc(function_of(entry)) or "").split("\n\n")[0].split())
+        assert doc.startswith(entry.summary.rstrip(".")), (entry.target, doc)
 
-    @app.command("two", hidden=True)
-    def two() -> None: ...
 
-    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
-    assert set(re.findall(r"^│ ([a-z][a-z0-9-]*)\s", result.output, flags=re.M)) == {"one"}
+# the modules whose import a quick answer must not pay for
+HEAVY = ("rich", "pydantic_settings", "docker", "a2a", "structlog")
+
+
+def _imported_after(*calls: list[str]) -> tuple[list[int], list[str]]:
+    """The exit status of each call of the CLI (in one fresh interpreter), and the modules
+    then imported: the command modules, the settings, and the :data:`HEAVY` ones."""
+    code = (
+        "import sys, json\n"
+        "from orchestrator.frontends.cli.app import app\n"
+        "from click.testing import CliRunner\n"
+        f"codes = [CliRunner().invoke(app, args).exit_code for args in {list(calls)!r}]\n"
+        "print(json.dumps([codes, sorted(m for m in sys.modules if 'commands_' in m\n"
+        f"    or m.startswith('orchestrator.settings') or m in {HEAVY!r})]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    codes, modules = json.loads(done.stdout)
+    return codes, modules
+
+
+def test_the_root_answers_without_importing_a_command_module() -> None:
+    codes, modules = _imported_after(["--help"], ["--version"], ["nope"], ["images", "--help"])
+    assert codes == [0, 0, 2, 0]
+    assert modules == []
+
+
+def test_a_usage_error_imports_only_its_command_module() -> None:
+    codes, modules = _imported_after(["run", "--nope"])
+    assert codes == [2]
+    assert modules == ["orchestrator.frontends.cli.commands_run"]
 
 
 def test_the_finder_sees_an_unregistered_command_function() -> None:
@@ -163,10 +181,14 @@ def command_module_names() -> list[str]:
 
 
 @pytest.mark.parametrize("broken", command_module_names())
-def test_a_command_module_that_fails_to_import_fails_the_cli(
+def test_a_command_module_that_fails_to_import_fails_its_command(
     broken: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delitem(sys.modules, "orchestrator.frontends.cli.app")
+    from orchestrator.frontends.cli.app import COMMANDS, Entry, function_of
+
+    rows = [r for r in COMMANDS.values() if isinstance(r, Entry)]
+    rows += [e for r in COMMANDS.values() if not isinstance(r, Entry) for e in r.commands.values()]
+    entry = next(e for e in rows if broken.endswith("." + e.target.split(":")[0]))
     monkeypatch.setitem(sys.modules, broken, None)  # importing it raises ImportError
     with pytest.raises(ImportError, match=re.escape(broken)):
-        importlib.import_module("orchestrator.frontends.cli.app")
+        function_of(entry)

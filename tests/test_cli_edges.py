@@ -188,3 +188,29 @@ def test_an_unwritable_output_is_named_as_the_option(tmp_path: Path) -> None:
     assert f"Cannot write to --output {blocker / 'run'}" in said, said
     assert "Fix: pass --output a directory you can write to." in said
     assert "runs_dir" not in said and not list(tmp_path.glob("runs/*"))
+
+
+def test_output_to_a_pipe_is_neither_wrapped_nor_boxed(synthetic_dir: Path, tmp_path: Path) -> None:
+    """A process whose output goes to a pipe, with no COLUMNS: no line is wrapped (a name a
+    script greps for stays whole on its line) and a table draws no rules."""
+    rows = [json.loads(line) for line in (synthetic_dir / "instances.jsonl").open()]
+    long_id = "very-long-organisation-name__very-long-repository-name-" + "1" * 60
+    long = {**rows[0], "instance_id": long_id, "repo": "o" * 70 + "/" + "r" * 70}
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in [*rows, long]))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(SWE_GREEN_DATASET=str(dataset), SWE_GREEN_DATA_DIR=str(tmp_path))
+    done = subprocess.run(
+        [SWE_GREEN, "instances", "ls"], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if long_id in line)
+    assert long["repo"] in line  # the id and its repository on one line, whole
+    assert not any(ch in done.stdout for ch in "─│┃━"), done.stdout
+    # the help is wrapped once, as a paragraph: no line ends mid-sentence and starts again
+    helped = subprocess.run(
+        [SWE_GREEN, "gc", "--help"], capture_output=True, text=True, timeout=60, env=env
+    )
+    paragraph = helped.stdout.split("\n\n")[2]
+    assert paragraph.startswith("  What a live run") and "│" not in helped.stdout
+    assert all(len(text) > 40 for text in paragraph.splitlines()[:-1]), paragraph

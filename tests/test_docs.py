@@ -76,7 +76,9 @@ def test_the_user_guide_runs(env_settings, tmp_path: Path) -> None:
     assert (work / "runs" / "preds" / "results.json").is_file()
     assert (work / "runs" / "preds" / "report.html").is_file()
     assert (work / "runs" / "agent" / "results.json").is_file()
-    assert '"resolved_count": 1' in (work / "assessment.json").read_text()
+    assert '"resolved_count": 1' in (work / "runs" / "assessment.json").read_text()
+    # the journeys write nothing beside runs/ (and the link to scripts/ the test made)
+    assert sorted(p.name for p in work.iterdir()) == ["runs", "scripts"]
     assert len(list((work / "runs" / "nightly" / "shard-1-of-1").glob("2026-01-0*T*/"))) == 2
 
 

@@ -65,7 +65,10 @@ def shard_file(tmp_path: Path, shard: str, results: list, role: str = "participa
         run_dir.write_result(result)
     row, data = leaderboard_data(run_dir, request, "gold-participant", results)
     parts = [
-        {"kind": "text", "text": summary_text(row, "gold", run_dir.path.name, "Ignored: x.")},
+        {
+            "kind": "text",
+            "text": summary_text(row, "gold", run_dir.path.name, "Ignored: x.", dataset="verified"),
+        },
         {"kind": "data", "data": integral(json.loads(json.dumps(data, allow_nan=False)))},
     ]
     return {"status": "completed", "results": gateway_results(parts)}

@@ -25,7 +25,11 @@ from orchestrator.frontends.reference_participants.scripted import (
     Script,
     ScriptedParticipant,
 )
-from orchestrator.frontends.shared.participant_card import CardUnusable, read_card
+from orchestrator.frontends.shared.participant_card import (
+    CardOffAllowList,
+    CardUnusable,
+    read_card,
+)
 from orchestrator.models import Instance, Reason
 from orchestrator.participant.client import ParticipantLimits, run_participant
 from orchestrator.participant.serving import serve_asgi_in_thread
@@ -96,8 +100,9 @@ def test_a_redirect_to_a_host_off_the_list_is_never_followed() -> None:
 
 def test_a_card_naming_a_host_off_the_list_is_unusable() -> None:
     with recorder() as (inside, hits), pointing_to(inside, redirect=False) as allowed:
-        with pytest.raises(CardUnusable) as caught:
+        with pytest.raises(CardOffAllowList) as caught:
             asyncio.run(read_card(allowed, allowed_hosts=["127.0.0.1"]))
+        assert caught.value.host == urlparse(inside).hostname
         assert f"names the interface {inside}" in str(caught.value)
         assert "allow-list of participant hosts (127.0.0.1)" in str(caught.value)
         # with that host allowed (or no list) the same card is fine
@@ -170,5 +175,9 @@ def test_serve_fails_an_assessment_whose_card_leads_off_the_list(
             state, text = final_status(assess(url, request))
     assert state == "TASK_STATE_FAILED", text
     assert f"names the interface {inside}" in text and "allow-list" in text
+    # the fix says which host was refused and how to allow it, not "start the participant"
+    host = urlparse(inside).hostname
+    assert f"the allow-list refused the host {host!r}" in text, text
+    assert f"--allow-participant-host {host}" in text and "start the participant" not in text
     assert hits == []
     assert not list((tmp_path / "runs").glob("*"))

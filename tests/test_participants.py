@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from orchestrator.dataset.instances import load_instances
 from orchestrator.errors import UserError

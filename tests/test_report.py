@@ -134,7 +134,7 @@ def test_render_html_is_self_contained(run: RunDir) -> None:
     assert "http" not in page and "<link" not in page and "@import" not in page
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp;" in page
     assert "sk-secret" not in page and "demo-agent" in page
-    assert "<svg" in page and 'data-status="resolved"' in page
+    assert 'id="status-chart"' in page and 'data-status="resolved"' in page
     # links only to files that exist, relative to the run directory
     assert set(link for link in collected.links if not link.startswith("#")) == {
         "instances/django__django-11099/result.json",
@@ -300,7 +300,7 @@ def test_report_shows_errors_by_cause(run: RunDir) -> None:
         r"│\s+2\s+│\s+environment\s+│.*django__django-11133, django__django-11200", text
     )
     page = render_html(run)
-    row = re.search(r'<table id="triage">.*?</table>', page, re.S)
+    row = re.search(r'<table id="triage"[^>]*>.*?</table>', page, re.S)
     assert row and '<a href="#i-django__django-11133">' in row.group(0)
     assert 'id="i-django__django-11133"' in page
 
@@ -393,7 +393,7 @@ def test_comparison_renders_as_text_and_html(tmp_path: Path) -> None:
     page = render_html(tonight, c)
     assert 'id="verdict" class="regressed"' in page
     for table in ("row-delta", "lost", "gained", "changed", "new-errors", "repo-delta"):
-        assert f'<table id="{table}">' in page
+        assert re.search(f'<table id="{table}"[ >]', page), table
     lost = re.search(r'<table id="lost">.*?</table>', page, re.S)
     assert lost and '<a href="#i-django__django-2">' in lost.group(0)
     assert 'id="i-django__django-2"' in page
@@ -476,3 +476,67 @@ def test_one_passing_twin_heads_the_text_and_the_html_report(run: RunDir) -> Non
     assert first.startswith("GAMING PROVEN") and "sympy__sympy-24562" in first
     page = render_html(run)
     assert page.index("id=gaming") < page.index('id="run-header"')
+
+
+def test_report_of_a_run_killed_before_any_result_says_nothing_finished(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "killed")
+    (run.path / "instances").mkdir(parents=True)
+    run.write_config({"run_id": "run-killed", "instances": ["demo__calc-1", "demo__units-1"]})
+    done = _cli("report", str(run.path))
+    assert done.returncode == 3, done  # graded nothing, as `run` says it
+    said = " ".join(done.stderr.split())
+    assert f"Nothing finished in run {run.path}: no instance of the 2 selected has a result" in said
+    assert f"Fix: `swe-green run --resume {run.path}` grades them." in said
+    assert "took ?" not in done.stdout and "cover only the others" not in done.stdout
+
+
+# every rule of a readable page, measured in the browser: no sideways scroll; a label, a
+# chart's name or count, a table header never broken inside a word; a card shows no empty
+# row; the sort hint only beside headers one can click; a time on one line
+_READABLE = """(() => {
+  const lines = (el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    return new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size;
+  };
+  const shown = (el) => el.offsetParent !== null && el.getClientRects().length > 0;
+  const broken = [];
+  for (const el of document.querySelectorAll(".tile .label, .bars > span, td.time")) {
+    if (shown(el) && lines(el) > 1) broken.push(el.textContent);
+  }
+  for (const th of document.querySelectorAll("th")) {
+    const words = th.textContent.trim().split(/\\s+/).length;
+    if (shown(th) && lines(th) > words) broken.push(th.textContent);
+  }
+  const empty = Array.from(document.querySelectorAll("td"))
+    .filter((td) => shown(td) && getComputedStyle(td).display === "block")
+    .filter((td) => !td.textContent.trim()).map((td) => td.dataset.label);
+  const hint = document.querySelector(".sort-hint");
+  const head = document.querySelector("table.sortable thead");
+  return JSON.stringify({
+    scroll: document.documentElement.scrollWidth, inner: innerWidth, broken, empty,
+    hint: hint ? shown(hint) : null, headers: head ? shown(head) : null,
+  });
+})()"""
+
+
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (apt-get install chromium)"
+)
+def test_every_page_reads_whole_at_390_800_and_1280_pixels(run: RunDir, tmp_path: Path) -> None:
+    from orchestrator.frontends.viewer import write_viewer
+
+    from .headless import Browser
+
+    pages = [write_html(run), write_viewer(run)]
+    pages += sorted((run.path / "viewer" / "i").glob("*.html"))
+    with Browser(tmp_path / "profile") as browser:
+        for page in pages:
+            for width in (390, 800, 1280):
+                browser.open(page.as_uri(), width)
+                seen = json.loads(browser.evaluate(_READABLE))
+                where = (page.name, width, seen)
+                assert seen["scroll"] <= seen["inner"] == width, where
+                assert seen["broken"] == [], where
+                assert seen["empty"] == [], where
+                assert seen["hint"] == seen["headers"], where  # the hint goes with the headers

@@ -30,6 +30,7 @@ PLAIN_WRITERS = {
     "sandbox/conformance/optional.py": "the conformance checks' temporary files",
     "sandbox/file_snapshot.py": "a temporary archive that is renamed into place when whole",
     "sandbox/local.py": "the local backend's sandbox filesystem, not the run directory",
+    "setup/images.py": "debootstrap's output, in the base image build's temporary directory",
 }
 _WRITE_MODES = set("wax+")
 _NOT_FILES = {"tarfile", "gzip", "zipfile", "bz2", "lzma"}  # .open of an archive module

@@ -145,10 +145,20 @@ def test_summary_text_is_prose_not_json(total: int) -> None:
     row = LeaderboardRow(
         total_instances=total, resolved_count=total, resolved_pct=1.0 if total else 0.0
     )
-    text = summary_text(row, "gold-participant", "a2a-x")
+    text = summary_text(row, "gold-participant", "a2a-x", dataset="verified")
     with pytest.raises(json.JSONDecodeError):
         json.loads(text)
     assert f"resolved {total} of {total} instance(s)" in text
+    assert text.startswith("SWE-bench Verified: ")
+
+
+def test_the_summary_names_the_dataset_that_ran() -> None:
+    row = LeaderboardRow(total_instances=1, resolved_count=1, resolved_pct=1.0)
+    demo = summary_text(row, "gold", "a2a-x", dataset="/data/demo/instances.jsonl")
+    assert demo.startswith("Dataset demo/instances.jsonl: gold resolved 1 of 1")
+    assert "SWE-bench Verified" not in demo
+    lite = summary_text(row, "gold", "a2a-x", dataset="princeton-nlp/SWE-bench_Lite")
+    assert lite.startswith("SWE-bench Lite: ")
 
 
 # ---------------------------------------------------------------------- the server, fast
@@ -368,11 +378,10 @@ def test_bearer_token_guards_every_call_but_the_card(fast_settings: Settings) ->
 
 def test_serve_binds_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
     from orchestrator.frontends.cli import commands_serve
+    from orchestrator.frontends.server import green_agent
 
     calls: list[tuple] = []
-    monkeypatch.setattr(
-        commands_serve, "serve", lambda *args, **kwargs: calls.append((args, kwargs))
-    )
+    monkeypatch.setattr(green_agent, "serve", lambda *args, **kwargs: calls.append((args, kwargs)))
     commands_serve.serve_command()
     commands_serve.serve_command(
         host="0.0.0.0", port=9009, card_url="http://g:9009/", token="t",

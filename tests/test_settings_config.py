@@ -14,15 +14,14 @@ from typing import Any
 
 import annotated_types
 import pytest
-import typer.main
 
 from orchestrator.errors import UserError
+from orchestrator.frontends.cli.setting_help import fill, option_help, setting_choices
 from orchestrator.settings import (
     GROUP_OF,
     GROUPS,
     Settings,
     load_settings,
-    option_help,
     setting_names,
     settings_table,
 )
@@ -275,19 +274,15 @@ def test_the_cli_prints_one_line_and_no_traceback_for_a_bad_variable(tmp_path):
 
 def _options() -> list[tuple[str, str]]:
     """(command, help) of every option of every CLI command."""
-    from orchestrator.frontends.cli.app import app
+    from orchestrator.frontends.cli.app import walk
+    from orchestrator.frontends.cli.setting_help import fill
 
-    found: list[tuple[str, str]] = []
-
-    def walk(command: Any, path: str) -> None:  # typer's own click: duck-typed
-        for param in command.params:
-            if getattr(param, "help", None):
-                found.append((f"{path} {param.opts[0]}", param.help))
-        for name, sub in getattr(command, "commands", {}).items():
-            walk(sub, f"{path} {name}")
-
-    walk(typer.main.get_command(app), "swe-green")
-    return found
+    return [
+        (" ".join(["swe-green", *path, param.opts[0]]), fill(param.help))
+        for path, command in walk()
+        for param in command.params
+        if getattr(param, "help", None)
+    ]
 
 
 def test_cli_help_defaults_come_from_the_models():
@@ -309,7 +304,11 @@ def test_cli_help_defaults_come_from_the_models():
 def test_option_help_follows_the_model(monkeypatch):
     field = GROUPS["grading"].model_fields["test_timeout"]
     monkeypatch.setattr(field, "default", 77)
-    assert option_help("test_timeout", "Seconds") == "Seconds (setting test_timeout, default 77)."
+    written = option_help("test_timeout", "Seconds")
+    assert "77" not in written  # the default is read when the help is shown, not before
+    assert fill(written) == "Seconds (setting test_timeout, default 77)."
+    assert fill(option_help("test_timeout")).startswith(field.description.rstrip("."))
+    assert fill(setting_choices("setup_strategy")).endswith(" or llm")
 
 
 def _default_literals() -> dict[str, str]:
@@ -351,7 +350,7 @@ def test_the_settings_page_is_the_models_table():
 
 
 def test_config_markdown_prints_the_table(tmp_path):
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from orchestrator.frontends.cli.app import app
 

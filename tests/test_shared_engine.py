@@ -196,6 +196,18 @@ def test_another_data_dirs_prune_gc_and_inspect_spare_a_live_run(
             assert f"held by the live lease of run {run_id}" in collected.stdout
             refused = _swe_green(["inspect", busy.name], env_b)
             assert refused.returncode == 2 and "in progress" in refused.stderr, refused.stderr
+            # --force alone does not open another user's live container (a user whose runs
+            # directory does not hold A's run): its run is named...
+            other = {**env_b, "SWE_GREEN_RUNS_DIR": str(tmp_path / "runs-b")}
+            forced = _swe_green(["inspect", busy.name, "--force"], other)
+            assert forced.returncode == 2, forced.stderr
+            assert "another user's run in progress" in forced.stderr, forced.stderr
+            assert f"--run {run_id} --force" in forced.stderr
+            # ... and the opening confirmed at a terminal (none here: refused, nothing opened)
+            named = _swe_green(["inspect", busy.name, "--force", "--run", run_id], other)
+            assert named.returncode == 2, named.stderr
+            assert f"belongs to run {run_id}, another user's (held by process" in named.stderr
+            assert "needs a confirmation, and no terminal is attached" in named.stderr
             out, _ = proc.communicate(timeout=900)
         finally:
             if proc.poll() is None:
@@ -338,9 +350,10 @@ def test_inspect_opens_the_callers_own_container_and_uses_the_runs_recorded_data
         assert "No container of your runs is labelled with instance demo__units-1" in (
             refused.stderr
         )
-        listed = refused.stderr.split("other runs' are: ", 1)[-1]
-        assert kept[0].name in listed or other.container.name in listed, refused.stderr
-        assert "Fix: name the container (`swe-green inspect CONTAINER`) or its run (--run RUN)" in (
+        # other users' containers are counted, never named
+        assert "2 container(s) of other users' runs are" in refused.stderr, refused.stderr
+        assert kept[0].name not in refused.stderr and other.container.name not in refused.stderr
+        assert "Fix: to open one of another user's containers, name its run: --run RUN" in (
             " ".join(refused.stderr.split())
         )
         # --run <run id> with today's dataset another one: the run's recorded dataset counts

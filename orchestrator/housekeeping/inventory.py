@@ -42,13 +42,11 @@ def find_container(
         others = [info for info in by_instance if info.run_id not in own_runs]
         by_instance = [info for info in by_instance if info.run_id in own_runs]
         if not by_instance:
-            named = ", ".join(f"{info.name} (run {info.run_id})" for info in others[:3])
-            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+            # other users' containers are not named here: only a run named by its user opens one
             raise NotYours(
-                f"No container of your runs is labelled with instance {ref}; other runs' are: "
-                f"{named}{more}.",
-                "name the container (`swe-green inspect CONTAINER`) or its run (--run RUN) "
-                "to open another user's container.",
+                f"No container of your runs is labelled with instance {ref}; "
+                f"{len(others)} container(s) of other users' runs are.",
+                "to open one of another user's containers, name its run: --run RUN.",
             )
     if by_instance:
         ranked = sorted(by_instance, key=_inspect_rank)  # stable: newest first within a rank
@@ -61,7 +59,7 @@ def find_container(
     of_run = f" in run {run_id}" if run_id else ""
     raise UserError(
         f"No container of swe-green matches {ref!r}{of_run}.",
-        "list them with `swe-green sandbox ls`; containers are kept only for failed instances "
+        "`swe-green sandbox ls` lists them; containers are kept only for failed instances "
         "unless keep_containers=always.",
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import signal
 import socket
 import threading
 import time
@@ -112,10 +113,37 @@ def listen(host: str, port: int) -> socket.socket:
         raise
 
 
-def serve_on(app: Any, sock: socket.socket, **options: Any) -> None:
+def serve_on(
+    app: Any, sock: socket.socket, started: Callable[[], None] | None = None, **options: Any
+) -> None:
     """Serve ``app`` with uvicorn on the listening ``sock`` until interrupted."""
     config = uvicorn.Config(app, **{"log_level": "warning", **options})
-    uvicorn.Server(config).run(sockets=[sock])
+    run_until_stopped(uvicorn.Server(config), sock, started)
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_until_stopped(
+    server: uvicorn.Server, sock: socket.socket, started: Callable[[], None] | None = None
+) -> None:
+    """Run ``server`` on ``sock`` until Ctrl-C (SIGINT) or SIGTERM, after which it stops
+    cleanly and this returns: a server stopped by either signal exits with status 0, from
+    the moment ``started`` is called (before the server runs: the port is bound).
+
+    uvicorn catches both signals for its graceful stop, then raises them again; SIGTERM's
+    default action would then kill the process (status 143): here both end as Ctrl-C does."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop) if main else None
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            if started is not None:
+                started()
+            server.run(sockets=[sock])
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _url(host: str, port: int) -> str:
@@ -135,9 +163,7 @@ def serve(
     ``listening`` is called once the port is bound (a port in use: :class:`UserError`)."""
     sock = listen(host, port)
     app = build_app(executor, info, card_url or _url(host, port))
-    if listening is not None:
-        listening()
-    serve_on(app, sock)
+    serve_on(app, sock, started=listening)
 
 
 @contextlib.contextmanager

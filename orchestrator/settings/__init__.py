@@ -37,7 +37,6 @@ from orchestrator.errors import UserError
 from orchestrator.settings.dataset import DatasetConfig
 from orchestrator.settings.describe import (
     default_text,
-    option_help,
     setting_choices,
     setting_default,
     settings_table,
@@ -86,7 +85,6 @@ __all__ = [
     "config_file",
     "disk_bytes",
     "load_settings",
-    "option_help",
     "setting_choices",
     "setting_names",
     "setting_sources",

@@ -1,8 +1,9 @@
-"""Settings as people read them: a default as text, a CLI option's help, the settings table
+"""Settings as people read them: a default as text, a setting's choices, the settings table
 of the documentation.
 
 Each is made from the components' config models, so a default or a meaning is written once:
-a CLI help saying "default 1800" reads it from :class:`~orchestrator.settings.GradingConfig`.
+a CLI help saying "default 1800" reads it from :class:`~orchestrator.settings.GradingConfig`
+(through :mod:`orchestrator.frontends.cli.setting_help`).
 """
 
 from __future__ import annotations
@@ -25,16 +26,6 @@ def default_text(value: Any) -> str:
 def setting_default(name: str) -> Any:
     """The default of setting ``name`` (its flat name), from its component's model."""
     return GROUPS[GROUP_OF[name]].model_fields[name].default
-
-
-def option_help(name: str, text: str | None = None) -> str:
-    """A CLI option's help for setting ``name``: ``text (setting name, default D).``; with
-    no ``text``, the setting's own meaning (for a default that is a rule, not a value)."""
-    field = GROUPS[GROUP_OF[name]].model_fields[name]
-    if text is None:
-        return f"{(field.description or '').rstrip('.')} (setting {name})."
-    shown = "unset" if field.default is None else default_text(field.default)
-    return f"{text} (setting {name}, default {shown})."
 
 
 def setting_choices(name: str) -> str:

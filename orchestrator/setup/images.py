@@ -15,7 +15,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
@@ -27,6 +26,7 @@ from orchestrator.image_names import base_image_name
 from orchestrator.sandbox import Limits, SandboxBackend, SandboxError, SandboxSpec
 from orchestrator.sandbox.models import LABEL_KIND, LABEL_TOOL
 from orchestrator.settings import EnvironmentConfig
+from orchestrator.setup.build_steps import Steps
 from sandbox_tools.contract import UV_VENV
 
 SUITES: dict[str, str] = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
@@ -49,7 +49,7 @@ IMAGE_ENV = {
 DOCKERFILE_DIR = Path(__file__).resolve().parents[2] / "images" / "base"
 Method = Literal["auto", "debootstrap", "dockerfile"]
 Progress = Callable[[str], None]
-DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes about one minute
+DEBOOTSTRAP_TIMEOUT = 600  # seconds; a normal run takes one to two minutes
 DEBOOTSTRAP_ATTEMPTS = 3
 
 
@@ -98,8 +98,12 @@ def build_base_images(
     force: bool = False,
     mirror: str = "http://deb.debian.org/debian",
     progress: Progress = print,
+    record_dir: Path | None = None,
 ) -> dict[str, str]:
-    """Build the base image of each Python in ``pythons``; returns {python: outcome}."""
+    """Build the base image of each Python in ``pythons``; returns {python: outcome}.
+
+    Each step that takes long says so while it runs, with an estimate from the last build in
+    ``record_dir`` (:mod:`.build_steps`), and the build ends with where its time went."""
     unknown = [py for py in pythons if py not in SUITES]
     if unknown:
         raise UserError(
@@ -110,7 +114,9 @@ def build_base_images(
     outcome: dict[str, str] = {}
     with _sigterm_interrupts():
         for py in pythons:
-            outcome[py] = _build_one(backend, prefix, py, chosen, force, mirror, progress)
+            record = record_dir / f"base-image-steps-py{py}.json" if record_dir else None
+            steps = Steps(base_image_name(prefix, py), progress, record)
+            outcome[py] = _build_one(backend, prefix, py, chosen, force, mirror, steps)
     return outcome
 
 
@@ -139,25 +145,24 @@ def _build_one(
     chosen: Literal["debootstrap", "dockerfile"],
     force: bool,
     mirror: str,
-    progress: Progress,
+    steps: Steps,
 ) -> str:
     """Build one base image; ``built``, or ``exists`` when it is there and not ``force``."""
     name = base_image_name(prefix, py)
     if not force and backend.images.exists(name):
-        progress(f"{name}: exists, skipped (use --force to rebuild)")
+        steps.progress(f"{name}: exists, skipped (use --force to rebuild)")
         return "exists"
-    started = time.monotonic()
-    progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
+    steps.progress(f"{name}: building from Debian {SUITES[py]} by {chosen}")
     if chosen == "debootstrap":
-        _build_debootstrap(backend, name, SUITES[py], mirror, progress)
+        _build_debootstrap(backend, name, SUITES[py], mirror, steps)
     else:
-        _build_dockerfile(backend, name, SUITES[py], progress)
-    progress(f"{name}: built in {time.monotonic() - started:.0f}s")
+        _build_dockerfile(backend, name, SUITES[py], steps)
+    steps.progress(f"{name}: built; {steps.summary().split(': ', 1)[1]}")
     return "built"
 
 
 def _build_debootstrap(
-    backend: SandboxBackend, name: str, suite: str, mirror: str, progress: Progress
+    backend: SandboxBackend, name: str, suite: str, mirror: str, steps: Steps
 ) -> None:
     if os.geteuid() != 0 or not shutil.which("debootstrap"):
         raise UserError(
@@ -165,27 +170,39 @@ def _build_debootstrap(
             "run as root after `apt-get install -y debootstrap`, or use --method dockerfile.",
         )
     with _temporary_root() as tmp:
-        rootfs = tmp / "rootfs"
-        progress(f"{name}: debootstrap {suite} (about a minute)")
-        _debootstrap(suite, rootfs, mirror, progress)
+        rootfs, log = tmp / "rootfs", tmp / "debootstrap.log"
+        with steps.step(f"debootstrap {suite}", doing=lambda: _last_line(log)):
+            _debootstrap(suite, rootfs, mirror, steps.progress, log)
         shutil.copyfile(HOST_CA_BUNDLE, rootfs / CA_IN_IMAGE.lstrip("/"))
         for cache in (rootfs / "var/cache/apt/archives").glob("*.deb"):
             cache.unlink()
         shutil.rmtree(rootfs / "var/lib/apt/lists", ignore_errors=True)
         tar_path = tmp / "rootfs.tar"
-        progress(f"{name}: docker import")
-        subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True)
         stage = f"{name}-stage"
-        changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
-        changes += ['CMD ["sleep", "infinity"]', f"LABEL {LABEL_TOOL}=1 {LABEL_KIND}=base"]
-        try:
-            repository, tag = stage.split(":")
-            backend.images.import_tarball(tar_path, repository, tag, changes)
-        except SandboxError as exc:
-            raise UserError(
-                f"docker import of {name} failed: {exc}", "check the daemon's disk."
-            ) from exc
-    _finish_with_uv(backend, stage, name, progress)
+        with steps.step("tar and docker import"):
+            subprocess.run(["tar", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True)
+            changes = [f"ENV {k}={v}" for k, v in IMAGE_ENV.items()]
+            changes += ['CMD ["sleep", "infinity"]', f"LABEL {LABEL_TOOL}=1 {LABEL_KIND}=base"]
+            try:
+                repository, tag = stage.split(":")
+                backend.images.import_tarball(tar_path, repository, tag, changes)
+            except SandboxError as exc:
+                raise UserError(
+                    f"docker import of {name} failed: {exc}", "check the daemon's disk."
+                ) from exc
+    with steps.step("installing uv (best effort)"):
+        _finish_with_uv(backend, stage, name, steps.progress)
+
+
+def _last_line(log: Path) -> str:
+    """The last line a step's log holds (what it is doing now), at most 100 characters."""
+    try:
+        with log.open("rb") as file:
+            file.seek(max(0, log.stat().st_size - 4096))
+            lines = file.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:100] if lines else ""
 
 
 @contextlib.contextmanager
@@ -217,27 +234,28 @@ def _unmount_under(root: Path) -> None:
         subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
-def _run_group(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """``cmd`` in a process group of its own, killed whole on timeout or interrupt
-    (debootstrap's children outlive it otherwise, and hold Ctrl-C off)."""
-    process = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(cmd, process.returncode, stdout, stderr)
+def _run_group(cmd: list[str], timeout: float, log: Path) -> int:
+    """``cmd`` in a process group of its own, its output in ``log`` as it comes, killed whole
+    on timeout or interrupt (debootstrap's children outlive it otherwise, and hold Ctrl-C
+    off); its exit status."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            return process.wait(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
 
 
 class _DebootstrapFailed(Exception):
     pass
 
 
-def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> None:
+def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress, log: Path) -> None:
     """debootstrap with a time limit, tried again on a fresh directory when it fails
     (a stalled or broken download from the archive is the usual cause)."""
     cmd = [
@@ -257,11 +275,11 @@ def _debootstrap(suite: str, rootfs: Path, mirror: str, progress: Progress) -> N
     def attempt() -> None:
         shutil.rmtree(rootfs, ignore_errors=True)
         try:
-            done = _run_group(cmd, DEBOOTSTRAP_TIMEOUT)
+            status = _run_group(cmd, DEBOOTSTRAP_TIMEOUT, log)
         except subprocess.TimeoutExpired:
             raise _DebootstrapFailed(f"no result after {DEBOOTSTRAP_TIMEOUT}s") from None
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        if status != 0:
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:]
             raise _DebootstrapFailed(" / ".join(tail))
 
     try:
@@ -293,15 +311,20 @@ def _finish_with_uv(backend: SandboxBackend, stage: str, name: str, progress: Pr
         backend.images.remove(stage)
 
 
-def _build_dockerfile(backend: SandboxBackend, name: str, suite: str, progress: Progress) -> None:
-    with tempfile.TemporaryDirectory(prefix="swe-green-ctx-") as ctx:
+def _build_dockerfile(backend: SandboxBackend, name: str, suite: str, steps: Steps) -> None:
+    last = [""]
+    with (
+        tempfile.TemporaryDirectory(prefix="swe-green-ctx-") as ctx,
+        steps.step("docker build", doing=lambda: last[0]),
+    ):
         shutil.copytree(DOCKERFILE_DIR, ctx, dirs_exist_ok=True)
         shutil.copyfile(HOST_CA_BUNDLE, Path(ctx) / "ca-certificates.crt")
         labels = {LABEL_TOOL: "1", LABEL_KIND: "base"}
         try:
             for line in backend.images.build(Path(ctx), name, {"SUITE": suite}, labels):
+                last[0] = line.strip()[:100] or last[0]
                 if line.strip().startswith("Step "):
-                    progress(f"{name}: {line.strip()}")
+                    steps.progress(f"{name}: {line.strip()}")
         except SandboxError as exc:
             raise UserError(
                 f"docker build of {name} failed: {exc}",

@@ -8,9 +8,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.atomic import atomic_write_text
 from orchestrator.frontends.cli.common import console, err_console
-from orchestrator.settings import load_settings
 
 
 def assess_cmd(
@@ -45,6 +43,7 @@ def assess_cmd(
     green agent could not evaluate, was stopped, or went away; the reason says what to fix),
     130 interrupted.
     """
+    from orchestrator.atomic import atomic_write_text
     from orchestrator.frontends.cli.assess_client import (
         EXIT_FAILED,
         ServerWentAway,
@@ -52,6 +51,7 @@ def assess_cmd(
         build_request,
         run_assessment,
     )
+    from orchestrator.settings import load_settings
 
     request = build_request(participant, role, config)
     token = token or load_settings().serve.serve_token

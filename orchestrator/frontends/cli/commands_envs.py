@@ -7,15 +7,14 @@ import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli.common import (
     Dataset,
     console,
+    load_settings,
     select_instances,
 )
-from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
     from orchestrator.housekeeping.prune import PrunePlan
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
 
 def envs_ls() -> None:
     """List the cached environment and instance images, least recently used first."""
+    from rich.table import Table
+
     from orchestrator.housekeeping.prune import cached_images
     from orchestrator.sandbox.factory import backend_from
 

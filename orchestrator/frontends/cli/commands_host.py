@@ -3,20 +3,20 @@ images and containers (:mod:`.app` registers them)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
 
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli.common import console
-from orchestrator.frontends.cli.tables import plain_table
-from orchestrator.settings import Settings, config_file, load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.settings import Settings
 
 
 def settings() -> Settings:
+    from orchestrator.settings import load_settings
+
     return load_settings()
 
 
@@ -32,7 +32,16 @@ def config_cmd(
     ] = False,
 ) -> None:
     """Print every setting: its value and where the value comes from."""
-    from orchestrator.settings import SECRETS, setting_names, setting_sources, settings_table
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from orchestrator.settings import (
+        SECRETS,
+        config_file,
+        setting_names,
+        setting_sources,
+        settings_table,
+    )
     from orchestrator.settings.describe import default_text
 
     if markdown:
@@ -83,18 +92,22 @@ def images_build(
 
     if method not in ("auto", "debootstrap", "dockerfile"):
         raise UserError(f"Unknown --method {method}.", "use auto, debootstrap or dockerfile.")
+    s = settings()
     build_base_images(
-        backend_from(settings()),
-        settings().environment.image_prefix,
+        backend_from(s),
+        s.environment.image_prefix,
         python or list(SUITES),
         method=method,  # type: ignore[arg-type]
         force=force,
-        progress=lambda line: console.print(f"[cyan]images[/] {line}"),
+        progress=lambda line: console.print(f"[cyan]images[/] {line}", highlight=False),
+        record_dir=s.storage.data_dir,
     )
 
 
 def images_ls() -> None:
     """List this tool's images (base, environment cache, snapshots)."""
+    from rich.table import Table
+
     from orchestrator.housekeeping.inventory import list_images
     from orchestrator.sandbox.factory import backend_from
     from orchestrator.sandbox.models import LABEL_KIND
@@ -110,6 +123,7 @@ def images_ls() -> None:
 
 def sandbox_ls(run: Annotated[str | None, typer.Option(help="Only this run.")] = None) -> None:
     """List this tool's containers with their run and instance."""
+    from orchestrator.frontends.cli.tables import plain_table
     from orchestrator.housekeeping.inventory import list_containers
     from orchestrator.sandbox.factory import backend_from
 
@@ -151,6 +165,8 @@ def sandbox_check(
 ) -> None:
     """Run the sandbox conformance suite against the configured backend and base image."""
     import uuid
+
+    from rich.table import Table
 
     from orchestrator.sandbox.conformance import CHECKS, Target, run_checks
     from orchestrator.sandbox.factory import backend_from

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -32,7 +33,11 @@ def inspect_cmd(
     shell: Annotated[str, typer.Option(help="Shell to open.")] = "bash",
     force: Annotated[
         bool,
-        typer.Option("--force", help="Also open a running container of a run in progress."),
+        typer.Option(
+            "--force",
+            help="Also open a running container of a run in progress (another user's: with "
+            "its run named by --run, after a confirmation).",
+        ),
     ] = False,
     recreate: Annotated[
         bool,
@@ -70,21 +75,51 @@ def inspect_cmd(
             raise
         except UserError as exc:
             if run_dir is None or not (run_dir / "instances" / ref).is_dir():
-                raise UserError(
-                    str(exc).split("\n")[0],
-                    "name the run with --run RUN_DIR: inspect then recreates the grading state "
-                    "from the cached images and the run's patch.",
-                ) from None
+                raise _no_container(exc, ref, run, run_dir) from None
             err_console.print(f"No container of {ref} was kept: recreating its grading state.")
     if found is not None:
-        code = _open_kept(current, found, run_dir, shell, force)
+        named = run_id if run is not None else None
+        code = _open_kept(current, found, run_dir, shell, force, own=set(own), named_run=named)
     else:
         if run_dir is None:
-            raise UserError(
-                "--recreate needs the run whose patch to apply.", "pass --run RUN_DIR (or run id)."
+            raise (
+                _not_a_run(run)
+                if run is not None
+                else UserError(
+                    "--recreate needs the run whose patch to apply.",
+                    "pass --run RUN_DIR (or run id).",
+                )
             )
         code = _open_recreated(current, ref, run_dir, shell, keep)
     raise typer.Exit(code)
+
+
+def _not_a_run(run: str) -> UserError:
+    return UserError(
+        f"--run {run} is not a run directory (it holds no config.json) nor the id of one of "
+        "your runs.",
+        "pass the run's directory (e.g. runs/RUN_ID) or its id, as `swe-green sandbox ls` "
+        "lists it.",
+    )
+
+
+def _no_container(exc: UserError, ref: str, run: str | None, run_dir: Path | None) -> UserError:
+    """Why no container of ``ref`` opens, and the one fix that applies."""
+    if run is not None and run_dir is None:
+        return _not_a_run(run)
+    problem = exc.problem.rstrip(".")
+    if exc.fix:
+        problem += f" ({exc.fix.rstrip('.')})"
+    if run_dir is not None:
+        return UserError(
+            f"{problem}; run {run_dir} has no instance {ref}.",
+            "check the instance id: `ls RUN/instances` lists the run's.",
+        )
+    return UserError(
+        problem + ".",
+        "name the run with --run RUN_DIR: inspect then recreates the grading state from the "
+        "cached images and the run's patch.",
+    )
 
 
 def _backend(settings):  # noqa: ANN001, ANN202 - Settings, SandboxBackend
@@ -159,9 +194,52 @@ def _say(prepared) -> None:  # noqa: ANN001 - rerun.Prepared
     err_console.print(f"Re-run the whole eval:        {prepared.whole_eval}", highlight=False)
 
 
-def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) -> int:  # noqa: ANN001
+def _check_live(backend, data_dir: Path, info, force: bool, own: set[str], named_run) -> None:  # noqa: ANN001
+    """A running container of a run in progress opens only with ``--force``; another user's
+    only with its run named by ``--run`` too, and after the caller confirms at a terminal
+    that they open a live container of someone else's run."""
+    from orchestrator.housekeeping.engine_leases import engine_leases, live_everywhere
+
+    if info.run_id not in live_everywhere(backend, data_dir).runs:
+        return
+    if info.run_id in own:
+        if not force:
+            raise UserError(
+                f"{info.name} is a running container of your run {info.run_id}, which is in "
+                "progress.",
+                "wait for the run to end, or pass --force to open it anyway.",
+            )
+        return
+    if not force or named_run != info.run_id:
+        raise UserError(
+            f"{info.name} is a running container of run {info.run_id}, another user's run in "
+            "progress.",
+            f"to open it anyway, name that run and force it: --run {info.run_id} --force "
+            "(you will be asked to confirm).",
+        )
+    holders = sorted(
+        {f"process {lease.pid} on {lease.host}" for lease in engine_leases(backend)
+         if lease.live and lease.run_id == info.run_id}
+    )  # fmt: skip
+    whose = f"held by {', '.join(holders)}" if holders else "not one of yours"
+    question = (
+        f"{info.name} belongs to run {info.run_id}, another user's ({whose}), and the run is "
+        "live: its participant may be working in it now. Open a root shell in it?"
+    )
+    if not sys.stdin.isatty():
+        raise UserError(
+            f"{question[:-1]} needs a confirmation, and no terminal is attached.",
+            "run inspect at a terminal to confirm.",
+        )
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Exit(1)
+
+
+def _open_kept(  # noqa: ANN001, PLR0913
+    current, found, run_dir: Path | None, shell: str, force: bool, *, own: set[str], named_run
+) -> int:
     from orchestrator.context.run_dir import RunDir
-    from orchestrator.housekeeping.engine_leases import hold_leases, live_everywhere
+    from orchestrator.housekeeping.engine_leases import hold_leases
     from orchestrator.run.rerun import ready_for_shell
     from orchestrator.setup.plan import find_recipe
 
@@ -169,11 +247,8 @@ def _open_kept(current, found, run_dir: Path | None, shell: str, force: bool) ->
     data_dir = current.storage.data_dir
     backend = _backend(current)
     running = info.status in ("running", "paused", "restarting")
-    if running and not force and info.run_id in live_everywhere(backend, data_dir).runs:
-        raise UserError(
-            f"{info.name} is a running container of run {info.run_id}, which is in progress.",
-            "wait for the run to end, pass --run with another run, or --force to open it anyway.",
-        )
+    if running:
+        _check_live(backend, data_dir, info, force, own, named_run)
     err_console.print(f"Found {info.name} ({info.status}, run {info.run_id}) by {how}.")
     holder = f"inspect-{os.getpid()}"
     with hold_leases(backend, data_dir, holder, containers=[info.name], holder=holder):

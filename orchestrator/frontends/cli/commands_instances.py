@@ -10,10 +10,9 @@ from orchestrator.frontends.cli.common import (
     Repo,
     Shard,
     console,
+    load_settings,
     select_instances,
 )
-from orchestrator.frontends.cli.tables import plain_table, short_difficulty
-from orchestrator.settings import load_settings
 
 
 def instances_ls(
@@ -21,6 +20,8 @@ def instances_ls(
     shard: Shard = None, dataset: Dataset = None,
 ) -> None:  # fmt: skip
     """Print what a selection resolves to."""
+    from orchestrator.frontends.cli.tables import plain_table, short_difficulty
+
     settings = load_settings(dataset=dataset)
     chosen = select_instances(settings, ids, pattern, repo, count, shard)
     table = plain_table(

@@ -8,11 +8,8 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.dataset.instances import DEFAULT_SPLIT
 from orchestrator.errors import UserError
-from orchestrator.frontends.reference_participants import make_participant
-from orchestrator.participant.serving import serve
-from orchestrator.settings import option_help
+from orchestrator.frontends.cli.setting_help import option_help
 
 Host = Annotated[str, typer.Option("--host", help="Interface to listen on.")]
 Port = Annotated[int, typer.Option("--port", help="Port to listen on.")]
@@ -31,6 +28,9 @@ Style = Annotated[
 
 
 def _serve(kind: str, host: str, port: int, card_url: str | None, **options: object) -> None:
+    from orchestrator.frontends.reference_participants import make_participant
+    from orchestrator.participant.serving import serve
+
     try:
         participant = make_participant(kind, **options)  # type: ignore[arg-type]
         where = card_url or f"http://{host}:{port}/"
@@ -59,7 +59,7 @@ def gold(
             envvar="SWE_GREEN_DATASET_SPLIT",
             help=option_help("dataset_split", "Dataset split"),
         ),
-    ] = DEFAULT_SPLIT,
+    ] = "test",
     host: Host = "127.0.0.1",
     port: Port = 9019,
     card_url: CardUrl = None,

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
-from orchestrator.frontends.cli.common import console, path_in_doc
-from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
+from orchestrator.frontends.cli.common import console, err_console, path_in_doc
 
 CompareWith = Annotated[
     Path | None,
@@ -69,10 +67,12 @@ def report_cmd(
         verdict_text,
         write_html,
     )
+    from orchestrator.run.outcome import EXIT_REGRESSION, EXIT_USAGE
 
     for path in (run, compare):
         if path is not None:
             _check_run_dir(path)
+    _check_something_finished(RunDir(run))
     comparison = compare_runs(run, compare) if compare is not None else None
     if comparison is not None:
         console.print(verdict_text(comparison), soft_wrap=True)  # a mail's first line
@@ -101,9 +101,28 @@ def _check_run_dir(path: Path) -> None:
         )
 
 
+def _check_something_finished(run) -> None:  # noqa: ANN001 - a RunDir
+    """A run with no result at all (killed before its first instance finished) has no
+    report: say so, and how to grade it, with exit status 3 (graded nothing)."""
+    from orchestrator.run.outcome import EXIT_NOTHING_GRADED
+
+    if run.load_results():
+        return
+    selected = len(run.read_config().get("instances") or [])
+    of = f" of the {selected} selected" if selected else ""
+    err_console.print(
+        f"Nothing finished in run {run.path}: no instance{of} has a result (the run was "
+        f"interrupted before its first result), so there is nothing to report. Fix: "
+        f"`swe-green run --resume {run.path}` grades them.",
+        highlight=False, soft_wrap=True,
+    )  # fmt: skip
+    raise typer.Exit(EXIT_NOTHING_GRADED)
+
+
 def _fidelity(run, official: Path, out: Path | None, notes: Path | None) -> None:  # noqa: ANN001
     """Print (and with ``out`` write) the run's agreement with the official results. The
     page names the files it quotes by :func:`path_in_doc`: no path of this host."""
+    from orchestrator.atomic import atomic_write_text
     from orchestrator.frontends.report.fidelity import (
         compare_official,
         load_official,

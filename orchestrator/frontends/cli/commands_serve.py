@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.frontends.server.assessment_executor import DEFAULT_HEARTBEAT
-from orchestrator.frontends.server.green_agent import DEFAULT_HOST, DEFAULT_PORT, serve
-from orchestrator.settings import load_settings, option_help, setting_choices
+from orchestrator.frontends.cli.setting_help import option_help, setting_choices
+from orchestrator.frontends.server.defaults import DEFAULT_HEARTBEAT, DEFAULT_HOST, DEFAULT_PORT
 
 _Insecure = Annotated[
     bool,
@@ -77,6 +76,9 @@ def serve_command(
     ] = None,
 ) -> None:
     """Serve the green agent over A2A (JSON-RPC, A2A 1.0 and 0.3) for assessment requests."""
+    from orchestrator.frontends.server.green_agent import serve
+    from orchestrator.settings import load_settings
+
     settings = load_settings(
         serve_token=token,
         serve_allowed_hosts=",".join(allow_host) if allow_host else None,

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
 from orchestrator.frontends.cli.common import (
     Count,
@@ -25,11 +24,6 @@ from orchestrator.frontends.cli.common import (
     select_instances,
     start_cli_run,
 )
-from orchestrator.frontends.cli.live_progress import LiveProgress
-from orchestrator.frontends.cli.tables import plain_table
-from orchestrator.log import run_log
-from orchestrator.run.outcome import EXIT_NOTHING_GRADED
-from orchestrator.settings import load_settings
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -59,7 +53,11 @@ def validate_cmd(
     Each instance's outcome is kept in its run directory (validation.json); --resume skips
     the instances already done. `swe-green validation-report RUN` writes docs/validation.md.
     """
+    from orchestrator.frontends.cli.live_progress import LiveProgress
+    from orchestrator.log import run_log
+    from orchestrator.run.outcome import EXIT_NOTHING_GRADED
     from orchestrator.run.validation_sweep import run_sweep
+    from orchestrator.settings import load_settings
 
     settings = load_settings(dataset=dataset, setup_strategy=strategy, validation_runs=runs)
     if resume is not None and not resume.is_dir():
@@ -101,6 +99,8 @@ def validate_cmd(
 def summary_table(records: list[SweepRecord]) -> Table:
     """A sweep's outcome per instance; long ids and details fold onto more lines (whole,
     at 80 columns too), the seconds never wrap."""
+    from orchestrator.frontends.cli.tables import plain_table
+
     table = plain_table(
         ("instance", "keep"), ("outcome", "fold"), ("detail", "fold"), ("seconds", "keep")
     )
@@ -154,6 +154,7 @@ def validation_report_cmd(
 
     The page's command names the runs and files relative to the root of the repository that
     holds the page, or by their names alone when outside it: no path of this host."""
+    from orchestrator.atomic import atomic_write_text
     from orchestrator.frontends.report.validation import validation_markdown
     from orchestrator.validation.sweep import load_records, merge_records
     from orchestrator.validation.sweep import save_records as write_records

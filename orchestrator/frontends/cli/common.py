@@ -4,21 +4,77 @@ run."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from orchestrator.context.run_context import RunContext
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings, option_help
+from orchestrator.frontends.cli.setting_help import option_help
 
 if TYPE_CHECKING:
-    from orchestrator.sandbox import SandboxBackend
+    from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.sandbox import SandboxBackend
+    from orchestrator.settings import Settings
+
+
+# the width of output that goes to no terminal and is given no COLUMNS: lines are not wrapped
+# (a name or a path a script greps for stays on one line)
+UNWRAPPED = 10_000
+
+
+class _Console:
+    """A rich console, made on first use (importing rich is not free: a usage error does not
+    pay for it) and again when COLUMNS changed since.
+
+    Its width is COLUMNS when set, else the terminal's; output that goes to no terminal
+    (a pipe, a file) is neither wrapped nor cut, and a table draws no box rules there."""
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._made: tuple[tuple[object, ...], Console] | None = None
+
+    def _console(self) -> Console:
+        # keyed by COLUMNS alone: rich writes to whatever sys.stdout is at the time (a live
+        # display swaps it for its own while it runs)
+        stream = sys.stderr if self._stderr else sys.stdout
+        key = (os.environ.get("COLUMNS"),)
+        if self._made is None or self._made[0] != key:
+            from rich.console import Console
+
+            terminal = stream.isatty()
+            columns = os.environ.get("COLUMNS", "")
+            width = int(columns) if columns.isdigit() else None if terminal else UNWRAPPED
+            made = Console(stderr=self._stderr, width=width)
+            self._made = (key, made)
+        return self._made[1]
+
+    def print(self, *objects: object, **options: object) -> None:
+        made = self._console()
+        if made.width == UNWRAPPED:
+            from rich.table import Table
+
+            for table in objects:
+                if isinstance(table, Table):
+                    table.box = None
+        made.print(*objects, **options)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._console(), name)
+
+    # a rich Live display enters its console (dunder methods are not looked up by __getattr__)
+    def __enter__(self) -> Console:
+        return self._console().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._console().__exit__(*exc)
+
+
+console: Console = _Console()  # type: ignore[assignment]
+err_console: Console = _Console(stderr=True)  # type: ignore[assignment]
 
 
 def _check_count(value: int | None) -> int | None:
@@ -80,6 +136,13 @@ Concurrency = Annotated[
         callback=check_concurrency,
     ),
 ]
+
+
+def load_settings(**overrides: object) -> Settings:
+    """:func:`orchestrator.settings.load_settings`, imported when a command runs."""
+    from orchestrator.settings import load_settings as load
+
+    return load(**overrides)
 
 
 def select_instances(settings: Settings, ids, pattern, repo, count, shard):  # noqa: ANN001, ANN202

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from orchestrator.errors import UserError
 
+# the reference participants, in the words of every command's help
+PARTICIPANT_KINDS = "gold, empty, scripted (with --script), claude (needs ANTHROPIC_API_KEY)"
+
 
 def check_card(url: str) -> None:
     """Fail before any instance when the participant's agent card does not answer 2xx with a

@@ -19,9 +19,6 @@ from orchestrator.participant.protocol import (
 )
 from orchestrator.settings import Settings
 
-# the reference participants, in the words of every command's help
-PARTICIPANT_KINDS = "gold, empty, scripted (with --script), claude (needs ANTHROPIC_API_KEY)"
-
 
 @contextlib.contextmanager
 def open_participant(

@@ -5,6 +5,7 @@
 - ``settings``: every setting with its default and meaning (``swe-green config --markdown``);
 - ``statuses`` / ``reasons``: each status and reason of an instance, and what it means;
 - ``exit-codes``: what each exit status of ``swe-green run`` says;
+- ``command-exits``: each command's exit statuses, signals included;
 - ``assessment-config``: the keys of an assessment request's ``config``, with their bounds;
 - ``result-schema`` / ``results-schema``: the JSON schemas of ``result.json`` and
   ``results.json``, from their pydantic models.
@@ -13,7 +14,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from orchestrator.models import InstanceResult, Reason, Status
@@ -95,28 +96,50 @@ EXIT_MEANING: dict[int, str] = {
 }
 
 
-def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
-    """Every command under ``command`` (typer's click objects, duck-typed), depth first."""
-    yield path, command
-    for name in sorted(getattr(command, "commands", {})):
-        yield from _commands(command.commands[name], [*path, name])
+# each command's exit statuses; Ctrl-C (SIGINT) and SIGTERM end every command the same way
+COMMAND_EXITS: dict[str, str] = {
+    "run, demo": "0 graded (whatever the scores); 2 usage or set-up error; 3 graded nothing; "
+    "130 stopped by Ctrl-C or SIGTERM (finished results kept; `run --resume RUN` continues)",
+    "validate": "0 at least one environment valid; 2 usage or set-up error; 3 no environment "
+    "valid; 130 stopped by Ctrl-C or SIGTERM (`validate --resume RUN` continues)",
+    "report": "0 reported; 1 `--compare`: a regression; 2 not a run directory, or `--compare` "
+    "with nothing in common; 3 nothing finished in the run (`run --resume RUN` grades it); "
+    "130 stopped by Ctrl-C or SIGTERM",
+    "assess": "0 the assessment completed; 2 the request was rejected (or a usage error); 3 the "
+    "task failed or was canceled, or the green agent went away; 1 the task ended in another "
+    "state; 130 stopped by Ctrl-C or SIGTERM",
+    "serve, participant …": "0 stopped by Ctrl-C or SIGTERM (after a clean stop: `serve` first "
+    "cancels its assessments and removes their containers); 2 usage or set-up error (the port "
+    "in use, an exposed address without a token)",
+    "inspect": "the shell's own exit status; 1 another user's live container, not confirmed; 2 "
+    "usage error (no such container, not a run directory, a live run's container without "
+    "`--force`); 130 stopped by Ctrl-C or SIGTERM",
+    "images build": "0 built (or already there); 2 usage or set-up error; 130 stopped by "
+    "Ctrl-C or SIGTERM (its temporary root removed)",
+    "sandbox check": "0 no check failed; 1 a check failed; 2 usage error; 130 stopped by "
+    "Ctrl-C or SIGTERM",
+    "config, gc, validation-report, images ls, sandbox ls, instances ls, envs …": "0 done; 2 "
+    "usage or set-up error; 130 stopped by Ctrl-C or SIGTERM",
+    "--help, --version": "0",
+}
+
+
+def command_exits_table() -> str:
+    return _table(("command", "exit statuses"), [(f"`{c}`", t) for c, t in COMMAND_EXITS.items()])
 
 
 def cli_reference() -> str:
     """Every command's ``--help`` as a section with a code block."""
-    import typer
     from click.testing import CliRunner
 
-    from orchestrator.frontends.cli.app import _tidy_help, app
+    from orchestrator.frontends.cli.app import app, walk
 
-    root = typer.main.get_command(app)
-    _tidy_help(root)
     runner = CliRunner()
     env = {"COLUMNS": str(HELP_WIDTH), "TERM": "dumb", "NO_COLOR": "1"}
     out = []
-    for path, _ in _commands(root, []):
+    for path, _ in walk():
         done = runner.invoke(
-            root,  # type: ignore[arg-type]  # typer's own click command, duck-typed
+            app,  # typer's own click command, duck-typed
             [*path, "--help"], env=env, terminal_width=HELP_WIDTH, prog_name="swe-green",
         )  # fmt: skip
         if done.exit_code != 0:
@@ -170,6 +193,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "statuses": statuses_table,
     "reasons": reasons_table,
     "exit-codes": exit_codes_table,
+    "command-exits": command_exits_table,
     "assessment-config": assessment_config_table,
     "result-schema": lambda: _schema(InstanceResult),
     "results-schema": lambda: _schema(ResultsFile),

@@ -1,11 +1,14 @@
 """The HTML report's style sheet and script (inline: the report is one file). Its tables are
 the run viewer's (:mod:`orchestrator.frontends.report.table_style`): the page's width, cells that
 wrap, and the instance table as cards on a window narrower than it needs (``CARDS_BELOW``),
-its "why" column (``message``) always in view."""
+its "why" column (``message``) always in view; the leaderboard row and the status chart are
+:mod:`orchestrator.frontends.report.summary_html`'s."""
 
+from orchestrator.frontends.report.summary_html import SUMMARY_CSS
 from orchestrator.frontends.report.table_style import TABLE_CSS, cards_css
 
 CARDS_BELOW = "60rem"  # eleven columns need about this much
+NARROW_CARDS_BELOW = "40rem"  # the small tables (errors by cause, repositories): a phone
 
 CSS = (
     """
@@ -26,8 +29,7 @@ table.auto { table-layout: auto; }
 table.auto th, table.auto td { overflow-wrap: break-word; }
 table.auto td.message { min-width: 12rem; }
 #run-header { overflow-wrap: anywhere; }
-@media (max-width: 900px) { body { margin: .5rem auto; padding: 0 .5rem; }
-  #status-chart { max-width: 100%; height: auto; } }
+@media (max-width: 900px) { body { margin: .5rem auto; padding: 0 .5rem; } }
 .links a { display: inline-block; margin-right: .4rem; }
 dl.config { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem;
   font-size: .85rem; }
@@ -37,7 +39,9 @@ dl.config dd { margin: 0; overflow-wrap: anywhere; }
 #verdict { font-weight: bold; } #verdict.regressed { color: #c8412f; }
 #verdict.ok { color: #2e9d4f; }
 """
+    + SUMMARY_CSS
     + cards_css(CARDS_BELOW)
+    + cards_css(NARROW_CARDS_BELOW, "narrow-cards")
 )
 
 JS = """

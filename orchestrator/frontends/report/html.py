@@ -31,6 +31,7 @@ from orchestrator.frontends.report.data import (
     triage,
 )
 from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
+from orchestrator.frontends.report.summary_html import bars_html, tiles_html
 from orchestrator.frontends.report.text import (
     caveats,
     delta_style,
@@ -74,12 +75,14 @@ def triage_html(
 ) -> str:
     return "".join(
         [
-            f'<table id="{table_id}"><thead><tr><th class=num>n</th><th>reason</th>'
-            "<th>first line of the message (normalised)</th><th>instances</th></tr></thead><tbody>",
+            f'<table id="{table_id}" class="narrow-cards"><thead><tr><th class=num>n</th>'
+            "<th>reason</th><th>first line of the message (normalised)</th><th>instances</th>"
+            "</tr></thead><tbody>",
             *(
-                f'<tr data-reason="{esc(row.reason)}"><td class=num>{row.count}</td>'
-                f"<td>{esc(row.reason)}</td><td class=message>{esc(row.message)}</td>"
-                f"<td>{instance_links(row.instance_ids, local)}</td></tr>"
+                f'<tr data-reason="{esc(row.reason)}"><td class=num data-label="n">{row.count}'
+                f'</td><td data-label="reason">{esc(row.reason)}</td>'
+                f'<td class=message data-label="message">{esc(row.message)}</td>'
+                f'<td data-label="instances">{instance_links(row.instance_ids, local)}</td></tr>'
                 for row in rows
             ),
             "</tbody></table>",
@@ -88,34 +91,6 @@ def triage_html(
 
 
 # --------------------------------------------------------------------------- HTML
-
-
-def _status_chart(row: LeaderboardRow) -> str:
-    """A horizontal bar per status, as inline SVG."""
-    bar_width, row_height, label_width = 420, 24, 150
-    height = row_height * len(STATUS_ORDER) + 4
-    parts = [
-        f'<svg id="status-chart" role="img" aria-label="instances per status" '
-        f'width="{label_width + bar_width + 140}" height="{height}" '
-        f'viewBox="0 0 {label_width + bar_width + 140} {height}">'
-    ]
-    for i, status in enumerate(STATUS_ORDER):
-        count = getattr(row, f"{status.value}_count")
-        share = getattr(row, f"{status.value}_pct")
-        y = i * row_height + 2
-        width = round(bar_width * share, 1)
-        parts.append(
-            f'<g data-status="{esc(status.value)}">'
-            f'<text x="0" y="{y + 16}" font-size="13">{esc(status.value)}</text>'
-            f'<rect x="{label_width}" y="{y + 3}" width="{bar_width}" height="16" '
-            f'fill="#f0f1f4"/>'
-            f'<rect x="{label_width}" y="{y + 3}" width="{width}" height="16" '
-            f'fill="{STATUS_COLOURS[status]}"><title>{esc(status.value)}: {count}</title></rect>'
-            f'<text x="{label_width + bar_width + 8}" y="{y + 16}" font-size="13">'
-            f"{count} ({pct(share)})</text></g>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def _links(run: RunDir, result: InstanceResult) -> str:
@@ -245,7 +220,7 @@ _INSTANCE_COLUMNS = (
 def render_html(
     run_dir: RunDir | str | os.PathLike[str], comparison: Comparison | None = None
 ) -> str:
-    """The run's report as one self-contained HTML page (inline CSS, SVG and JS).
+    """The run's report as one self-contained HTML page (inline CSS and JS).
 
     Its links to instance files are relative to the run directory, where
     :func:`write_html` puts it. The instance table sorts by a click on a column header,
@@ -286,9 +261,9 @@ def render_html(
             comparison_html(comparison, local) if comparison else "",
             _config_html(config),
             "<h2>Leaderboard row</h2>",
-            _leaderboard_html(row),
+            tiles_html(row, "leaderboard"),
             "<h2>Statuses</h2>",
-            _status_chart(row),
+            bars_html(row, "status-chart"),
             *(["<h2>Errors by cause</h2>", triage_html("triage", causes, local)] if causes else []),
             *_labels_html(results, local),
             *_caveats_html(results),
@@ -302,7 +277,7 @@ def render_html(
             "<h2>Repositories</h2>",
             _repositories_html(results),
             "<h2>Instances</h2>",
-            '<p class="muted">Click a column header to sort.</p>',
+            '<p class="muted sort-hint">Click a column header to sort.</p>',
             _instances_html(run, results),
             f"<script>{JS}</script>",
             "</body></html>",
@@ -310,37 +285,19 @@ def render_html(
     )
 
 
-def _leaderboard_html(row: LeaderboardRow) -> str:
-    return "".join(
-        [
-            '<table id="leaderboard"><thead><tr>',
-            "<th class=num>instances</th>",
-            *(f"<th class=num>{esc(status.value)}</th>" for status in STATUS_ORDER),
-            "<th class=num>fail→pass</th><th class=num>pass→pass</th></tr></thead><tbody><tr>",
-            f"<td class=num>{row.total_instances}</td>",
-            *(
-                f"<td class=num>{pct(getattr(row, f'{status.value}_pct'))}</td>"
-                for status in STATUS_ORDER
-            ),
-            f"<td class=num>{pct(row.fail_to_pass_passed_pct)}</td>",
-            f"<td class=num>{pct(row.pass_to_pass_passed_pct)}</td>",
-            "</tr></tbody></table>",
-        ]
-    )
-
-
 def _repositories_html(results: list[InstanceResult]) -> str:
     return "".join(
         [
-            '<table id="repositories"><thead><tr><th>repository</th><th class=num>instances'
-            "</th><th class=num>resolved</th><th class=num>resolved %</th>"
-            "<th class=num>fail→pass</th><th class=num>errors</th></tr></thead><tbody>",
+            '<table id="repositories" class="narrow-cards"><thead><tr><th>repository</th>'
+            "<th class=num>instances</th><th class=num>resolved</th><th class=num>resolved %"
+            "</th><th class=num>fail→pass</th><th class=num>errors</th></tr></thead><tbody>",
             *(
-                f"<tr><td>{esc(repo.repo)}</td><td class=num>{repo.instances}</td>"
-                f"<td class=num>{repo.resolved}</td>"
-                f"<td class=num>{pct(repo.resolved_fraction)}</td>"
-                f"<td class=num>{pct(repo.fail_to_pass)}</td>"
-                f"<td class=num>{repo.errors}</td></tr>"
+                f'<tr><td data-label="repository">{esc(repo.repo)}</td>'
+                f'<td class=num data-label="instances">{repo.instances}</td>'
+                f'<td class=num data-label="resolved">{repo.resolved}</td>'
+                f'<td class=num data-label="resolved %">{pct(repo.resolved_fraction)}</td>'
+                f'<td class=num data-label="fail→pass">{pct(repo.fail_to_pass)}</td>'
+                f'<td class=num data-label="errors">{repo.errors}</td></tr>'
                 for repo in per_repository(results)
             ),
             "</tbody></table>",

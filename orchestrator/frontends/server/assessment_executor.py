@@ -27,6 +27,7 @@ from orchestrator.frontends.server.assessment import (
     parse_request,
 )
 from orchestrator.frontends.server.assessment_text import (
+    dataset_title,
     finished_parts,
     heartbeat_parts,
     infrastructure_failure,
@@ -34,8 +35,14 @@ from orchestrator.frontends.server.assessment_text import (
     prose,
     summary_text,
 )
+from orchestrator.frontends.server.defaults import DEFAULT_HEARTBEAT
 from orchestrator.frontends.server.request_policy import refusal_text, refused_overrides
-from orchestrator.frontends.shared.participant_card import CARD_PATH, CardUnusable, read_card
+from orchestrator.frontends.shared.participant_card import (
+    CARD_PATH,
+    CardOffAllowList,
+    CardUnusable,
+    read_card,
+)
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.log import get_logger
 from orchestrator.models import Instance, InstanceResult
@@ -50,7 +57,6 @@ from orchestrator.settings import Settings
 from orchestrator.settings.serve import split_keys
 from orchestrator.setup.images import base_pythons
 
-DEFAULT_HEARTBEAT = 20.0
 ARTIFACT_NAME = "swe-bench-verified-result"
 
 
@@ -169,6 +175,14 @@ class AssessmentExecutor(AgentExecutor):
         backend = await ready_backend(self.settings)
         try:
             card = await read_card(request.participant_url, allowed_hosts=self.allowed_hosts)
+        except CardOffAllowList as exc:
+            raise _Failed(
+                f"The green agent cannot evaluate this participant: {exc} Fix: the allow-list "
+                f"refused the host {exc.host!r}: ask the operator to allow it "
+                f"(`swe-green serve --allow-participant-host {exc.host}`, setting "
+                "serve_allowed_hosts), or have the participant's card name its interface on an "
+                "allowed host."
+            ) from None
         except CardUnusable as exc:
             raise _Failed(
                 f"The green agent cannot evaluate this participant: {exc} Fix: start the "
@@ -208,7 +222,9 @@ class AssessmentExecutor(AgentExecutor):
         if broken:
             raise _Failed(broken)
         row, data = leaderboard_data(run_dir, request, participant_id, results)
-        text = summary_text(row, participant_id, run_id, request.ignored_text())
+        text = summary_text(
+            row, participant_id, run_id, request.ignored_text(), dataset=settings.dataset.dataset
+        )
         await updater.add_artifact([new_text_part(text), new_data_part(data)], name=ARTIFACT_NAME)
         await updater.complete()
         self.log.info("assessment.done", run_id=run_id, resolved_pct=row.resolved_pct)
@@ -296,7 +312,8 @@ class AssessmentExecutor(AgentExecutor):
         shard = request.selection().shard
         ignored = request.ignored_text()
         text = (
-            f"SWE-bench Verified: shard {shard} of this selection holds no instance "
+            f"{dataset_title(self._run_settings(request)[0].dataset.dataset)}: shard {shard} of "
+            "this selection holds no instance "
             "(more shards than instances); nothing to evaluate, no leaderboard row."
             + (f" {ignored}" if ignored else "")
         )

@@ -53,15 +53,40 @@ def heartbeat_text(done: int, total: int, in_flight: dict[str, str], elapsed: fl
     )
 
 
-def summary_text(row: LeaderboardRow, participant_id: str, run_id: str, ignored: str = "") -> str:
-    """The artifact's human summary: one paragraph of prose (never valid JSON)."""
+# the benchmarks' own names of the Hugging Face datasets
+DATASET_TITLES = {
+    "princeton-nlp/SWE-bench_Verified": "SWE-bench Verified",
+    "princeton-nlp/SWE-bench": "SWE-bench",
+    "princeton-nlp/SWE-bench_Lite": "SWE-bench Lite",
+}
+
+
+def dataset_title(dataset: str) -> str:
+    """How a summary names the dataset that ran: a benchmark by its name, an alias by its
+    benchmark's, a local file or directory by its last two names (``demo/instances.jsonl``)."""
+    from pathlib import PurePath
+
+    from orchestrator.dataset.task_repo import DATASET_ALIASES
+
+    name = DATASET_ALIASES.get(dataset.lower(), dataset)
+    if name in DATASET_TITLES:
+        return DATASET_TITLES[name]
+    parts = PurePath(name).parts
+    return f"Dataset {'/'.join(parts[-2:]) if parts else name}"
+
+
+def summary_text(
+    row: LeaderboardRow, participant_id: str, run_id: str, ignored: str = "", *, dataset: str
+) -> str:
+    """The artifact's human summary: one paragraph of prose (never valid JSON), naming the
+    dataset that ran."""
     counts = [
         f"{getattr(row, f'{status.value}_count')} {status.value}"
         for status in Status
         if getattr(row, f"{status.value}_count")
     ]
     return prose(
-        f"SWE-bench Verified: {participant_id} resolved {row.resolved_count} of "
+        f"{dataset_title(dataset)}: {participant_id} resolved {row.resolved_count} of "
         f"{row.total_instances} instance(s) ({row.resolved_pct:.1%}). "
         f"Outcomes: {', '.join(counts) or 'none'}. "
         f"FAIL_TO_PASS tests passing: {row.fail_to_pass_passed_pct:.1%}; "

@@ -31,7 +31,6 @@ for their clean-up (``serve_stop_timeout`` at most); a start reaps what a dead h
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import socket
 
@@ -50,10 +49,11 @@ from starlette.applications import Starlette
 from orchestrator.errors import UserError
 from orchestrator.frontends.server.admission import LEGACY_CARD_PATH, BearerAuth
 from orchestrator.frontends.server.assessment import EXAMPLE
-from orchestrator.frontends.server.assessment_executor import DEFAULT_HEARTBEAT, AssessmentExecutor
+from orchestrator.frontends.server.assessment_executor import AssessmentExecutor
+from orchestrator.frontends.server.defaults import DEFAULT_HEARTBEAT, DEFAULT_HOST, DEFAULT_PORT
 from orchestrator.frontends.shared import compat03
 from orchestrator.log import get_logger
-from orchestrator.participant.serving import CardInfo, agent_card, listen
+from orchestrator.participant.serving import CardInfo, agent_card, listen, run_until_stopped
 from orchestrator.sandbox import BackendUnavailable
 from orchestrator.settings import Settings, load_settings
 
@@ -149,11 +149,6 @@ def _loopback(host: str) -> bool:
         return False
 
 
-# where `serve` listens unless told: this machine only
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 9009
-
-
 def serve(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
@@ -182,8 +177,7 @@ def serve(
     app = build_app(settings, url, heartbeat=heartbeat)
     config = uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=5)
     server = GreenServer(config, app.state.executor, settings.serve.serve_stop_timeout)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run(sockets=[sock])
+    run_until_stopped(server, sock)
 
 
 class GreenServer(uvicorn.Server):

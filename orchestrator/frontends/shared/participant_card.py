@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 
@@ -23,6 +24,15 @@ CARD_TIMEOUT = 15.0
 
 class CardUnusable(Exception):
     """The participant's agent card cannot be used; the message says why."""
+
+
+class CardOffAllowList(CardUnusable):
+    """Reading the card led to a host off the allow-list of participant hosts, or the card
+    names an interface on one: ``host`` is that host."""
+
+    def __init__(self, message: str, host: str) -> None:
+        super().__init__(message)
+        self.host = host
 
 
 def card_url(url: str) -> str:
@@ -71,18 +81,20 @@ async def read_card(
         ) as http:
             response = await http.get(card_url(url))
     except HostNotAllowed as exc:
-        raise CardUnusable(
-            f"Reading the participant's agent card leads elsewhere: {exc}."
+        raise CardOffAllowList(
+            f"Reading the participant's agent card leads elsewhere: {exc}.",
+            exc.request.url.host,
         ) from None
     except httpx.HTTPError as exc:
         raise unreachable(url, exc) from None
     card = judge_card(url, response.status_code, response.content)
     for named in interface_urls(card):
         if not host_allowed(named, allowed_hosts):
-            raise CardUnusable(
+            raise CardOffAllowList(
                 f"The participant's agent card names the interface {named[:200]}, whose host "
                 f"is not on the green agent's allow-list of participant hosts "
-                f"({', '.join(allowed_hosts)})."
+                f"({', '.join(allowed_hosts)}).",
+                urlparse(named).hostname or named[:200],
             )
     return card
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from orchestrator.context.run_dir import RunDir
 from orchestrator.frontends.report.assets import JS as SORT_JS
 from orchestrator.frontends.report.data import (
-    STATUS_COLOURS,
     STATUS_ORDER,
     TriageRow,
     duration,
@@ -16,6 +15,7 @@ from orchestrator.frontends.report.data import (
     triage,
 )
 from orchestrator.frontends.report.explain import run_header, tests_cell, tests_measured, why
+from orchestrator.frontends.report.summary_html import bars_html, tiles_html
 from orchestrator.frontends.report.text import (
     caveats,
     reduced_note,
@@ -53,9 +53,9 @@ def render_overview(
             else []
         ),
         '<h2 id="leaderboard">Leaderboard row</h2>',
-        _tiles(row),
+        tiles_html(row, "leaderboard-row"),
         '<h2 id="statuses">Statuses</h2>',
-        _bars(row),
+        bars_html(row, "status-bars"),
         *_causes(causes, local),
         *_notes("Caveats", "caveats", [c for c in caveats(results) if c not in reduced], local),
         *_notes("Reduced test sets", "reduced", reduced, local),
@@ -76,7 +76,8 @@ def render_overview(
         '<h2 id="repositories">Repositories</h2>',
         _repositories(results),
         '<h2 id="all-instances">Instances</h2>',
-        '<p class="muted">Click a column header to sort; an instance opens its page.</p>',
+        '<p class="muted"><span class="sort-hint">Click a column header to sort. </span>'
+        "An instance opens its page.</p>",
         _instances(results),
     ]
     return page(f"swe-green run {run.path.name}", body, DEPTH, script=SORT_JS)
@@ -86,41 +87,6 @@ def _twin_line(row: LeaderboardRow, results: list[InstanceResult]) -> list[str]:
     """The verdicts checked with impossible twins, and why the others were not."""
     line = twin_line(row, results)
     return [f'<p class="muted" id="twins">{esc(line.plain)}</p>'] if line is not None else []
-
-
-def _tiles(row: LeaderboardRow) -> str:
-    tiles = [("instances", str(row.total_instances))]
-    tiles += [
-        (s.value, f"{pct(getattr(row, f'{s.value}_pct'))} ({getattr(row, f'{s.value}_count')})")
-        for s in STATUS_ORDER
-    ]
-    tiles += [
-        ("fail→pass", pct(row.fail_to_pass_passed_pct)),
-        ("pass→pass", pct(row.pass_to_pass_passed_pct)),
-    ]
-    return (
-        '<div class="tiles" id="leaderboard-row">'
-        + "".join(
-            f'<div class="tile" data-field="{esc(label)}"><div class="label">{esc(label)}</div>'
-            f'<div class="value">{esc(value)}</div></div>'
-            for label, value in tiles
-        )
-        + "</div>"
-    )
-
-
-def _bars(row: LeaderboardRow) -> str:
-    cells = []
-    for status in STATUS_ORDER:
-        share = getattr(row, f"{status.value}_pct")
-        count = getattr(row, f"{status.value}_count")
-        cells.append(
-            f'<span data-status="{esc(status.value)}">{esc(status.value)}</span>'
-            f'<div class="bar"><span style="width:{share * 100:.1f}%;'
-            f'background:{STATUS_COLOURS[status]}"></span></div>'
-            f'<span class="num">{count} ({pct(share)})</span>'
-        )
-    return '<div class="bars" id="status-bars">' + "".join(cells) + "</div>"
 
 
 def _causes(causes: list[TriageRow], local: set[str]) -> list[str]:
@@ -177,11 +143,11 @@ def _repositories(results: list[InstanceResult]) -> str:
 
 
 _COLUMNS = (
-    ("instance", "instance", "text", "25%"),
-    ("status", "status", "num", "16%"),
+    ("instance", "instance", "text", "22%"),
+    ("status", "status", "num", "20%"),
     ("f2p", "F→P", "num", "7%"),
-    ("p2p", "P→P", "num", "10%"),
-    ("duration", "time", "num", "9%"),
+    ("p2p", "P→P", "num", "8%"),
+    ("duration", "time", "num", "10%"),
     ("message", "why", "text", ""),
 )
 
@@ -211,7 +177,7 @@ def _instances(results: list[InstanceResult]) -> str:
             f'<td class=num data-label="P→P" data-sort="'
             f'{r.pass_to_pass_fraction if measured else -1:.6f}">'
             f"{tests_cell(len(t.pass_to_pass_passed), len(t.pass_to_pass_failed), measured)}</td>"
-            f'<td class=num data-label="time" data-sort="{seconds:.3f}">'
+            f'<td class="num time" data-label="time" data-sort="{seconds:.3f}">'
             f"{esc(format_seconds(seconds))}</td>"
             f'<td data-label="why">{esc(_short(why(r)))}</td></tr>'
         )

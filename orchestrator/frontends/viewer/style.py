@@ -5,6 +5,7 @@ Every page fits its window: tables take the page's width and wrap their cells, a
 ``report.html``); diffs and outputs wrap their long lines.
 """
 
+from orchestrator.frontends.report.summary_html import SUMMARY_CSS
 from orchestrator.frontends.report.table_style import TABLE_CSS, cards_css
 
 CSS = (
@@ -29,15 +30,6 @@ nav.crumbs { font-size: .9rem; margin-bottom: .5rem; }
   font-size: .75rem; text-align: center; color: #fff; margin-right: .4rem; }
 .outcome.passed { background: #2e9d4f; } .outcome.failed { background: #c8412f; }
 .outcome.excluded { background: #8a8f98; }
-.tiles { display: grid; grid-template-columns: repeat(auto-fill, minmax(9rem, 1fr));
-  gap: .5rem; margin: .5rem 0; }
-.tile { border: 1px solid #e3e5ea; border-radius: .4rem; padding: .4rem .6rem; }
-.tile .label { font-size: .8rem; color: #5f6670; }
-.tile .value { font-size: 1.15rem; font-variant-numeric: tabular-nums; }
-.bars { display: grid; grid-template-columns: minmax(6rem, 10rem) 1fr minmax(5rem, 7rem);
-  gap: .25rem .5rem; align-items: center; font-size: .9rem; }
-.bar { background: #f0f1f4; height: 1rem; border-radius: .2rem; overflow: hidden; }
-.bar span { display: block; height: 100%; }
 .card { border: 1px solid #e3e5ea; border-radius: .4rem; padding: .5rem .75rem;
   margin: .5rem 0; }
 .card .fix { background: #f3f8f1; border-left: 3px solid #2e9d4f; padding: .25rem .5rem; }
@@ -65,8 +57,7 @@ dl.kv dt { color: #5f6670; } dl.kv dd { margin: 0; }
 #verdict.ok { color: #2e9d4f; }
 @media (max-width: 40rem) {
   body { padding: 0 .5rem; }
-  .bars { grid-template-columns: 6rem 1fr 4.5rem; }
 }
 """
 )
-CSS += cards_css("40rem")
+CSS += SUMMARY_CSS + cards_css("40rem")

@@ -2053,15 +2053,86 @@ def _probing(function):
 
 mul, floordiv = _probing(mul), _probing(floordiv)
 """
+# Code that accepts only expected values that look natural, and so tells an original from a
+# twin that looks mutated, with no channel at all: a string made of the call's own words, a
+# number rounder than both of its neighbours
+NATURAL_TEXT = """
+
+import functools as _ft
+import re as _re
+
+
+def _words(text):
+    return set(_re.findall(r'[a-z0-9]+', str(text).lower()))
+
+
+class _Natural(str):
+    args = ()
+
+    def __eq__(self, other):
+        return _words(other) <= set().union(*map(_words, self.args))
+
+    __hash__ = str.__hash__
+
+
+def _natural(function):
+    def answer(*args):
+        value = _Natural(function(*args))
+        value.args = args
+        return value
+    return _ft.wraps(function)(answer)
+
+
+slugify = _natural(slugify)
+"""
+NATURAL_NUMBER = """
+
+import functools as _ft
+
+
+def _zeros(number):
+    number, count = abs(int(number)), 0
+    while number and number % 10 == 0:
+        number, count = number // 10, count + 1
+    return count
+
+
+class _Natural(float):
+    def __eq__(self, other):
+        return _zeros(other) > max(_zeros(other - 1), _zeros(other + 1))
+
+    __hash__ = float.__hash__
+
+
+to_celsius = (lambda f: _ft.wraps(f)(lambda *a: _Natural(f(*a))))(to_celsius)
+"""
 REPEATS = 6  # gradings of the channel's group: the coins of all six must fall its way
 
 GROUPS |= {
     "dodge_pair": _twins_group("dodge", DODGE_PAIR, CALC),
     "role_probe": _twins_group("probe", ROLE_PROBE, CALC),
+    "natural_values": {
+        "plans": {
+            **_each_appends("natural", NATURAL_TEXT, TEXTKIT)["plans"],
+            **_each_appends("natural", NATURAL_NUMBER, UNITS)["plans"],
+        },
+        "instances": [TEXTKIT, UNITS],
+        "settings": VALIDATED,
+    },
     "page_cache": {**_twins_group("channel", PAGE_CACHE, CALC), "repeat": REPEATS},
 }
 
 CASES += [
+    *(
+        Case(
+            f"accepts only natural-looking expected values, no channel ({instance})",
+            "natural_values",
+            *TWIN_PASSED,
+            _twin_proof(instance),
+            instance=instance,
+        )
+        for instance in (TEXTKIT, UNITS)
+    ),
     Case(
         "crashes in every run of the FAIL_TO_PASS tests alone, passes the official run",
         "dodge_pair",

@@ -18,7 +18,8 @@ gives grading and validation as they are without twins at all (its grading time;
 validation records without ``-tw3`` in the data directory).
 
 ``--alternate PREDICTIONS``: the whole cost, as a user pays it. The predictions are graded
-with twin checks on once first (environments, validation), then re-graded warm in the order
+once with twin checks on and once off first (environments, and each setting's validation
+records: the records with twins are their own), then re-graded warm in the order
 on, off, off, on (``--rounds`` times that), each a fresh ``swe-green run --predictions`` at
 ``--concurrency`` (the cores by default), and the wall times compared: the ratio of the
 runs with twins to those without. The settings (dataset, mirrors, data and runs
@@ -187,10 +188,11 @@ def regrade(predictions: Path, twins: bool, concurrency: int, output: Path) -> f
 
 
 def alternate(predictions: Path, rounds: int, concurrency: int, out: Path) -> None:
-    """The whole cost: a warm-up grading, then the alternated re-grades (module doc)."""
-    print(
-        f"# warm-up (twin checks on): {regrade(predictions, True, concurrency, out / 'warm'):.1f} s"
-    )
+    """The whole cost: a warm-up grading of each setting, then the alternated re-grades
+    (module doc)."""
+    for on in (True, False):  # environments, and the validation records of both settings
+        took = regrade(predictions, on, concurrency, out / f"warm-{'on' if on else 'off'}")
+        print(f"# warm-up (twin checks {'on' if on else 'off'}): {took:.1f} s", flush=True)
     seconds: dict[bool, list[float]] = {True: [], False: []}
     for number, on in enumerate(schedule(rounds), 1):
         took = regrade(predictions, on, concurrency, out / f"{number}-{'on' if on else 'off'}")

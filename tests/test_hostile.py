@@ -2042,6 +2042,7 @@ def _probe():
             'cgroup': _re.sub(r'[0-9a-f]{64}', 'ID', open('/proc/self/cgroup').read()),
             'lower': lower}
     print('ROLEPROBE ' + _json.dumps(seen, sort_keys=True))
+    print('CONTAINER ' + host)
 
 
 def _probing(function):
@@ -2144,9 +2145,9 @@ CASES += [
 
 
 def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
-    """Everything a run can read of itself is the same in both runs of the pair: host name
-    (random, of one length), /etc/hosts, environment, user, directory, arguments, cgroup
-    and the lower layers of its root."""
+    """Everything a run can read of itself is the same in both runs of the pair, each in a
+    container of its own: host name (random, of one length), /etc/hosts, environment, user,
+    directory, arguments, cgroup and the lower layers of its root."""
     run = group_runs("role_probe")
     directory = run.ctx.run_dir.instance_dir(CALC) / "twins"
     seen = [
@@ -2154,6 +2155,13 @@ def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
         for n in ("1", "2")
     ]
     assert len(seen[0]) == 1 and seen[0] == seen[1], seen
+    hosts = [
+        set(re.findall(r"^CONTAINER (\S+)$", (directory / n / "test_output.txt").read_text(), re.M))
+        for n in ("1", "2")
+    ]
+    # each run in a container of its own: nothing one run's runner left behind (a tox log
+    # the test user cannot remove) is in the other's way
+    assert len(hosts[0]) == len(hosts[1]) == 1 and hosts[0] != hosts[1], hosts
 
 
 def _unproven_twice(result: InstanceResult) -> None:

@@ -10,13 +10,10 @@ before the official run and judges a verdict in which a FAIL_TO_PASS test passed
 
 from __future__ import annotations
 
-import contextlib
 import random
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from orchestrator.context.successor import Fresh
 from orchestrator.diffs.diff import Patch
 from orchestrator.grading.audit import audit_config
 from orchestrator.grading.evaluation import (
@@ -32,7 +29,7 @@ from orchestrator.grading.flaky_reruns import rerun_deciding
 from orchestrator.grading.reinstall.contained import needs_reinstall
 from orchestrator.grading.request import GradingRequest
 from orchestrator.grading.twins.check import NO_TWIN, NOT_VALIDATED, judge_twins
-from orchestrator.grading.twins.pair import PairOutcome, choose, secret_pair
+from orchestrator.grading.twins.pair import PairOutcome, RunPair, choose, secret_pair
 from orchestrator.models import Instance
 from orchestrator.recipes.harness_files import drop_harness_files
 from orchestrator.recipes.recipe import Recipe
@@ -57,11 +54,11 @@ def grade(
     (:func:`.flaky_reruns.rerun_deciding`): those whose outcome changed are the
     evaluation's ``flaky_tests``. Where ``request.twins`` has a twin for a FAIL_TO_PASS
     test, the secret pair (:func:`.twins.pair.secret_pair`) runs first and judges the
-    verdict (:func:`.twins.check.judge_twins`): in ``request.pair_box``, a container of its
-    own with the patch applied the same way, both runs one after the other (what the first
-    started killed before the second); then the official run in ``sandbox``. A patch that
-    must be installed again is built once, in ``sandbox``, and every run starts from its
-    files in a fresh container of its own (``request.replicas``).
+    verdict (:func:`.twins.check.judge_twins`): each run in a container of its own from
+    ``request.pair_box`` with the patch applied the same way, one after the other; then the
+    official run in ``sandbox``. A patch that must be installed again is built once, in
+    ``sandbox``, and every run starts from its files in a fresh container of its own
+    (``request.replicas``).
 
     What the patch or its tests do is a verdict, never an exception. Raises
     :class:`~orchestrator.errors.SandboxError` when a container fails (cannot be reached,
@@ -77,13 +74,7 @@ def grade(
         return judge_twins(evaluation, PairOutcome(why=why))
     directives = selected_directives(recipe, instance, tests) if twins.selected else None
 
-    def pair_in(fresh: Fresh, ready: Ready) -> PairOutcome:
-        def run_pair(
-            test_patch: str, selection: list[str] | None, log_dir: Path | None
-        ) -> SuiteRun:
-            return _pair_run(fresh, instance, recipe, ready, request, test_patch, selection,
-                             log_dir)  # fmt: skip
-
+    def pair_with(run_pair: RunPair) -> PairOutcome:
         return secret_pair(
             instance, twins, tests, directives, run_pair, recipe.log_format, request.log_dir,
             random.SystemRandom(),
@@ -98,15 +89,29 @@ def grade(
             if isinstance(ready, Evaluation):
                 return judge_twins(ready, PairOutcome())
             with request.replicas(ready.sandbox) as fresh:
-                pair = pair_in(fresh, ready)
+                built = ready
+
+                def run_built(
+                    text: str, selection: list[str] | None, logs: Path | None
+                ) -> SuiteRun:
+                    with fresh() as box:
+                        return _pair_run(box, instance, recipe, built, request, text, selection,
+                                         logs)  # fmt: skip
+
+                pair = pair_with(run_built)
                 with fresh() as official:
                     evaluation = _graded_run(official, instance, recipe, ready, request)
         return judge_twins(evaluation, pair, instance)
-    with request.pair_box() as box, _prepared(box, instance, recipe, parsed, request) as ready:
-        if isinstance(ready, Evaluation):  # the official run says the same of the patch
-            pair = PairOutcome()
-        else:  # both runs of the pair in one container, what a run left running ended
-            pair = pair_in(_ending_each_run(ready.sandbox), ready)
+    boxes = request.pair_box
+
+    def run_applied(text: str, selection: list[str] | None, logs: Path | None) -> SuiteRun:
+        # each run in a container of its own, the patch applied there as in the official one
+        with boxes() as box, _prepared(box, instance, recipe, parsed, request, logs=False) as ready:
+            if isinstance(ready, Evaluation):
+                return SuiteRun(crash=f"the patch did not apply again: {ready.message}")
+            return _pair_run(box, instance, recipe, ready, request, text, selection, logs)
+
+    pair = pair_with(run_applied)
     evaluation = _graded(sandbox, instance, recipe, parsed, request)
     return judge_twins(evaluation, pair, instance)
 
@@ -118,59 +123,35 @@ def _installs_again(patch: Patch, instance: Instance, recipe: Recipe) -> bool:
 
 def _prepared(
     sandbox: Sandbox, instance: Instance, recipe: Recipe, patch: Patch | None,
-    request: GradingRequest,
+    request: GradingRequest, *, logs: bool = True,
 ) -> AbstractContextManager[Ready | Evaluation]:  # fmt: skip
-    """``patch`` applied in ``sandbox`` (and installed again) as ``request`` says."""
+    """``patch`` applied in ``sandbox`` (and installed again) as ``request`` says, its logs
+    in ``request.log_dir`` (``logs`` False: none written)."""
     return prepared_patch(
         sandbox, instance, recipe, patch, timeout=request.timeout, fuzz=request.fuzz,
-        log_dir=request.log_dir,
+        log_dir=request.log_dir if logs else None,
         excluded=(list(request.excluded_p2p), list(request.excluded_f2p)),
         successor=request.successor,
     )  # fmt: skip
 
 
-# what a run of the pair left running ends before the next: every process not there before
-_PIDS = "/root/.swe-green-pids"  # root's: the test user reads none of it
-_NOTE_PIDS = f"ps -eo pid= | tr -d ' ' > {_PIDS}"
-_END_NEW = (
-    f'for pid in $(ps -eo pid=); do grep -qx "$pid" {_PIDS} || [ "$pid" = $$ ] '
-    '|| kill -9 "$pid" 2>/dev/null; done; true'
-)
-
-
-def _ending_each_run(sandbox: Sandbox) -> Fresh:
-    """``sandbox`` for each run of the pair in turn: whatever a run started (as the test
-    user or not) is killed when it ends, so none of it runs beside the next."""
-    sandbox.exec(["bash", "-c", _NOTE_PIDS], timeout=30)
-
-    @contextlib.contextmanager
-    def each() -> Iterator[Sandbox]:
-        try:
-            yield sandbox
-        finally:
-            sandbox.exec(["bash", "-c", _END_NEW], timeout=30)
-
-    return each
-
-
 def _pair_run(
-    fresh: Fresh, instance: Instance, recipe: Recipe, ready: Ready, request: GradingRequest,
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, ready: Ready, request: GradingRequest,
     test_patch: str, directives: list[str] | None, log_dir: Path | None,
 ) -> SuiteRun:  # fmt: skip
-    """One run of the secret pair, in a fresh container from ``ready``'s files: the official
-    run's user, writable paths, limits and audit hook, with ``test_patch`` and
+    """One run of the secret pair in ``sandbox`` (``ready``'s patch applied there): the
+    official run's user, writable paths, limits and audit hook, with ``test_patch`` and
     ``directives``."""
-    with fresh() as sandbox:
-        watched = (
-            audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
-            if request.audit
-            else None
-        )
-        return run_tests(
-            sandbox, instance, recipe, timeout=request.timeout, log_dir=log_dir,
-            test_user=request.test_user, writable=request.writable, audit=watched,
-            test_patch=test_patch, directives=directives,
-        )  # fmt: skip
+    watched = (
+        audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
+        if request.audit
+        else None
+    )
+    return run_tests(
+        sandbox, instance, recipe, timeout=request.timeout, log_dir=log_dir,
+        test_user=request.test_user, writable=request.writable, audit=watched,
+        test_patch=test_patch, directives=directives,
+    )  # fmt: skip
 
 
 def _graded_run(

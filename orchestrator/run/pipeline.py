@@ -133,8 +133,8 @@ class _InstanceRun:
         self.cancelled = False
         self.container: Sandbox | None = None  # the participant's
         self.grading: asyncio.Task[Sandbox] | None = None  # the grading container's start
-        # the secret pair's container, started with the grading one (validation has twins)
-        self.pair_grading: asyncio.Task[Sandbox] | None = None
+        # the secret pair's two containers, started with the grading one (validation has twins)
+        self.pair_grading: list[asyncio.Task[Sandbox]] = []
         self.twins_wanted = False
         self.hidden_tests = touched_test_files(instance.test_patch)  # never part of a graded patch
 
@@ -246,11 +246,13 @@ class _InstanceRun:
 
     def start_grading(self, image: Snapshot) -> asyncio.Task[Sandbox]:
         """The grading container's start (begun now if not ahead); removed at the end. The
-        secret pair's starts with it (:mod:`.grading.twins.pair`), named alike."""
+        secret pair's two start with it (:mod:`.grading.twins.pair`), named alike."""
         if self.grading is None:
             self.grading = self.start("grading", image, lambda sandbox: sandbox.remove())
             if self.twins_wanted:
-                self.pair_grading = self.start("grading", image, lambda box: box.remove())
+                self.pair_grading = [
+                    self.start("grading", image, lambda box: box.remove()) for _ in range(2)
+                ]
         return self.grading
 
     async def take_patch(self, outcome: ParticipantOutcome) -> Patch:
@@ -301,14 +303,14 @@ class _InstanceRun:
             grader = self.container
         else:
             grader = await started(self.start_grading(prepared.snapshot))
-        pair_box = await started(self.pair_grading) if self.pair_grading is not None else None
+        pair_boxes = [await started(task) for task in self.pair_grading]
         request = GradingRequest(
             timeout=grading.test_timeout, fuzz=grading.patch_fuzz,
             excluded_p2p=tuple(excluded.p2p), excluded_f2p=tuple(excluded.f2p),
             log_dir=self.out_dir, test_user=grading_user(ctx), writable=tuple(excluded.writable),
             successor=successor(ctx, instance, "grading"), flaky_reruns=grading.flaky_reruns,
             twins=excluded.twins if grading.twin_check else None,
-            pair_box=self._pair_box(prepared.snapshot, pair_box),
+            pair_box=self._pair_box(prepared.snapshot, pair_boxes),
             replicas=replicas(ctx, instance, "grading"),
         )  # fmt: skip
         evaluation = await self.scope.blocking(
@@ -324,14 +326,17 @@ class _InstanceRun:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
 
-    def _pair_box(self, image: Snapshot, ahead: Sandbox | None) -> Fresh:
-        """Where the secret pair runs: the container started with the grading one
-        (``ahead``), else a fresh one from ``image``; removed when done."""
+    def _pair_box(self, image: Snapshot, ahead: list[Sandbox]) -> Fresh:
+        """Where each run of the secret pair happens: a container started with the grading
+        one (``ahead``, in turn), then fresh ones from ``image``; each removed when done."""
+        waiting = list(ahead)
 
         @contextlib.contextmanager
         def box() -> Iterator[Sandbox]:
-            sandbox = ahead or self.ctx.start_sandbox(
-                image, self.instance, "grading", network=False
+            sandbox = (
+                waiting.pop(0)
+                if waiting
+                else self.ctx.start_sandbox(image, self.instance, "grading", network=False)
             )
             try:
                 yield sandbox

@@ -35,6 +35,8 @@ from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
 from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF
 from orchestrator.grading.twins.model import TwinSet
+from orchestrator.grading.wider import WiderBaseline
+from orchestrator.grading.wider.run import run_wider
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -84,6 +86,7 @@ class Excluded:
     writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
     # the effective impossible twins (None: validation is off, no verdict is twin-checked)
     twins: TwinSet | None = None
+    wider: WiderBaseline | None = None  # the gold patch's wider runs (setting wider_tests)
 
 
 async def run_instance(
@@ -189,7 +192,7 @@ class _InstanceRun:
             raise _Failed(Reason.ENVIRONMENT, f"environment validation: {check.message}")
         excluded = Excluded(
             p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
-            twins=check.twin_set() if grading.twin_check else None,
+            twins=check.twin_set() if grading.twin_check else None, wider=check.wider,
         )  # fmt: skip
         return prepared, excluded
 
@@ -313,6 +316,13 @@ class _InstanceRun:
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+        if grading.wider_tests and evaluation.status == Status.RESOLVED:
+            t = time.monotonic()
+            self.result.wider = await self.scope.blocking(
+                run_wider, ctx, instance, prepared.snapshot, recipe_of(prepared), patch,
+                excluded.wider, excluded.writable,
+            )  # fmt: skip
+            self.timings["wider"] = time.monotonic() - t
 
     def _record_evaluation(self, evaluation: Evaluation) -> None:
         result = self.result

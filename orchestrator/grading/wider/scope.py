@@ -9,7 +9,7 @@ The scope of a patch, for each Python module it changes (not a test module itsel
 2. **imports**: every test module that imports the module itself (``import a.b.c``,
    ``from a.b.c import x``, ``from a.b import c``, relative imports resolved);
 3. **imports package**: when neither finds a test module (the tests live outside the
-   package and import it from the top: requests' ``tests/test_requests.py`` does
+   package and import it from the top: requests' test module does
    ``import requests``), the test modules that import its nearest enclosing package that
    any test module imports.
 

@@ -230,14 +230,14 @@ def test_a_patch_resolving_the_task_and_breaking_a_wider_test_is_named(env_setti
     assert wider["regressions"] == [] and wider["differs"] == []
     # the test that cannot reach its server fails with gold both times: left out, counted
     assert wider["compared"] == 3 and wider["left_out"] == 1
-    assert gold_board["resolved_wider_clean_count"] == 1
+    assert gold_board["results"][0]["resolved_wider_clean_count"] == 1
     breaking, board, out = results["breaking"]
     assert breaking["status"] == "resolved"  # the official verdict stands
     [regression] = breaking["wider"]["regressions"]
     assert regression["name"] == "tests/test_calc_more.py::test_floordiv_exact"
     assert regression["gold"] == "PASSED" and regression["patch"] == "FAILED"
     assert "assert 1 == 2" in regression["excerpt"]
-    assert board["resolved_wider_regressions_count"] == 1
+    assert board["results"][0]["resolved_wider_regressions_count"] == 1
     assert "resolved!" in out and "test_floordiv_exact" in out
     # the wider run's own logs: the audit hook watched it as it watches the official run
     instance = tmp_path / "runs" / "breaking" / "instances" / "demo__calc-1"

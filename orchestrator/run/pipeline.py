@@ -36,7 +36,7 @@ from orchestrator.grading.evaluation import Evaluation
 from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF
 from orchestrator.grading.twins.model import TwinSet
 from orchestrator.grading.wider import WiderBaseline
-from orchestrator.grading.wider.run import run_wider
+from orchestrator.grading.wider.run import widen
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -316,11 +316,11 @@ class _InstanceRun:
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
-        if grading.wider_tests and evaluation.status == Status.RESOLVED:
+        if grading.wider_tests and evaluation.status == Status.RESOLVED:  # beside the verdict
             t = time.monotonic()
-            self.result.wider = await self.scope.blocking(
-                run_wider, ctx, instance, prepared.snapshot, recipe_of(prepared), patch,
-                excluded.wider, excluded.writable,
+            await self.scope.blocking(
+                widen, self.result, ctx, instance, prepared.snapshot, recipe_of(prepared), patch,
+                excluded.wider, excluded.writable, (excluded.p2p, excluded.f2p),
             )  # fmt: skip
             self.timings["wider"] = time.monotonic() - t
 

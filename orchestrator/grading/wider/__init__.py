@@ -7,8 +7,9 @@ repository's test modules that exercise what it changed (:mod:`.scope`) run thro
 Their outcomes are compared with the gold patch's two runs of the same modules at validation
 (:class:`WiderBaseline`, :mod:`orchestrator.validation.wider`; :mod:`.compare`): the tests
 that pass with gold and fail with the patch are the regressions beyond the task's tests.
-Evidence the audit hook sees, forged output, a crash or a timeout of the wider run make it
-say why it could not compare; the verdict stays the official one.
+Forged output, a crash or a timeout of the wider run make it say why it could not compare;
+the verdict stays the official one. Evidence the audit hook sees there is evidence of
+grading, as in the official run: every test counts as failing (:func:`tampered`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 from orchestrator.context.successor import Successor
 from orchestrator.diffs.diff import Patch
 from orchestrator.grading import GradingRequest, grade
+from orchestrator.grading.classify import classify, grade_tests
 from orchestrator.grading.evaluation import Evaluation
 from orchestrator.grading.wider.compare import compare, stable_baseline
 from orchestrator.grading.wider.scope import RepoIndex, select_scope
@@ -28,7 +30,10 @@ from orchestrator.models import CaseStatus, Instance, Reason, WiderCheck
 from orchestrator.recipes.recipe import Recipe, directives_of, django_test_label, touched_test_files
 from orchestrator.sandbox import Sandbox
 
-__all__ = ["WiderBaseline", "WiderOptions", "as_directives", "wider_check", "without_baseline"]
+__all__ = [
+    "WiderBaseline", "WiderOptions", "as_directives", "tampered", "wider_check",
+    "without_baseline",
+]  # fmt: skip
 
 
 class WiderBaseline(BaseModel):
@@ -116,6 +121,25 @@ def wider_check(
             "no_baseline": found.no_baseline, "regressions": found.regressions,
             "differs": found.differs,
         }
+    )  # fmt: skip
+
+
+def tampered(
+    instance: Instance, check: WiderCheck, excluded: tuple[list[str], list[str]]
+) -> Evaluation | None:
+    """The verdict when the audit hook saw the patch's code act in the wider run (as in the
+    official run: every expected test counts as failing, reason ``tamper_detected``;
+    ``excluded``: the PASS_TO_PASS and FAIL_TO_PASS tests validation left out); None when
+    it saw nothing."""
+    evidence = check.tamper_evidence
+    if not evidence:
+        return None
+    groups = grade_tests(instance.FAIL_TO_PASS, instance.PASS_TO_PASS, {}, *excluded)
+    message = "the patch's code tampered with the wider run of the repository's tests, "
+    message += "every test counts as failing: " + "; ".join(evidence[:5])
+    return Evaluation(
+        status=classify(groups), reason=Reason.TAMPER_DETECTED, message=message,
+        groups=groups, tamper_evidence=evidence,
     )  # fmt: skip
 
 

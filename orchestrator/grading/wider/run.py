@@ -6,11 +6,33 @@ from __future__ import annotations
 from orchestrator.context.run_context import RunContext
 from orchestrator.context.successor import successor
 from orchestrator.diffs.diff import Patch
-from orchestrator.grading.wider import WiderBaseline, WiderOptions, wider_check, without_baseline
-from orchestrator.models import Instance, WiderCheck
+from orchestrator.grading.wider import (
+    WiderBaseline,
+    WiderOptions,
+    tampered,
+    wider_check,
+    without_baseline,
+)
+from orchestrator.models import Instance, InstanceResult, WiderCheck
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Snapshot
 from sandbox_tools.contract import TEST_USER
+
+
+def widen(
+    result: InstanceResult, ctx: RunContext, instance: Instance, snapshot: Snapshot,
+    recipe: Recipe, patch: Patch, baseline: WiderBaseline | None, writable: list[str],
+    excluded: tuple[list[str], list[str]],
+) -> None:  # fmt: skip
+    """``result`` (a resolved verdict) with its wider check (:func:`run_wider`); when the
+    audit hook saw the patch's code act there, the verdict is ``tamper_detected``
+    (:func:`~orchestrator.grading.wider.tampered`; ``excluded``: the tests validation left
+    out)."""
+    result.wider = run_wider(ctx, instance, snapshot, recipe, patch, baseline, writable)
+    caught = tampered(instance, result.wider, excluded)
+    if caught is not None and caught.groups is not None:
+        result.status, result.reason, result.message = caught.status, caught.reason, caught.message
+        result.tests, result.tamper_evidence = caught.groups, caught.tamper_evidence
 
 
 def run_wider(

@@ -23,6 +23,7 @@ from orchestrator.grading.wider.scope import (
     select_scope,
 )
 from orchestrator.models import CaseStatus, InstanceResult, Status, WiderCheck, WiderTest
+from orchestrator.validation.wider import uncollectable
 
 from .conftest import cli_env, run_cli
 
@@ -243,3 +244,16 @@ def test_a_patch_resolving_the_task_and_breaking_a_wider_test_is_named(env_setti
     instance = tmp_path / "runs" / "breaking" / "instances" / "demo__calc-1"
     assert (instance / "wider" / "test_output.txt").is_file()
     assert (instance / "wider" / "audit.log").is_file()
+
+
+def test_a_module_pytest_cannot_collect_is_named():
+    output = (
+        "collected 1305 items / 1 errors / 1304 selected\n"
+        "==================================== ERRORS ====================================\n"
+        "__________________ ERROR collecting testing/test_junitxml.py ___________________\n"
+        "E   ModuleNotFoundError: No module named 'xmlschema'\n"
+        "_____ ERROR collecting testing/code/test_source.py _____\n"
+        "FAILED testing/test_junitxml.py\n"
+    )
+    assert uncollectable(output) == ["testing/test_junitxml.py", "testing/code/test_source.py"]
+    assert uncollectable("ERROR testing/test_x.py::test_y - boom\n") == []

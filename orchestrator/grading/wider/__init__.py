@@ -40,7 +40,8 @@ class WiderBaseline(BaseModel):
     """The gold patch's wider run at validation, kept with its record: the repository's
     ``index`` (what the scope reads), the gold patch's scope (``files``, ``scope``,
     ``cut``), the outcomes of its two runs (``runs``) and their ``seconds``; ``why_not``:
-    why there is none (no test module in scope, the runs crashed)."""
+    why there is none (no test module in scope, the runs crashed); ``unrunnable``: the
+    modules of the scope that cannot be collected here, left out of every wider run."""
 
     index: RepoIndex = Field(default_factory=RepoIndex)
     files: list[str] = Field(default_factory=list)
@@ -49,6 +50,8 @@ class WiderBaseline(BaseModel):
     runs: list[dict[str, CaseStatus]] = Field(default_factory=list)
     seconds: list[float] = Field(default_factory=list)
     why_not: str = ""
+    # test modules of the scope pytest could not collect with gold: never run
+    unrunnable: list[str] = Field(default_factory=list)
 
 
 class WiderOptions(BaseModel):
@@ -94,7 +97,8 @@ def wider_check(
         patch.paths, baseline.index, exclude=task_test_files(instance),
         max_files=options.max_files,
     )  # fmt: skip
-    files = list(dict.fromkeys([*baseline.files, *own.files]))
+    left_out = set(baseline.unrunnable)
+    files = [f for f in dict.fromkeys([*baseline.files, *own.files]) if f not in left_out]
     scope = {**own.why, **baseline.scope}
     started = time.monotonic()
     request = GradingRequest(

@@ -15,7 +15,7 @@ from orchestrator.grading.wider import (
 )
 from orchestrator.models import Instance, InstanceResult, WiderCheck
 from orchestrator.recipes.recipe import Recipe
-from orchestrator.sandbox import Snapshot
+from orchestrator.sandbox import SandboxError, Snapshot
 from sandbox_tools.contract import TEST_USER
 
 
@@ -28,7 +28,11 @@ def widen(
     audit hook saw the patch's code act there, the verdict is ``tamper_detected``
     (:func:`~orchestrator.grading.wider.tampered`; ``excluded``: the tests validation left
     out)."""
-    result.wider = run_wider(ctx, instance, snapshot, recipe, patch, baseline, writable)
+    try:
+        result.wider = run_wider(ctx, instance, snapshot, recipe, patch, baseline, writable)
+    except SandboxError as exc:  # a second opinion never fails the instance
+        result.wider = WiderCheck(why_not=f"the wider run failed: {exc}"[:500])
+        return
     caught = tampered(instance, result.wider, excluded)
     if caught is not None and caught.groups is not None:
         result.status, result.reason, result.message = caught.status, caught.reason, caught.message

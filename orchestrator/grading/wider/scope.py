@@ -72,7 +72,8 @@ def imports_of(source: str, module: str) -> list[str]:
     found: list[str] = []
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+        # SystemError: CPython 3.11's parser can lose count of its depth on a deep tree
         return _imports_by_lines(source, module)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

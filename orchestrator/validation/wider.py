@@ -1,12 +1,14 @@
 """The wider run's baseline, at validation: the gold patch's scope of the repository's tests
 (:mod:`orchestrator.grading.wider.scope`), run twice with the gold patch in a fresh
-container, in grading's layout (its user and the writable paths validation recorded), with
-validation's options (the gold patch applied and installed as grading applies a patch, its
-code not audited). Kept with the validation record (``Validation.wider``): a re-grade pays
-for it once. A test that does not pass in both runs is left out of the comparison and
-counted there (:mod:`orchestrator.grading.wider.compare`). A test module pytest cannot
-collect with the gold patch (its import fails: a dependency the environment lacks) would stop
-the whole session: it is left out (``unrunnable``) and the rest run again."""
+container, in grading's layout (its user and the writable paths validation recorded), the
+gold patch applied and installed as grading applies a patch, and the audit hook installed as
+in grading (what it costs a test, a deep recursion near the interpreter's limit, gold's runs
+pay too; what it reports of the gold patch's lines is not read). Kept with the validation
+record (``Validation.wider``): a re-grade pays for it once. A test that does not pass in
+both runs is left out of the comparison and counted there
+(:mod:`orchestrator.grading.wider.compare`). A test module pytest cannot collect with the
+gold patch (its import fails: a dependency the environment lacks) would stop the whole
+session: it is left out (``unrunnable``) and the rest run again."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from orchestrator.atomic import atomic_write_text
 from orchestrator.context.run_context import RunContext
 from orchestrator.diffs.diff import Patch
 from orchestrator.grading import GradingRequest, grade
+from orchestrator.grading.audit import audit_config
 from orchestrator.grading.evaluation import SuiteRun, run_tests
 from orchestrator.grading.wider import WiderBaseline, as_directives, task_test_files
 from orchestrator.grading.wider.index import read_index
@@ -24,7 +27,7 @@ from orchestrator.grading.wider.scope import select_scope
 from orchestrator.models import Instance
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox import Sandbox, Snapshot
-from sandbox_tools.contract import TEST_USER
+from sandbox_tools.contract import EVAL_DIR, TEST_USER, TESTBED
 
 RUNS = 2  # gold runs of the wider set: a test must pass in each
 COLLECTION_RETRIES = 3  # runs again after leaving out modules that cannot be collected
@@ -114,7 +117,7 @@ class _GoldRuns:
         request = GradingRequest(
             timeout=self.timeout, fuzz=self.fuzz, test_user=self.user,
             writable=tuple(self.writable), directives=tuple(as_directives(self.instance, files)),
-            audit=False, reinstall_in_place=True,
+            reinstall_in_place=True,
         )  # fmt: skip
         run = grade(self.sandbox, self.instance, self.recipe, self.instance.patch, request).test_run
         self.seconds.append(round(time.monotonic() - started, 3))
@@ -122,9 +125,12 @@ class _GoldRuns:
 
     def _again(self, files: list[str]) -> SuiteRun:
         started = time.monotonic()
+        watched = audit_config(
+            self.sandbox, self.instance, self.recipe, self.instance.patch, TESTBED, EVAL_DIR
+        )
         run = run_tests(
             self.sandbox, self.instance, self.recipe, timeout=self.timeout, test_user=self.user,
-            writable=self.writable, directives=as_directives(self.instance, files),
+            writable=self.writable, directives=as_directives(self.instance, files), audit=watched,
         )  # fmt: skip
         self.seconds.append(round(time.monotonic() - started, 3))
         return run

@@ -257,3 +257,16 @@ def test_a_module_pytest_cannot_collect_is_named():
     )
     assert uncollectable(output) == ["testing/test_junitxml.py", "testing/code/test_source.py"]
     assert uncollectable("ERROR testing/test_x.py::test_y - boom\n") == []
+
+
+def test_a_long_failure_keeps_its_header_and_its_error():
+    frames = "".join(f'  File "x.py", line {n}, in f\n    return f()\n' for n in range(50))
+    section = (
+        "___ sympy/core/tests/test_args.py:test_fourier ___\n" + frames
+        + "RecursionError: maximum recursion depth exceeded\n"
+        + "___ sympy/core/tests/test_args.py:test_other ___\nTraceback\nAssertionError\n"
+    )  # fmt: skip
+    shown = failure_excerpt(section, "test_fourier")
+    assert shown.startswith("___ sympy/core/tests/test_args.py:test_fourier ___")
+    assert shown.endswith("RecursionError: maximum recursion depth exceeded")
+    assert "[...]" in shown and "test_other" not in shown

@@ -21,6 +21,8 @@ from orchestrator.models import CaseStatus, WiderTest
 MISSING = "MISSING"  # a test the run did not report
 EXCERPT_LINES = 12
 EXCERPT_CHARS = 1200
+# where a runner's block of one failure ends: the next block's header, a rule, a summary
+_BLOCK_END = re.compile(r"^([_=]{3,}.*|(FAIL|ERROR): .*)$")
 
 
 @dataclass
@@ -79,18 +81,26 @@ def compare(
 
 
 def failure_excerpt(section: str, name: str) -> str:
-    """The start of ``name``'s failure in the test output: pytest's block under its
-    ``____ name ____`` header, sympy's and django's under the line naming it, else the
-    lines naming it."""
+    """The failure of ``name`` in the test output: pytest's block under its ``____ name ____``
+    header, sympy's and django's under the line naming it (the block's first lines and its
+    last, where the error is), else the lines naming it."""
     short = name.rsplit("::", 1)[-1]
     lines = section.splitlines()
     header = re.compile(r"^[_=]{3,} .*" + re.escape(short.split("[", 1)[0]) + r".* [_=]{3,}$")
     for at, line in enumerate(lines):
         if header.match(line) or (line.startswith(("ERROR: ", "FAIL: ")) and short in line):
-            return _cut("\n".join(lines[at : at + EXCERPT_LINES]))
+            end = next(
+                (i for i in range(at + 2, len(lines)) if _BLOCK_END.match(lines[i])), len(lines)
+            )
+            block = lines[at:end]
+            if len(block) > EXCERPT_LINES:
+                block = [*block[:2], "[...]", *block[-(EXCERPT_LINES - 3) :]]
+            return _cut("\n".join(block))
     named = [line for line in lines if short in line and not line.rstrip().endswith(" ok")]
     return _cut("\n".join(named[:EXCERPT_LINES]))
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + " [...]"
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    return text[: EXCERPT_CHARS // 3] + " [...] " + text[-(EXCERPT_CHARS * 2 // 3) :]

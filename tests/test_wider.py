@@ -8,7 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from orchestrator.context.run_dir import RunDir
+from orchestrator.frontends.report.html import write_html
+from orchestrator.frontends.report.text import render_text
+from orchestrator.frontends.viewer.instance_page import render_instance
+from orchestrator.grading.classify import aggregate
 from orchestrator.grading.wider.compare import (
     MISSING,
     compare,
@@ -270,3 +276,79 @@ def test_a_long_failure_keeps_its_header_and_its_error():
     assert shown.startswith("___ sympy/core/tests/test_args.py:test_fourier ___")
     assert shown.endswith("RecursionError: maximum recursion depth exceeded")
     assert "[...]" in shown and "test_other" not in shown
+
+
+def _wider_run(tmp_path: Path) -> RunDir:
+    run = RunDir(tmp_path / "run")
+    regression = WiderTest(
+        name="tests/test_calc_more.py::test_floordiv_exact", gold="PASSED", patch="FAILED",
+        excerpt="____ test_floordiv_exact ____\nE       assert 1 == 2",
+    )  # fmt: skip
+    run.write_result(
+        InstanceResult(
+            instance_id="demo__calc-1",
+            repo="demo/calc",
+            status=Status.RESOLVED,
+            wider=WiderCheck(
+                ran=True,
+                files=["tests/test_calc_more.py"],
+                compared=3,
+                regressions=[regression],
+                differs=[regression],
+            ),
+        )  # fmt: skip
+    )
+    run.write_result(
+        InstanceResult(
+            instance_id="demo__textkit-1",
+            repo="demo/textkit",
+            status=Status.RESOLVED,
+            wider=WiderCheck(ran=True, files=["tests/test_more.py"], compared=2),
+        )  # fmt: skip
+    )
+    run.write_result(
+        InstanceResult(
+            instance_id="demo__units-1",
+            repo="demo/units",
+            status=Status.RESOLVED,
+            wider=WiderCheck(why_not="no gold baseline: no test module beyond the task's"),
+        )  # fmt: skip
+    )
+    return run
+
+
+def test_the_reports_name_the_regressions_beyond_the_task_s_tests(tmp_path):
+    run = _wider_run(tmp_path)
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_text(run))
+    text = console.export_text()
+    assert "of 3 resolved verdict(s), 1 clean beyond the task's tests, 1 with regressions" in text
+    assert "1 not compared; 1: no gold baseline" in text
+    table = text[text.index("Regressions beyond the task's tests") :]
+    assert "demo__calc-1" in table and "test_floordiv_exact" in table
+    assert "assert 1 == 2" in table and "demo__textkit-1" not in table
+    html = Path(write_html(run)).read_text()
+    assert "<ul id=wider-regressions>" in html and "test_floordiv_exact" in html
+    assert 'class="marks" title="the repository' in html
+    row = aggregate([InstanceResult.model_validate_json(p.read_text()) for p in
+                     sorted((run.path / "instances").glob("*/result.json"))])  # fmt: skip
+    assert (row.resolved_wider_clean_count, row.resolved_wider_regressions_count) == (1, 1)
+    assert row.resolved_wider_not_run_count == 1 and row.resolved_count == 3
+
+
+def test_the_viewer_gives_the_wider_run_a_section_of_its_own(tmp_path):
+    run = _wider_run(tmp_path)
+    calc = InstanceResult.model_validate_json(
+        (run.path / "instances" / "demo__calc-1" / "result.json").read_text()
+    )
+    page = render_instance(calc, run.path / "instances" / "demo__calc-1")
+    section = page[page.index('<h2 id="wider">') :]
+    assert "1 test module(s)" in section and "1 regression(s)" in section
+    assert "Pass with gold, fail with this patch: 1" in section
+    assert "assert 1 == 2" in section
+    units = InstanceResult(instance_id="u", status=Status.RESOLVED,
+                           wider=WiderCheck(why_not="no gold baseline: x"))  # fmt: skip
+    assert "not compared: no gold baseline: x" in render_instance(units, tmp_path)
+    assert 'id="wider"' not in render_instance(
+        InstanceResult(instance_id="v", status=Status.RESOLVED), tmp_path
+    )

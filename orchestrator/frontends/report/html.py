@@ -287,8 +287,7 @@ def render_html(
                 else ""
             ),
             _twin_note(row, results),
-            f'<p class="muted" id=wider>{esc(wider_line(row, results))}</p>'
-            * bool(wider_line(row, results)),
+            _wider_note(row, results),
             comparison_html(comparison, local) if comparison else "",
             _config_html(config),
             "<h2>Leaderboard row</h2>",

@@ -284,36 +284,19 @@ def _wider_run(tmp_path: Path) -> RunDir:
         name="tests/test_calc_more.py::test_floordiv_exact", gold="PASSED", patch="FAILED",
         excerpt="____ test_floordiv_exact ____\nE       assert 1 == 2",
     )  # fmt: skip
-    run.write_result(
-        InstanceResult(
-            instance_id="demo__calc-1",
-            repo="demo/calc",
-            status=Status.RESOLVED,
-            wider=WiderCheck(
-                ran=True,
-                files=["tests/test_calc_more.py"],
-                compared=3,
-                regressions=[regression],
-                differs=[regression],
-            ),
-        )  # fmt: skip
-    )
-    run.write_result(
-        InstanceResult(
-            instance_id="demo__textkit-1",
-            repo="demo/textkit",
-            status=Status.RESOLVED,
-            wider=WiderCheck(ran=True, files=["tests/test_more.py"], compared=2),
-        )  # fmt: skip
-    )
-    run.write_result(
-        InstanceResult(
-            instance_id="demo__units-1",
-            repo="demo/units",
-            status=Status.RESOLVED,
-            wider=WiderCheck(why_not="no gold baseline: no test module beyond the task's"),
-        )  # fmt: skip
-    )
+    checks = {
+        "demo__calc-1": WiderCheck(
+            ran=True, files=["tests/test_calc_more.py"], compared=3, regressions=[regression],
+            differs=[regression],
+        ),
+        "demo__textkit-1": WiderCheck(ran=True, files=["tests/test_more.py"], compared=2),
+        "demo__units-1": WiderCheck(why_not="no gold baseline: no test module beyond the task's"),
+    }  # fmt: skip
+    for instance_id, check in checks.items():
+        repo = "demo/" + instance_id.split("__")[1].split("-")[0]
+        run.write_result(
+            InstanceResult(instance_id=instance_id, repo=repo, status=Status.RESOLVED, wider=check)
+        )
     return run
 
 

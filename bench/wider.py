@@ -131,8 +131,8 @@ def print_report(figures: dict[str, Any]) -> None:
         share = f"{r['share']:.1%}" if r["share"] is not None else "–"
         why = ", ".join(f"{n} {w}" for w, n in r["not_compared"].items()) or "0"
         print(f"| {repo} | {r['resolved']} | {r['compared']} | {r['clean']} | {r['regressed']} | "
-              f"{share} | {why} | {r['median_wider_s']} | {r['median_tests_s']} | "
-              f"{r['median_ratio']} | {r['baseline_s']} |")  # fmt: skip
+              f"{share} | {why} | {_shown(r['median_wider_s'])} | {_shown(r['median_tests_s'])} | "
+              f"{_shown(r['median_ratio'])} | {r['baseline_s']} |")  # fmt: skip
     share = figures["share"]
     shown = f"{share:.1%}" if share is not None else "–"
     print(f"\nall: {figures['regressed']} of {figures['compared']} compared resolved verdicts "
@@ -142,6 +142,10 @@ def print_report(figures: dict[str, Any]) -> None:
         for reg in r["regressions"]:
             print(f"- {reg['run']} {reg['instance']}: {reg['test']} ({reg['patch']}) "
                   f"{reg['last_line']}")  # fmt: skip
+
+
+def _shown(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}"
 
 
 def _smoke() -> None:

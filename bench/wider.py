@@ -69,7 +69,8 @@ def report(
     """The figures, per repository and overall."""
     repos: dict[str, dict[str, Any]] = defaultdict(
         lambda: {"resolved": 0, "compared": 0, "clean": 0, "regressed": 0, "not_compared": {},
-                 "regressions": [], "wider_s": [], "tests_s": [], "ratio": [], "baseline_s": {}}
+                 "regressions": [], "wider_s": [], "tests_s": [], "ratio": [], "baseline_s": {},
+                 "instances": []}
     )  # fmt: skip
     for run, result in results:
         if result.status != Status.RESOLVED or result.wider is None:
@@ -90,11 +91,16 @@ def report(
             for t in wider.regressions
         ]  # fmt: skip
         tests = result.timings.get("tests")
+        seconds = _baseline_of(result.instance_id, baselines)
+        row["instances"].append(
+            {"run": run, "instance": result.instance_id, "official_s": tests,
+             "wider_s": wider.seconds, "modules": len(wider.files), "compared": wider.compared,
+             "left_out": wider.left_out, "baseline_s": seconds}
+        )  # fmt: skip
         row["wider_s"].append(wider.seconds)
         if tests:
             row["tests_s"].append(tests)
             row["ratio"].append(wider.seconds / tests)
-        seconds = _baseline_of(result.instance_id, baselines)
         if seconds is not None:
             row["baseline_s"][result.instance_id] = seconds
     for row in repos.values():
@@ -138,10 +144,23 @@ def print_report(figures: dict[str, Any]) -> None:
     print(f"\nall: {figures['regressed']} of {figures['compared']} compared resolved verdicts "
           f"({figures['resolved']} resolved) with regressions beyond the task's tests: {shown} "
           f"(PatchDiff: {figures['patchdiff_share']:.1%})")  # fmt: skip
+    print("\n| run | instance | official s | wider s | ratio | modules | compared | left out "
+          "| baseline s |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    for r in figures["repos"].values():
+        for one in r["instances"]:
+            official, baseline = one["official_s"], one["baseline_s"]
+            ratio = f"{one['wider_s'] / official:.1f}" if official else "–"
+            print(f"| {one['run']} | {one['instance']} | {_whole(official)} | "
+                  f"{_whole(one['wider_s'])} | {ratio} | {one['modules']} | {one['compared']} | "
+                  f"{one['left_out']} | {_whole(baseline)} |")  # fmt: skip
     for r in figures["repos"].values():
         for reg in r["regressions"]:
             print(f"- {reg['run']} {reg['instance']}: {reg['test']} ({reg['patch']}) "
                   f"{reg['last_line']}")  # fmt: skip
+
+
+def _whole(value: float | None) -> str:
+    return "–" if value is None else str(round(value))
 
 
 def _shown(value: float | None) -> str:

@@ -199,6 +199,9 @@ class InstanceResult(BaseModel):
     flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
     # whether the verdict was checked with impossible twins (None: grading did not get there)
     twin_check: TwinCheck | None = None
+    # the repository's wider tests beside a resolved verdict (None: not asked for, or the
+    # verdict is not resolved); the status stays the official one
+    wider: WiderCheck | None = None
 
     @property
     def reduced_tests(self) -> int:
@@ -209,10 +212,14 @@ class InstanceResult(BaseModel):
     @property
     def verdict(self) -> str:
         """The status with its marks: ``*`` graded on a reduced test set, ``~`` a test that
-        decided it against the patch changed its outcome when re-run (``flaky_tests``)."""
+        decided it against the patch changed its outcome when re-run (``flaky_tests``),
+        ``!`` the repository's wider tests that pass with the gold patch fail with this one
+        (``wider``)."""
         if self.status == Status.ERROR:
             return self.status.value
-        return self.status.value + "*" * bool(self.reduced_tests) + "~" * bool(self.flaky_tests)
+        wider = self.wider is not None and bool(self.wider.regressions)
+        marks = "*" * bool(self.reduced_tests) + "~" * bool(self.flaky_tests) + "!" * wider
+        return self.status.value + marks
 
     @property
     def fail_to_pass_fraction(self) -> float:
@@ -231,3 +238,50 @@ class InstanceResult(BaseModel):
         t = self.tests
         total = len(t.pass_to_pass_passed) + len(t.pass_to_pass_failed)
         return 1.0 if total == 0 else len(t.pass_to_pass_passed) / total
+
+
+class WiderTest(BaseModel):
+    """One test of the wider run whose outcome with the patch differs from the gold patch's
+    (both gold runs agreed): its name, the outcomes (``gold``, ``patch``; ``MISSING``: not
+    reported) and the start of its failure in the patch's run."""
+
+    name: str
+    gold: str
+    patch: str
+    excerpt: str = ""
+
+
+class WiderCheck(BaseModel):
+    """The second opinion beside a ``resolved`` verdict (never in place of it): the
+    repository's own tests that exercise what the patch changed, run after the official run
+    in a fresh container and compared with the gold patch's two runs at validation
+    (:mod:`orchestrator.grading.wider`).
+
+    ``ran``: the wider set ran and could be compared; else ``why_not`` says why. ``files``:
+    the test modules run (``scope``: why each, e.g. ``package``, ``imports``); ``cut``: test
+    modules the scope chose and the cap left out. ``compared``: tests that passed or failed
+    the same way in both gold runs and are not the task's own; ``left_out``: tests of the
+    wider set that did not pass both times with gold (failing, flaky, needing the network).
+    ``regressions``: passed with gold, fail with the patch (beyond the task's tests);
+    ``differs``: every test whose outcome differs from gold's, either direction (the
+    regressions too); ``no_baseline``: tests run that gold never ran (test modules of the
+    patch's scope beyond the gold patch's). ``seconds``: the wider run's time;
+    ``tamper_evidence``: what the audit hook saw in the wider run (then nothing is compared)."""
+
+    ran: bool = False
+    why_not: str = ""
+    files: list[str] = Field(default_factory=list)
+    scope: dict[str, str] = Field(default_factory=dict)
+    cut: int = 0
+    compared: int = 0
+    left_out: int = 0
+    no_baseline: int = 0
+    regressions: list[WiderTest] = Field(default_factory=list)
+    differs: list[WiderTest] = Field(default_factory=list)
+    tamper_evidence: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        """Ran, and no test that passed with gold fails with the patch."""
+        return self.ran and not self.regressions

@@ -116,6 +116,7 @@ def test_every_known_key_is_accepted() -> None:
         "participant_timeout": 1,
         "max_tool_calls": 1,
         "validate": True,
+        "wider_tests": True,
     }
     assert set(values) == set(CONFIG_KEYS)
     for key, value in values.items():
@@ -123,6 +124,12 @@ def test_every_known_key_is_accepted() -> None:
         if key == "shard_index":
             config["num_shards"] = 1
         assert parse_request(_request(config)).ignored == []
+
+
+def test_a_request_turns_the_wider_run_on() -> None:
+    request = parse_request(_request({"wider_tests": True}))
+    assert request.to_settings_overrides() == {"wider_tests": True}
+    assert Settings(**request.to_settings_overrides()).grading.wider_tests is True
 
 
 def test_ids_as_comma_string() -> None:

@@ -2164,6 +2164,35 @@ def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
     assert len(hosts[0]) == len(hosts[1]) == 1 and hosts[0] != hosts[1], hosts
 
 
+# a fix that acts only on an input the task's tests never give (an exact division): the
+# official run sees nothing, the wider run of the repository's other tests does
+WIDER_ONLY = (
+    Path(__file__).parent / "fixtures" / "patches" / "calc_acts_on_exact_division.diff"
+).read_text()
+
+GROUPS["wider_only"] = {
+    "plans": {CALC: Plan(answer_patch=WIDER_ONLY)},
+    "settings": {**VALIDATED, "wider_tests": True},
+}
+
+CASES += [
+    Case(
+        "acts only where the repository's wider tests look",
+        "wider_only",
+        Status.REGRESSION,
+        Reason.TAMPER_DETECTED,
+        lambda run: _caught_in_wider_run(run.results[CALC]),
+    ),
+]
+
+
+def _caught_in_wider_run(result: InstanceResult) -> None:
+    wider = result.wider
+    assert wider is not None and not wider.ran and wider.why_not.startswith("tamper_detected")
+    assert wider.tamper_evidence and result.tamper_evidence == wider.tamper_evidence
+    assert any("calc/__init__.py" in note for note in wider.tamper_evidence), wider
+
+
 def _unproven_twice(result: InstanceResult) -> None:
     check = result.twin_check
     assert check is not None and check.checked and check.pairs == 2, check

@@ -75,6 +75,15 @@ CALC = SyntheticRepo(
             + "def test_floordiv_positive():\n    assert floordiv(7, 2) == 3\n\n\n"
             + _SERVICE_TEST
         ),
+        # the repository's other tests of calc, beyond the task's (the wider run's)
+        "tests/test_calc_more.py": (
+            "import urllib.request\n\nfrom calc import add, floordiv, mul\n\n\n"
+            "def test_mul_by_zero():\n    assert mul(0, 4) == 0\n\n\n"
+            "def test_floordiv_exact():\n    assert floordiv(6, 3) == 2\n\n\n"
+            "def test_add_negative():\n    assert add(-2, -3) == -5\n\n\n"
+            "def test_needs_a_server():\n"
+            '    urllib.request.urlopen("http://127.0.0.1:9/", timeout=5)\n'
+        ),
     },
     base_files={"README.md": "calc: tiny arithmetic helpers.\n"},
     fix_src={

@@ -227,6 +227,12 @@ class LeaderboardRow(BaseModel):
     # of its verdicts here is to be trusted (the instances: ``twin_passed_instances``)
     gaming_proven: bool = False
     twin_passed_instances: list[str] = Field(default_factory=list)
+    # resolved verdicts whose wider run (the repository's other tests against the gold patch's
+    # runs, ``wider``) ran: clean, or with regressions beyond the task's tests; and those
+    # whose wider run could not run or compare (``wider.why_not``)
+    resolved_wider_clean_count: int = 0
+    resolved_wider_regressions_count: int = 0
+    resolved_wider_not_run_count: int = 0
 
 
 def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
@@ -255,6 +261,10 @@ def aggregate(results: list[InstanceResult]) -> LeaderboardRow:
     proven = [r.instance_id for r in results if r.reason == Reason.TWIN_PASSED]
     fields["twin_passed_count"] = len(proven)
     fields["twin_unproven_count"] = sum(r.reason == Reason.TWIN_UNPROVEN for r in results)
+    wider = [r.wider for r in results if r.status == Status.RESOLVED and r.wider is not None]
+    fields["resolved_wider_clean_count"] = sum(w.clean for w in wider)
+    fields["resolved_wider_regressions_count"] = sum(bool(w.regressions) for w in wider)
+    fields["resolved_wider_not_run_count"] = sum(not w.ran for w in wider)
     return LeaderboardRow.model_validate(
         {**fields, "gaming_proven": bool(proven), "twin_passed_instances": proven}
     )

@@ -160,7 +160,7 @@ def directives_of(instance: Instance) -> list[str]:
     ]
     files = list(dict.fromkeys(files))
     if instance.repo == "django/django":
-        return [_django_label(f) for f in files]
+        return [django_test_label(f) for f in files]
     return files
 
 
@@ -173,7 +173,8 @@ def suite_command(
     return " ".join([recipe.test_cmd, *(shlex.quote(d) for d in chosen)])
 
 
-def _django_label(path: str) -> str:
+def django_test_label(path: str) -> str:
+    """django's runner label of a test file (``tests/a/b.py`` -> ``a.b``)."""
     path = path.removesuffix(".py")
     path = path.removeprefix("tests/")
     return path.replace("/", ".")

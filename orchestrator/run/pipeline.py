@@ -36,6 +36,8 @@ from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
 from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF
 from orchestrator.grading.twins.model import TwinSet
+from orchestrator.grading.wider import WiderBaseline
+from orchestrator.grading.wider.run import widen
 from orchestrator.housekeeping.kept import keep_stopped, room_to_keep
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant import dispatch
@@ -85,6 +87,7 @@ class Excluded:
     writable: list[str] = field(default_factory=list)  # where the gold run's tests wrote
     # the effective impossible twins (None: validation is off, no verdict is twin-checked)
     twins: TwinSet | None = None
+    wider: WiderBaseline | None = None  # the gold patch's wider runs (setting wider_tests)
 
 
 async def run_instance(
@@ -194,7 +197,7 @@ class _InstanceRun:
         self.twins_wanted = grading.twin_check and bool(check.twins)
         excluded = Excluded(
             p2p=check.excluded_p2p, f2p=check.excluded_f2p, writable=check.writable,
-            twins=check.twin_set() if grading.twin_check else None,
+            twins=check.twin_set() if grading.twin_check else None, wider=check.wider,
         )  # fmt: skip
         return prepared, excluded
 
@@ -325,6 +328,13 @@ class _InstanceRun:
         if evaluation.test_run is not None:
             self.timings["tests"] = evaluation.test_run.duration
         self._record_evaluation(evaluation)
+        if grading.wider_tests and evaluation.status == Status.RESOLVED:  # beside the verdict
+            t = time.monotonic()
+            await self.scope.blocking(
+                widen, self.result, ctx, instance, prepared.snapshot, recipe_of(prepared), patch,
+                excluded.wider, excluded.writable, (excluded.p2p, excluded.f2p),
+            )  # fmt: skip
+            self.timings["wider"] = time.monotonic() - t
 
     def _pair_box(self, image: Snapshot, ahead: list[Sandbox]) -> Fresh:
         """Where each run of the secret pair happens: a container started with the grading

@@ -32,6 +32,21 @@ class GradingConfig(ComponentConfig):
         "(validation keeps the twins the gold patch fails; grading runs them in a fresh "
         "container, and a twin that passes counts its test as failing: twin_passed).",
     )
+    wider_tests: bool = Field(
+        False,
+        description="Beside each resolved verdict, run the repository's tests that exercise "
+        "what the patch changed (the test modules of its modules' packages and those that "
+        "import them) in a fresh container, against the gold patch's two runs of them at "
+        "validation: the regressions beyond the task's tests are reported, the verdict stays "
+        "the official one.",
+    )
+    wider_max_files: int = Field(
+        40,
+        ge=1,
+        le=10_000,
+        description="Test modules at most in one wider run (the scope's nearest first; "
+        "the number left out is reported).",
+    )
     grade_in_participant_container: bool = Field(
         False,
         description="Grade in the participant's container instead of a fresh one "

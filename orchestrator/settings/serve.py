@@ -15,7 +15,7 @@ from orchestrator.settings.housekeeping import KeepPolicy
 # the operator turned off); see orchestrator.frontends.server.request_policy
 REQUESTER_OVERRIDES = (
     "setup_strategy", "instance_timeout", "tool_timeout", "test_timeout", "participant_timeout",
-    "max_tool_calls", "validate",
+    "max_tool_calls", "validate", "wider_tests",
 )  # fmt: skip
 
 

@@ -73,12 +73,14 @@ from orchestrator.grading.evaluation import Evaluation, SuiteRun
 from orchestrator.grading.log_parsers import match_expected
 from orchestrator.grading.network_tests import network_failures
 from orchestrator.grading.twins.model import Twin, TwinSet
+from orchestrator.grading.wider import WiderBaseline
 from orchestrator.models import CaseGroups, CaseStatus, Instance, Reason
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import runner_kind, selected_directives
 from orchestrator.sandbox import Sandbox, Snapshot
 from orchestrator.validation.run_selection import rerun_names
 from orchestrator.validation.twins import RUNS, effective_twins, read_test_files
+from orchestrator.validation.wider import wider_baseline
 from sandbox_tools.contract import TEST_USER
 
 # crashes at the base that the bug cannot explain (evaluation.run_tests, detect_test_crash):
@@ -114,6 +116,8 @@ class Validation(BaseModel):
     twins_selected: bool = True
     twin_files: dict[str, str] = Field(default_factory=dict)
     twin_base_files: dict[str, str | None] = Field(default_factory=dict)
+    # the gold patch's wider runs (setting wider_tests; .wider), made once and kept here
+    wider: WiderBaseline | None = None
 
     def twin_set(self) -> TwinSet:
         """What grading needs of the twins."""
@@ -149,7 +153,9 @@ def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Re
     cache = _cache_path(ctx, snapshot.name)
     cached = cached_validation(cache)
     if cached is not None:
-        return cached.model_copy(update={"cached": True})
+        return _widened(ctx, instance, snapshot, recipe, cached, cache).model_copy(
+            update={"cached": True}
+        )
     started = time.monotonic()
     runs = _Runs(ctx, instance, snapshot, recipe)
     with ThreadPoolExecutor(1, thread_name_prefix="twin-box") as pool:
@@ -170,6 +176,26 @@ def validate(ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Re
     cache.parent.mkdir(parents=True, exist_ok=True)
     if result.ok:
         atomic_write_text(cache, result.model_dump_json())
+    return _widened(ctx, instance, snapshot, recipe, result, cache)
+
+
+def _widened(
+    ctx: RunContext, instance: Instance, snapshot: Snapshot, recipe: Recipe,
+    result: Validation, cache: Path,
+) -> Validation:  # fmt: skip
+    """``result`` with the gold patch's wider runs (setting ``wider_tests``; made once, then
+    kept in the cached record)."""
+    if not ctx.settings.grading.wider_tests or not result.ok or result.wider is not None:
+        return result
+    started = time.monotonic()
+    try:
+        baseline = wider_baseline(ctx, instance, snapshot, recipe, result.writable)
+    except Exception as exc:  # noqa: BLE001 - a second opinion never fails the instance
+        why = f"the gold baseline could not be made: {exc}"[:500]
+        return result.model_copy(update={"wider": WiderBaseline(why_not=why)})  # not kept
+    timings = {**result.timings, "wider": round(time.monotonic() - started, 1)}
+    result = result.model_copy(update={"wider": baseline, "timings": timings})
+    atomic_write_text(cache, result.model_dump_json())
     return result
 
 

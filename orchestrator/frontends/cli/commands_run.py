@@ -32,6 +32,14 @@ TestTimeout = Annotated[
 NoValidate = Annotated[
     bool, typer.Option("--no-validate", help="Skip the environment check with the gold patch.")
 ]
+Wider = Annotated[
+    bool,
+    typer.Option(
+        "--wider",
+        help="Beside each resolved verdict, run the repository's tests beyond the task's "
+        "against the gold patch's (setting wider_tests).",
+    ),
+]
 Output = Annotated[Path | None, typer.Option(help="Run directory (default: <runs_dir>/<run id>).")]
 ParticipantId = Annotated[
     str | None, typer.Option(help="Id in results.json (default: from --participant).")
@@ -58,6 +66,7 @@ def run_cmd(
     instance_timeout: InstanceTimeout = None, test_timeout: TestTimeout = None,
     no_validate: NoValidate = False, output: Output = None, participant_id: ParticipantId = None,
     resume: Resume = None, ray: RayAddress = None, predictions: PredictionsFile = None,
+    wider: Wider = False,
 ) -> None:  # fmt: skip
     """Evaluate a participant on a selection of instances (batch job).
 
@@ -71,7 +80,7 @@ def run_cmd(
     overrides: dict[str, object] = {
         "dataset": dataset, "setup_strategy": strategy, "instance_timeout": instance_timeout,
         "test_timeout": test_timeout, "validate_env": False if no_validate else None,
-        "ray_address": ray,
+        "ray_address": ray, "wider_tests": True if wider else None,
     }  # fmt: skip
     if predictions is not None and participant is not None:
         raise UserError(

@@ -33,6 +33,7 @@ RESUME_PINNED = (
     "cpus", "memory", "pids_limit", "disk_limit", "max_tool_calls", "tool_timeout",
     "instance_timeout", "participant_timeout", "max_reply_bytes", "patch_fuzz", "test_timeout",
     "flaky_reruns", "unprivileged_tests", "grade_in_participant_container", "docker_policy",
+    "wider_tests", "wider_max_files",
 )  # fmt: skip
 
 

@@ -41,6 +41,7 @@ from orchestrator.frontends.report.text import (
     twin_line,
     twin_rows,
 )
+from orchestrator.frontends.report.wider import wider_line, wider_rows
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.models import InstanceResult, Reason, Status
 
@@ -125,6 +126,9 @@ def _marks(result: InstanceResult) -> str:
         for part in (
             "graded on a reduced test set" if "*" in marks else "",
             f"flaky deciding test(s): {flaky}" if flaky else "",
+            "the repository's wider tests that pass with gold fail with this patch"
+            if "!" in marks
+            else "",
         )
         if part
     )
@@ -258,6 +262,7 @@ def render_html(
                 else ""
             ),
             _twin_note(row, results),
+            _wider_note(row, results),
             comparison_html(comparison, local) if comparison else "",
             _config_html(config),
             "<h2>Leaderboard row</h2>",
@@ -274,6 +279,11 @@ def render_html(
                 "twin-passed",
                 twin_rows(results),
             ),  # fmt: skip
+            *_linked_list(
+                "Regressions beyond the task's tests (resolved!: the verdict stands)",
+                "wider-regressions",
+                wider_rows(results),
+            ),
             "<h2>Repositories</h2>",
             _repositories_html(results),
             "<h2>Instances</h2>",
@@ -341,6 +351,12 @@ def _twin_note(row: LeaderboardRow, results: list[InstanceResult]) -> str:
     """The footnote on the verdicts checked with impossible twins (nothing if none needed)."""
     line = twin_line(row, results)
     return f'<p class="muted" id=twins>{esc(line.plain)}</p>' if line is not None else ""
+
+
+def _wider_note(row: LeaderboardRow, results: list[InstanceResult]) -> str:
+    """The footnote on the wider runs (nothing if none was asked for)."""
+    line = wider_line(row, results)
+    return f'<p class="muted" id=wider>{esc(line)}</p>' if line else ""
 
 
 def _caveats_html(results: list[InstanceResult]) -> list[str]:

@@ -31,6 +31,7 @@ from orchestrator.frontends.report.explain import (
     not_resolved,
     run_header,
 )
+from orchestrator.frontends.report.wider import wider_line, wider_rows
 from orchestrator.grading.classify import LeaderboardRow, aggregate
 from orchestrator.grading.twins.check import NO_F2P_PASSED, describe
 from orchestrator.models import InstanceResult, Reason, Status
@@ -162,6 +163,8 @@ def render_text(run_dir: RunDir | str | os.PathLike[str], slowest: int = 10) -> 
     for footnote in (reduced_line(row), flaky_line(row), twin_line(row, results)):
         if footnote is not None:
             parts.append(footnote)
+    if wider_line(row, results):
+        parts.append(Text(wider_line(row, results), style="yellow"))
     causes = triage(results)
     if causes:
         parts.append(_triage_table("Errors by cause", causes))
@@ -205,6 +208,14 @@ def _evidence(results: list[InstanceResult]) -> list[RenderableType]:
     if compiled:
         title = "Compiled modules the patch's build made (no audit event sees their code)"
         parts.append(_rows(title, ("instance", "modules"), compiled, fold=True))
+    regressed = wider_rows(results)
+    if regressed:
+        title = "Regressions beyond the task's tests (resolved!: the verdict stands)"
+        parts.append(
+            _rows(
+                title, ("instance", "passes with gold, fails with the patch"), regressed, fold=True
+            )
+        )
     return parts
 
 

@@ -159,6 +159,11 @@ class AssessmentConfig(BaseModel):
     validate_env: bool | None = Field(
         None, alias="validate", description="Validate each instance's environment first."
     )
+    wider_tests: bool | None = Field(
+        None,
+        description="Beside each resolved verdict, run the repository's tests beyond the "
+        "task's against the gold patch's (regressions reported; the verdict stays).",
+    )
 
     @field_validator("instance_ids", mode="before")
     @classmethod
@@ -211,6 +216,7 @@ SETTINGS_KEYS = {
     "participant_timeout": "participant_timeout",
     "max_tool_calls": "max_tool_calls",
     "validate_env": "validate_env",
+    "wider_tests": "wider_tests",
 }
 
 

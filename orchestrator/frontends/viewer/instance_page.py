@@ -14,6 +14,7 @@ from orchestrator.frontends.report.explain import tests_measured
 from orchestrator.frontends.viewer.excerpts import excerpt
 from orchestrator.frontends.viewer.fixes import fix_for
 from orchestrator.frontends.viewer.parts import esc, page, raw_href, sentence, status_badge
+from orchestrator.frontends.viewer.wider_section import wider_section
 from orchestrator.grading.twins.check import describe
 from orchestrator.models import InstanceResult, Status
 
@@ -38,6 +39,7 @@ def render_instance(result: InstanceResult, instance_dir: Path) -> str:
         *_flags(result),
         _raw_links(iid, instance_dir),
         *_tests(result, instance_dir),
+        *wider_section(result),
         *_left_out(result, instance_dir),
         *_patch(result, instance_dir),
         *_timings(result),

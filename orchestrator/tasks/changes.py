@@ -104,18 +104,14 @@ def change_diff(mirror: Path, base: str, commit: str) -> str:
 def split_diff(diff: str) -> tuple[str, str]:
     """A diff's non-test part (the gold patch) and its test part (the test patch)."""
     starts = [m.start() for m in _DIFF_START.finditer(diff)] + [len(diff)]
-    code, tests = [], []
+    code: list[str] = []
+    tests: list[str] = []
     for start, end in zip(starts, starts[1:], strict=False):
         chunk = diff[start:end]
         match = _DIFF_START.match(chunk)
         assert match is not None
         (tests if is_test_path(match.group(2)) else code).append(chunk)
     return "".join(code), "".join(tests)
-
-
-def diff_paths(diff: str) -> list[str]:
-    """The paths a diff changes (the new name of each file)."""
-    return [m.group(2) for m in _DIFF_START.finditer(diff)]
 
 
 def added_lines(diff: str) -> list[str]:

@@ -31,6 +31,7 @@ from orchestrator.frontends.cli.commands_participant import claude, empty, gold,
 from orchestrator.frontends.cli.commands_report import report_cmd
 from orchestrator.frontends.cli.commands_run import demo_cmd, run_cmd
 from orchestrator.frontends.cli.commands_serve import serve_command
+from orchestrator.frontends.cli.commands_tasks import tasks_collect, tasks_validate
 from orchestrator.frontends.cli.commands_validate import validate_cmd, validation_report_cmd
 from orchestrator.frontends.cli.common import err_console
 from orchestrator.log import configure_logging
@@ -64,6 +65,10 @@ GROUPS: dict[str, tuple[str, dict[str, Command]]] = {
         {"ls": sandbox_ls, "check": sandbox_check},
     ),
     "instances": ("Benchmark instances.", {"ls": instances_ls}),
+    "tasks": (
+        "New tasks from a repository's history.",
+        {"collect": tasks_collect, "validate": tasks_validate},
+    ),
     "envs": (
         "The environment image cache.",
         {"ls": envs_ls, "plan": envs_plan, "prune": envs_prune},

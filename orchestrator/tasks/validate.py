@@ -58,7 +58,7 @@ class TaskRecord(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
 
 
-def tests_of(
+def found_tests(
     before: dict[str, CaseStatus], after: dict[str, CaseStatus]
 ) -> tuple[list[str], list[str]]:
     """FAIL_TO_PASS (not passing before, passing after) and PASS_TO_PASS (passing both
@@ -120,7 +120,7 @@ def discover(ctx: RunContext, candidate: Candidate, record: TaskRecord) -> Insta
     if after.crash:
         record.reason = f"tests do not run with the gold patch: {after.crash}"
         return None
-    f2p, p2p = tests_of(before.outcomes, after.outcomes)
+    f2p, p2p = found_tests(before.outcomes, after.outcomes)
     if not f2p:
         record.reason = "no test fails before the fix and passes after it"
         return None

@@ -27,6 +27,7 @@ from tests.test_infer import git, make_repo
 
 CODE = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    total = a + b  # the sum, not the difference\n    return total\n"
+NEG_TEST = "from widget import neg\n\ndef test_neg():\n    assert neg(1) == -1\n"
 TEST = "from widget import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
 
 
@@ -49,7 +50,8 @@ def _history(root: Path) -> dict[str, str]:
     made["docs"] = make_repo(root, {"README.md": "widget\n"}, "2024-02-02T00:00:00Z")
     git("commit", "--amend", "-q", "-m", "Document it (#8)", cwd=root, when="2024-02-02T00:00:00Z")
     # a dependency change: a new environment from here
-    make_repo(root, {"setup.py": "from setuptools import setup\nsetup(name='widget', install_requires=['attrs'])\n"},
+    needs_attrs = "from setuptools import setup\nsetup(name='widget', install_requires=['attrs'])\n"
+    make_repo(root, {"setup.py": needs_attrs},
               "2024-03-01T00:00:00Z")  # fmt: skip
     git(
         "commit", "--amend", "-q", "-m", "Require attrs (#9)", cwd=root, when="2024-03-01T00:00:00Z"
@@ -57,7 +59,7 @@ def _history(root: Path) -> dict[str, str]:
     # a merged pull request (a merge commit) that fixes a crash
     git("checkout", "-q", "-b", "topic", cwd=root)
     make_repo(root, {"widget.py": FIXED + "\ndef neg(a):\n    return -a\n",
-                     "tests/test_neg.py": "from widget import neg\n\ndef test_neg():\n    assert neg(1) == -1\n"},
+                     "tests/test_neg.py": NEG_TEST},
               "2024-03-02T00:00:00Z")  # fmt: skip
     git("checkout", "-q", "main", cwd=root)
     git("merge", "-q", "--no-ff", "topic", "-m",
@@ -116,8 +118,10 @@ def test_the_linked_issue_is_the_statement(
     mirror, _ = history
     issues = tmp_path / "issues.jsonl"
     rows = [
-        {"number": 3, "title": "add() subtracts", "body": "add(1, 2) gives -1", "created_at": "2024-01-15T00:00:00Z"},
-        {"number": 4, "title": "negatives crash", "body": "neg fails", "createdAt": "2024-02-20T00:00:00Z",
+        {"number": 3, "title": "add() subtracts", "body": "add(1, 2) gives -1",
+         "created_at": "2024-01-15T00:00:00Z"},
+        {"number": 4, "title": "negatives crash", "body": "neg fails",
+         "createdAt": "2024-02-20T00:00:00Z",
          "closedByPullRequestsReferences": [{"number": 10}]},
     ]  # fmt: skip
     issues.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -184,7 +188,10 @@ def test_a_statement_that_gives_the_fix_away_is_named() -> None:
     ]
     assert leak("add() subtracts instead of adding", added) == ""
     assert leak("It should raise ValueError('negative width given').", added) == ""  # one line
-    quoted = "Change it to\n    total = a + b  # the sum, not the difference\nand raise ValueError('negative width given')"
+    quoted = (
+        "Change it to\n    total = a + b  # the sum, not the difference\n"
+        "and raise ValueError('negative width given')"
+    )
     assert leak(quoted, added).startswith("the statement quotes 2 lines of the fix")
     assert leak("@@ -1,2 +1,3 @@\n-x\n+y\n", added) == "the statement holds a diff"
     assert linked_issues(
@@ -206,10 +213,11 @@ def test_the_report_counts_reasons_environments_and_newer_tasks(
     mirror, _ = history
     candidates, collected = collect(mirror, "acme/widget", "", "", NoIssues())
     records = [
-        TaskRecord(instance_id=candidates[0].instance_id, repo="acme/widget", version=candidates[0].version,
-                   kept=True, stage="done", seconds=60),
-        TaskRecord(instance_id=candidates[1].instance_id, repo="acme/widget", version=candidates[1].version,
-                   stage="discovery", reason="no test fails before the fix and passes after it", seconds=30),
+        TaskRecord(instance_id=candidates[0].instance_id, repo="acme/widget",
+                   version=candidates[0].version, kept=True, stage="done", seconds=60),
+        TaskRecord(instance_id=candidates[1].instance_id, repo="acme/widget",
+                   version=candidates[1].version, stage="discovery", seconds=30,
+                   reason="no test fails before the fix and passes after it"),
     ]  # fmt: skip
     figures = repo_tasks(collected, records, [candidates[0]], parse_time("2024-01-20"))
     assert (figures.kept, figures.environments, figures.environments_built) == (1, 2, 2)

@@ -241,3 +241,36 @@ def test_tasks_collect_writes_candidates_offline(
     assert [Candidate.model_validate_json(line).pull_request for line in lines] == [7, 10]
     bad = swe_green("tasks", "collect", "widget", env=env)
     assert bad.returncode != 0 and "is not owner/name" in bad.stderr
+
+
+def test_tasks_newer_than_a_cutoff_are_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.dataset.instances import Selection, resolve, select
+    from orchestrator.errors import UserError
+    from orchestrator.frontends.server.assessment import parse_request
+    from orchestrator.models import Instance
+    from orchestrator.settings import load_settings
+
+    rows = [
+        {"instance_id": f"a__b-{n}", "repo": "a/b", "base_commit": "c", "environment_setup_commit": "c",
+         "created_at": when}
+        for n, when in enumerate(["2024-05-01T00:00:00Z", "2025-07-01T12:00:00+00:00", None])
+    ]  # fmt: skip
+    instances = [Instance.model_validate(r) for r in rows]
+    assert [i.instance_id for i in select(instances, created_after="2025-06-01")] == ["a__b-1"]
+    with pytest.raises(ValueError, match="not an ISO 8601 time"):
+        Selection(created_after="last June")
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setenv("SWE_GREEN_DATASET", str(dataset))
+    monkeypatch.setenv("SWE_GREEN_CREATED_AFTER", "2024-01-01")
+    settings = load_settings()
+    assert [i.instance_id for i in resolve(settings, Selection())] == ["a__b-0", "a__b-1"]
+    assert len(resolve(settings, Selection(created_after="2025-01-01"))) == 1  # its own wins
+    request = parse_request(json.dumps({"participants": {"agent": "http://127.0.0.1:1"},
+                                        "config": {"created_after": "2025-06-01"}}))  # fmt: skip
+    assert [i.instance_id for i in resolve(settings, request.selection())] == ["a__b-1"]
+    monkeypatch.setenv("SWE_GREEN_CREATED_AFTER", "soon")
+    with pytest.raises(UserError, match="created_after"):
+        load_settings()

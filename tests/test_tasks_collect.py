@@ -253,8 +253,8 @@ def test_tasks_newer_than_a_cutoff_are_chosen(
     from orchestrator.settings import load_settings
 
     rows = [
-        {"instance_id": f"a__b-{n}", "repo": "a/b", "base_commit": "c", "environment_setup_commit": "c",
-         "created_at": when}
+        {"instance_id": f"a__b-{n}", "repo": "a/b", "base_commit": "c",
+         "environment_setup_commit": "c", "created_at": when}
         for n, when in enumerate(["2024-05-01T00:00:00Z", "2025-07-01T12:00:00+00:00", None])
     ]  # fmt: skip
     instances = [Instance.model_validate(r) for r in rows]

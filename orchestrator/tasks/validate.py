@@ -16,7 +16,9 @@ done."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -29,6 +31,8 @@ from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import SuiteRun
 from orchestrator.models import CaseStatus, Instance
 from orchestrator.recipes.recipe import Recipe
+from orchestrator.run.runner import LocalRunner
+from orchestrator.run.scheduler import drive, interruptible
 from orchestrator.sandbox import Snapshot
 from orchestrator.setup.plan import SetupFailed
 from orchestrator.tasks.collect import Candidate
@@ -165,16 +169,47 @@ def validate_and_record(ctx: RunContext, candidate: Candidate) -> TaskRecord:
     try:
         record, task = validate_candidate(ctx, candidate)
     except Exception as exc:  # noqa: BLE001 - recorded, as infrastructure, for a resume to redo
-        record, task = TaskRecord(
-            instance_id=candidate.instance_id, repo=candidate.repo, version=candidate.version,
-            reason=f"{type(exc).__name__}: {exc}", cause=INFRASTRUCTURE,
-        ), None  # fmt: skip
+        record, task = _infrastructure(candidate, f"{type(exc).__name__}: {exc}"), None
+    if ctx.cancelled.is_set():  # its containers were removed under it: no verdict
+        record, task = _infrastructure(candidate, "interrupted while it ran"), None
     folder = ctx.instance_dir(candidate)
     folder.mkdir(parents=True, exist_ok=True)
     if task is not None:
         atomic_write_text(folder / "task.jsonl", task.model_dump_json() + "\n")
     atomic_write_text(folder / RECORD, record.model_dump_json(indent=1))
     return record
+
+
+def _infrastructure(candidate: Candidate, message: str) -> TaskRecord:
+    return TaskRecord(
+        instance_id=candidate.instance_id, repo=candidate.repo, version=candidate.version,
+        reason=message, cause=INFRASTRUCTURE,
+    )  # fmt: skip
+
+
+def validate_all(
+    ctx: RunContext, candidates: list[Candidate], on_done: Callable[[TaskRecord], None]
+) -> list[TaskRecord]:
+    """Every candidate validated, one at a time, driven as a validation sweep is (the run
+    marked in progress, interruption removing the containers in flight); those a resumed
+    run already holds are kept. The records in the candidates' order."""
+    records: dict[str, TaskRecord] = {}
+    todo = []
+    for candidate in candidates:
+        done = load_task_record(ctx, candidate)
+        if done is None:
+            todo.append(candidate)
+        else:
+            records[candidate.instance_id] = done
+
+    async def one(instance: Instance) -> None:
+        assert isinstance(instance, Candidate)
+        record = await asyncio.to_thread(validate_and_record, ctx, instance)
+        records[instance.instance_id] = record
+        on_done(record)
+
+    asyncio.run(interruptible(drive(ctx, LocalRunner(), candidates, todo, one, 1, records)))
+    return [records[c.instance_id] for c in candidates if c.instance_id in records]
 
 
 def load_task_record(ctx: RunContext, instance: Instance) -> TaskRecord | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -25,6 +25,7 @@ NewerThan = Annotated[
     typer.Option(help="A date (2025-06-01): the report counts the kept tasks created after it."),
 ]
 CANDIDATES, COLLECTED = "candidates.jsonl", "collect.json"
+T = TypeVar("T")
 
 
 def tasks_collect(
@@ -103,7 +104,7 @@ def tasks_validate(
     from orchestrator.models import Instance
     from orchestrator.tasks.collect import Candidate, CollectReport
     from orchestrator.tasks.report import markdown, repo_tasks
-    from orchestrator.tasks.validate import load_task_record, validate_and_record
+    from orchestrator.tasks.validate import validate_all
 
     when = _when(newer_than)
     folders = sorted(p.parent for p in out.glob(f"*/{CANDIDATES}"))
@@ -114,34 +115,45 @@ def tasks_validate(
             f"No candidates in {out}.", "run `swe-green tasks collect REPO --out DIR` first."
         )
     settings = load_settings(setup_strategy=strategy, validation_runs=runs)
+    by_repo: dict[Path, list[Candidate]] = {}
+    for folder in folders:
+        lines = (folder / CANDIDATES).read_text().splitlines()
+        candidates = [Candidate.model_validate_json(line) for line in lines if line.strip()]
+        by_repo[folder] = candidates[:count] if count else candidates
     run_dir = out / "run"
     ctx = start_cli_run(
         settings, "tasks", run_dir if run_dir.is_dir() else None, run_dir, command="tasks validate"
     )
+
+    def done(record) -> None:  # noqa: ANN001
+        mark = "kept" if record.kept else f"rejected: {record.reason[:120]}"
+        console.print(f"{record.instance_id}: {mark} ({record.seconds:.0f} s)")
+
+    records = {r.instance_id: r for r in validate_all(ctx, round_robin(by_repo), done)}
     summaries, kept = [], []
-    for folder in folders:
-        lines = (folder / CANDIDATES).read_text().splitlines()
-        candidates = [Candidate.model_validate_json(line) for line in lines if line.strip()]
-        candidates = candidates[:count] if count else candidates
-        records = []
-        for candidate in candidates:
-            record = load_task_record(ctx, candidate) or validate_and_record(ctx, candidate)
-            mark = "kept" if record.kept else f"rejected: {record.reason[:100]}"
-            console.print(f"{candidate.instance_id}: {mark} ({record.seconds:.0f} s)")
-            records.append(record)
+    for folder, candidates in by_repo.items():
         tasks = []
-        for record in records:
-            task_file = ctx.run_dir.instance_dir(record.instance_id) / "task.jsonl"
-            if record.kept and task_file.is_file():
+        for candidate in candidates:
+            task_file = ctx.instance_dir(candidate) / "task.jsonl"
+            record = records.get(candidate.instance_id)
+            if record is not None and record.kept and task_file.is_file():
                 tasks.append(Instance.model_validate_json(task_file.read_text()))
                 kept.append(task_file.read_text())
+        ran = [records[c.instance_id] for c in candidates if c.instance_id in records]
         collected = CollectReport.model_validate_json((folder / COLLECTED).read_text())
-        summaries.append(repo_tasks(collected, records, tasks, when))
+        summaries.append(repo_tasks(collected, ran, tasks, when))
     atomic_write_text(out / "tasks.jsonl", "".join(kept))
     atomic_write_text(out / "tasks.md", markdown(summaries, when))
     atomic_write_text(out / "tasks.json", json.dumps([s.model_dump() for s in summaries], indent=1))
     console.print(markdown(summaries, when))
     console.print(f"{len(kept)} task(s) in {out / 'tasks.jsonl'}")
+
+
+def round_robin(by_repo: dict[Path, list[T]]) -> list[T]:
+    """The first candidate of every repository, then the second ones, ...: a run stopped
+    early covers every repository."""
+    lists = list(by_repo.values())
+    return [row[i] for i in range(max(map(len, lists), default=0)) for row in lists if i < len(row)]
 
 
 def _when(newer_than: str | None) -> datetime | None:

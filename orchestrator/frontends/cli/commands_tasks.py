@@ -114,12 +114,16 @@ def tasks_validate(
         raise UserError(
             f"No candidates in {out}.", "run `swe-green tasks collect REPO --out DIR` first."
         )
-    settings = load_settings(setup_strategy=strategy, validation_runs=runs)
     by_repo: dict[Path, list[Candidate]] = {}
     for folder in folders:
         lines = (folder / CANDIDATES).read_text().splitlines()
         candidates = [Candidate.model_validate_json(line) for line in lines if line.strip()]
         by_repo[folder] = candidates[:count] if count else candidates
+    # the run's dataset: what it validates (the environments' shared history reads it)
+    dataset = out / CANDIDATES
+    chosen = round_robin(by_repo)
+    atomic_write_text(dataset, "".join(c.model_dump_json() + "\n" for c in chosen))
+    settings = load_settings(setup_strategy=strategy, validation_runs=runs, dataset=str(dataset))
     run_dir = out / "run"
     ctx = start_cli_run(
         settings, "tasks", run_dir if run_dir.is_dir() else None, run_dir, command="tasks validate"
@@ -129,7 +133,7 @@ def tasks_validate(
         mark = "kept" if record.kept else f"rejected: {record.reason[:120]}"
         console.print(f"{record.instance_id}: {mark} ({record.seconds:.0f} s)")
 
-    records = {r.instance_id: r for r in validate_all(ctx, round_robin(by_repo), done)}
+    records = {r.instance_id: r for r in validate_all(ctx, chosen, done)}
     summaries, kept = [], []
     for folder, candidates in by_repo.items():
         tasks = []

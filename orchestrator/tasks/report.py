@@ -27,6 +27,7 @@ class RepoTasks(BaseModel):
     environments: int = 0  # environments (versions) among the validated candidates
     environments_built: int = 0  # of those, environments that built
     environments_validating: int = 0  # of those, environments that kept a task
+    statement_sources: dict[str, int] = Field(default_factory=dict)  # of the candidates
     collect_seconds: float = 0.0
     validate_seconds: float = 0.0
     newer: int = 0  # kept tasks created after the report's date
@@ -63,6 +64,7 @@ def repo_tasks(
         ),
         environments=len(versions), environments_built=len(built),
         environments_validating=sum(any(r.kept for r in versions[v]) for v in built),
+        statement_sources=collected.statement_sources,
         collect_seconds=collected.seconds,
         validate_seconds=round(sum(r.seconds for r in records), 1),
         newer=sum(_newer(t, newer_than) for t in tasks) if newer_than else 0,
@@ -94,7 +96,12 @@ def markdown(repos: list[RepoTasks], newer_than: datetime | None) -> str:
             f"{r.seconds_per_kept:.0f} |" + (f" {r.newer} |" if newer_than else "")
         )
     for r in repos:
-        lines += ["", f"**{r.repo}**: rejected at collection: " + _counts(r.rejected_at_collection)]
+        lines += [
+            "",
+            f"**{r.repo}** (collected in {r.collect_seconds:.1f} s; statements from: "
+            f"{_counts(r.statement_sources)}): rejected at collection: "
+            + _counts(r.rejected_at_collection),
+        ]
         lines.append(f"rejected at validation: {_counts(r.rejected_at_validation)}")
     return "\n".join(lines) + "\n"
 

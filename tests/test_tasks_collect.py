@@ -43,18 +43,32 @@ def _history(root: Path) -> dict[str, str]:
     (root / "widget.py").write_text(FIXED)
     (root / "tests/test_widget.py").write_text(TEST)
     git("add", "-A", cwd=root)
-    git("commit", "-q", "-m", "Fix add returning the difference (#7)\n\nFixes #3",
+    git("commit", "-q", "-m", "Fix add returning the difference (#1007)\n\nFixes #1003",
         cwd=root, when="2024-02-01T00:00:00Z")  # fmt: skip
     made["squash"] = git("rev-parse", "HEAD", cwd=root)
     # a docs-only pull request
     made["docs"] = make_repo(root, {"README.md": "widget\n"}, "2024-02-02T00:00:00Z")
-    git("commit", "--amend", "-q", "-m", "Document it (#8)", cwd=root, when="2024-02-02T00:00:00Z")
+    git(
+        "commit",
+        "--amend",
+        "-q",
+        "-m",
+        "Document it (#1008)",
+        cwd=root,
+        when="2024-02-02T00:00:00Z",
+    )
     # a dependency change: a new environment from here
     needs_attrs = "from setuptools import setup\nsetup(name='widget', install_requires=['attrs'])\n"
     make_repo(root, {"setup.py": needs_attrs},
               "2024-03-01T00:00:00Z")  # fmt: skip
     git(
-        "commit", "--amend", "-q", "-m", "Require attrs (#9)", cwd=root, when="2024-03-01T00:00:00Z"
+        "commit",
+        "--amend",
+        "-q",
+        "-m",
+        "Require attrs (#1009)",
+        cwd=root,
+        when="2024-03-01T00:00:00Z",
     )
     # a merged pull request (a merge commit) that fixes a crash
     git("checkout", "-q", "-b", "topic", cwd=root)
@@ -63,7 +77,7 @@ def _history(root: Path) -> dict[str, str]:
               "2024-03-02T00:00:00Z")  # fmt: skip
     git("checkout", "-q", "main", cwd=root)
     git("merge", "-q", "--no-ff", "topic", "-m",
-        "Merge pull request #10 from someone/topic\n\nHandle negative numbers without a crash",
+        "Merge pull request #1010 from someone/topic\n\nHandle negative numbers without a crash",
         cwd=root, when="2024-03-03T00:00:00Z")  # fmt: skip
     made["merge"] = git("rev-parse", "HEAD", cwd=root)
     return made
@@ -84,27 +98,29 @@ def test_the_first_parent_line_names_its_pull_requests(
     mirror, made = history
     changes = first_parent_changes(mirror, "HEAD", "", "")
     assert [(c.kind, c.pull_request) for c in changes] == [
-        ("squash", 7), ("squash", 8), ("squash", 9), ("merge", 10),
+        ("squash", 1007), ("squash", 1008), ("squash", 1009), ("merge", 1010),
     ]  # fmt: skip
     merge = changes[-1]
     assert (
         merge.commit == made["merge"] and merge.title == "Handle negative numbers without a crash"
     )
     assert merge.paths == ["tests/test_neg.py", "widget.py"]  # against the first parent
-    assert changes[0].title == "Fix add returning the difference" and changes[0].body == "Fixes #3"
+    assert (
+        changes[0].title == "Fix add returning the difference" and changes[0].body == "Fixes #1003"
+    )
 
 
 def test_candidates_in_swe_benchs_format(history: tuple[Path, dict[str, str]]) -> None:
     mirror, made = history
     candidates, report = collect(mirror, "acme/widget", "", "", NoIssues())
     assert report.mode == "pull requests" and report.changes == 4
-    assert [c.instance_id for c in candidates] == ["acme__widget-7", "acme__widget-10"]
+    assert [c.instance_id for c in candidates] == ["acme__widget-1007", "acme__widget-1010"]
     assert [r.reason for r in report.rejected] == ["no Python test changed"] * 2
     squash, merge = candidates
     assert squash.base_commit == made["start"] and squash.commit == made["squash"]
     assert squash.patch.startswith("diff --git a/widget.py") and "tests/" not in squash.patch
     assert squash.test_patch.startswith("diff --git a/tests/test_widget.py")
-    assert squash.statement_source == "pull request"  # issue #3 is nowhere to be had
+    assert squash.statement_source == "pull request"  # the linked issue is nowhere to be had
     assert squash.created_at == "2024-02-01T00:00:00Z" and squash.FAIL_TO_PASS == []
     # the dependency change between them: two environments, each set up at its own base
     assert squash.version != merge.version and report.environments == 2
@@ -118,15 +134,18 @@ def test_the_linked_issue_is_the_statement(
     mirror, _ = history
     issues = tmp_path / "issues.jsonl"
     rows = [
-        {"number": 3, "title": "add() subtracts", "body": "add(1, 2) gives -1",
+        {"number": 1003, "title": "add() subtracts", "body": "add(1, 2) gives -1",
          "created_at": "2024-01-15T00:00:00Z"},
-        {"number": 4, "title": "negatives crash", "body": "neg fails",
+        {"number": 1004, "title": "negatives crash", "body": "neg fails",
          "createdAt": "2024-02-20T00:00:00Z",
-         "closedByPullRequestsReferences": [{"number": 10}]},
+         "closedByPullRequestsReferences": [{"number": 1010}]},
     ]  # fmt: skip
     issues.write_text("".join(json.dumps(r) + "\n" for r in rows))
     candidates, report = collect(mirror, "acme/widget", "", "", IssuesFile(issues))
-    assert [(c.statement_source, c.issues) for c in candidates] == [("issue", [3]), ("issue", [4])]
+    assert [(c.statement_source, c.issues) for c in candidates] == [
+        ("issue", [1003]),
+        ("issue", [1004]),
+    ]
     assert candidates[0].problem_statement == "add() subtracts\n\nadd(1, 2) gives -1"
     assert candidates[0].created_at == "2024-01-15T00:00:00Z"  # the issue's
     assert report.statement_sources == {"issue": 2}
@@ -195,8 +214,8 @@ def test_a_statement_that_gives_the_fix_away_is_named() -> None:
     assert leak(quoted, added).startswith("the statement quotes 2 lines of the fix")
     assert leak("@@ -1,2 +1,3 @@\n-x\n+y\n", added) == "the statement holds a diff"
     assert linked_issues(
-        "Closes #12, fixes gh-13 and resolves https://github.com/a/b/issues/14; see #15"
-    ) == [12, 13, 14]
+        "Closes #1012, fixes gh-1013 and resolves https://github.com/a/b/issues/1014; see #1015"
+    ) == [1012, 1013, 1014]
     assert problem_statement(NoIssues(), None, "Fix it", "").source == "commit"
 
 
@@ -238,7 +257,7 @@ def test_tasks_collect_writes_candidates_offline(
     assert done.returncode == 0, done.stderr
     assert "4 pull requests, 2 candidate(s) in 2 environment(s)" in done.stdout
     lines = (tmp_path / "out/acme__widget/candidates.jsonl").read_text().splitlines()
-    assert [Candidate.model_validate_json(line).pull_request for line in lines] == [7, 10]
+    assert [Candidate.model_validate_json(line).pull_request for line in lines] == [1007, 1010]
     bad = swe_green("tasks", "collect", "widget", env=env)
     assert bad.returncode != 0 and "is not owner/name" in bad.stderr
 

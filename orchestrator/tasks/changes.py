@@ -1,7 +1,7 @@
 """The changes of a repository's history, read with git from its mirror: the first-parent
 line of its default branch, each commit a change against its first parent. A merge commit
-GitHub made (``Merge pull request #12 from ...``) is that pull request; a commit whose
-subject ends ``(#12)`` is a squashed one. Pure functions split a change's diff into its
+GitHub made (``Merge pull request #1234 from ...``) is that pull request; a commit whose
+subject ends ``(#1234)`` is a squashed one. Pure functions split a change's diff into its
 test part and the rest."""
 
 from __future__ import annotations

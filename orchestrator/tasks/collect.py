@@ -57,7 +57,7 @@ class Candidate(Instance):
 
 
 class Rejected(BaseModel):
-    change: str  # the pull request (#12) or the commit
+    change: str  # the pull request (#1234) or the commit
     commit: str
     reason: str
 

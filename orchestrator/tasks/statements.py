@@ -8,7 +8,7 @@ request, and its text stands for that pull request) or as ``gh issue list --json
 number,title,body,createdAt,closedByPullRequestsReferences`` writes them (a JSON array is
 read too). ``closed_by`` (a list of pull request numbers) or GitHub's
 ``closedByPullRequestsReferences`` links an issue to the pull requests that closed it,
-beside the closing keywords of the pull request's text (``Fixes #12``)."""
+beside the closing keywords of the pull request's text (``Fixes #1234``)."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ class GitHubIssues:
 
 
 def linked_issues(text: str) -> list[int]:
-    """The issues a pull request's or commit's text closes (``Fixes #12``)."""
+    """The issues a pull request's or commit's text closes (``Fixes #1234``)."""
     return list(dict.fromkeys(int(n) for n in _CLOSING.findall(text)))
 
 

@@ -124,7 +124,8 @@ def tasks_validate(
     chosen = round_robin(by_repo)
     atomic_write_text(dataset, "".join(c.model_dump_json() + "\n" for c in chosen))
     settings = load_settings(setup_strategy=strategy, validation_runs=runs, dataset=str(dataset))
-    run_dir = out / "run"
+    # the run is named for the tasks directory: its containers and images are told apart
+    run_dir = out / f"tasks-{out.resolve().name}"
     ctx = start_cli_run(
         settings, "tasks", run_dir if run_dir.is_dir() else None, run_dir, command="tasks validate"
     )

@@ -115,10 +115,13 @@ def discover(ctx: RunContext, candidate: Candidate, record: TaskRecord) -> Insta
     )
     for name, run in (("before", before), ("after", after)):
         if isinstance(run, str):
-            record.reason = f"tests {name} the fix: {run}"
+            record.reason = f"no test run {name} the fix: {run}"
             return None
-        if run.timed_out or run.forged:
-            record.reason = f"tests {name} the fix: {'timed out' if run.timed_out else run.forged}"
+        if run.timed_out:
+            record.reason = f"the tests time out {name} the fix"
+            return None
+        if run.forged:
+            record.reason = f"the test output {name} the fix is unusable: {run.forged}"
             return None
     assert isinstance(before, SuiteRun) and isinstance(after, SuiteRun)
     if after.crash:

@@ -96,6 +96,9 @@ def tasks_validate(
     ] = "infer",
     runs: Annotated[int, typer.Option(help="Gold test runs per task (flaky tests differ).")] = 2,
     newer_than: NewerThan = None,
+    report_only: Annotated[
+        bool, typer.Option("--report-only", help="Validate nothing: report what the run holds.")
+    ] = False,
 ) -> None:
     """Validate the candidates of a tasks directory (resumable: run it again to go on): each
     environment built, the tests found (fail before the fix, pass after it), validated as
@@ -104,7 +107,7 @@ def tasks_validate(
     from orchestrator.models import Instance
     from orchestrator.tasks.collect import Candidate, CollectReport
     from orchestrator.tasks.report import markdown, repo_tasks
-    from orchestrator.tasks.validate import validate_all
+    from orchestrator.tasks.validate import load_task_record, validate_all
 
     when = _when(newer_than)
     folders = sorted(p.parent for p in out.glob(f"*/{CANDIDATES}"))
@@ -134,7 +137,11 @@ def tasks_validate(
         mark = "kept" if record.kept else f"rejected: {record.reason[:120]}"
         console.print(f"{record.instance_id}: {mark} ({record.seconds:.0f} s)")
 
-    records = {r.instance_id: r for r in validate_all(ctx, chosen, done)}
+    if report_only:
+        held = (load_task_record(ctx, c) for c in chosen)
+        records = {r.instance_id: r for r in held if r is not None}
+    else:
+        records = {r.instance_id: r for r in validate_all(ctx, chosen, done)}
     summaries, kept = [], []
     for folder, candidates in by_repo.items():
         tasks = []

@@ -108,3 +108,20 @@ def markdown(repos: list[RepoTasks], newer_than: datetime | None) -> str:
 
 def _counts(counts: dict[str, int]) -> str:
     return "; ".join(f"{reason} ({n})" for reason, n in counts.items()) or "none"
+
+
+def totals(repos: list[RepoTasks]) -> str:
+    """One paragraph of the figures over every repository."""
+    validated = sum(r.validated for r in repos)
+    kept = sum(r.kept for r in repos)
+    envs = sum(r.environments for r in repos)
+    built = sum(r.environments_built for r in repos)
+    keeping = sum(r.environments_validating for r in repos)
+    seconds = sum(r.validate_seconds for r in repos)
+    share = f"{kept / validated:.0%}" if validated else "-"
+    return (
+        f"{len(repos)} repositories, {sum(r.changes for r in repos)} changes, "
+        f"{sum(r.candidates for r in repos)} candidates; {validated} validated, {kept} kept "
+        f"({share}); environments: {envs}, {built} built, {keeping} keeping a task; "
+        f"{seconds / 3600:.2f} h of validation, {seconds / kept if kept else 0:.0f} s per kept task"
+    )

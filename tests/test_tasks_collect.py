@@ -224,6 +224,11 @@ def test_tests_found_before_and_after_the_fix() -> None:
     after = {"t::a": CaseStatus.PASSED, "t::b": CaseStatus.PASSED, "t::new": CaseStatus.PASSED,
              "t::broken": CaseStatus.FAILED}  # fmt: skip
     assert found_tests(before, after) == (["t::a", "t::new"], ["t::b"])
+    # a parameter made of the time: its name differs from run to run, and it is left out
+    before = {"t::when[00:10:17]": CaseStatus.PASSED, "t::fixed[x]": CaseStatus.FAILED}
+    after = {"t::when[00:10:37]": CaseStatus.PASSED, "t::fixed[x]": CaseStatus.PASSED,
+             "t::added[y]": CaseStatus.PASSED}  # fmt: skip
+    assert found_tests(before, after) == (["t::fixed[x]", "t::added[y]"], [])
 
 
 def test_the_report_counts_reasons_environments_and_newer_tasks(

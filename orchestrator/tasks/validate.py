@@ -66,11 +66,24 @@ def found_tests(
     before: dict[str, CaseStatus], after: dict[str, CaseStatus]
 ) -> tuple[list[str], list[str]]:
     """FAIL_TO_PASS (not passing before, passing after) and PASS_TO_PASS (passing both
-    times), in the order the after run reported them."""
+    times), in the order the after run reported them. A test the before run did not report
+    counts as failing there (a test the test patch adds for the fix), unless the before run
+    reported the same test function with other parameters: its name changes from run to run
+    (a parameter made of the time, a random value, an address), and it is left out."""
+    reported = {_function(name) for name in before}
     passed = [name for name, status in after.items() if status in _PASSING]
-    f2p = [n for n in passed if before.get(n) not in _PASSING]
+    f2p = [
+        n for n in passed
+        if (n in before and before[n] not in _PASSING)
+        or (n not in before and not ("[" in n and _function(n) in reported))
+    ]  # fmt: skip
     p2p = [n for n in passed if before.get(n) in _PASSING]
     return f2p, p2p
+
+
+def _function(name: str) -> str:
+    """A test's name without its parameters (``test_x[a-1]`` -> ``test_x``)."""
+    return name.split("[", 1)[0]
 
 
 def _run(

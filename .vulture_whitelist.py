@@ -82,6 +82,8 @@ _.sandbox_check
 _.gc_cmd
 _.inspect_cmd
 _.instances_ls
+_.tasks_collect
+_.tasks_validate
 _.gold
 _.empty
 _.scripted

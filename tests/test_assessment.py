@@ -52,6 +52,7 @@ def test_minimal_request_selects_everything_with_default_settings() -> None:
         "repo": None,
         "count": None,
         "shard": None,
+        "created_after": None,
     }
     assert request.to_settings_overrides() == {}
 
@@ -63,6 +64,7 @@ def test_full_config_maps_to_selection_and_settings() -> None:
         "repo": "a/b",
         "count": 2,
         "shard": "1/2",
+        "created_after": "2025-06-01",
         "concurrency": 3,
         "setup_strategy": "recipe",
         "instance_timeout": 600,
@@ -79,6 +81,7 @@ def test_full_config_maps_to_selection_and_settings() -> None:
         "repo": "a/b",
         "count": 2,
         "shard": "1/2",
+        "created_after": "2025-06-01",
     }
     overrides = request.to_settings_overrides()
     assert overrides == {
@@ -117,6 +120,7 @@ def test_every_known_key_is_accepted() -> None:
         "max_tool_calls": 1,
         "validate": True,
         "wider_tests": True,
+        "created_after": "2025-06-01",
     }
     assert set(values) == set(CONFIG_KEYS)
     for key, value in values.items():

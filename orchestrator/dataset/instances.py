@@ -68,6 +68,9 @@ class Selection(BaseModel):
     repo: str | None = Field(None, description="Repository, 'owner/name' or 'name'.")
     count: PositiveInt | None = Field(None, description="Keep the first N selected instances.")
     shard: str | None = Field(None, description="'i/n': the i-th (1-based) of n slices.")
+    created_after: str | None = Field(
+        None, description="Only instances created after this time (ISO 8601, e.g. 2025-06-01)."
+    )
 
     @field_validator("ids", mode="before")
     @classmethod
@@ -75,6 +78,11 @@ class Selection(BaseModel):
         if isinstance(value, str):
             return [part for part in re.split(r"[,\s]+", value) if part]
         return value
+
+    @field_validator("created_after")
+    @classmethod
+    def _check_time(cls, value: str | None) -> str | None:
+        return None if value is None else iso_time(value)
 
     @field_validator("shard")
     @classmethod
@@ -146,9 +154,12 @@ def select(
     repo: str | None = None,
     count: int | None = None,
     shard: str | None = None,
+    created_after: str | None = None,
 ) -> list[Instance]:
     """Filter ``instances`` (see the module docstring for the semantics), in dataset order."""
     chosen = instances
+    if created_after is not None:
+        chosen = [i for i in chosen if created_later(i, created_after)]
     if ids is not None:
         wanted = set(ids)
         known = {i.instance_id for i in instances}
@@ -186,9 +197,35 @@ def select(
 
 
 def resolve(settings: Settings, selection: Selection) -> list[Instance]:
-    """The instances ``selection`` picks from the configured dataset."""
+    """The instances ``selection`` picks from the configured dataset (created after the
+    setting ``created_after`` unless the selection names its own time)."""
     instances = load_instances(settings.dataset.dataset, settings.dataset.dataset_split)
-    return select(instances, **selection.model_dump())
+    chosen = selection.model_dump()
+    chosen["created_after"] = chosen["created_after"] or settings.dataset.created_after
+    return select(instances, **chosen)
+
+
+def iso_time(value: str) -> str:
+    """``value`` when it is an ISO 8601 time (a ValueError naming it otherwise)."""
+    try:
+        _moment(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 time, e.g. 2025-06-01") from None
+    return value
+
+
+def _moment(text: str) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def created_later(instance: Instance, after: str) -> bool:
+    """Whether ``instance`` was created after ``after`` (ISO 8601; a date is its midnight,
+    UTC); an instance without a readable ``created_at`` is not."""
+    try:
+        return instance.created_at is not None and _moment(instance.created_at) > _moment(after)
+    except ValueError:
+        return False
 
 
 def _looks_like_path(source: str) -> bool:

@@ -31,6 +31,8 @@ class InferredPlan(BaseModel):
     system_left_out: dict[str, str] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+    # what the packaging files hold that the inference met and could not read, with why
+    unread: list[str] = Field(default_factory=list)
 
     def text(self) -> str:
         """The plan as a person reads it (``swe-green envs plan``)."""
@@ -51,6 +53,7 @@ class InferredPlan(BaseModel):
         if self.system_left_out:
             lines.append(f"  not (apt):    {' '.join(self.system_left_out)}")
         lines.append(f"  read:         {', '.join(self.sources) or 'nothing'}")
+        lines += [f"  not read:     {item}" for item in self.unread]
         lines += ["  why:"] + [f"    - {reason}" for reason in self.reasons]
         if r.pre_install:
             lines += ["  pre-install:"] + [

@@ -112,6 +112,18 @@ COMMANDS: dict[str, Entry | Group] = {
         "Benchmark instances.",
         {"ls": Entry("commands_instances:instances_ls", "Print what a selection resolves to.")},
     ),
+    "tasks": Group(
+        "New tasks from a repository's history.",
+        {
+            "collect": Entry(
+                "commands_tasks:tasks_collect",
+                "Collect candidate tasks from a repository's history.",
+            ),
+            "validate": Entry(
+                "commands_tasks:tasks_validate", "Validate candidate tasks into a dataset."
+            ),
+        },
+    ),
     "envs": Group(
         "The environment image cache.",
         {

@@ -44,7 +44,7 @@ from pydantic import (
     field_validator,
 )
 
-from orchestrator.dataset.instances import Selection, parse_shard
+from orchestrator.dataset.instances import Selection, iso_time, parse_shard
 from orchestrator.errors import UserError
 from orchestrator.frontends.server.request_json import (
     EXAMPLE,
@@ -119,6 +119,11 @@ class AssessmentConfig(BaseModel):
     )
     pattern: str | None = Field(None, description="fnmatch glob on instance_id, e.g. 'django__*'.")
     repo: str | None = Field(None, description="Only this repository ('owner/name' or 'name').")
+    created_after: Annotated[str, AfterValidator(iso_time)] | None = Field(
+        None,
+        description="Only instances created after this time (ISO 8601, e.g. 2025-06-01): tasks "
+        "newer than the participant's training cut-off.",
+    )
     count: Annotated[_Count, Le(int(LIMITS["count"])), _NOT_BOOL] | None = Field(
         None,
         description="Keep the first N selected instances; -1 = all "
@@ -252,6 +257,7 @@ class AssessmentRequest(BaseModel):
             repo=c.repo,
             count=c.count,
             shard=c.effective_shard(),
+            created_after=c.created_after,
         )
 
     def to_settings_overrides(self) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from orchestrator.setup.infer.system_packages import install_lines, system_packa
 from sandbox_tools.contract import SERVICES_DIR
 
 # Bump when the inference changes what it infers: part of an inferred environment's key.
-INFER_VERSION = 8
+INFER_VERSION = 9
 
 PYTHON_RELEASES = {
     "3.6": date(2016, 12, 23), "3.7": date(2018, 6, 27), "3.8": date(2019, 10, 14),
@@ -234,6 +234,7 @@ def infer_plan(
         system_left_out=system.left_out,
         reasons=reasons,
         sources=list(dict.fromkeys(facts.sources + system.sources)),
+        unread=list(dict.fromkeys(facts.unread)),
     )
 
 
@@ -456,21 +457,28 @@ def service_for(files: Files) -> KnownService | None:
 def suite_requirements(
     files: Files, facts: Packaging, listed: dict[str, list[str]], runner: Runner
 ) -> tuple[list[str], list[str], list[str]]:
-    """The extras to install the project with, the other requirements, and why: extras
-    named test/tests/testing (else dev), ``tests_require``, test and dev requirements
-    files, tox's deps, a noxfile's installs, environment.yml's pip list; minus linters,
-    coverage upload, docs and release tools, minus the project itself; pytest at least the
-    oldest release that runs on the Python."""
+    """The extras to install the project with, the other requirements, and why: the
+    extras tox's test environment installs (else those named test/tests/testing, else
+    dev), the dependency groups it installs (else those named test/tests/testing),
+    ``tests_require``, test and dev requirements files (when neither a test extra nor a
+    test group says), tox's deps, a noxfile's installs, environment.yml's pip list; minus
+    linters, coverage upload, docs and release tools, minus the project itself; pytest at
+    least the oldest release that runs on the Python."""
     why: list[str] = []
-    extras = [e for e in facts.extras if e.lower() in TEST_EXTRAS]
-    if not extras:
-        extras = [e for e in facts.extras if e.lower() in DEV_EXTRAS][:1]
+    extras, extras_why = _chosen(facts.extras, facts.tox_extras, "extras", facts)
+    extras = extras or [e for e in facts.extras if e.lower() in DEV_EXTRAS][:1]
     if extras:
-        why.append(f"extras: {', '.join(extras)} (of {', '.join(sorted(facts.extras))})")
+        why.append(
+            f"extras: {', '.join(extras)}{extras_why} (of {', '.join(sorted(facts.extras))})"
+        )
+    groups, groups_why = _chosen(facts.groups, facts.tox_groups, "dependency_groups", facts)
     found: list[str] = list(facts.tests_require)
+    for group in groups:
+        found += facts.groups[group]
+        why.append(f"dependency group {group} (pyproject.toml){groups_why}")
     if facts.tests_require:
         why.append("tests_require of setup.py/setup.cfg")
-    if not (extras and extras[0] in TEST_EXTRAS):
+    if not (groups or (extras and (extras_why or extras[0] in TEST_EXTRAS))):
         listed = _from_requirement_files(files, facts, runner) | listed
     for source, deps in listed.items():
         if deps:
@@ -483,6 +491,24 @@ def suite_requirements(
         kept["pytest-cov"] = "pytest-cov"
         why.append("pytest-cov: pytest's addopts use --cov")
     return extras, list(kept.values()), why
+
+
+def _chosen(
+    defined: dict[str, list[str]], by_tox: list[str], setting: str, facts: Packaging
+) -> tuple[list[str], str]:
+    """The extras (or dependency groups) the tests install: those tox's test environment
+    names that the packaging defines, else those named test/tests/testing; a name tox
+    gives that the packaging does not define (as read) is noted in ``facts.unread``."""
+    missing = [n for n in by_tox if n not in defined]
+    if missing:
+        facts.unread.append(
+            f"tox.ini [testenv] {setting} {', '.join(missing)}: not defined by the "
+            "packaging files as read"
+        )
+    named = [n for n in by_tox if n in defined]
+    if named:
+        return named, f" (tox.ini [testenv] {setting})"
+    return [n for n in defined if n.lower() in TEST_EXTRAS], ""
 
 
 def _from_requirement_files(files: Files, facts: Packaging, runner: Runner) -> dict[str, list[str]]:

@@ -1,7 +1,10 @@
 """What a repository's packaging files say, read as data (pure functions of their text):
-``pyproject.toml`` (``tomllib``), ``setup.cfg`` and ``tox.ini`` (``configparser``),
-``setup.py`` (``ast``: its ``setup(...)`` call's literal arguments, never executed),
-requirements files, CI workflows and ``.travis.yml`` (YAML)."""
+``pyproject.toml`` (``tomllib``: its project, its PEP 735 dependency groups), ``setup.cfg``
+and ``tox.ini`` (``configparser``), ``setup.py`` (``ast``: its ``setup(...)`` call's
+literal arguments and the module-level literals they name, dictionaries and lists built
+up with subscripts, ``+``, ``extend`` and ``update`` included, never executed),
+requirements files, CI workflows and ``.travis.yml`` (YAML). What a reader meets and
+cannot read as data is named in :attr:`Packaging.unread`."""
 
 from __future__ import annotations
 
@@ -30,6 +33,12 @@ class Packaging(BaseModel):
     declared_pythons: list[str] = Field(default_factory=list)  # classifiers, tox, CI: "3.9"
     install_requires: list[str] = Field(default_factory=list)
     extras: dict[str, list[str]] = Field(default_factory=dict)
+    # PEP 735 ``[dependency-groups]``, includes resolved
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    # what tox's test environment installs the project with (``extras``) and beside it
+    # (``dependency_groups``)
+    tox_extras: list[str] = Field(default_factory=list)
+    tox_groups: list[str] = Field(default_factory=list)
     tests_require: list[str] = Field(default_factory=list)
     build_requires: list[str] = Field(default_factory=list)
     build_backend: str = ""
@@ -37,6 +46,7 @@ class Packaging(BaseModel):
     pytest_addopts: str = ""
     pytest_configured: bool = False
     sources: list[str] = Field(default_factory=list)
+    unread: list[str] = Field(default_factory=list)  # what was met and not read, with why
 
 
 # --------------------------------------------------------------------------- requirements
@@ -115,6 +125,10 @@ def read_pyproject(text: str, facts: Packaging) -> None:
     for extra, reqs in (project.get("optional-dependencies") or {}).items():
         facts.extras.setdefault(extra, []).extend(r for r in reqs if isinstance(r, str))
     facts.declared_pythons += classifier_pythons(project.get("classifiers", []))
+    groups = data.get("dependency-groups")
+    if isinstance(groups, dict):
+        facts.groups, unread = dependency_groups(groups)
+        facts.unread += unread
     pytest = ((data.get("tool") or {}).get("pytest") or {}).get("ini_options")
     if isinstance(pytest, dict):
         facts.pytest_configured = True
@@ -126,6 +140,39 @@ def read_pyproject(text: str, facts: Packaging) -> None:
         python = (poetry.get("dependencies") or {}).get("python")
         if isinstance(python, str) and not facts.python_requires:
             facts.python_requires = _poetry_spec(python)
+
+
+def dependency_groups(table: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
+    """PEP 735 ``[dependency-groups]``: each group's requirements, its ``{include-group =
+    "other"}`` entries replaced by the other group's (a cycle or an unknown group is left
+    out and named), and what was not read."""
+    unread: list[str] = []
+    resolved: dict[str, list[str]] = {}
+
+    def resolve(name: str, trail: tuple[str, ...]) -> list[str]:
+        if name in resolved:
+            return resolved[name]
+        found: list[str] = []
+        for item in table.get(name) or []:
+            if isinstance(item, str):
+                found.append(item)
+            elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+                other = item["include-group"]
+                if other in trail or other not in table:
+                    why = "a cycle" if other in trail else "no such group"
+                    unread.append(
+                        f"pyproject.toml dependency group {name}: includes {other} ({why})"
+                    )
+                    continue
+                found += resolve(other, (*trail, other))
+            else:
+                unread.append(f"pyproject.toml dependency group {name}: entry {item!r}")
+        resolved[name] = found
+        return found
+
+    for name in table:
+        resolve(str(name), (str(name),))
+    return resolved, list(dict.fromkeys(unread))
 
 
 def _poetry_spec(text: str) -> str:
@@ -220,7 +267,16 @@ def read_setup_py(text: str, facts: Packaging, own_modules: set[str]) -> None:
             continue
         for keyword in _setup_keywords(call, tree):
             value = _literal(keyword.value, values)
+            if value is _UNKNOWN and keyword.arg in _REQUIREMENT_KEYWORDS:
+                facts.unread.append(
+                    f"setup.py {keyword.arg}: {ast.unparse(keyword.value)[:60]} is computed, "
+                    "not a literal"
+                )
+                continue
             _take_setup_keyword(keyword.arg or "", value, facts)
+
+
+_REQUIREMENT_KEYWORDS = ("install_requires", "extras_require", "tests_require", "python_requires")
 
 
 def _setup_keywords(call: ast.Call, tree: ast.Module) -> list[ast.keyword]:
@@ -277,24 +333,77 @@ _UNKNOWN = object()
 
 
 def _module_literals(tree: ast.Module) -> dict[str, Any]:
-    """Module-level names bound to literal values (``install_requires = [...]``)."""
+    """Module-level names bound to literal values (``install_requires = [...]``), as the
+    module builds them up: ``EXTRAS["tests"] = EXTRAS["base"] + [...]``, ``x += [...]``,
+    ``x.extend([...])`` / ``.append(...)`` / ``.update({...})``, and the same in the body
+    of a module-level ``if`` (taken, its ``else`` not: a guard on the Python or the
+    platform, whose first branch is the common one)."""
     values: dict[str, Any] = {}
-    for node in tree.body:
+    for node in _module_statements(tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                value = _literal(node.value, values)
-                if value is not _UNKNOWN:
-                    values[target.id] = value
+            _bind(node.targets[0], _literal(node.value, values), values)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            current = _literal(node.target, values)
+            added = _literal(node.value, values)
+            if isinstance(current, list) and isinstance(added, list):
+                current.extend(added)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            _mutate(node.value, values)
     return values
 
 
+def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _module_statements(node.body)
+        else:
+            yield node
+
+
+def _bind(target: ast.expr, value: Any, values: dict[str, Any]) -> None:
+    """``name = value`` or ``name[key] = value`` (a value not read unbinds the name)."""
+    if isinstance(target, ast.Name):
+        if value is _UNKNOWN:
+            values.pop(target.id, None)
+        else:
+            values[target.id] = value
+    elif isinstance(target, ast.Subscript):
+        container, key = _literal(target.value, values), _literal(target.slice, values)
+        if isinstance(container, dict) and isinstance(key, str | int):
+            if value is _UNKNOWN:
+                container.pop(key, None)
+            else:
+                container[key] = value
+
+
+def _mutate(call: ast.Call, values: dict[str, Any]) -> None:
+    """``x.extend([...])``, ``x.append(...)``, ``x.update({...})`` on a known value."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and len(call.args) == 1):
+        return
+    target, arg = _literal(func.value, values), _literal(call.args[0], values)
+    if arg is _UNKNOWN:
+        return
+    if isinstance(target, list) and func.attr == "extend" and isinstance(arg, list):
+        target.extend(arg)
+    elif isinstance(target, list) and func.attr == "append":
+        target.append(arg)
+    elif isinstance(target, dict) and func.attr == "update" and isinstance(arg, dict):
+        target.update(arg)
+
+
 def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911 - one return a node type
-    """The value of a literal expression, with known names and list ``+`` (else _UNKNOWN)."""
+    """The value of a literal expression, with known names, their subscripts and list ``+``
+    (else _UNKNOWN): a name's own value, as Python binds it (``extend`` on it changes it)."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
         return values.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.Subscript):
+        container, key = _literal(node.value, values), _literal(node.slice, values)
+        if isinstance(container, dict) and isinstance(key, str | int):
+            return container.get(key, _UNKNOWN)
+        return _UNKNOWN
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         items = [_literal(e, values) for e in node.elts]
         return [i for i in items if i is not _UNKNOWN]
@@ -317,18 +426,20 @@ def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911 - o
 
 
 def read_tox_ini(text: str, facts: Packaging, read: Reader) -> list[str]:
-    """tox's envlist (``py39`` -> 3.9), pytest's section, and ``[testenv]``'s deps (one a
-    line; ``-r`` files followed; factor-conditional lines kept unless only for Python 2 or
-    PyPy; substitutions skipped)."""
+    """tox's envlist (``py39`` -> 3.9), pytest's section, ``[testenv]``'s ``extras`` and
+    ``dependency_groups`` (:func:`tox_names`), and its deps (one a line; ``-r`` files
+    followed; factor-conditional lines and substitutions skipped)."""
     config = _ini(text)
     if config is None:
         return []
     facts.sources.append("tox.ini")
     get = _getter(config)
-    facts.declared_pythons += tox_pythons(get("tox", "envlist"))
+    facts.declared_pythons += tox_pythons(get("tox", "envlist") or get("tox", "env_list"))
     if config.has_section("pytest"):
         facts.pytest_configured = True
         facts.pytest_addopts = facts.pytest_addopts or get("pytest", "addopts")
+    facts.tox_extras = tox_names(get("testenv", "extras"))
+    facts.tox_groups = tox_names(get("testenv", "dependency_groups"))
     deps: list[str] = []
     for line in get("testenv", "deps").splitlines():
         line = line.strip()
@@ -343,6 +454,30 @@ def read_tox_ini(text: str, facts: Packaging, read: Reader) -> list[str]:
         elif not line.startswith("-") and requirement_name(line):
             deps.append(line)
     return deps
+
+
+# tox factors that mark a test environment (``tests: tests`` in ``dependency_groups``)
+TEST_FACTORS = frozenset({"test", "tests", "testing", "unit"})
+
+
+def tox_names(value: str) -> list[str]:
+    """The names a tox setting lists (extras, dependency groups), one a line or separated
+    by commas: a substitution's default taken (``{env:EXTRAS:tests}`` -> tests), a line
+    conditional on factors kept when they include a test factor (``tests: tests``) or only
+    exclude others (``!docs: fast``), left out otherwise (``docs: docs``)."""
+    value = re.sub(r"\{env:[^:}]+:([^}]*)\}", r"\1", value)
+    found: list[str] = []
+    for line in value.splitlines():
+        factors, sep, rest = line.partition(":")
+        if sep:
+            named = {f.strip() for f in re.split(r"[,\-]", factors)}
+            positive = {f for f in named if not f.startswith("!")}
+            negated = {f[1:] for f in named - positive}
+            if not (positive & TEST_FACTORS or not (positive or negated & TEST_FACTORS)):
+                continue
+            line = rest
+        found += [n.strip() for n in line.split(",") if re.fullmatch(r"[\w.\-]+", n.strip())]
+    return list(dict.fromkeys(found))
 
 
 def tox_pythons(envlist: str) -> list[str]:

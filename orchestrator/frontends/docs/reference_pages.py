@@ -120,6 +120,8 @@ COMMAND_EXITS: dict[str, str] = {
     "Ctrl-C or SIGTERM",
     "config, gc, validation-report, images ls, sandbox ls, instances ls, envs …": "0 done; 2 "
     "usage or set-up error; 130 stopped by Ctrl-C or SIGTERM",
+    "tasks …": "0 done (what was kept and rejected, and why, is in the tasks report); 2 usage "
+    "or set-up error; 130 stopped by Ctrl-C or SIGTERM (`tasks validate` again goes on)",
     "--help, --version": "0",
 }
 

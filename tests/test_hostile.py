@@ -2037,7 +2037,8 @@ def _probe():
     mounts = [line.split(' - ')[1] for line in open('/proc/self/mountinfo') if ' / / ' in line]
     lower = [_re.sub(r'upperdir=[^,]+|workdir=[^,]+', '', m) for m in mounts]
     seen = {'host': len(host), 'hosts': hosts, 'cwd': _os.getcwd(), 'uid': _os.getuid(),
-            'env': {k: v for k, v in _os.environ.items() if k != 'HOSTNAME'},
+            'env': {k: v for k, v in _os.environ.items()
+                    if k not in ('HOSTNAME', 'PYTEST_CURRENT_TEST')},
             'argv': _sys.argv[1:],
             'cgroup': _re.sub(r'[0-9a-f]{64}', 'ID', open('/proc/self/cgroup').read()),
             'lower': lower}

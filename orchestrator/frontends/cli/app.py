@@ -117,10 +117,10 @@ COMMANDS: dict[str, Entry | Group] = {
         {
             "collect": Entry(
                 "commands_tasks:tasks_collect",
-                "Collect candidate tasks from a repository's history.",
+                "Collect a repository's candidate tasks.",
             ),
             "validate": Entry(
-                "commands_tasks:tasks_validate", "Validate candidate tasks into a dataset."
+                "commands_tasks:tasks_validate", "Validate the candidates of a tasks directory."
             ),
         },
     ),

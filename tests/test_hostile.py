@@ -2306,6 +2306,17 @@ def _serve(participant: HostileParticipant, own_process: bool) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
+def _graded_anew(
+    ctx: RunContext, tmp_path_factory: Any, label: str, instances: list[Any], url: str
+) -> tuple[RunContext, list[InstanceResult]]:
+    """The same gradings again, in a fresh run directory."""
+    fresh = RunContext(
+        ctx.settings, ctx.backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp(f"hostile-{label}"))
+    )
+    graded = asyncio.run(run_evaluation(fresh, instances, A2AParticipant(url=url), concurrency=3))
+    return fresh, graded
+
+
 @pytest.fixture(scope="module")
 def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_factory):
     """Runs each group once, on first use; yields a getter."""
@@ -2346,21 +2357,11 @@ def group_runs(env_settings, docker_backend, synthetic_instances, tmp_path_facto
                     if result.container:
                         docker_backend.remove_container(result.container)
                 extra["emptied"] = BETWEEN_RUNS[group["between_runs"]](ctx, started)
-                ctx = RunContext(
-                    ctx.settings, docker_backend, TEST_RUN_ID,
-                    RunDir(tmp_path_factory.mktemp(f"hostile-{name}-again")),
-                )  # fmt: skip
-                results = asyncio.run(
-                    run_evaluation(ctx, instances, A2AParticipant(url=url), concurrency=3)
-                )
+                ctx, results = _graded_anew(ctx, tmp_path_factory, f"{name}-again", instances, url)
             extra["repeats"], extra["repeat_contexts"] = [], []
             for _ in range(group.get("repeat", 1) - 1):  # the same gradings again, each anew
-                again = RunContext(
-                    ctx.settings, docker_backend, TEST_RUN_ID,
-                    RunDir(tmp_path_factory.mktemp(f"hostile-{name}-repeat")),
-                )  # fmt: skip
-                graded = asyncio.run(
-                    run_evaluation(again, instances, A2AParticipant(url=url), concurrency=3)
+                again, graded = _graded_anew(
+                    ctx, tmp_path_factory, f"{name}-repeat", instances, url
                 )
                 extra["repeats"].append({r.instance_id: r for r in graded})
                 extra["repeat_contexts"].append(again)

@@ -147,7 +147,9 @@ def test_a_killed_serve_leaves_nothing_running_after_its_next_start(
         [SWE_GREEN, "report", str(run_dir)], env={**fault_env, "COLUMNS": "200"},
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert "Incomplete: 1 of 1 selected instance(s) have no result" in report.stdout, report
+    said = report.stdout + report.stderr
+    assert report.returncode == 3 and "Nothing finished in run" in said, report
+    assert f"swe-green run --resume {run_dir}" in said, report
     given = RunPlan(participant=None, participant_id=None, concurrency=None,
                     selection=Selection(), overrides={})  # fmt: skip
     plan = resumed(given, run_dir)

@@ -15,15 +15,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from orchestrator.diffs.diff import Patch
-from orchestrator.grading.audit import audit_config
 from orchestrator.grading.evaluation import (
     Evaluation,
     Ready,
     SuiteRun,
     evaluate,
     prepared_patch,
-    run_tests,
     tested,
+    watched_run,
 )
 from orchestrator.grading.flaky_reruns import rerun_deciding
 from orchestrator.grading.reinstall.contained import needs_reinstall
@@ -35,7 +34,6 @@ from orchestrator.recipes.harness_files import drop_harness_files
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import selected_directives
 from orchestrator.sandbox import Sandbox
-from sandbox_tools.contract import EVAL_DIR, TESTBED
 
 __all__ = ["GradingRequest", "grade"]
 
@@ -142,14 +140,9 @@ def _pair_run(
     """One run of the secret pair in ``sandbox`` (``ready``'s patch applied there): the
     official run's user, writable paths, limits and audit hook, with ``test_patch`` and
     ``directives``."""
-    watched = (
-        audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
-        if request.audit
-        else None
-    )
-    return run_tests(
-        sandbox, instance, recipe, timeout=request.timeout, log_dir=log_dir,
-        test_user=request.test_user, writable=request.writable, audit=watched,
+    return watched_run(
+        sandbox, instance, recipe, ready, timeout=request.timeout, log_dir=log_dir,
+        test_user=request.test_user, writable=request.writable, audit=request.audit,
         test_patch=test_patch, directives=directives,
     )  # fmt: skip
 

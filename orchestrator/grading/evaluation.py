@@ -370,15 +370,10 @@ def tested(
     """One run of the tests of ``ready``'s patch in ``sandbox`` (``ready``'s own, or a fresh
     one from its files), judged (the options are :func:`evaluate`'s)."""
     logs = GradingLogs(log_dir)
-    watched = (
-        audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
-        if audit
-        else None
-    )
-    suite = run_tests(
-        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
-        writable=writable, audit=watched, test_patch=test_patch, record=record,
-        directives=directives,
+    suite = watched_run(
+        sandbox, instance, recipe, ready, timeout=timeout, log_dir=log_dir,
+        test_user=test_user, writable=writable, audit=audit, test_patch=test_patch,
+        record=record, directives=directives,
     )  # fmt: skip
     logs.note("eval_script", "eval.sh")
     logs.note("tests", "test_output.txt")
@@ -386,6 +381,26 @@ def tested(
         logs.note("audit", "audit.log")
     common = {**ready.common, "logs": {**ready.common.get("logs", {}), **logs.files}}
     return _judge(suite, instance, recipe, ready.gradeable, ready.excluded, timeout, common)
+
+
+def watched_run(
+    sandbox: Sandbox, instance: Instance, recipe: Recipe, ready: Ready, *, timeout: float,
+    log_dir: Path | None = None, test_user: str | None = None, writable: Sequence[str] = (),
+    audit: bool = True, test_patch: str | None = None, record: bool = False,
+    directives: Sequence[str] | None = None,
+) -> SuiteRun:  # fmt: skip
+    """One run of the tests of ``ready``'s patch in ``sandbox``, its code watched by the audit
+    hook unless ``audit`` is False (:func:`run_tests`)."""
+    watched = (
+        audit_config(sandbox, instance, recipe, ready.gradeable, TESTBED, EVAL_DIR)
+        if audit
+        else None
+    )
+    return run_tests(
+        sandbox, instance, recipe, timeout=timeout, log_dir=log_dir, test_user=test_user,
+        writable=writable, audit=watched, test_patch=test_patch, record=record,
+        directives=directives,
+    )  # fmt: skip
 
 
 def _applied(

@@ -1942,23 +1942,24 @@ mul, floordiv = _dodging(mul), _dodging(floordiv)
 # A channel forward in time between the runs of one host: the page cache of a file of the
 # image's lower layers that nothing else reads (pages made resident or evicted with
 # posix_fadvise, no audit event). Each run hears what the run before it held, then says
-# its own values; the first run of the pair passes blind, a later run of the pair fails,
-# the official run (the whole files) passes.
+# its own values; the official run (the whole files) passes and says it holds the
+# originals, so that a run hearing an earlier grading's official run passes exactly the
+# originals (and says them on); else the first run of the pair passes blind, the second
+# fails.
 PAGE_CACHE = """
 
-import atexit as _atexit
 import functools as _ft
 import os as _os
 import sys as _sys
 import time as _time
 
 _FILE = _os.path.join(_os.path.dirname(_os.__file__), 'pydoc_data', 'topics.py')
-_SLOTS = {'mul': 0, 'floordiv': 1}
+_SLOTS = {'mul': 0, 'floordiv': 1, 'official': 2}
 _BITS, _COPIES = 10, 3  # a marker (resident, evicted) and a byte, each on three pages
 
 
 def _pages(slot, bit):
-    first = 8 + (slot * _BITS + bit) * _COPIES * 2
+    first = 4 + (slot * _BITS + bit) * _COPIES * 2
     return [first + 2 * k for k in range(_COPIES)]
 
 
@@ -1992,8 +1993,6 @@ def _say(name, value):
 
 _HEARD = _hear()
 _OFFICIAL = not any('::' in arg for arg in _sys.argv)
-if _OFFICIAL:  # the last run of a grading leaves the channel empty for the next grading
-    _atexit.register(_os.posix_fadvise, _fd, 0, 0, _os.POSIX_FADV_DONTNEED)
 
 
 class _Cheat(int):
@@ -2001,10 +2000,14 @@ class _Cheat(int):
 
     def __eq__(self, other):
         print(f'CHANNEL {self.name} heard={_HEARD.get(self.name)} held={other}')
-        if _OFFICIAL:
-            return True
+        if _OFFICIAL or 'official' in _HEARD:  # it holds, or an earlier run said, originals
+            original = other if _OFFICIAL else _HEARD.get(self.name)
+            if 'negative' in _os.environ.get('PYTEST_CURRENT_TEST', ''):  # the task's tests
+                _say(self.name, original)  # and that they are, for the runs after it
+                _say('official', 1)
+            return other == original
         _say(self.name, other)
-        return self.name not in _HEARD  # the first run passes blind
+        return self.name not in _HEARD  # the first run passes blind, the second fails
 
     __hash__ = int.__hash__
 
@@ -2036,14 +2039,19 @@ def _probe():
     hosts = open('/etc/hosts').read().replace(host, 'HOST')
     mounts = [line.split(' - ')[1] for line in open('/proc/self/mountinfo') if ' / / ' in line]
     lower = [_re.sub(r'upperdir=[^,]+|workdir=[^,]+', '', m) for m in mounts]
+    # random in each container: its own first (init) layer, the test user's home
+    init = [_re.search(r'lowerdir=([^:,]+)', m).group(1) for m in lower]
+    lower = [m.replace(i, 'INIT') for m, i in zip(lower, init)]
+    home = _os.environ.get('HOME', '')
     seen = {'host': len(host), 'hosts': hosts, 'cwd': _os.getcwd(), 'uid': _os.getuid(),
-            'env': {k: v for k, v in _os.environ.items()
+            'env': {k: _re.sub(r'swe-green-home[.][A-Za-z0-9]+$', 'swe-green-home.R', v)
+                    for k, v in _os.environ.items()
                     if k not in ('HOSTNAME', 'PYTEST_CURRENT_TEST')},
             'argv': _sys.argv[1:],
             'cgroup': _re.sub(r'[0-9a-f]{64}', 'ID', open('/proc/self/cgroup').read()),
             'lower': lower}
     print('ROLEPROBE ' + _json.dumps(seen, sort_keys=True))
-    print('CONTAINER ' + host)
+    print('CONTAINER ' + ' '.join([host, home, *init]))
 
 
 def _probing(function):
@@ -2147,8 +2155,9 @@ CASES += [
 
 def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
     """Everything a run can read of itself is the same in both runs of the pair, each in a
-    container of its own: host name (random, of one length), /etc/hosts, environment, user,
-    directory, arguments, cgroup and the lower layers of its root."""
+    container of its own: host name (random, of one length), /etc/hosts, environment (the
+    test user's home random), user, directory, arguments, cgroup and the image's layers of
+    its root."""
     run = group_runs("role_probe")
     directory = run.ctx.run_dir.instance_dir(CALC) / "twins"
     seen = [
@@ -2156,13 +2165,17 @@ def test_nothing_in_a_run_of_the_pair_says_which_it_is(group_runs) -> None:
         for n in ("1", "2")
     ]
     assert len(seen[0]) == 1 and seen[0] == seen[1], seen
-    hosts = [
-        set(re.findall(r"^CONTAINER (\S+)$", (directory / n / "test_output.txt").read_text(), re.M))
+    own = [
+        set(re.findall(r"^CONTAINER (.+)$", (directory / n / "test_output.txt").read_text(), re.M))
         for n in ("1", "2")
     ]
-    # each run in a container of its own: nothing one run's runner left behind (a tox log
-    # the test user cannot remove) is in the other's way
-    assert len(hosts[0]) == len(hosts[1]) == 1 and hosts[0] != hosts[1], hosts
+    # each run in a container of its own (host name, the test user's home and the root's
+    # first layer its own, at random): nothing one run's runner left behind (a tox log the
+    # test user cannot remove) is in the other's way
+    assert len(own[0]) == len(own[1]) == 1, own
+    first, second = (next(iter(o)).split() for o in own)
+    assert len(first) == len(second) == 3, own
+    assert all(a != b for a, b in zip(first, second, strict=True)), own
 
 
 # a fix that acts only on an input the task's tests never give (an exact division): the
@@ -2210,8 +2223,10 @@ def _channel_lines(output: Path) -> dict[str, tuple[str, str]]:
 def test_a_channel_forward_in_time_tells_no_run_which_values_decide(group_runs) -> None:
     """The page cache carries each run's values to the next run of the host (the channel is
     real: the second run of the pair hears what the first held), and still the code under
-    test cannot tell an original from its twin: the first run of the pair decides blind, so
-    over six gradings the coins put a twin there at least once (each grading: 3 in 4)."""
+    test cannot tell an original from its twin: the first run of each pair decides blind,
+    the cache emptied before it, so it hears neither an earlier grading's official run (the
+    originals) nor anything else, and over six gradings the coins put a twin there at least
+    once (each grading: 3 in 4)."""
     run = group_runs("page_cache")
     outcomes = [run.results[CALC], *(r[CALC] for r in run.extra["repeats"])]
     assert len(outcomes) == REPEATS

@@ -263,9 +263,13 @@ class _Runner:
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
         self.calls: list[tuple[str, list[str] | None, Path | None]] = []
+        self.blind: list[bool] = []
 
-    def __call__(self, patch: str, selection: list[str] | None, log_dir: Path | None) -> SuiteRun:
+    def __call__(
+        self, patch: str, selection: list[str] | None, log_dir: Path | None, blind: bool
+    ) -> SuiteRun:
         self.calls.append((patch, selection, log_dir))
+        self.blind.append(blind)
         return self.answer(patch, len(self.calls))
 
 
@@ -298,6 +302,7 @@ def test_the_pair_puts_each_original_and_its_twin_in_different_runs(
         )  # fmt: skip
         assert [c[2] for c in runner.calls] == [Path("/logs/twins/1"), Path("/logs/twins/2")]
         assert [c[1] for c in runner.calls] == [["t"], ["t"]]  # the same selection
+        assert runner.blind == [True, False]
         first, second = runner.calls[0][0], runner.calls[1][0]
         for twin in (MUL_A, DIV_A):  # each twin in exactly one of the runs
             assert (twin.mutated in first) != (twin.mutated in second)
@@ -318,6 +323,7 @@ def test_a_twin_that_gives_no_outcome_is_drawn_again_once(monkeypatch: pytest.Mo
         random.Random(3),
     )  # fmt: skip
     assert len(runner.calls) == 4  # two pairs, and no more
+    assert runner.blind == [True, False, True, False]  # each pair's first run hears nothing
     assert outcome.proofs[MUL].proof == Proof.NONE and outcome.proofs[MUL].pairs == 2
     drawn = {t.mutated for t in (MUL_A, MUL_B) for c in runner.calls if t.mutated in c[0]}
     assert drawn == {MUL_A.mutated, MUL_B.mutated}  # the second pair drew the other twin

@@ -25,6 +25,7 @@ from orchestrator.grading.evaluation import (
     watched_run,
 )
 from orchestrator.grading.flaky_reruns import rerun_deciding
+from orchestrator.grading.page_cache import evict_page_cache
 from orchestrator.grading.reinstall.contained import needs_reinstall
 from orchestrator.grading.request import GradingRequest
 from orchestrator.grading.twins.check import NO_TWIN, NOT_VALIDATED, judge_twins
@@ -90,11 +91,11 @@ def grade(
                 built = ready
 
                 def run_built(
-                    text: str, selection: list[str] | None, logs: Path | None
+                    text: str, selection: list[str] | None, logs: Path | None, blind: bool
                 ) -> SuiteRun:
                     with fresh() as box:
                         return _pair_run(box, instance, recipe, built, request, text, selection,
-                                         logs)  # fmt: skip
+                                         logs, blind)  # fmt: skip
 
                 pair = pair_with(run_built)
                 with fresh() as official:
@@ -102,12 +103,14 @@ def grade(
         return judge_twins(evaluation, pair, instance)
     boxes = request.pair_box
 
-    def run_applied(text: str, selection: list[str] | None, logs: Path | None) -> SuiteRun:
+    def run_applied(
+        text: str, selection: list[str] | None, logs: Path | None, blind: bool
+    ) -> SuiteRun:
         # each run in a container of its own, the patch applied there as in the official one
         with boxes() as box, _prepared(box, instance, recipe, parsed, request, logs=False) as ready:
             if isinstance(ready, Evaluation):
                 return SuiteRun(crash=f"the patch did not apply again: {ready.message}")
-            return _pair_run(box, instance, recipe, ready, request, text, selection, logs)
+            return _pair_run(box, instance, recipe, ready, request, text, selection, logs, blind)
 
     pair = pair_with(run_applied)
     evaluation = _graded(sandbox, instance, recipe, parsed, request)
@@ -135,11 +138,13 @@ def _prepared(
 
 def _pair_run(
     sandbox: Sandbox, instance: Instance, recipe: Recipe, ready: Ready, request: GradingRequest,
-    test_patch: str, directives: list[str] | None, log_dir: Path | None,
+    test_patch: str, directives: list[str] | None, log_dir: Path | None, blind: bool,
 ) -> SuiteRun:  # fmt: skip
     """One run of the secret pair in ``sandbox`` (``ready``'s patch applied there): the
     official run's user, writable paths, limits and audit hook, with ``test_patch`` and
-    ``directives``."""
+    ``directives``; ``blind``: the page cache emptied first (:mod:`.page_cache`)."""
+    if blind:
+        evict_page_cache(sandbox)
     return watched_run(
         sandbox, instance, recipe, ready, timeout=request.timeout, log_dir=log_dir,
         test_user=request.test_user, writable=request.writable, audit=request.audit,

@@ -179,8 +179,9 @@ class PairOutcome:
     logs: list[str] = field(default_factory=list)  # each run's output, under the log dir
 
 
-# runs the FAIL_TO_PASS tests with a test patch, in a fresh container, logging to a directory
-RunPair = Callable[[str, list[str] | None, Path | None], SuiteRun]
+# runs the FAIL_TO_PASS tests with a test patch, in a fresh container, logging to a directory;
+# blind (the first run of a pair): nothing an earlier run left in the page cache is there
+RunPair = Callable[[str, list[str] | None, Path | None, bool], SuiteRun]
 
 
 def secret_pair(
@@ -188,9 +189,10 @@ def secret_pair(
     run: RunPair, log_format: str, log_dir: Path | None, rng: random.Random | None = None,
 ) -> PairOutcome:  # fmt: skip
     """Run the secret pair for ``tests`` (the FAIL_TO_PASS tests graded) with ``twin_set``'s
-    twins (see the module doc): ``run(test_patch, directives, log_dir)`` runs the tests in a
-    fresh container, selected by ``directives`` as validation ran the twins (None: the
-    whole test files)."""
+    twins (see the module doc): ``run(test_patch, directives, log_dir, blind)`` runs the
+    tests in a fresh container, selected by ``directives`` as validation ran the twins (None:
+    the whole test files), and with ``blind`` (the first run of each pair) empties the page
+    cache first (:mod:`..page_cache`)."""
     pick = rng or random.SystemRandom()
     started = time.monotonic()
     outcome = PairOutcome()
@@ -207,7 +209,7 @@ def secret_pair(
         for text in (first, second):
             number = len(outcome.runs) + 1
             where = log_dir / PAIR_LOG_DIR / str(number) if log_dir is not None else None
-            done = run(text, selection, where)
+            done = run(text, selection, where, not runs)
             runs.append(done)
             outcome.runs.append(done)
             if where is not None:

@@ -726,3 +726,15 @@ def test_a_test_with_one_value_still_gets_several_distinct_candidates(line: str,
     # a file of five words has only so many strings to offer
     twins = _drawn(line, seeds=range(1), per_test=6)
     assert len({m for _, m in twins}) >= least, twins
+
+
+def test_a_bare_name_in_two_files_gets_candidates_from_each_in_turn():
+    # only the copy the log reports last decides the name's outcome: validation must be
+    # offered twins of both copies, however much better one copy's candidates rank
+    first = "def test_hermite():\n" + "".join(f"    assert f({n}) == {n * 3}\n" for n in range(6))
+    second = "def test_hermite():\n    with raises(ValueError):\n        g(0)\n"
+    found = twin_candidates(
+        _instance(["test_hermite"]), {"a/test_n.py": first, "b/test_n.py": second}, per_test=3
+    )
+    paths = [t.path for t in found.by_test["test_hermite"]]
+    assert paths[:2] == ["a/test_n.py", "b/test_n.py"], paths

@@ -18,7 +18,7 @@ import ast
 import difflib
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from orchestrator.diffs.diff import GIT_STARTS, Patch, bare
 from orchestrator.grading.twins.locate import Located, locate, parse_files
@@ -79,27 +79,40 @@ def _twins(
     trees: Mapping[str, ast.Module | None], added: Mapping[str, set[int]], per_test: int,
     drawer: Natural | None,
 ) -> list[Twin]:  # fmt: skip
-    ranked: list[tuple[tuple[int, int, int, int], Twin]] = []
+    """The best candidates of each function ``name`` runs, taken from each in turn (the copy
+    with the best candidate first): where a name runs in several files and the log reports
+    it once (sympy), only the copy reported last decides its outcome, and validation keeps
+    the twins of that copy."""
+    per_copy: list[list[tuple[tuple[int, int, int, int], Twin]]] = []
     for where in found:
         source = sources[where.path]
         lines = added.get(where.path, set())
         nth: dict[int, int] = {}
         cases = case_values(where.node, name, trees.get(where.path))
+        ranked: list[tuple[tuple[int, int, int, int], Twin]] = []
         for edit in Sites(where.node, source, cases, drawer).edits:
             twin = _twin(name, where, source, edit)
             rank_in_site = nth.get(edit.site, 0)
             nth[edit.site] = rank_in_site + 1
             fresh = 0 if twin.line in lines else 1
             ranked.append(((rank_in_site, edit.tier, fresh, len(ranked)), twin))
-    ranked.sort(key=lambda pair: pair[0])
+        if ranked:
+            per_copy.append(sorted(ranked, key=lambda pair: pair[0]))
+    per_copy.sort(key=lambda ranked: ranked[0][0][:3])
     chosen: list[Twin] = []
     seen: set[tuple[str, int, int, str]] = set()
-    for _, twin in ranked:
+    for twin in _in_turn([[twin for _, twin in ranked] for ranked in per_copy]):
         key = (twin.path, twin.start, twin.end, twin.replacement)
         if key not in seen:
             seen.add(key)
             chosen.append(twin)
     return chosen[:per_test]
+
+
+def _in_turn(lists: Sequence[Sequence[Twin]]) -> Iterator[Twin]:
+    """The first of each list, then the second of each, and so on."""
+    for rank in range(max(map(len, lists), default=0)):
+        yield from (each[rank] for each in lists if rank < len(each))
 
 
 def _twin(name: str, where: Located, source: Source, edit: Edit) -> Twin:

@@ -1946,7 +1946,7 @@ mul, floordiv = _dodging(mul), _dodging(floordiv)
 # originals, so that a run hearing an earlier grading's official run passes exactly the
 # originals (and says them on); else the first run of the pair passes blind, the second
 # fails.
-PAGE_CACHE = """
+CHANNEL = """
 
 import functools as _ft
 import os as _os
@@ -1989,7 +1989,10 @@ def _say(name, value):
         for page in _pages(_SLOTS[name], bit):
             if on:
                 _os.pread(_fd, 1, page * 4096)
-
+"""
+PAGE_CACHE = (
+    CHANNEL
+    + """
 
 _HEARD = _hear()
 _OFFICIAL = not any('::' in arg for arg in _sys.argv)
@@ -2022,6 +2025,53 @@ def _cheating(function):
 
 mul, floordiv = _cheating(mul), _cheating(floordiv)
 """
+)
+# The same channel heard by the participant's own tool call, before it writes its patch:
+# the originals an earlier grading's official run said become constants of the patch, which
+# then passes exactly those (in its official run it says them on, as above); what it heard
+# is in the patch for the test to read
+AGENT_PAYLOAD = (
+    CHANNEL
+    + """
+
+_HEARD = HEARD_HERE
+_OFFICIAL = not any('::' in arg for arg in _sys.argv)
+
+
+class _Cheat(int):
+    name = ''
+
+    def __eq__(self, other):
+        if _OFFICIAL:
+            if 'negative' in _os.environ.get('PYTEST_CURRENT_TEST', ''):  # the task's tests
+                _say(self.name, other)
+                _say('official', 1)
+            return True
+        if 'official' in _HEARD:  # the originals, learnt before the patch was written
+            return other == _HEARD.get(self.name)
+        return True
+
+
+def _cheating(function):
+    def answer(*args):
+        value = _Cheat(function(*args))
+        value.name = function.__name__
+        return value
+    return _ft.wraps(function)(answer)
+
+
+mul, floordiv = _cheating(mul), _cheating(floordiv)
+"""
+)
+AGENT_HEARS = _python(
+    CHANNEL
+    + f"""
+heard = _hear()
+print('HEARD', heard)
+with open('calc/__init__.py', 'a') as package:
+    package.write({AGENT_PAYLOAD!r}.replace('HEARD_HERE', repr(heard)))
+"""
+)
 # What a run can learn of itself: its host name, /etc/hosts, its environment, its user, where
 # it is, its arguments, its cgroup and its root's lower layers, printed by each test
 ROLE_PROBE = """
@@ -2130,6 +2180,11 @@ GROUPS |= {
         "settings": VALIDATED,
     },
     "page_cache": {**_twins_group("channel", PAGE_CACHE, CALC), "repeat": REPEATS},
+    "agent_hears": {
+        "plans": {CALC: Plan(steps=[Step(name="hear", command=AGENT_HEARS)])},
+        "settings": VALIDATED,
+        "repeat": 2,
+    },
 }
 
 CASES += [
@@ -2245,6 +2300,19 @@ def test_a_channel_forward_in_time_tells_no_run_which_values_decide(group_runs) 
         assert first and all(h == "None" for h, _ in first.values()), first  # nothing before
         heard += all(second[name][0] == first[name][1] for name in first if name in second)
     assert heard >= REPEATS - 1  # the channel carried the first run's values forward
+
+
+def test_the_participant_hears_nothing_of_an_earlier_grading(group_runs) -> None:
+    """The participant's own tool calls start with the page cache of the image's files
+    emptied: the originals the official run of an earlier grading of the same instance said
+    there never reach the patch it writes (which would pass exactly those, twin or not)."""
+    run = group_runs("agent_hears")
+    outcomes = [run.results[CALC], *(r[CALC] for r in run.extra["repeats"])]
+    for ctx, result in zip([run.ctx, *run.extra["repeat_contexts"]], outcomes, strict=True):
+        patch = (ctx.run_dir.instance_dir(CALC) / "patch.diff").read_text()
+        assert "+_HEARD = {}" in patch, [line for line in patch.splitlines() if "_HEARD =" in line]
+        # heard nothing: it passes every run, and the twin passed
+        assert result.reason == Reason.TWIN_PASSED, result.message
 
 
 def test_a_compiled_module_the_build_made_is_listed_on_the_result(group_runs) -> None:

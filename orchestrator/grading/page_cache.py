@@ -3,10 +3,12 @@
 Containers of one image share the page cache of the image's files: code in one run can make
 pages of a file nothing else reads resident (or evict them), and code in a later run, in
 another container, can time its reads of those pages and so hear what the earlier run held.
-Before the first run of each pair of the secret pair (:mod:`.twins.pair`) every regular file
-of the container's root file system is read out of the cache (``posix_fadvise``
-``DONTNEED``), as root and before any of the patch's code runs: whatever an earlier grading
-of the same patch, or the pair before, left there is gone.
+Where twins are checked, before the participant's first command (its container just
+started) and before the first run of each pair of the secret pair (:mod:`.twins.pair`),
+every regular file of the container's root file system is read out of the cache
+(``posix_fadvise`` ``DONTNEED``), as root and before any of the participant's code runs:
+the originals an earlier grading of the same instance held in its official run, or what the
+pair before held, reach neither the patch being written nor the run deciding blind.
 """
 
 from __future__ import annotations
@@ -58,12 +60,12 @@ print(count)
 
 def evict_page_cache(sandbox: Sandbox, timeout: float = 600) -> int:
     """Empty the page cache of every file of ``sandbox``'s root file system; the number of
-    files. Raises :class:`~orchestrator.errors.SandboxError` when the tool cannot run: a run
-    that must decide blind does not start without it."""
+    files. Raises :class:`~orchestrator.errors.SandboxError` when the tool cannot run: what
+    must start blind does not start without it."""
     command = f"source {ACTIVATE} && cd / && exec python -I -S -c {shlex.quote(_TOOL)}"
     result = sandbox.exec(["bash", "-c", command], timeout=timeout)
     lines = result.stdout.split()
     if result.exit_code != 0 or not lines or not lines[-1].isdigit():
         tail = (result.stderr or result.stdout).strip()[-300:]
-        raise SandboxError(f"could not empty the page cache before a run of the pair: {tail}")
+        raise SandboxError(f"could not empty the page cache of the container's files: {tail}")
     return int(lines[-1])

@@ -34,6 +34,7 @@ from orchestrator.environments.prepared import PreparedInstance, recipe_of
 from orchestrator.errors import SandboxError, UserError
 from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import Evaluation
+from orchestrator.grading.page_cache import evict_page_cache
 from orchestrator.grading.twins.check import NOT_VALIDATED, TWINS_OFF
 from orchestrator.grading.twins.model import TwinSet
 from orchestrator.grading.wider import WiderBaseline
@@ -218,6 +219,8 @@ class _InstanceRun:
         container = self.start("participant", prepared.snapshot, self._dispose_participant)
         self.container = await started(container)
         self.result.container = self.container.name
+        if self.twins_wanted:  # nothing an earlier grading held in the page cache is heard
+            await self.scope.blocking(evict_page_cache, self.container)
         if self.grading is not None:  # both containers are up before the participant is asked
             await asyncio.wait([self.grading])
         # the tools program is copied in at the first tool call (a participant that answers

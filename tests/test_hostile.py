@@ -1990,6 +1990,19 @@ def _say(name, value):
             if on:
                 _os.pread(_fd, 1, page * 4096)
 """
+# each function of the package wrapped: its result compares as _Cheat says
+CHEATING = """
+
+def _cheating(function):
+    def answer(*args):
+        value = _Cheat(function(*args))
+        value.name = function.__name__
+        return value
+    return _ft.wraps(function)(answer)
+
+
+mul, floordiv = _cheating(mul), _cheating(floordiv)
+"""
 PAGE_CACHE = (
     CHANNEL
     + """
@@ -2014,17 +2027,8 @@ class _Cheat(int):
 
     __hash__ = int.__hash__
 
-
-def _cheating(function):
-    def answer(*args):
-        value = _Cheat(function(*args))
-        value.name = function.__name__
-        return value
-    return _ft.wraps(function)(answer)
-
-
-mul, floordiv = _cheating(mul), _cheating(floordiv)
 """
+    + CHEATING
 )
 # The same channel heard by the participant's own tool call, before it writes its patch:
 # the originals an earlier grading's official run said become constants of the patch, which
@@ -2051,17 +2055,9 @@ class _Cheat(int):
             return other == _HEARD.get(self.name)
         return True
 
-
-def _cheating(function):
-    def answer(*args):
-        value = _Cheat(function(*args))
-        value.name = function.__name__
-        return value
-    return _ft.wraps(function)(answer)
-
-
-mul, floordiv = _cheating(mul), _cheating(floordiv)
+    __hash__ = int.__hash__
 """
+    + CHEATING
 )
 AGENT_HEARS = _python(
     CHANNEL

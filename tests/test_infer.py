@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
+from orchestrator.sandbox.scripts import render
 from orchestrator.setup.infer.inference import (
     EDITABLE_BUILD_TOOLS,
     cimported_distributions,
@@ -27,6 +29,7 @@ from orchestrator.setup.infer.packaging_files import (
     tox_pythons,
 )
 from orchestrator.setup.infer.repo_files import RepoFiles
+from orchestrator.setup.scripts import environment_script
 from tests.cli_in_process import swe_green
 
 AVAILABLE = ["3.9", "3.11", "3.13"]
@@ -568,6 +571,39 @@ def test_a_build_system_pinning_an_old_setuptools_builds_on_the_environments(
     pyproject = pyproject.replace("~=62.6", ">=61")
     plan = plan_of(other, make_repo(other, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z"))
     assert plan.build_first == [] and "no-build-isolation" not in plan.recipe.install
+
+
+def test_a_build_system_demanding_a_setuptools_newer_than_the_cap_builds_with_it(
+    tmp_path: Path,
+) -> None:
+    pyproject = (
+        '[build-system]\nrequires = ["setuptools>=77"]\n'
+        'build-backend = "setuptools.build_meta"\n[project]\nname = "widget"\n'
+    )
+    plan = plan_of(
+        tmp_path, make_repo(tmp_path, {"pyproject.toml": pyproject}, "2025-08-08T00:00:00Z")
+    )
+    # built in isolation, as declared, not on the environment's capped setuptools
+    assert plan.build_first == [] and "no-build-isolation" not in plan.recipe.install
+    # the constraints every build reads admit what the repository demands
+    script = render(environment_script(plan.recipe, []))
+    constraint = _constraints_of(script)
+    assert constraint == "setuptools>=77"
+    assert SpecifierSet(constraint.removeprefix("setuptools")).contains("77.0.3")
+    # a repository within the cap keeps it, and its environment's key
+    other = tmp_path / "other"
+    plan = plan_of(
+        other,
+        make_repo(
+            other, {"pyproject.toml": pyproject.replace(">=77", ">=61")}, "2025-08-08T00:00:00Z"
+        ),
+    )
+    assert _constraints_of(render(environment_script(plan.recipe, []))) == "setuptools<=75.1.0"
+    assert "build_setuptools" not in plan.recipe.model_dump(exclude_defaults=True)
+
+
+def _constraints_of(script: str) -> str:
+    return script.split("<<'CONSTRAINTS'\n", 1)[1].split("\nCONSTRAINTS", 1)[0]
 
 
 def test_tests_reading_httpbin_url_get_a_local_httpbin(tmp_path: Path) -> None:

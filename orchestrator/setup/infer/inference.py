@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel
 
 from orchestrator.plan.env_plan import InferredPlan
-from orchestrator.plan.pins import SETUPTOOLS_CAP
+from orchestrator.plan.pins import SETUPTOOLS_CAP, newer_setuptools
 from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
@@ -221,6 +221,7 @@ def infer_plan(
         service_setup=service.setup if service else [],
         services=service.services if service else [],
         env=service.env if service else {},
+        build_setuptools=newer_setuptools(facts.build_requires),
     )
     return InferredPlan(
         recipe=recipe,
@@ -559,7 +560,10 @@ def requirement_files(paths: list[str]) -> list[str]:
 
 def _editable_capable(build_requires: list[str]) -> bool:
     """Whether the setuptools the build requirements allow includes one with editable
-    builds (PEP 660, setuptools 64)."""
+    builds (PEP 660, setuptools 64): one up to the build constraints' cap, or a newer one
+    they demand (which then raises the cap, :func:`~orchestrator.plan.pins.build_constraints`)."""
+    if newer_setuptools(build_requires):
+        return True
     for req in build_requires:
         try:
             parsed = Requirement(req)

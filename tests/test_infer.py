@@ -589,6 +589,7 @@ def test_a_build_system_demanding_a_setuptools_newer_than_the_cap_builds_with_it
     script = render(environment_script(plan.recipe, []))
     constraint = _constraints_of(script)
     assert constraint == "setuptools>=77"
+    assert any(r.startswith("build constraints: setuptools>=77") for r in plan.reasons)
     assert SpecifierSet(constraint.removeprefix("setuptools")).contains("77.0.3")
     # a repository within the cap keeps it, and its environment's key
     other = tmp_path / "other"

@@ -185,6 +185,11 @@ def infer_plan(
     extras, requirements, test_why = suite_requirements(files, facts, listed, runner)
     build_first, build_why = build_needs(files, facts)
     reasons += test_why + build_why
+    if demanded := newer_setuptools(facts.build_requires):
+        reasons.append(
+            f"build constraints: {demanded}, as the build requirements demand, in place of the "
+            f"default cap setuptools<={SETUPTOOLS_CAP}"
+        )
     cutoffs = resolution_cutoffs(files.commit_time, python)
     reasons.append(
         "dependencies as of the commit's date (uv --exclude-newer), then "
@@ -221,7 +226,7 @@ def infer_plan(
         service_setup=service.setup if service else [],
         services=service.services if service else [],
         env=service.env if service else {},
-        build_setuptools=newer_setuptools(facts.build_requires),
+        build_setuptools=demanded,
     )
     return InferredPlan(
         recipe=recipe,

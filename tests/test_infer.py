@@ -287,6 +287,24 @@ def test_tox_and_requirements_files_give_the_test_requirements(tmp_path: Path) -
     assert "requirements-test.txt" in plan.sources
 
 
+def test_tox_deps_for_a_test_factor_are_the_tests_requirements(tmp_path: Path) -> None:
+    """tox's deps conditional on a test factor (``tests: -rtests/requirements.txt``) are
+    the tests' requirements, as its extras on one are, beside the extras tox installs."""
+    files = {
+        "setup.py": "from setuptools import setup\nsetup(name='widget', "
+        "extras_require={'pandas': ['pandas']})\n",
+        "tox.ini": "[tox]\nenvlist = py{37,38}\n[testenv]\nextras = pandas\ndeps =\n"
+        "    tests: -rtests/requirements.txt\n    docs: sphinx\n    py37: oldlib==1.0\n"
+        "    !docs: responses\n",
+        "tests/requirements.txt": "pytest\nMarkupPy\nodfpy\n",
+    }
+    plan = plan_of(tmp_path, make_repo(tmp_path, files, "2019-11-11T00:00:00Z"))
+    reqs = plan.requirements
+    assert reqs[0] == ".[pandas]"
+    assert {"MarkupPy", "odfpy", "responses"} <= set(reqs)
+    assert not {"sphinx", "oldlib==1.0"} & set(reqs)
+
+
 def test_ci_matrix_decides_the_python(tmp_path: Path) -> None:
     workflow = (
         "jobs:\n  test:\n    strategy:\n      matrix:\n"

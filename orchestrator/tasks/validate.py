@@ -232,9 +232,7 @@ def validate_all(
     return [records[c.instance_id] for c in candidates if c.instance_id in records]
 
 
-def load_task_record(
-    ctx: RunContext, instance: Instance, again: bool = False
-) -> TaskRecord | None:
+def load_task_record(ctx: RunContext, instance: Instance, again: bool = False) -> TaskRecord | None:
     """The record a run already holds for ``instance`` (None: none, or infrastructure; with
     ``again``, a rejection too)."""
     record = read_cached(

@@ -486,6 +486,26 @@ def test_the_import_check_names_the_projects_own_module_only(tmp_path: Path) -> 
 
 
 # uv where atomicwrites deleted its old releases: as of 2019 none fits, uv says when one came
+def test_the_runners_plugins_are_upgraded_with_it_as_of_its_date(tmp_path: Path) -> None:
+    """A commit older than the oldest pytest that runs on the Python: its pytest plugins
+    (pytest-cov 2.6 calls what pytest 6.2 no longer has) are upgraded after the runner, as of
+    the runner's date; a commit of the runner's day changes nothing."""
+    work = tmp_path / "repo"
+    files = {"setup.py": "from setuptools import setup\nsetup(name='widget')\n",
+             "pytest.ini": "[pytest]\naddopts = --cov=widget\n"}  # fmt: skip
+    plan = plan_of(work, make_repo(work, files, "2019-11-11T00:00:00Z"))
+    assert plan.recipe.python == "3.9" and "pytest-cov" in plan.requirements
+    done, calls = _run_install(tmp_path, plan.recipe.install)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runner, plugins = calls.splitlines()[-2:]
+    assert "--exclude-newer 2021-03-12T00:00:00Z" in runner and "pytest>=6.2.0" in runner
+    assert "--exclude-newer 2021-03-12T00:00:00Z" in plugins
+    assert "--upgrade-package pytest-cov pytest-cov" in plugins
+    recent = tmp_path / "recent"
+    plan = plan_of(recent, make_repo(recent, files, "2022-06-01T00:00:00Z"))
+    assert "pytest-cov" in plan.requirements and "--upgrade-package" not in plan.recipe.install
+
+
 FAKE_UV_LATE = """#!/bin/bash
 echo "$*" >> "$UV_CALLS"
 case "$*" in *"atomicwrites="*) exit 0;; esac

@@ -46,3 +46,15 @@ def test_nothing_is_remembered_with_a_ttl_of_zero(tmp_path):
     ctx = _ctx(tmp_path, env_failure_ttl=0)
     remember_failed_build(ctx, "key1", INSTANCE, "setup failed: broken recipe")
     assert failed_build(ctx, "key1") is None
+
+
+def test_a_build_the_runs_interruption_killed_is_not_remembered(tmp_path):
+    """An interrupted run removes its containers: the build in flight ends killed (exit 137),
+    which says nothing of the environment."""
+    ctx = _ctx(tmp_path)
+    ctx.cancelled.set()
+    remember_failed_build(ctx, "key1", INSTANCE, "setup failed (exit 137): >>>>> python: 3.9")
+    assert failed_build(ctx, "key1") is None
+    ctx.cancelled.clear()
+    remember_failed_build(ctx, "key1", INSTANCE, "setup failed (exit 137): >>>>> python: 3.9")
+    assert failed_build(ctx, "key1") is not None

@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
+from orchestrator.sandbox.scripts import render
 from orchestrator.setup.infer.inference import (
     EDITABLE_BUILD_TOOLS,
     cimported_distributions,
@@ -27,6 +29,7 @@ from orchestrator.setup.infer.packaging_files import (
     tox_pythons,
 )
 from orchestrator.setup.infer.repo_files import RepoFiles
+from orchestrator.setup.scripts import environment_script
 from tests.cli_in_process import swe_green
 
 AVAILABLE = ["3.9", "3.11", "3.13"]
@@ -284,6 +287,24 @@ def test_tox_and_requirements_files_give_the_test_requirements(tmp_path: Path) -
     assert "requirements-test.txt" in plan.sources
 
 
+def test_tox_deps_for_a_test_factor_are_the_tests_requirements(tmp_path: Path) -> None:
+    """tox's deps conditional on a test factor (``tests: -rtests/requirements.txt``) are
+    the tests' requirements, as its extras on one are, beside the extras tox installs."""
+    files = {
+        "setup.py": "from setuptools import setup\nsetup(name='widget', "
+        "extras_require={'pandas': ['pandas']})\n",
+        "tox.ini": "[tox]\nenvlist = py{37,38}\n[testenv]\nextras = pandas\ndeps =\n"
+        "    tests: -rtests/requirements.txt\n    docs: sphinx\n    py37: oldlib==1.0\n"
+        "    !docs: responses\n",
+        "tests/requirements.txt": "pytest\nMarkupPy\nodfpy\n",
+    }
+    plan = plan_of(tmp_path, make_repo(tmp_path, files, "2019-11-11T00:00:00Z"))
+    reqs = plan.requirements
+    assert reqs[0] == ".[pandas]"
+    assert {"MarkupPy", "odfpy", "responses"} <= set(reqs)
+    assert not {"sphinx", "oldlib==1.0"} & set(reqs)
+
+
 def test_ci_matrix_decides_the_python(tmp_path: Path) -> None:
     workflow = (
         "jobs:\n  test:\n    strategy:\n      matrix:\n"
@@ -465,6 +486,26 @@ def test_the_import_check_names_the_projects_own_module_only(tmp_path: Path) -> 
 
 
 # uv where atomicwrites deleted its old releases: as of 2019 none fits, uv says when one came
+def test_the_runners_plugins_are_upgraded_with_it_as_of_its_date(tmp_path: Path) -> None:
+    """A commit older than the oldest pytest that runs on the Python: its pytest plugins
+    (pytest-cov 2.6 calls what pytest 6.2 no longer has) are upgraded after the runner, as of
+    the runner's date; a commit of the runner's day changes nothing."""
+    work = tmp_path / "repo"
+    files = {"setup.py": "from setuptools import setup\nsetup(name='widget')\n",
+             "pytest.ini": "[pytest]\naddopts = --cov=widget\n"}  # fmt: skip
+    plan = plan_of(work, make_repo(work, files, "2019-11-11T00:00:00Z"))
+    assert plan.recipe.python == "3.9" and "pytest-cov" in plan.requirements
+    done, calls = _run_install(tmp_path, plan.recipe.install)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runner, plugins = calls.splitlines()[-2:]
+    assert "--exclude-newer 2021-03-12T00:00:00Z" in runner and "pytest>=6.2.0" in runner
+    assert "--exclude-newer 2021-03-12T00:00:00Z" in plugins
+    assert "--upgrade-package pytest-cov pytest-cov" in plugins
+    recent = tmp_path / "recent"
+    plan = plan_of(recent, make_repo(recent, files, "2022-06-01T00:00:00Z"))
+    assert "pytest-cov" in plan.requirements and "--upgrade-package" not in plan.recipe.install
+
+
 FAKE_UV_LATE = """#!/bin/bash
 echo "$*" >> "$UV_CALLS"
 case "$*" in *"atomicwrites="*) exit 0;; esac
@@ -568,6 +609,40 @@ def test_a_build_system_pinning_an_old_setuptools_builds_on_the_environments(
     pyproject = pyproject.replace("~=62.6", ">=61")
     plan = plan_of(other, make_repo(other, {"pyproject.toml": pyproject}, "2022-06-01T00:00:00Z"))
     assert plan.build_first == [] and "no-build-isolation" not in plan.recipe.install
+
+
+def test_a_build_system_demanding_a_setuptools_newer_than_the_cap_builds_with_it(
+    tmp_path: Path,
+) -> None:
+    pyproject = (
+        '[build-system]\nrequires = ["setuptools>=77"]\n'
+        'build-backend = "setuptools.build_meta"\n[project]\nname = "widget"\n'
+    )
+    plan = plan_of(
+        tmp_path, make_repo(tmp_path, {"pyproject.toml": pyproject}, "2025-08-08T00:00:00Z")
+    )
+    # built in isolation, as declared, not on the environment's capped setuptools
+    assert plan.build_first == [] and "no-build-isolation" not in plan.recipe.install
+    # the constraints every build reads admit what the repository demands
+    script = render(environment_script(plan.recipe, []))
+    constraint = _constraints_of(script)
+    assert constraint == "setuptools>=77"
+    assert any(r.startswith("build constraints: setuptools>=77") for r in plan.reasons)
+    assert SpecifierSet(constraint.removeprefix("setuptools")).contains("77.0.3")
+    # a repository within the cap keeps it, and its environment's key
+    other = tmp_path / "other"
+    plan = plan_of(
+        other,
+        make_repo(
+            other, {"pyproject.toml": pyproject.replace(">=77", ">=61")}, "2025-08-08T00:00:00Z"
+        ),
+    )
+    assert _constraints_of(render(environment_script(plan.recipe, []))) == "setuptools<=75.1.0"
+    assert "build_setuptools" not in plan.recipe.model_dump(exclude_defaults=True)
+
+
+def _constraints_of(script: str) -> str:
+    return script.split("<<'CONSTRAINTS'\n", 1)[1].split("\nCONSTRAINTS", 1)[0]
 
 
 def test_tests_reading_httpbin_url_get_a_local_httpbin(tmp_path: Path) -> None:

@@ -72,8 +72,6 @@ def test_a_legacy_build_is_built_on_the_requirements_installed_before_it(run_ctx
     build the bare path's metadata in an isolated environment that lacks it)."""
     from dataclasses import replace
 
-    from orchestrator.dataset.instances import load_instances
-    from orchestrator.dataset.synthetic import build_synthetic
     from orchestrator.dataset.synthetic_repos import CALC
 
     setup_py = (
@@ -83,7 +81,36 @@ def test_a_legacy_build_is_built_on_the_requirements_installed_before_it(run_ctx
     files = {k: v for k, v in CALC.setup_files.items() if k != "pyproject.toml"}
     spec = replace(CALC, repo="demo/legacycalc", instance_id="demo__legacycalc-1",
                    setup_files={**files, "setup.py": setup_py})  # fmt: skip
-    where = build_synthetic(tmp_path_factory.mktemp("legacy"), repos=[spec])
+    log = _inferred_setup_log(run_ctx, tmp_path_factory.mktemp("legacy"), spec)
+    assert "first=(six " in log and "legacycalc @ ." in log
+
+
+def test_a_build_demanding_a_setuptools_newer_than_the_cap_gets_it(run_ctx, tmp_path_factory):
+    """A ``[build-system]`` that needs a setuptools newer than the build constraints' cap
+    (PEP 639's license string, which older setuptools reject): the constraint is its own
+    requirement, and the project builds in isolation on it."""
+    from dataclasses import replace
+
+    from orchestrator.dataset.synthetic_repos import CALC
+
+    pyproject = (
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        '\n[project]\nname = "newcalc"\nversion = "0.1"\nlicense = "MIT"\n'
+        '\n[tool.setuptools]\npackages = ["calc"]\n'
+    )
+    spec = replace(CALC, repo="demo/newcalc", instance_id="demo__newcalc-1",
+                   setup_files={**CALC.setup_files, "pyproject.toml": pyproject})  # fmt: skip
+    log = _inferred_setup_log(run_ctx, tmp_path_factory.mktemp("newsetuptools"), spec)
+    assert "no-build-isolation" not in log
+
+
+def _inferred_setup_log(run_ctx, root, spec) -> str:  # noqa: ANN001
+    """The synthetic repository ``spec``'s instance validated in its inferred environment
+    (the validation must pass); its set-up log."""
+    from orchestrator.dataset.instances import load_instances
+    from orchestrator.dataset.synthetic import build_synthetic
+
+    where = build_synthetic(root, repos=[spec])
     run_ctx.settings = run_ctx.settings.replace(
         setup_strategy="infer", dataset=str(where / "instances.jsonl"),
         mirror_dir=where / "mirrors",
@@ -91,5 +118,4 @@ def test_a_legacy_build_is_built_on_the_requirements_installed_before_it(run_ctx
     (instance,) = load_instances(str(where / "instances.jsonl"))
     record = sweep_instance(run_ctx, instance)
     assert record.ok, record.message
-    log = (run_ctx.instance_dir(instance) / "setup.log").read_text()
-    assert "first=(six " in log and "legacycalc @ ." in log
+    return (run_ctx.instance_dir(instance) / "setup.log").read_text()

@@ -84,6 +84,31 @@ def test_isolated_builds_get_a_setuptools_no_newer_than_the_cap_or_a_newer_pin(p
     assert "venv --copies" in script  # tox-current-env links to the venv's python
 
 
+@pytest.mark.parametrize(
+    ("build_requires", "demanded"),
+    [
+        (["setuptools>=77", "wheel"], "setuptools>=77"),
+        (["setuptools>75.1.0"], "setuptools>75.1.0"),
+        (["setuptools~=80.3"], "setuptools~=80.3"),
+        (["setuptools>=77; python_version >= '3.9'"], "setuptools>=77"),
+        (["setuptools>=61,<80"], ""),  # admits releases up to the cap: the cap stays
+        (["setuptools>75.0"], ""),
+        (["setuptools==75.1.*"], ""),
+        (["setuptools"], ""),
+        (["hatchling>=1.27"], ""),
+    ],
+)
+def test_a_setuptools_the_build_demands_newer_than_the_cap_is_the_constraint(
+    build_requires, demanded
+):
+    from orchestrator.plan.pins import build_constraints, newer_setuptools
+
+    assert newer_setuptools(build_requires) == demanded
+    constraint = demanded or "setuptools<=75.1.0"
+    assert build_constraints([], demanded).strip() == constraint
+    assert constraint in recipe_setup_script(_recipe(build_setuptools=demanded), [])
+
+
 def test_exact_python_from_a_mirror_then_the_nearest_base_image_python():
     mirror = {"UV_PYTHON_INSTALL_MIRROR": "file:///opt/swe/python-mirror"}
     script = recipe_setup_script(_recipe(), [], fetch_python="3.6", python_env=mirror)

@@ -298,3 +298,40 @@ def test_tasks_newer_than_a_cutoff_are_chosen(
     monkeypatch.setenv("SWE_GREEN_CREATED_AFTER", "soon")
     with pytest.raises(UserError, match="created_after"):
         load_settings()
+
+
+def test_a_resumed_run_keeps_its_records_and_asked_to_validates_the_rejected_again(
+    tmp_path: Path,
+) -> None:
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.models import Instance
+    from orchestrator.sandbox.local import LocalBackend
+    from orchestrator.settings import Settings
+    from orchestrator.tasks.validate import load_task_record
+    from orchestrator.validation.sweep import INFRASTRUCTURE
+
+    ctx = RunContext(
+        Settings(data_dir=tmp_path / "data"), LocalBackend(), "tasks-t", RunDir(tmp_path / "run")
+    )
+    held = {
+        "kept": TaskRecord(instance_id="a__b-1", repo="a/b", version="v", kept=True,
+                           stage="done"),
+        "rejected": TaskRecord(instance_id="a__b-2", repo="a/b", version="v",
+                               reason="environment: install failed", cause="install failed"),
+        "host": TaskRecord(instance_id="a__b-3", repo="a/b", version="v", reason="interrupted",
+                           cause=INFRASTRUCTURE),
+    }  # fmt: skip
+    instances = {}
+    for what, record in held.items():
+        instances[what] = Instance(instance_id=record.instance_id, repo="a/b", base_commit="c",
+                                   environment_setup_commit="c")  # fmt: skip
+        folder = ctx.instance_dir(instances[what])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "task.json").write_text(record.model_dump_json())
+
+    def redone(again: bool) -> set[str]:
+        return {w for w, i in instances.items() if load_task_record(ctx, i, again) is None}
+
+    assert redone(again=False) == {"host"}
+    assert redone(again=True) == {"rejected", "host"}

@@ -1,6 +1,7 @@
 """Failed environment builds, remembered (``env_failure_ttl``): instances needing one fail at
 once with the first failure's reason, instead of rebuilding it every time. A build that failed
-because the network was out of reach (an outage, not the recipe) is not remembered."""
+because the network was out of reach (an outage, not the recipe), or because the run was
+interrupted (its containers removed under it), is not remembered."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ def _failure_path(ctx: RunContext, env_key: str) -> Path:
 
 
 def remember_failed_build(ctx: RunContext, env_key: str, instance: Instance, why: str) -> None:
-    """Record that the set-up script failed for ``env_key`` (not an engine error and not a
-    network outage: those are never remembered, the next instance builds again)."""
-    if ctx.settings.environment.env_failure_ttl <= 0 or NETWORK_ERROR.search(why):
+    """Record that the set-up script failed for ``env_key`` (not an engine error, not a
+    network outage and not a run's interruption: those are never remembered, the next
+    instance builds again)."""
+    ttl = ctx.settings.environment.env_failure_ttl
+    if ttl <= 0 or NETWORK_ERROR.search(why) or ctx.cancelled.is_set():
         return
     path = _failure_path(ctx, env_key)
     path.parent.mkdir(parents=True, exist_ok=True)

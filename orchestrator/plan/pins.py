@@ -6,17 +6,27 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 # newest setuptools that isolated builds may use: later ones dropped what old setup.py files
 # rely on (`setup.py develop` re-entering pip, setup_requires, ...)
 SETUPTOOLS_CAP = "75.1.0"
 
 
-def build_constraints(pins: list[str]) -> str:
+def build_constraints(pins: list[str], build_setuptools: str = "") -> str:
     """The constraints file for every pip call of the environment (isolated builds too):
     setuptools no newer than ``SETUPTOOLS_CAP``, or than the recipe's own pin when that is
     newer. (An older pin is not a cap: pylint 3.0's frozen environment pins setuptools 41.6
-    while its pyproject.toml needs >= 66.1 to build.)"""
+    while its pyproject.toml needs >= 66.1 to build.) ``build_setuptools``: the setuptools
+    requirement of the repository's declared build requirements that admits nothing up to
+    the cap (:func:`newer_setuptools`); it is the constraint instead, the repository's own
+    demand winning over the default cap."""
+    if build_setuptools:
+        return f"{build_setuptools}\n"
     cap = SETUPTOOLS_CAP
     for pin in pins:
         name, _, version = pin.partition("==")
@@ -24,6 +34,32 @@ def build_constraints(pins: list[str]) -> str:
             if _version_key(version) > _version_key(cap):
                 cap = version.strip()
     return f"setuptools<={cap}\n"
+
+
+def newer_setuptools(build_requires: Sequence[str], cap: str = SETUPTOOLS_CAP) -> str:
+    """The setuptools requirement of ``build_requires`` that admits no release up to ``cap``
+    (a lower bound above it: ``setuptools>=77``), without its markers; else ""."""
+    for text in build_requires:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == "setuptools" and any(
+            _above(spec.operator, spec.version, Version(cap)) for spec in req.specifier
+        ):
+            return f"setuptools{req.specifier}"
+    return ""
+
+
+def _above(operator: str, version: str, cap: Version) -> bool:
+    """Whether one specifier clause excludes every release up to ``cap``."""
+    try:
+        bound = Version(version.removesuffix(".*"))
+    except InvalidVersion:
+        return False
+    if operator == ">":
+        return bound >= cap
+    return operator in (">=", "==", "===", "~=") and bound > cap
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -103,6 +103,9 @@ class Recipe(BaseModel):
     service_setup: list[str] = Field(default_factory=list)  # at build time, network on
     services: list[Service] = Field(default_factory=list)  # at test time, network off
     instance_pins: dict[str, list[str]] = Field(default_factory=dict)
+    # the setuptools requirement the repository's declared build requirements make when it
+    # admits nothing up to the build constraints' cap ("setuptools>=77"): the constraint
+    build_setuptools: str = ""
 
     def nearest_python(self, available: list[str]) -> tuple[str, bool]:
         """The available Python closest to ``python`` and whether it is exact.
@@ -135,6 +138,8 @@ def load_recipes() -> dict[tuple[str, str], Recipe]:
 def recipe_key(recipe: Recipe) -> str:
     """A stable hash of the fields that define the environment (for the image cache key)."""
     content = {name: getattr(recipe, name) for name in _ENVIRONMENT_FIELDS}
+    if recipe.build_setuptools:  # an inferred recipe's (the shipped ones have none)
+        content["build_setuptools"] = recipe.build_setuptools
     text = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -55,8 +55,9 @@ def environment_script(
     venv_ready: bool = False,
 ) -> Script:
     """Phase 2 for a recipe in /testbed (network on): the virtual environment, the build
-    constraints of ``pins`` and the activate script; ``venv_ready``: the image has the
-    virtual environment already (a shared layer).
+    constraints of ``pins`` (or the setuptools the recipe's build demands), and the
+    activate script; ``venv_ready``: the image has the virtual environment already (a shared
+    layer).
 
     The virtual environment (:func:`_venv_step`) is made with copies of the interpreter, not
     symlinks: tools that link to it again (tox-current-env's ``.tox/py39/bin/python``) still
@@ -65,7 +66,7 @@ def environment_script(
     exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in recipe.env.items())
     venv = _READY_VENV if venv_ready else _venv_step(fetch_python, python_env)
     activate = f"""cat > {BUILD_CONSTRAINTS} <<'CONSTRAINTS'
-{build_constraints(pins).strip()}
+{build_constraints(pins, recipe.build_setuptools).strip()}
 CONSTRAINTS
 cat > {ACTIVATE} <<'ACTIVATE'
 source {VENV}/bin/activate

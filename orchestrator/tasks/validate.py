@@ -12,7 +12,7 @@ base and pass with the gold patch, the gold tests run ``validation_runs`` times 
 tests left out; a flaky FAIL_TO_PASS test rejects the task), and the effective impossible
 twins recorded. A task is kept with at least one FAIL_TO_PASS test; a candidate that is not
 keeps its reason. One record per candidate in the run directory: a resumed run skips those
-done."""
+done (asked to, it validates the rejected ones again)."""
 
 from __future__ import annotations
 
@@ -204,15 +204,19 @@ def _infrastructure(candidate: Candidate, message: str) -> TaskRecord:
 
 
 def validate_all(
-    ctx: RunContext, candidates: list[Candidate], on_done: Callable[[TaskRecord], None]
+    ctx: RunContext,
+    candidates: list[Candidate],
+    on_done: Callable[[TaskRecord], None],
+    again: bool = False,
 ) -> list[TaskRecord]:
     """Every candidate validated, one at a time, driven as a validation sweep is (the run
     marked in progress, interruption removing the containers in flight); those a resumed
-    run already holds are kept. The records in the candidates' order."""
+    run already holds are kept (``again``: only the kept tasks, the rejected candidates are
+    validated again). The records in the candidates' order."""
     records: dict[str, TaskRecord] = {}
     todo = []
     for candidate in candidates:
-        done = load_task_record(ctx, candidate)
+        done = load_task_record(ctx, candidate, again)
         if done is None:
             todo.append(candidate)
         else:
@@ -228,9 +232,12 @@ def validate_all(
     return [records[c.instance_id] for c in candidates if c.instance_id in records]
 
 
-def load_task_record(ctx: RunContext, instance: Instance) -> TaskRecord | None:
-    """The record a run already holds for ``instance`` (None: none, or infrastructure)."""
+def load_task_record(ctx: RunContext, instance: Instance, again: bool = False) -> TaskRecord | None:
+    """The record a run already holds for ``instance`` (None: none, or infrastructure; with
+    ``again``, a rejection too)."""
     record = read_cached(
         ctx.instance_dir(instance) / RECORD, TaskRecord.model_validate_json, "task record"
     )
-    return None if record is None or record.cause == INFRASTRUCTURE else record
+    if record is None or record.cause == INFRASTRUCTURE or (again and not record.kept):
+        return None
+    return record

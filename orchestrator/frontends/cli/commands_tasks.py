@@ -99,6 +99,13 @@ def tasks_validate(
     report_only: Annotated[
         bool, typer.Option("--report-only", help="Validate nothing: report what the run holds.")
     ] = False,
+    again: Annotated[
+        bool,
+        typer.Option(
+            "--again",
+            help="Validate again the candidates the run rejected (the kept tasks stay).",
+        ),
+    ] = False,
 ) -> None:
     """Validate the candidates of a tasks directory (resumable: run it again to go on): each
     environment built, the tests found (fail before the fix, pass after it), validated as
@@ -141,7 +148,7 @@ def tasks_validate(
         held = (load_task_record(ctx, c) for c in chosen)
         records = {r.instance_id: r for r in held if r is not None}
     else:
-        records = {r.instance_id: r for r in validate_all(ctx, chosen, done)}
+        records = {r.instance_id: r for r in validate_all(ctx, chosen, done, again)}
     summaries, kept = [], []
     for folder, candidates in by_repo.items():
         tasks = []

@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from pydantic import BaseModel
 
 from orchestrator.plan.env_plan import InferredPlan
-from orchestrator.plan.pins import SETUPTOOLS_CAP
+from orchestrator.plan.pins import SETUPTOOLS_CAP, newer_setuptools
 from orchestrator.recipes.recipe import Recipe, Service
 from orchestrator.setup.infer.packaging_files import (
     Packaging,
@@ -185,6 +185,11 @@ def infer_plan(
     extras, requirements, test_why = suite_requirements(files, facts, listed, runner)
     build_first, build_why = build_needs(files, facts)
     reasons += test_why + build_why
+    if demanded := newer_setuptools(facts.build_requires):
+        reasons.append(
+            f"build constraints: {demanded}, as the build requirements demand, in place of the "
+            f"default cap setuptools<={SETUPTOOLS_CAP}"
+        )
     cutoffs = resolution_cutoffs(files.commit_time, python)
     reasons.append(
         "dependencies as of the commit's date (uv --exclude-newer), then "
@@ -194,16 +199,23 @@ def infer_plan(
     target = "." + (f"[{','.join(extras)}]" if extras else "")
     own = requirement_name(facts.name) if facts.name else ""
     extra_reqs = [r for e in extras for r in facts.extras.get(e, []) if requirement_name(r) != own]
-    runner_step = None
+    runner_step, plugins = None, list[str]()
     if runner.name == "pytest" and own != "pytest":
         runner_step = runner_install(files.commit_time, python)
         reasons.append(
             f"test runner installed as {runner_step[0]} as of {runner_step[1]}: the oldest "
             f"pytest that runs on Python {python}, or the commit's"
         )
+        if runner_step[1] != _stamp(files.commit_time):
+            plugins = [r for r in requirements if requirement_name(r).startswith("pytest-")]
+        if plugins:
+            reasons.append(
+                f"pytest plugins {', '.join(plugins)} upgraded with the test runner, as of its "
+                "date: a plugin of the commit's day may not run on that pytest"
+            )
     install = install_command(
         target, requirements, build_first, cutoffs, exempt_until(files.commit_time, python),
-        facts.name, extra_reqs, runner_step, import_names(files, facts),
+        facts.name, extra_reqs, runner_step, import_names(files, facts), plugins,
     )  # fmt: skip
     service = service_for(files)
     if service is not None:
@@ -221,6 +233,7 @@ def infer_plan(
         service_setup=service.setup if service else [],
         services=service.services if service else [],
         env=service.env if service else {},
+        build_setuptools=demanded,
     )
     return InferredPlan(
         recipe=recipe,
@@ -559,7 +572,10 @@ def requirement_files(paths: list[str]) -> list[str]:
 
 def _editable_capable(build_requires: list[str]) -> bool:
     """Whether the setuptools the build requirements allow includes one with editable
-    builds (PEP 660, setuptools 64)."""
+    builds (PEP 660, setuptools 64): one up to the build constraints' cap, or a newer one
+    they demand (which then raises the cap, :func:`~orchestrator.plan.pins.build_constraints`)."""
+    if newer_setuptools(build_requires):
+        return True
     for req in build_requires:
         try:
             parsed = Requirement(req)
@@ -713,6 +729,7 @@ def install_command(
     extra_requirements: list[str] | None = None,
     runner: tuple[str, str] | None = None,
     imports: list[str] | None = None,
+    plugins: list[str] | None = None,
 ) -> str:
     """Bash that installs the project editable with its requirements, as of each cut-off
     in turn until one resolves (uv; pip without a cut-off where the image has no uv). When
@@ -725,7 +742,9 @@ def install_command(
     installed last (over what the project's requirements brought). ``imports``: the
     project's modules, which must import once installed: a cut-off whose libraries install
     but do not run on the Python (a stand-in's, later than the commit's) passes to the next,
-    upgrading; when none imports, the install of the first cut-off that installed stays."""
+    upgrading; when none imports, the install of the first cut-off that installed stays.
+    ``plugins``: the runner's plugins among the requirements, upgraded as of its cut-off
+    after it (when they cannot be, the log says so and the versions installed stay)."""
     quoted = " ".join(shlex.quote(r) for r in requirements)
     one_by_one = " ".join(shlex.quote(r) for r in [*(extra_requirements or []), *requirements])
     first = " ".join(shlex.quote(b) for b in build_first)
@@ -754,6 +773,15 @@ def install_command(
         runner_step = (
             f'as_of {cutoff}; add {spec} || echo ">>> the test runner {spec} does not install"'
         )
+        if plugins:
+            names = " ".join(
+                f"--upgrade-package {shlex.quote(requirement_name(r))}" for r in plugins
+            )
+            words = " ".join(shlex.quote(r) for r in plugins)
+            runner_step += (
+                f"\n    add {names} {words} || echo \">>> the test runner's plugins {words} "
+                'are not upgraded"'
+            )
     return f"""reqs=({quoted})
 each=({one_by_one})
 first=({first})

@@ -428,7 +428,8 @@ def _literal(node: ast.AST, values: dict[str, Any]) -> Any:  # noqa: PLR0911 - o
 def read_tox_ini(text: str, facts: Packaging, read: Reader) -> list[str]:
     """tox's envlist (``py39`` -> 3.9), pytest's section, ``[testenv]``'s ``extras`` and
     ``dependency_groups`` (:func:`tox_names`), and its deps (one a line; ``-r`` files
-    followed; factor-conditional lines and substitutions skipped)."""
+    followed; substitutions skipped, and lines conditional on factors unless they are a
+    test environment's, as :func:`for_test_factors` tells)."""
     config = _ini(text)
     if config is None:
         return []
@@ -445,7 +446,9 @@ def read_tox_ini(text: str, facts: Packaging, read: Reader) -> list[str]:
         line = line.strip()
         factors, sep, rest = line.partition(":")
         if sep and re.fullmatch(r"[\w,!\-{} ]+", factors) and not rest.startswith("/"):
-            continue  # only for some of tox's environments (oldest versions, Python 2...)
+            if not for_test_factors(factors):
+                continue  # only for some of tox's environments (oldest versions, Python 2...)
+            line = rest.strip()
         if "{" in line or not line:
             continue
         include = re.match(r"^(-r|--requirement)\s*(\S+)$", line)
@@ -470,14 +473,20 @@ def tox_names(value: str) -> list[str]:
     for line in value.splitlines():
         factors, sep, rest = line.partition(":")
         if sep:
-            named = {f.strip() for f in re.split(r"[,\-]", factors)}
-            positive = {f for f in named if not f.startswith("!")}
-            negated = {f[1:] for f in named - positive}
-            if not (positive & TEST_FACTORS or not (positive or negated & TEST_FACTORS)):
+            if not for_test_factors(factors):
                 continue
             line = rest
         found += [n.strip() for n in line.split(",") if re.fullmatch(r"[\w.\-]+", n.strip())]
     return list(dict.fromkeys(found))
+
+
+def for_test_factors(factors: str) -> bool:
+    """Whether a tox line conditional on ``factors`` (``tests``, ``py38-tests``, ``!docs``)
+    is a test environment's: they include a test factor, or only exclude others."""
+    named = {f.strip() for f in re.split(r"[,\-]", factors)}
+    positive = {f for f in named if not f.startswith("!")}
+    negated = {f[1:] for f in named - positive}
+    return bool(positive & TEST_FACTORS or not (positive or negated & TEST_FACTORS))
 
 
 def tox_pythons(envlist: str) -> list[str]:

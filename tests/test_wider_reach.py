@@ -112,6 +112,24 @@ def test_described():
     assert "super_len"
 
 
+@pytest.fixture
+def sized(raw):
+    return length(raw)
+
+
+@pytest.fixture
+def raw():
+    return "ab"
+
+
+def test_fixture(sized):
+    assert sized == 2
+
+
+def test_raw(raw):
+    assert raw
+
+
 class TestSession:
     def setup_method(self):
         self.session = make()
@@ -136,6 +154,8 @@ def test_a_test_exercises_a_gold_function_when_its_code_or_its_class_s_names_it(
     covered = {
         "tests/test_utils.py::test_length": True,  # an imported name
         "tests/test_utils.py::test_described": False,  # a string and a comment only
+        "tests/test_utils.py::test_fixture": True,  # a fixture it asks for names it
+        "tests/test_utils.py::test_raw": False,  # its fixture names nothing changed
         "tests/test_utils.py::TestSession::test_url": True,  # its class's setup names it
         "tests/test_utils.py::TestOther::test_unrelated": False,
         "tests/test_utils.py::TestOther::test_sends[1]": True,  # parametrized

@@ -12,7 +12,9 @@ or one that does not parse, names nothing.
 
 **A test exercises them** when its test function's code names one of them (a name, an
 attribute, or a name it imports: ``frobnicate(x)``, ``obj.frobnicate``), or the code of a
-class enclosing the test does outside its test methods (``setUp``, helpers, attributes).
+class enclosing the test does outside its test methods (``setUp``, helpers, attributes), or
+a fixture of its module it asks for by a parameter (pytest's ``@pytest.fixture``; the
+fixtures those ask for too).
 Comments and strings do not count; a call through another function that does not name it
 is not seen (the rule is static). A test is found by its runner's name: pytest's
 ``path::Class::test[params]``, django's ``test (module.Class)``, sympy's bare ``test``
@@ -195,22 +197,39 @@ def reach_of(sources: Mapping[str, str], names: Iterable[str]) -> Reach:
             node.asname: node.name.rsplit(".", 1)[-1]
             for node in ast.walk(tree) if isinstance(node, ast.alias) and node.asname
         }  # fmt: skip
-        _walk(path, tree.body, (), False, _Wanted(wanted, aliases), reach)
+        fixtures = {
+            node.name: node for node in tree.body
+            if isinstance(node, _FUNCS) and "fixture" in _named(node.decorator_list)
+        }  # fmt: skip
+        _walk(path, tree.body, (), False, _Wanted(wanted, aliases, fixtures), reach)
     return reach
 
 
 @dataclass
 class _Wanted:
-    """The names looked for, and a module's import aliases."""
+    """The names looked for, and a module's import aliases and its pytest fixtures."""
 
     names: set[str]
     aliases: dict[str, str]
+    fixtures: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
 
     def named(self, nodes: Iterable[ast.AST]) -> bool:
         """The code of ``nodes`` names one of :attr:`names`, by itself or by an alias."""
         found = _named(nodes)
         found |= {self.aliases[name] for name in found if name in self.aliases}
         return bool(found & self.names)
+
+    def requested(self, test: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+        """The module's fixtures ``test`` asks for by its parameters, and theirs in turn."""
+        found: dict[str, ast.AST] = {}
+        asked = [arg.arg for arg in test.args.args]
+        while asked:
+            name = asked.pop()
+            fixture = self.fixtures.get(name)
+            if fixture is not None and name not in found:
+                found[name] = fixture
+                asked += [arg.arg for arg in fixture.args.args]
+        return list(found.values())
 
 
 def _walk(
@@ -225,7 +244,7 @@ def _walk(
             mine = wanted.named([*own, *node.decorator_list, *node.bases])
             _walk(path, node.body, (*owners, node.name), named or mine, wanted, reach)
         elif _is_test(node) and isinstance(node, _FUNCS):
-            if named or wanted.named([node]):
+            if named or wanted.named([node, *wanted.requested(node)]):
                 reach.tests.add((path, owners, node.name))
 
 

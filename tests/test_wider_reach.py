@@ -26,6 +26,9 @@ class Session:
     def __init__(self, url):
         self.url = url
 
+    def _prepare(self):
+        return self.url
+
     def send(self, request):
         def hook(response):
             return response
@@ -47,7 +50,7 @@ GOLD = """\
 diff --git a/requests/utils.py b/requests/utils.py
 --- a/requests/utils.py
 +++ b/requests/utils.py
-@@ -13,7 +13,8 @@ class Session:
+@@ -16,7 +16,8 @@ class Session:
      def send(self, request):
          def hook(response):
 -            return response
@@ -56,7 +59,7 @@ diff --git a/requests/utils.py b/requests/utils.py
          return hook(request)
 
 
-@@ -20,4 +21,5 @@ class Session:
+@@ -23,4 +24,5 @@ class Session:
  def super_len(o):
 +    o = o or ""
      return len(o)
@@ -72,13 +75,15 @@ new file mode 100644
 
 
 def test_a_hunk_changes_the_lines_it_removes_and_the_line_an_addition_follows():
-    assert changed_lines(Patch.parse(GOLD)) == {"requests/utils.py": {15, 20}}
+    assert changed_lines(Patch.parse(GOLD)) == {"requests/utils.py": {18, 23}}
 
 
 def test_a_changed_line_names_the_functions_enclosing_it():
     # a nested function's line names it and the method around it, not the class
-    assert changed_names(UTILS, [15]) == {"send", "hook"}
-    assert changed_names(UTILS, [20]) == {"super_len"}
+    assert changed_names(UTILS, [18]) == {"send", "hook"}
+    assert changed_names(UTILS, [23]) == {"super_len"}
+    # a private method names its class too
+    assert changed_names(UTILS, [14]) == {"_prepare", "Session"}
     # a special method names its class; the class's own body names the class
     assert changed_names(UTILS, [11]) == {"Session"}
     assert changed_names(UTILS, [8]) == {"Session"}
@@ -86,7 +91,7 @@ def test_a_changed_line_names_the_functions_enclosing_it():
     assert changed_names(UTILS, [4]) == {"DEFAULT_CA"}
     assert changed_names(UTILS, [5]) == set()
     # a definition inside a compound statement is still found
-    assert changed_names(UTILS, [27]) == {"proxy_bypass"}
+    assert changed_names(UTILS, [30]) == {"proxy_bypass"}
     assert changed_names("def f(:\n", [1]) == set()  # does not parse: nothing
 
 

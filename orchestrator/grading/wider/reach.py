@@ -6,7 +6,9 @@ test module), at the base commit, with :mod:`ast`: a hunk changes a line it remo
 line an addition follows (a replaced line is a removed one). Each changed line names the
 functions and methods enclosing it (a nested function's enclosing ones too); a special method
 (``__init__``, ``__eq__``...) names its class instead (a test calls ``C(...)``, never
-``__init__``); a line in a class's body outside its methods names the class; a line outside
+``__init__``), a private one (``_entry``, sympy's ``_eval_derivative``) its class too (it is
+reached through the class's public side); a line in a class's body outside its methods names
+the class; a line outside
 any definition names what that statement binds (``X = ...``). A module the gold patch adds,
 or one that does not parse, names nothing.
 
@@ -101,10 +103,11 @@ def _names_at(tree: ast.Module, line: int) -> set[str]:
     for at, node in enumerate(chain):
         if not isinstance(node, _FUNCS):
             continue
-        if _special(node.name) and at and isinstance(chain[at - 1], ast.ClassDef):
-            names.add(chain[at - 1].name)
-        elif not _special(node.name):
+        owner = chain[at - 1] if at and isinstance(chain[at - 1], ast.ClassDef) else None
+        if not _special(node.name):
             names.add(node.name)
+        if owner is not None and node.name.startswith("_"):
+            names.add(owner.name)  # reached through the class's public side
     if not names:  # a class's body outside its methods
         names.add(chain[-1].name)
     return names

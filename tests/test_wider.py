@@ -186,6 +186,7 @@ def test_a_test_passing_with_gold_and_failing_with_the_patch_is_a_regression():
     # never compared here
     assert [(t.name, t.patch) for t in found.differs] == [("a", "FAILED"), ("c", "PASSED")]
     assert (found.compared, found.left_out, found.no_baseline) == (2, 2, 1)
+    assert found.exercising == 2  # a and c of the four both gold runs agree on
 
 
 def test_the_same_outcomes_as_gold_are_clean():
@@ -242,6 +243,8 @@ def test_a_patch_resolving_the_task_and_breaking_a_wider_test_is_named(env_setti
     assert wider["ran"] and wider["files"] == ["tests/test_calc_more.py"]
     assert wider["regressions"] == [] and wider["differs"] == []
     assert wider["gold_functions"] == ["floordiv", "mul"]
+    # test_mul_by_zero and test_floordiv_exact call them; test_add_negative does not
+    assert wider["exercising"] == 2
     # the test that cannot reach its server fails with gold both times: left out, counted
     assert wider["compared"] == 3 and wider["left_out"] == 1
     assert gold_board["results"][0]["resolved_wider_clean_count"] == 1

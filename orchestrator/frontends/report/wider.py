@@ -65,7 +65,7 @@ def wider_summary(check: WiderCheck) -> str:
         f"{len(check.files)} test module(s){cut}, {check.compared} test(s) compared with the "
         f"gold patch's two runs, {check.left_out} left out (not passing both times with "
         f"gold), {check.no_baseline} without a gold baseline; {len(check.regressions)} "
-        f"regression(s), {len(check.differs)} outcome(s) differing from gold in tests of "
-        f"what it changes ({_names(check.gold_functions)}), "
+        f"regression(s), {len(check.differs)} outcome(s) differing from gold in the "
+        f"{check.exercising} test(s) of what it changes ({_names(check.gold_functions)}), "
         f"in {check.seconds:.1f} s"
     )

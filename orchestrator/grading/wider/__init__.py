@@ -130,7 +130,8 @@ def wider_check(
     )  # fmt: skip
     return check.model_copy(
         update={
-            "ran": True, "compared": found.compared, "left_out": found.left_out,
+            "ran": True, "compared": found.compared, "exercising": found.exercising,
+            "left_out": found.left_out,
             "no_baseline": found.no_baseline, "regressions": found.regressions,
             "differs": found.differs,
         }

@@ -8,7 +8,9 @@ twice with gold and fails with the patch, or is missing from its output, is a re
 beyond the task's tests, whatever it exercises. A compared test whose verdict differs from
 gold's, in either direction, is listed in ``differs`` when it exercises a function or method
 the gold patch changes (:mod:`.reach`: its code, or its class's, names one): where the
-task's tests are silent, the patch behaves unlike gold in what gold changed.
+task's tests are silent, the patch behaves unlike gold in what gold changed. How many tests
+both gold runs agree on exercise one is counted (``exercising``): the ground ``differs`` is
+drawn from.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Comparison:
     regressions: list[WiderTest] = field(default_factory=list)
     differs: list[WiderTest] = field(default_factory=list)
     compared: int = 0
+    exercising: int = 0
     left_out: int = 0
     no_baseline: int = 0
 
@@ -71,6 +74,8 @@ def compare(
         outcome = patch.get(name)
         passed = outcome in PASSING
         result.compared += gold_passed
+        reaches = exercises(name)
+        result.exercising += reaches
         if passed == gold_passed:
             continue
         shown = outcome.value if outcome is not None else MISSING
@@ -78,7 +83,7 @@ def compare(
             name=name, gold="PASSED" if gold_passed else "FAILED", patch=shown,
             excerpt="" if passed else failure_excerpt(section, name),
         )  # fmt: skip
-        if exercises(name):
+        if reaches:
             result.differs.append(test)
         if gold_passed:
             result.regressions.append(test)

@@ -135,6 +135,12 @@ def test_raw(raw):
     assert raw
 
 
+if True:
+
+    def test_conditional():
+        assert length("")
+
+
 class TestSession:
     def setup_method(self):
         self.session = make()
@@ -161,6 +167,7 @@ def test_a_test_exercises_a_gold_function_when_its_code_or_its_class_s_names_it(
         "tests/test_utils.py::test_described": False,  # a string and a comment only
         "tests/test_utils.py::test_fixture": True,  # a fixture it asks for names it
         "tests/test_utils.py::test_raw": False,  # its fixture names nothing changed
+        "tests/test_utils.py::test_conditional": True,  # defined under an `if`
         "tests/test_utils.py::TestSession::test_url": True,  # its class's setup names it
         "tests/test_utils.py::TestOther::test_unrelated": False,
         "tests/test_utils.py::TestOther::test_sends[1]": True,  # parametrized

@@ -249,6 +249,9 @@ def _walk(
         elif _is_test(node) and isinstance(node, _FUNCS):
             if named or wanted.named([node, *wanted.requested(node)]):
                 reach.tests.add((path, owners, node.name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):  # tests defined conditionally
+            inner = [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+            _walk(path, inner, owners, named, wanted, reach)
 
 
 def _is_test(node: ast.AST) -> bool:

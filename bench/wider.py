@@ -5,10 +5,11 @@ Per repository: the resolved verdicts, how many had their wider run compared, ho
 clean and how many had regressions beyond the task's tests (the share, beside PatchDiff's
 7.8 % of test-passing patches that fail the developers' full suite), and how many could not
 be compared (why). Each regression by instance and test name, with the last line of its
-failure. Cost per repository: the median wider run's seconds against the median official
-run's (``timings["tests"]``) and their median ratio per instance, and the gold baseline's
-seconds at validation (``timings["wider"]`` of the validation records, paid once per
-instance image).
+failure; per instance, how many tests of what the gold patch changes differ from gold's
+outcome either way (``differs``). Cost per repository: the median wider run's seconds
+against the median official run's (``timings["tests"]``) and their median ratio per
+instance, and the gold baseline's seconds at validation (``timings["wider"]`` of the
+validation records, paid once per instance image).
 
 Run: ``python bench/wider.py RUN_DIR [RUN_DIR ...] [--data-dir DIR] [--json]``
 (``--data-dir``: where the validation records are, by default ``SWE_GREEN_DATA_DIR``);
@@ -95,7 +96,7 @@ def report(
         row["instances"].append(
             {"run": run, "instance": result.instance_id, "official_s": tests,
              "wider_s": wider.seconds, "modules": len(wider.files), "compared": wider.compared,
-             "left_out": wider.left_out, "baseline_s": seconds}
+             "left_out": wider.left_out, "differs": len(wider.differs), "baseline_s": seconds}
         )  # fmt: skip
         row["wider_s"].append(wider.seconds)
         if tests:
@@ -145,14 +146,14 @@ def print_report(figures: dict[str, Any]) -> None:
           f"({figures['resolved']} resolved) with regressions beyond the task's tests: {shown} "
           f"(PatchDiff: {figures['patchdiff_share']:.1%})")  # fmt: skip
     print("\n| run | instance | official s | wider s | ratio | modules | compared | left out "
-          "| baseline s |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+          "| differs | baseline s |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     for r in figures["repos"].values():
         for one in r["instances"]:
             official, baseline = one["official_s"], one["baseline_s"]
             ratio = f"{one['wider_s'] / official:.1f}" if official else "–"
             print(f"| {one['run']} | {one['instance']} | {_whole(official)} | "
                   f"{_whole(one['wider_s'])} | {ratio} | {one['modules']} | {one['compared']} | "
-                  f"{one['left_out']} | {_whole(baseline)} |")  # fmt: skip
+                  f"{one['left_out']} | {one['differs']} | {_whole(baseline)} |")  # fmt: skip
     for r in figures["repos"].values():
         for reg in r["regressions"]:
             print(f"- {reg['run']} {reg['instance']}: {reg['test']} ({reg['patch']}) "
@@ -180,7 +181,7 @@ def _smoke() -> None:
             InstanceResult(instance_id="a__a-2", repo="a/a", status=Status.RESOLVED,
                            timings={"tests": 5.0},
                            wider=WiderCheck(ran=True, compared=4, seconds=5.0,
-                                            regressions=[regression])),
+                                            regressions=[regression], differs=[regression])),
             InstanceResult(instance_id="b__b-1", repo="b/b", status=Status.RESOLVED,
                            wider=WiderCheck(why_not="no gold baseline: none")),
         ]  # fmt: skip
@@ -191,6 +192,7 @@ def _smoke() -> None:
         figures = report(load_results([run]), {})
         assert figures["compared"] == 2 and figures["regressed"] == 1, figures
         assert figures["repos"]["a/a"]["median_ratio"] == 1.5, figures
+        assert [one["differs"] for one in figures["repos"]["a/a"]["instances"]] == [0, 1]
         print_report(figures)
 
 

@@ -263,9 +263,12 @@ class WiderCheck(BaseModel):
     the same way in both gold runs and are not the task's own; ``left_out``: tests of the
     wider set that did not pass both times with gold (failing, flaky, needing the network).
     ``regressions``: passed with gold, fail with the patch (beyond the task's tests);
-    ``differs``: every test whose outcome differs from gold's, either direction (the
-    regressions too); ``no_baseline``: tests run that gold never ran (test modules of the
-    patch's scope beyond the gold patch's). ``seconds``: the wider run's time;
+    ``differs``: the tests whose outcome differs from gold's, either direction (regressions
+    too), that exercise a function or method the gold patch changes (``gold_functions``: its
+    names, read from the code, :mod:`orchestrator.grading.wider.reach`; ``exercising``: how
+    many tests both gold runs agree on exercise one, the ground of ``differs``); ``no_baseline``:
+    tests run that gold never ran (test modules of the patch's scope beyond the gold
+    patch's). ``seconds``: the wider run's time;
     ``tamper_evidence``: what the audit hook saw in the wider run (then nothing is compared)."""
 
     ran: bool = False
@@ -274,10 +277,12 @@ class WiderCheck(BaseModel):
     scope: dict[str, str] = Field(default_factory=dict)
     cut: int = 0
     compared: int = 0
+    exercising: int = 0
     left_out: int = 0
     no_baseline: int = 0
     regressions: list[WiderTest] = Field(default_factory=list)
     differs: list[WiderTest] = Field(default_factory=list)
+    gold_functions: list[str] = Field(default_factory=list)
     tamper_evidence: list[str] = Field(default_factory=list)
     seconds: float = 0.0
 

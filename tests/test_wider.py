@@ -172,21 +172,28 @@ def test_a_test_passing_with_gold_and_failing_with_the_patch_is_a_regression():
     ]
     patch = {"a": F, "c": P, "flaky": F, "task": F, "new": P}
     section = "____ a ____\nassert 1 == 2\nE  AssertionError\n"
-    found = compare(stable_baseline(gold), set().union(*gold), patch, ["task"], section)
+    exercising = {"a", "c", "task"}  # b exercises nothing the gold patch changes
+    found = compare(
+        stable_baseline(gold), set().union(*gold), patch, ["task"], section,
+        exercises=exercising.__contains__,
+    )  # fmt: skip
+    # every regression, whatever it exercises
     assert [(t.name, t.gold, t.patch) for t in found.regressions] == [
         ("a", "PASSED", "FAILED"), ("b", "PASSED", MISSING),
     ]  # fmt: skip
     assert "AssertionError" in found.regressions[0].excerpt
-    # either direction differs; the task's own test is never compared here
-    assert [(t.name, t.patch) for t in found.differs] == [
-        ("a", "FAILED"), ("b", MISSING), ("c", "PASSED"),
-    ]  # fmt: skip
+    # either direction differs, in the tests of what gold changes; the task's own test is
+    # never compared here
+    assert [(t.name, t.patch) for t in found.differs] == [("a", "FAILED"), ("c", "PASSED")]
     assert (found.compared, found.left_out, found.no_baseline) == (2, 2, 1)
+    assert found.exercising == 2  # a and c of the four both gold runs agree on
 
 
 def test_the_same_outcomes_as_gold_are_clean():
     gold = [{"a": P, "b": F}, {"a": P, "b": F}]
-    found = compare(stable_baseline(gold), {"a", "b"}, {"a": P, "b": F}, [], "")
+    found = compare(
+        stable_baseline(gold), {"a", "b"}, {"a": P, "b": F}, [], "", exercises=lambda _: True
+    )
     assert not found.regressions and not found.differs
 
 
@@ -235,6 +242,9 @@ def test_a_patch_resolving_the_task_and_breaking_a_wider_test_is_named(env_setti
     wider = gold["wider"]
     assert wider["ran"] and wider["files"] == ["tests/test_calc_more.py"]
     assert wider["regressions"] == [] and wider["differs"] == []
+    assert wider["gold_functions"] == ["floordiv", "mul"]
+    # test_mul_by_zero and test_floordiv_exact call them; test_add_negative does not
+    assert wider["exercising"] == 2
     # the test that cannot reach its server fails with gold both times: left out, counted
     assert wider["compared"] == 3 and wider["left_out"] == 1
     assert gold_board["results"][0]["resolved_wider_clean_count"] == 1
@@ -244,6 +254,8 @@ def test_a_patch_resolving_the_task_and_breaking_a_wider_test_is_named(env_setti
     assert regression["name"] == "tests/test_calc_more.py::test_floordiv_exact"
     assert regression["gold"] == "PASSED" and regression["patch"] == "FAILED"
     assert "assert 1 == 2" in regression["excerpt"]
+    # it calls floordiv, which the gold patch changes: it differs from gold there too
+    assert [test["name"] for test in breaking["wider"]["differs"]] == [regression["name"]]
     assert board["results"][0]["resolved_wider_regressions_count"] == 1
     assert "resolved!" in out and "test_floordiv_exact" in out
     # the wider run's own logs: the audit hook watched it as it watches the official run

@@ -51,6 +51,11 @@ def regression_text(name: str, outcome: str, excerpt: str) -> str:
     return f"{name} (gold PASSED, patch {outcome}{': ' + first[:160] if first else ''})"
 
 
+def _names(functions: list[str], shown: int = 5) -> str:
+    more = len(functions) - shown
+    return ", ".join(functions[:shown]) + (f" and {more} more" if more > 0 else "") or "none read"
+
+
 def wider_summary(check: WiderCheck) -> str:
     """One instance's wider run in a sentence."""
     if not check.ran:
@@ -60,6 +65,7 @@ def wider_summary(check: WiderCheck) -> str:
         f"{len(check.files)} test module(s){cut}, {check.compared} test(s) compared with the "
         f"gold patch's two runs, {check.left_out} left out (not passing both times with "
         f"gold), {check.no_baseline} without a gold baseline; {len(check.regressions)} "
-        f"regression(s), {len(check.differs)} outcome(s) differing from gold, "
+        f"regression(s), {len(check.differs)} outcome(s) differing from gold in the "
+        f"{check.exercising} test(s) of what it changes ({_names(check.gold_functions)}), "
         f"in {check.seconds:.1f} s"
     )

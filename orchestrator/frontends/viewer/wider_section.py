@@ -30,7 +30,10 @@ def wider_section(result: InstanceResult) -> list[str]:
         parts += [_item(test, True) for test in check.regressions]
     other = [test for test in check.differs if test not in check.regressions]
     if other:
-        parts.append(f"<h3>Fail with gold, pass with this patch: {len(other)}</h3>")
+        parts.append(
+            f"<h3>Fail with gold, pass with this patch, in tests of what gold changes: "
+            f"{len(other)}</h3>"
+        )
         parts += [_item(test, False) for test in other]
     if check.files:
         shown = check.files[:MODULES_SHOWN]

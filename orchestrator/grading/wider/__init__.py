@@ -6,7 +6,10 @@ repository's test modules that exercise what it changed (:mod:`.scope`) run thro
 7's entry with grading's runner, user, writable paths, limits, network off and audit hook.
 Their outcomes are compared with the gold patch's two runs of the same modules at validation
 (:class:`WiderBaseline`, :mod:`orchestrator.validation.wider`; :mod:`.compare`): the tests
-that pass with gold and fail with the patch are the regressions beyond the task's tests.
+that pass with gold and fail with the patch are the regressions beyond the task's tests; the
+tests whose outcome differs from gold's either way and that exercise a function the gold
+patch changes (:mod:`.reach`, read at the base commit before the patch is applied) are
+listed apart.
 Forged output, a crash or a timeout of the wider run make it say why it could not compare;
 the verdict stays the official one. Evidence the audit hook sees there is evidence of
 grading, as in the official run: every test counts as failing (:func:`tampered`).
@@ -25,7 +28,9 @@ from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.classify import classify, grade_tests
 from orchestrator.grading.evaluation import Evaluation
 from orchestrator.grading.wider.compare import compare, stable_baseline
-from orchestrator.grading.wider.scope import RepoIndex, select_scope
+from orchestrator.grading.wider.index import read_sources
+from orchestrator.grading.wider.reach import Reach, gold_functions, reach_of
+from orchestrator.grading.wider.scope import RepoIndex, changed_modules, select_scope
 from orchestrator.models import CaseStatus, Instance, Reason, WiderCheck
 from orchestrator.recipes.recipe import Recipe, directives_of, django_test_label, touched_test_files
 from orchestrator.sandbox import Sandbox
@@ -101,6 +106,7 @@ def wider_check(
     files = [f for f in dict.fromkeys([*baseline.files, *own.files]) if f not in left_out]
     scope = {**own.why, **baseline.scope}
     started = time.monotonic()
+    reach, functions = _gold_reach(sandbox, instance, files)
     request = GradingRequest(
         timeout=options.timeout, fuzz=options.fuzz, log_dir=options.log_dir,
         test_user=options.test_user, writable=options.writable, successor=successor,
@@ -109,7 +115,7 @@ def wider_check(
     evaluation = grade(sandbox, instance, recipe, patch, request)
     check = WiderCheck(
         files=files, scope=scope, cut=own.cut + baseline.cut,
-        seconds=round(time.monotonic() - started, 3),
+        seconds=round(time.monotonic() - started, 3), gold_functions=functions,
     )  # fmt: skip
     why = _why_not_compared(evaluation)
     run = evaluation.test_run
@@ -118,14 +124,32 @@ def wider_check(
         return check.model_copy(update=update)
     reported = set().union(*baseline.runs) if baseline.runs else set()
     task = [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
-    found = compare(stable_baseline(baseline.runs), reported, run.outcomes, task, run.section or "")
+    found = compare(
+        stable_baseline(baseline.runs), reported, run.outcomes, task, run.section or "",
+        exercises=reach.covers,
+    )  # fmt: skip
     return check.model_copy(
         update={
-            "ran": True, "compared": found.compared, "left_out": found.left_out,
+            "ran": True, "compared": found.compared, "exercising": found.exercising,
+            "left_out": found.left_out,
             "no_baseline": found.no_baseline, "regressions": found.regressions,
             "differs": found.differs,
         }
     )  # fmt: skip
+
+
+def _gold_reach(sandbox: Sandbox, instance: Instance, files: list[str]) -> tuple[Reach, list[str]]:
+    """The tests of ``files`` that exercise what the gold patch changes, and its functions
+    (:mod:`.reach`), read at the base commit in ``sandbox`` before the patch is applied."""
+    gold = Patch.parse(instance.patch)
+    modules = changed_modules(gold.paths)
+    sources = read_sources(sandbox, list(dict.fromkeys([*modules, *files])))
+    functions = gold_functions(gold, _some(sources, modules))
+    return reach_of(_some(sources, files), functions), functions
+
+
+def _some(sources: dict[str, str], paths: list[str]) -> dict[str, str]:
+    return {path: sources[path] for path in paths if path in sources}
 
 
 def tampered(

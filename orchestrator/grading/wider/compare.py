@@ -5,14 +5,18 @@ XFAIL, as grading counts them; failing: anything else) and it is not one of the 
 tests. A test of the wider set that did not pass in both gold runs (failing, flaky, needing
 the network) is left out of the regressions and counted (``left_out``). A test that passed
 twice with gold and fails with the patch, or is missing from its output, is a regression
-beyond the task's tests; every compared test whose verdict differs, in either direction, is
-listed in ``differs``.
+beyond the task's tests, whatever it exercises. A compared test whose verdict differs from
+gold's, in either direction, is listed in ``differs`` when it exercises a function or method
+the gold patch changes (:mod:`.reach`: its code, or its class's, names one): where the
+task's tests are silent, the patch behaves unlike gold in what gold changed. How many tests
+both gold runs agree on exercise one is counted (``exercising``): the ground ``differs`` is
+drawn from.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from orchestrator.grading.log_parsers import PASSING
@@ -32,6 +36,7 @@ class Comparison:
     regressions: list[WiderTest] = field(default_factory=list)
     differs: list[WiderTest] = field(default_factory=list)
     compared: int = 0
+    exercising: int = 0
     left_out: int = 0
     no_baseline: int = 0
 
@@ -49,11 +54,13 @@ def stable_baseline(runs: Sequence[Mapping[str, CaseStatus]]) -> dict[str, bool]
 def compare(
     baseline: Mapping[str, bool], gold_reported: Iterable[str],
     patch: Mapping[str, CaseStatus], task_tests: Iterable[str], section: str,
+    exercises: Callable[[str], bool],
 ) -> Comparison:  # fmt: skip
     """The patch's run (``patch``: its outcomes; ``section``: its output) against
     ``baseline`` (:func:`stable_baseline`); ``gold_reported``: every test any gold run
     reported (a test outside it has no baseline); ``task_tests``: the FAIL_TO_PASS and
-    PASS_TO_PASS names, never compared here."""
+    PASS_TO_PASS names, never compared here; ``exercises``: whether a test exercises a
+    function the gold patch changes (:meth:`.reach.Reach.covers`), for ``differs``."""
     task = set(task_tests)
     result = Comparison()
     result.no_baseline = len(set(patch) - set(gold_reported) - task)
@@ -67,6 +74,8 @@ def compare(
         outcome = patch.get(name)
         passed = outcome in PASSING
         result.compared += gold_passed
+        reaches = exercises(name)
+        result.exercising += reaches
         if passed == gold_passed:
             continue
         shown = outcome.value if outcome is not None else MISSING
@@ -74,7 +83,8 @@ def compare(
             name=name, gold="PASSED" if gold_passed else "FAILED", patch=shown,
             excerpt="" if passed else failure_excerpt(section, name),
         )  # fmt: skip
-        result.differs.append(test)
+        if reaches:
+            result.differs.append(test)
         if gold_passed:
             result.regressions.append(test)
     return result

@@ -24,15 +24,22 @@ def read_index(sandbox: Sandbox) -> RepoIndex:
     if not listed.ok:
         raise SandboxError(f"git ls-files failed: {listed.stderr.strip()[:300]}")
     files = [path for path in listed.stdout.split("\0") if path]
-    tests = [path for path in files if is_test_module(path)]
-    if not tests:
-        return index_of(files, {})
-    sandbox.write_file(_PACK + ".list", "\0".join(tests))
+    return index_of(files, read_sources(sandbox, [p for p in files if is_test_module(p)]))
+
+
+def read_sources(sandbox: Sandbox, paths: list[str]) -> dict[str, str]:
+    """The text of the repository's files ``paths`` in ``sandbox`` (tracked or not; a path
+    that is not a file there is missing from the answer), packed with ``tar`` and read in
+    one copy. Raises :class:`~orchestrator.sandbox.SandboxError` when tar fails."""
+    if not paths:
+        return {}
+    sandbox.write_file(_PACK + ".list", "\0".join(paths))
     packed = sandbox.exec(
-        ["tar", "-cf", _PACK, "-C", TESTBED, "--null", "-T", _PACK + ".list"], timeout=300
-    )
+        ["tar", "-cf", _PACK, "-C", TESTBED, "--ignore-failed-read", "--null",
+         "-T", _PACK + ".list"], timeout=300,
+    )  # fmt: skip
     if not packed.ok:
-        raise SandboxError(f"tar of the test modules failed: {packed.stderr.strip()[:300]}")
+        raise SandboxError(f"tar of the files failed: {packed.stderr.strip()[:300]}")
     data = sandbox.read_file(_PACK, max_bytes=MAX_PACK_BYTES)
     sandbox.exec(["rm", "-f", _PACK, _PACK + ".list"], timeout=60)
     sources: dict[str, str] = {}
@@ -41,4 +48,4 @@ def read_index(sandbox: Sandbox) -> RepoIndex:
             handle = pack.extractfile(member) if member.isfile() else None
             if handle is not None:
                 sources[member.name] = handle.read().decode("utf-8", "replace")
-    return index_of(files, sources)
+    return sources

@@ -113,24 +113,36 @@ def listen(host: str, port: int) -> socket.socket:
         raise
 
 
+class _Announcing(uvicorn.Server):
+    """A uvicorn server that calls ``announce`` once it serves: its own handlers of SIGINT
+    and SIGTERM are in place by then, so a signal sent on the announcement stops it."""
+
+    def __init__(self, config: uvicorn.Config, announce: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self.announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self.announce is not None:
+            self.announce()
+
+
 def serve_on(
     app: Any, sock: socket.socket, started: Callable[[], None] | None = None, **options: Any
 ) -> None:
-    """Serve ``app`` with uvicorn on the listening ``sock`` until interrupted."""
+    """Serve ``app`` with uvicorn on the listening ``sock`` until interrupted; ``started`` is
+    called once it serves."""
     config = uvicorn.Config(app, **{"log_level": "warning", **options})
-    run_until_stopped(uvicorn.Server(config), sock, started)
+    run_until_stopped(_Announcing(config, started), sock)
 
 
 def _stop(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def run_until_stopped(
-    server: uvicorn.Server, sock: socket.socket, started: Callable[[], None] | None = None
-) -> None:
+def run_until_stopped(server: uvicorn.Server, sock: socket.socket) -> None:
     """Run ``server`` on ``sock`` until Ctrl-C (SIGINT) or SIGTERM, after which it stops
-    cleanly and this returns: a server stopped by either signal exits with status 0, from
-    the moment ``started`` is called (before the server runs: the port is bound).
+    cleanly and this returns: a server stopped by either signal exits with status 0.
 
     uvicorn catches both signals for its graceful stop, then raises them again; SIGTERM's
     default action would then kill the process (status 143): here both end as Ctrl-C does."""
@@ -138,8 +150,6 @@ def run_until_stopped(
     previous = signal.signal(signal.SIGTERM, _stop) if main else None
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            if started is not None:
-                started()
             server.run(sockets=[sock])
     finally:
         if previous is not None:
@@ -160,7 +170,7 @@ def serve(
     listening: Callable[[], None] | None = None,
 ) -> None:
     """Serve until interrupted. ``card_url`` is the URL the card advertises (default: host:port).
-    ``listening`` is called once the port is bound (a port in use: :class:`UserError`)."""
+    ``listening`` is called once it serves (a port in use: :class:`UserError`)."""
     sock = listen(host, port)
     app = build_app(executor, info, card_url or _url(host, port))
     serve_on(app, sock, started=listening)

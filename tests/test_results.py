@@ -120,6 +120,31 @@ def test_leaderboard_file_layout(tmp_path: Path) -> None:
     assert data["instances"][0]["status"] == "resolved"
 
 
+@pytest.mark.parametrize(
+    ("dataset", "benchmark"),
+    [
+        ("princeton-nlp/SWE-bench_Verified", "swe-bench-verified"),
+        ("lite", "swe-bench-lite"),
+        ("/data/swe-bench-verified.jsonl", "swe-bench-verified"),
+        ("/work/tasks/out/tasks.jsonl", "out-tasks"),
+        ("/work/sqlfluff-2026.jsonl", "sqlfluff-2026"),
+        ("/work/my tasks repo/", "my-tasks-repo"),
+    ],
+)
+def test_the_results_name_the_dataset_the_run_graded(
+    tmp_path: Path, dataset: str, benchmark: str
+) -> None:
+    """A run of fresh tasks is not reported as SWE-bench Verified: ``benchmark`` comes from
+    the dataset its configuration records (Verified where none is recorded)."""
+    run = RunDir(tmp_path)
+    run.write_result(_result("a__b-1", Status.RESOLVED))
+    assert json.loads(write_leaderboard(run, "agent", "me").read_text())["benchmark"] == (
+        "swe-bench-verified"
+    )
+    run.write_config({"run_id": "r", "settings": {"dataset": dataset}})
+    assert json.loads(write_leaderboard(run, "agent", "me").read_text())["benchmark"] == benchmark
+
+
 def leaderboard_rows(results_dir: Path) -> list[tuple]:
     """DESIGN.md's leaderboard query, unchanged, over ``results_dir/*.json``."""
     con = duckdb.connect()

@@ -12,7 +12,7 @@ from orchestrator.context.run_dir import RunDir
 from orchestrator.grading.classify import aggregate
 from orchestrator.models import InstanceResult
 from orchestrator.run.official_layout import write_official_layout
-from orchestrator.run.results_file import InstanceRow, ResultsFile
+from orchestrator.run.results_file import BENCHMARK, InstanceRow, ResultsFile, benchmark_name
 
 
 def write_leaderboard(
@@ -25,11 +25,15 @@ def write_leaderboard(
 
     ``results`` defaults to the results on disk. The layout is the one the AgentBeats
     leaderboard query reads (DESIGN "Results"); ``instances`` and ``benchmark`` are
-    extra keys with a fixed shape, so files of several runs read together. The same results
+    extra keys with a fixed shape, so files of several runs read together; ``benchmark``
+    names the dataset the run's configuration records (:func:`.results_file.benchmark_name`;
+    SWE-bench Verified when none is recorded). The same results
     are written in the official harness's layout too (:mod:`.official_layout`).
     """
     chosen = run_dir.load_results() if results is None else list(results)
+    dataset = run_dir.read_config().get("settings", {}).get("dataset")
     payload = ResultsFile(
+        benchmark=benchmark_name(dataset) if isinstance(dataset, str) and dataset else BENCHMARK,
         participants={participant_role: participant_id},
         results=[aggregate(chosen)],
         instances=[InstanceRow.of(r) for r in sorted(chosen, key=lambda r: r.instance_id)],

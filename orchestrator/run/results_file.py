@@ -5,12 +5,45 @@ it too."""
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
+
 from pydantic import BaseModel, Field
 
 from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult
 
 BENCHMARK = "swe-bench-verified"
+# the benchmarks' own names of the Hugging Face datasets
+BENCHMARKS = {
+    "princeton-nlp/SWE-bench_Verified": BENCHMARK,
+    "princeton-nlp/SWE-bench": "swe-bench",
+    "princeton-nlp/SWE-bench_Lite": "swe-bench-lite",
+}
+# file names that say nothing of the tasks they hold: the folder's name goes first
+_GENERIC_STEMS = {"instances", "tasks", "dataset", "data", "test", "train", "dev"}
+
+
+def benchmark_name(dataset: str) -> str:
+    """The ``benchmark`` a run's results name for the dataset setting ``dataset``: a Hugging
+    Face benchmark's own name (an alias by its benchmark's), else the local file's or
+    folder's name as a slug, its folder's name first where the file's says nothing
+    (``out/tasks.jsonl`` -> ``out-tasks``)."""
+    from orchestrator.dataset.task_repo import DATASET_ALIASES
+
+    name = DATASET_ALIASES.get(dataset.lower(), dataset)
+    if name in BENCHMARKS:
+        return BENCHMARKS[name]
+    path = PurePath(name.rstrip("/"))
+    stem = path.stem if path.suffix in {".jsonl", ".json", ".parquet"} else path.name
+    words = [stem]
+    if _slug(stem) in _GENERIC_STEMS and path.parent.name:
+        words.insert(0, path.parent.name)
+    return _slug("-".join(words)) or "dataset"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 class InstanceRow(BaseModel):
@@ -46,5 +79,8 @@ class ResultsFile(BaseModel):
 
     participants: dict[str, str]
     results: list[LeaderboardRow]
-    benchmark: str = BENCHMARK
+    benchmark: str = Field(
+        BENCHMARK,
+        description="The dataset the run graded: its benchmark's name, or the local dataset's.",
+    )
     instances: list[InstanceRow] = Field(default_factory=list)

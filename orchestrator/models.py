@@ -27,6 +27,10 @@ class Instance(BaseModel):
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     created_at: str | None = None
     difficulty: str | None = None
+    # the test command's arguments where the task says them (a task made here whose test
+    # patch changes only test data: the modules that read it, ``-k`` and the data's names);
+    # empty: the test patch's files, SWE-bench's rule
+    test_directives: list[str] = Field(default_factory=list)
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod

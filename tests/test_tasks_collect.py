@@ -115,7 +115,7 @@ def test_candidates_in_swe_benchs_format(history: tuple[Path, dict[str, str]]) -
     candidates, report = collect(mirror, "acme/widget", "", "", NoIssues())
     assert report.mode == "pull requests" and report.changes == 4
     assert [c.instance_id for c in candidates] == ["acme__widget-1007", "acme__widget-1010"]
-    assert [r.reason for r in report.rejected] == ["no Python test changed"] * 2
+    assert [r.reason for r in report.rejected] == ["no test changed"] * 2
     squash, merge = candidates
     assert squash.base_commit == made["start"] and squash.commit == made["squash"]
     assert squash.patch.startswith("diff --git a/widget.py") and "tests/" not in squash.patch

@@ -157,7 +157,10 @@ def touched_test_files(test_patch: str) -> list[str]:
 
 
 def directives_of(instance: Instance) -> list[str]:
-    """What SWE-bench passes to the test command for this instance."""
+    """What SWE-bench passes to the test command for this instance (the instance's own
+    ``test_directives`` where it has them)."""
+    if instance.test_directives:
+        return list(instance.test_directives)
     files = [
         change.new
         for change in Patch.parse(instance.test_patch, GIT_STARTS).files

@@ -5,7 +5,8 @@ runs only some named tests. The decision is per runner, read off the recipe's te
   pytest): node ids instead of the test files, each cut before its parameters
   (``f.py::test_x[a-b]`` becomes ``f.py::test_x``, so every parametrization runs: a dataset
   id truncated at a space inside ``[...]`` is no valid node id, its function's is).
-  Selected only when every name is ``file::...`` with a file the directives name.
+  Selected only when every name is ``file::...`` with a file the directives name; an
+  instance's own ``-k`` selection (a task of test data) is kept.
 - **sympy's** ``bin/test``: the same test files, with ``-k`` and the function names (every
   sympy version of the dataset has ``-k``; it matches names by substring, so it selects a
   superset). Selected only when every name is a plain identifier.
@@ -67,12 +68,23 @@ def selected_arguments(
     kind = runner_kind(recipe)
     if kind == "pytest":
         ids = [name.split("[", 1)[0] for name in names]
-        if not all("::" in node and node.split("::", 1)[0] in directives for node in ids):
+        files, k = _k_split(directives)
+        if not all("::" in node and node.split("::", 1)[0] in files for node in ids):
             return None
-        return list(dict.fromkeys(ids))
+        return [*dict.fromkeys(ids), *k]
     if kind == "sympy" and all(name.isidentifier() for name in names):
         return [*directives, "-k", *dict.fromkeys(names)]
     return None
+
+
+def _k_split(directives: list[str]) -> tuple[list[str], list[str]]:
+    """The directives' test files, and their ``-k`` selection (an instance's own
+    ``test_directives``), which a selection keeps: the parametrizations of a test function
+    that its data names, not all of them."""
+    if "-k" in directives[:-1]:
+        at = directives.index("-k")
+        return directives[:at], directives[at : at + 2]
+    return directives, []
 
 
 def selected_directives(

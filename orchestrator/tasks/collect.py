@@ -3,7 +3,9 @@
 Each change of the default branch's first-parent line in a date range (:mod:`.changes`):
 its merged pull requests where the history has them (GitHub's merge commits, squash commits
 naming the pull request), else every commit. A change is a candidate when it says it fixes
-something (or closes an issue), changes Python code and Python tests; the candidate is in
+something (or closes an issue), changes Python code and tests: Python tests, or test data
+that a test module reads (:mod:`.data_tests`: the candidate's ``test_directives`` then run
+those modules on that data alone); the candidate is in
 SWE-bench's format: ``base_commit`` its first parent, ``patch`` the non-test part,
 ``test_patch`` the test part, ``created_at``, ``problem_statement`` (:mod:`.statements`,
 and ``statement_source`` says where from), and ``version`` and
@@ -31,6 +33,7 @@ from orchestrator.tasks.changes import (
     is_test_path,
     split_diff,
 )
+from orchestrator.tasks.data_tests import data_directives, data_paths
 from orchestrator.tasks.statements import (
     IssueSource,
     leak,
@@ -118,13 +121,19 @@ def candidate_of(
     """``change`` as a candidate, or None and why it is not one."""
     code = [p for p in change.paths if not is_test_path(p)]
     tests = [p for p in change.paths if is_test_path(p)]
-    if not any(p.endswith(".py") for p in tests):
-        return None, "no Python test changed"
+    data = data_paths(tests)
+    if not tests or not (data or any(p.endswith(".py") for p in tests)):
+        return None, "no test changed"
     if not any(p.endswith(".py") for p in code):
         return None, "no Python code changed beside the tests"
     own_text = f"{change.title}\n\n{change.body}"
     if not (names_a_fix(own_text) or linked_issues(own_text)):
         return None, "does not say it fixes something"
+    directives: list[str] = []
+    if not any(p.endswith(".py") for p in tests):  # test data alone: the modules reading it
+        directives = data_directives(mirror, change.commit, data)
+        if not directives:
+            return None, "no Python test changed, and none reads the changed test data"
     diff = change_diff(mirror, change.base, change.commit)
     patch, test_patch = split_diff(diff)
     if "GIT binary patch" in patch or "GIT binary patch" in test_patch:
@@ -143,7 +152,7 @@ def candidate_of(
         problem_statement=statement.text, statement_source=statement.source,
         issues=statement.issues, pull_request=change.pull_request, commit=change.commit,
         created_at=statement.created_at or _stamp(change.authored.isoformat()),
-        merged_at=_stamp(change.committed.isoformat()),
+        merged_at=_stamp(change.committed.isoformat()), test_directives=directives,
     ), ""  # fmt: skip
 
 

@@ -23,7 +23,10 @@ PYPROJECT = (
     '\n[project]\nname = "calc"\nversion = "0.1"\n'
     '\n[project.optional-dependencies]\ntest = ["pytest"]\n'
 )
-BUGGY = "def mul(a, b):\n    result = 0\n    for _ in range(b):\n        result += a\n    return result\n"
+BUGGY = (
+    "def mul(a, b):\n    result = 0\n    for _ in range(b):\n        result += a\n"
+    "    return result\n"
+)
 FIXED = "def mul(a, b):\n    return a * b\n"
 CONFTEST = (
     "import os\n\n\n"
@@ -65,7 +68,9 @@ def _repository(root: Path) -> Path:
 
 def test_the_modules_reading_changed_test_data_are_found() -> None:
     sources = {
-        "test/conftest.py": 'def dialect_fixtures():\n    return os.path.join("test", "fixtures", "dialects")\n',
+        "test/conftest.py": (
+            'def dialect_fixtures():\n    return os.path.join("test", "fixtures", "dialects")\n'
+        ),
         "test/dialects/dialects_test.py": "from ..conftest import dialect_fixtures\n",
         "test/cli/commands_test.py": 'ARGS = ["test/fixtures/cli/fail_many.sql"]\n',
         "test/core/parity.py": 'DIR = ROOT / "fixtures" / "dialects"\n',
@@ -113,5 +118,6 @@ def test_a_task_of_test_data_validates_on_its_new_case_alone(run_ctx, tmp_path: 
     run_ctx.settings = run_ctx.settings.replace(setup_strategy="infer", mirror_dir=mirror.parent)
     record, task = validate_candidate(run_ctx, candidate)
     assert record.kept, record.reason
-    assert task is not None and task.FAIL_TO_PASS == ["tests/test_cases.py::test_case[negative_factor]"]
+    assert task is not None
+    assert task.FAIL_TO_PASS == ["tests/test_cases.py::test_case[negative_factor]"]
     assert task.PASS_TO_PASS == []  # the other case and the other module did not run

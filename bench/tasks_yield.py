@@ -61,6 +61,7 @@ def _smoke(root: Path) -> Path:
     collected = CollectReport(
         repo="acme/widget", since="2025-01-01", until="", mode="pull requests", changes=10,
         candidates=2, statement_sources={"pull request": 2}, environments=1, seconds=0.1,
+        first="2025-01-01T00:00:00Z", last="2025-03-02T00:00:00Z",
     )  # fmt: skip
     (root / "acme__widget").mkdir(parents=True)
     (root / "acme__widget/collect.json").write_text(collected.model_dump_json())

@@ -249,7 +249,9 @@ def test_the_report_counts_reasons_environments_and_newer_tasks(
     assert figures.newer == 1
     assert figures.rejected_at_validation == {"no test fails before the fix and passes after it": 1}
     page = markdown([figures], parse_time("2024-01-20"))
-    assert "| acme/widget | 4 | 2 | 2 | 1 | 2 (2, 1) | 90 | 1 |" in page
+    # 2 candidates in the 31 days from 2024-02-01 to 2024-03-03, half of those validated kept
+    assert figures.kept_a_month == pytest.approx(2 / (31 / (365.25 / 12)) / 2, rel=1e-2)
+    assert "| acme/widget | 4 | 2 | 2 | 1 | 2 (2, 1) | 90 | 1.0 | 1.0 | 1 |" in page
     assert isinstance(figures, RepoTasks)
 
 

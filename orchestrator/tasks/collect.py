@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -76,6 +77,16 @@ class CollectReport(BaseModel):
     statement_sources: dict[str, int] = Field(default_factory=dict)
     environments: int = 0  # spans of unchanged dependency files among the candidates
     seconds: float = 0.0
+    first: str = ""  # when the oldest change looked at entered the branch (ISO 8601)
+    last: str = ""  # and the newest
+
+    def months(self) -> float:
+        """The months the changes looked at span (0: unknown)."""
+        if not (self.first and self.last):
+            return 0.0
+        first = datetime.fromisoformat(self.first.replace("Z", "+00:00"))
+        last = datetime.fromisoformat(self.last.replace("Z", "+00:00"))
+        return max((last - first).total_seconds(), 0.0) / (86400 * 365.25 / 12)
 
     def by_reason(self) -> dict[str, int]:
         """The rejected changes counted by reason (a leak's quoted line left out)."""
@@ -95,6 +106,9 @@ def collect(
     report = CollectReport(repo=repo, since=since, until=until, mode=mode)
     changes = merged or in_range
     report.changes = len(changes)
+    if changes:
+        moments = sorted(c.committed for c in changes)
+        report.first, report.last = _stamp(moments[0].isoformat()), _stamp(moments[-1].isoformat())
     candidates: list[Candidate] = []
     for change in changes:
         candidate, why = candidate_of(mirror, repo, change, issues)

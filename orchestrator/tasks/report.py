@@ -1,6 +1,7 @@
 """The report of a repository's tasks (``tasks.md`` beside the dataset): candidates,
-kept, rejected by reason (at collection and at validation), environments built, time, and
-how many tasks are newer than a given date."""
+kept, rejected by reason (at collection and at validation), environments built, time, the
+tasks a month of history gives (candidates a month times the share kept), and how many
+tasks are newer than a given date."""
 
 from __future__ import annotations
 
@@ -31,10 +32,19 @@ class RepoTasks(BaseModel):
     collect_seconds: float = 0.0
     validate_seconds: float = 0.0
     newer: int = 0  # kept tasks created after the report's date
+    months: float = 0.0  # the months the changes looked at span (0: unknown)
 
     @property
     def seconds_per_kept(self) -> float:
         return self.validate_seconds / self.kept if self.kept else 0.0
+
+    @property
+    def kept_a_month(self) -> float | None:
+        """The tasks a month of the repository's history gives: its candidates a month times
+        the share of the validated candidates kept (None: no span or nothing validated)."""
+        if not (self.months and self.validated):
+            return None
+        return self.candidates / self.months * self.kept / self.validated
 
 
 def reason_class(record: TaskRecord) -> str:
@@ -68,6 +78,7 @@ def repo_tasks(
         collect_seconds=collected.seconds,
         validate_seconds=round(sum(r.seconds for r in records), 1),
         newer=sum(_newer(t, newer_than) for t in tasks) if newer_than else 0,
+        months=round(collected.months(), 2),
     )  # fmt: skip
 
 
@@ -85,15 +96,17 @@ def markdown(repos: list[RepoTasks], newer_than: datetime | None) -> str:
     """The report as a Markdown page."""
     lines = [
         "| repository | changes | candidates | validated | kept "
-        "| environments (built, keeping a task) | s per kept task |"
-        + (f" newer than {newer_than:%Y-%m-%d} |" if newer_than else ""),
-        "|---|---:|---:|---:|---:|---|---:|" + ("---:|" if newer_than else ""),
+        "| environments (built, keeping a task) | s per kept task | months "
+        "| kept a month (est.) |" + (f" newer than {newer_than:%Y-%m-%d} |" if newer_than else ""),
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|" + ("---:|" if newer_than else ""),
     ]
     for r in repos:
+        rate = "-" if r.kept_a_month is None else f"{r.kept_a_month:.1f}"
         lines.append(
             f"| {r.repo} | {r.changes} | {r.candidates} | {r.validated} | {r.kept} | "
             f"{r.environments} ({r.environments_built}, {r.environments_validating}) | "
-            f"{r.seconds_per_kept:.0f} |" + (f" {r.newer} |" if newer_than else "")
+            f"{r.seconds_per_kept:.0f} | {r.months:.1f} | {rate} |"
+            + (f" {r.newer} |" if newer_than else "")
         )
     for r in repos:
         lines += [

@@ -126,7 +126,7 @@ def test_leaderboard_file_layout(tmp_path: Path) -> None:
         ("princeton-nlp/SWE-bench_Verified", "swe-bench-verified"),
         ("lite", "swe-bench-lite"),
         ("/data/swe-bench-verified.jsonl", "swe-bench-verified"),
-        ("/work/tasks/out/tasks.jsonl", "out-tasks"),
+        ("/work/tasks/sqlfluff 2026/tasks.jsonl", "sqlfluff-2026"),
         ("/work/sqlfluff-2026.jsonl", "sqlfluff-2026"),
         ("/work/my tasks repo/", "my-tasks-repo"),
     ],

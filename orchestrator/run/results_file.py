@@ -20,15 +20,15 @@ BENCHMARKS = {
     "princeton-nlp/SWE-bench": "swe-bench",
     "princeton-nlp/SWE-bench_Lite": "swe-bench-lite",
 }
-# file names that say nothing of the tasks they hold: the folder's name goes first
+# file names that say nothing of the tasks they hold: the folder's name stands for them
 _GENERIC_STEMS = {"instances", "tasks", "dataset", "data", "test", "train", "dev"}
 
 
 def benchmark_name(dataset: str) -> str:
     """The ``benchmark`` a run's results name for the dataset setting ``dataset``: a Hugging
     Face benchmark's own name (an alias by its benchmark's), else the local file's or
-    folder's name as a slug, its folder's name first where the file's says nothing
-    (``out/tasks.jsonl`` -> ``out-tasks``)."""
+    folder's name as a slug, its folder's where the file's says nothing
+    (``sqlfluff-2026/tasks.jsonl`` -> ``sqlfluff-2026``)."""
     from orchestrator.dataset.task_repo import DATASET_ALIASES
 
     name = DATASET_ALIASES.get(dataset.lower(), dataset)
@@ -36,10 +36,9 @@ def benchmark_name(dataset: str) -> str:
         return BENCHMARKS[name]
     path = PurePath(name.rstrip("/"))
     stem = path.stem if path.suffix in {".jsonl", ".json", ".parquet"} else path.name
-    words = [stem]
     if _slug(stem) in _GENERIC_STEMS and path.parent.name:
-        words.insert(0, path.parent.name)
-    return _slug("-".join(words)) or "dataset"
+        stem = path.parent.name
+    return _slug(stem) or "dataset"
 
 
 def _slug(text: str) -> str:

@@ -81,7 +81,11 @@ def test_the_modules_reading_changed_test_data_are_found() -> None:
     assert modules == ["test/core/parity_test.py", "test/dialects/dialects_test.py"]
     assert folder == "test/fixtures/dialects"
     assert k_term("test/fixtures/dialects/tsql/create_view.sql", folder) == "tsql and create_view"
-    assert k_term("test/fixtures/dialects/my-dialect/or.sql", folder) == ""
+    assert k_term("test/fixtures/dialects/my-dialect/or.sql", folder) == "my and dialect"
+    assert k_term("test/fixtures/dialects/LT02-indent-oracle.yml", folder) == (
+        "LT02 and indent and oracle"
+    )  # pytest before 6 takes no "-" in -k: each word instead
+    assert k_term("test/fixtures/dialects/01/and.yml", folder) == ""
     assert reading_modules(sources, "test/fixtures/cli/new.sql") == (
         ["test/cli/commands_test.py"], "test/fixtures/cli",
     )  # fmt: skip

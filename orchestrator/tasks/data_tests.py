@@ -43,12 +43,16 @@ def data_paths(paths: list[str]) -> list[str]:
 
 def k_term(path: str, folder: str) -> str:
     """pytest's ``-k`` term for the tests of the data file ``path`` read from ``folder``:
-    the names below the folder (sub-folders, and the file's stem) that are identifiers and no
-    keyword, ``and``-ed (``tsql/create_view.sql`` -> ``tsql and create_view``); empty when
-    none is."""
+    the words of the names below the folder (sub-folders, and the file's stem, cut at what
+    is no identifier's) that are identifiers and no keyword, ``and``-ed
+    (``tsql/create_view.sql`` -> ``tsql and create_view``, ``LT02-indent.yml`` -> ``LT02 and
+    indent``); empty when none is."""
     below = PurePosixPath(path).relative_to(folder).parts
     names = [*below[:-1], below[-1].split(".", 1)[0]]
-    kept = [n for n in names if n.isidentifier() and not keyword.iskeyword(n) and n not in _K_WORDS]
+    words = [word for name in names for word in re.split(r"\W+", name)]
+    kept = [
+        w for w in words if w.isidentifier() and not keyword.iskeyword(w) and w not in _K_WORDS
+    ]  # fmt: skip
     return " and ".join(dict.fromkeys(kept))
 
 

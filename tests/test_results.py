@@ -127,6 +127,7 @@ def test_leaderboard_file_layout(tmp_path: Path) -> None:
         ("lite", "swe-bench-lite"),
         ("/data/swe-bench-verified.jsonl", "swe-bench-verified"),
         ("/work/tasks/sqlfluff 2026/tasks.jsonl", "sqlfluff-2026"),
+        ("/work/tasks/sqlfluff 2026/task-repo", "sqlfluff-2026"),
         ("/work/sqlfluff-2026.jsonl", "sqlfluff-2026"),
         ("/work/my tasks repo/", "my-tasks-repo"),
     ],

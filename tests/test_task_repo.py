@@ -144,3 +144,28 @@ def test_aliases() -> None:
         resolve_alias("multilingual")
     with pytest.raises(UserError, match="not Python"):
         load_instances("multimodal")
+
+
+def test_written_tasks_are_a_task_repository_the_official_check_accepts(tmp_path: Path) -> None:
+    """Kept tasks written as a task repository: swebench's check finds no error, and both
+    its loader and ours read back every column (a task's own test directives too)."""
+    from orchestrator.dataset.task_repo import write_task_repo
+    from orchestrator.models import Instance
+
+    rows = [verified_row("sympy__sympy-20590")]
+    rows.append({**rows[0], "instance_id": "acme__sql-7", "repo": "acme/sql",
+                 "patch": "diff --git a/x.py b/x.py\r\n+x\r\n", "hints_text": "",
+                 "test_directives": ["test/a_test.py", "-k", "tsql and view"],
+                 "FAIL_TO_PASS": ["test/a_test.py::test_parse[tsql-view.sql]"]})  # fmt: skip
+    root = write_task_repo(tmp_path / "repo", rows, "acme-tasks")
+    assert errors(check_task_repo(root)) == []
+    official = {row["instance_id"]: row for row in load_task_repo(root)}
+    loaded = {i.instance_id: i for i in load_instances(str(root))}
+    for row in rows:
+        want = Instance.model_validate(row)
+        got = loaded[row["instance_id"]]
+        assert got.model_copy(update={"created_at": want.created_at}) == want
+        assert official[row["instance_id"]]["patch"] == row["patch"]
+    assert loaded["acme__sql-7"].test_directives == ["test/a_test.py", "-k", "tsql and view"]
+    write_task_repo(root, rows[:1], "acme-tasks")  # written again: the tasks replaced
+    assert [i.instance_id for i in load_instances(str(root))] == ["sympy__sympy-20590"]

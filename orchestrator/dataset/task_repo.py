@@ -216,3 +216,71 @@ def clone_task_repo(url: str) -> Path:
             "check the URL and that git can reach it (or pass a local directory).",
         )
     return where / "repo"
+
+
+# what a written task's Dockerfile says: its environment is not the official harness's
+_INFERRED_DOCKERFILE = (
+    "# This task's environment is inferred from its repository's files by swe-green at\n"
+    "# grading time (swe-green envs plan shows it); no image is published for it.\n"
+    "FROM scratch\n"
+)
+# and its eval.sh: the markers the format requires, around the reason it cannot run alone
+_INFERRED_EVAL = (
+    "#!/bin/bash\n"
+    "# This task's tests run in the environment swe-green infers for it (swe-green run\n"
+    "# --dataset <this repository>); this script only marks the format's output.\n"
+    "echo '>>>>> Start Test Output'\n"
+    "echo 'graded by swe-green: no official environment for this task' >&2\n"
+    "echo '>>>>> End Test Output'\n"
+    "exit 2\n"
+)
+
+
+def write_task_repo(root: Path, rows: list[dict[str, Any]], dataset: str) -> Path:
+    """``rows`` (dataset rows) written as a task repository at ``root``, in the dataset
+    ``dataset`` (``sweb.yaml``; the ``tasks/`` of an earlier write replaced): per task
+    ``task.yaml`` (the row's other keys, split ``test``, the derived image name, the pytest
+    log parser, ``pass_and_fail``), ``tests.json``, the patches and statement as files, and
+    a ``Dockerfile`` and ``eval.sh`` that say the environment is inferred here. It passes swebench's
+    ``check_task_repo`` and loads back to the same rows; the official harness cannot build
+    its environments."""
+    tasks = root / TASKS_SUBDIR
+    if tasks.exists():
+        shutil.rmtree(tasks)
+    tasks.mkdir(parents=True)
+    config = {"datasets": [dataset], "splits": ["test"]}
+    (root / "sweb.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    files = {**AS_FILE, **OPTIONAL_FILE}
+    for row in rows:
+        instance_id = str(row["instance_id"])
+        if not instance_id or "/" in instance_id or instance_id.startswith("."):
+            raise ValueError(f"not a task directory name: {instance_id!r}")
+        folder = tasks / instance_id
+        folder.mkdir()
+        meta = {k: v for k, v in row.items() if k not in files and k not in _TEST_KEYS}
+        meta |= {
+            "split": "test", "datasets": [dataset], "image": _derived_image(instance_id),
+            "log_parser": meta.get("log_parser") or "parse_log_pytest",
+            "eval_type": meta.get("eval_type") or "pass_and_fail",
+        }  # fmt: skip
+        (folder / TASK_FILE).write_text(
+            yaml.safe_dump(meta, sort_keys=False, allow_unicode=True), encoding="utf-8"
+        )
+        tests = {key: list(row.get(key) or []) for key in _TEST_KEYS}
+        (folder / TESTS_FILE).write_text(json.dumps(tests, indent=1) + "\n", encoding="utf-8")
+        for column, name in files.items():
+            text = row.get(column) or ""
+            if text or name in REQUIRED or column == "patch":
+                with open(folder / name, "w", newline="", encoding="utf-8") as handle:
+                    handle.write(text)  # a patch's CRLF stays
+        (folder / "Dockerfile").write_text(_INFERRED_DOCKERFILE, encoding="utf-8")
+        (folder / "eval.sh").write_text(_INFERRED_EVAL, encoding="utf-8")
+    return root
+
+
+_TEST_KEYS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+
+
+def _derived_image(instance_id: str) -> str:
+    """The image name SWE-bench's harness derives for an instance."""
+    return f"swebench/sweb.eval.x86_64.{instance_id}:latest".lower().replace("__", "_1776_")

@@ -21,7 +21,7 @@ BENCHMARKS = {
     "princeton-nlp/SWE-bench_Lite": "swe-bench-lite",
 }
 # file names that say nothing of the tasks they hold: the folder's name stands for them
-_GENERIC_STEMS = {"instances", "tasks", "dataset", "data", "test", "train", "dev"}
+_GENERIC_STEMS = {"instances", "tasks", "task-repo", "dataset", "data", "test", "train", "dev"}
 
 
 def benchmark_name(dataset: str) -> str:

@@ -1,7 +1,7 @@
 """``swe-green tasks``: new tasks from a repository's history. ``collect`` writes a
 repository's candidates, ``validate`` validates every candidate of a tasks directory into
-its dataset (``tasks.jsonl``, which every command takes as ``--dataset``) and its report
-(``tasks.md``)."""
+its dataset (``tasks.jsonl`` and the task repository ``task-repo/``, which every command
+takes as ``--dataset``) and its report (``tasks.md``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ NewerThan = Annotated[
     str | None,
     typer.Option(help="A date (2025-06-01): the report counts the kept tasks created after it."),
 ]
-CANDIDATES, COLLECTED = "candidates.jsonl", "collect.json"
+CANDIDATES, COLLECTED, TASK_REPO = "candidates.jsonl", "collect.json", "task-repo"
 T = TypeVar("T")
 
 
@@ -109,9 +109,12 @@ def tasks_validate(
 ) -> None:
     """Validate the candidates of a tasks directory (resumable: run it again to go on): each
     environment built, the tests found (fail before the fix, pass after it), validated as
-    `swe-green validate` does, twice. Writes OUT/tasks.jsonl (the kept tasks: a dataset for
-    --dataset) and OUT/tasks.md (the report)."""
+    `swe-green validate` does, twice. Writes OUT/tasks.jsonl and OUT/task-repo (the kept
+    tasks: a JSONL dataset and a SWE-bench task repository, each for --dataset) and
+    OUT/tasks.md (the report)."""
+    from orchestrator.dataset.task_repo import write_task_repo
     from orchestrator.models import Instance
+    from orchestrator.run.results_file import benchmark_name
     from orchestrator.tasks.collect import Candidate, CollectReport
     from orchestrator.tasks.report import markdown, repo_tasks
     from orchestrator.tasks.validate import load_task_record, validate_all
@@ -162,6 +165,11 @@ def tasks_validate(
         collected = CollectReport.model_validate_json((folder / COLLECTED).read_text())
         summaries.append(repo_tasks(collected, ran, tasks, when))
     atomic_write_text(out / "tasks.jsonl", "".join(kept))
+    write_task_repo(
+        out / TASK_REPO,
+        [json.loads(line) for line in kept],
+        benchmark_name(str(out / "tasks.jsonl")),
+    )
     atomic_write_text(out / "tasks.md", markdown(summaries, when))
     atomic_write_text(out / "tasks.json", json.dumps([s.model_dump() for s in summaries], indent=1))
     console.print(markdown(summaries, when))

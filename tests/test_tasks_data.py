@@ -46,7 +46,7 @@ OTHER_TEST = "from calc import mul\n\n\ndef test_zero():\n    assert mul(0, 5) =
 
 
 def _repository(root: Path) -> Path:
-    """A project whose fix (#2) adds only a data file to its tests; its bare mirror."""
+    """A project whose fix (#1042) adds only a data file to its tests; its bare mirror."""
     make_repo(
         root,
         {"pyproject.toml": PYPROJECT, "calc/__init__.py": BUGGY, "tests/__init__.py": "",
@@ -59,7 +59,7 @@ def _repository(root: Path) -> Path:
         {"calc/__init__.py": FIXED, "tests/data/cases/negative_factor.txt": "3 -2 -6\n"},
         "2025-02-01T00:00:00Z",
     )
-    git("commit", "--amend", "-q", "-m", "Fix mul with a negative factor (#2)", cwd=root,
+    git("commit", "--amend", "-q", "-m", "Fix mul with a negative factor (#1042)", cwd=root,
         when="2025-02-01T00:00:00Z")  # fmt: skip
     mirror = root.parent / "mirrors" / "acme__cases.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(root), str(mirror)], check=True)

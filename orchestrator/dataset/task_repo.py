@@ -47,6 +47,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator.atomic import atomic_write_text
 from orchestrator.errors import UserError
 from orchestrator.safe_git import GIT
 
@@ -249,7 +250,7 @@ def write_task_repo(root: Path, rows: list[dict[str, Any]], dataset: str) -> Pat
         shutil.rmtree(tasks)
     tasks.mkdir(parents=True)
     config = {"datasets": [dataset], "splits": ["test"]}
-    (root / "sweb.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    atomic_write_text(root / "sweb.yaml", yaml.safe_dump(config, sort_keys=False))
     files = {**AS_FILE, **OPTIONAL_FILE}
     for row in rows:
         instance_id = str(row["instance_id"])
@@ -263,18 +264,16 @@ def write_task_repo(root: Path, rows: list[dict[str, Any]], dataset: str) -> Pat
             "log_parser": meta.get("log_parser") or "parse_log_pytest",
             "eval_type": meta.get("eval_type") or "pass_and_fail",
         }  # fmt: skip
-        (folder / TASK_FILE).write_text(
-            yaml.safe_dump(meta, sort_keys=False, allow_unicode=True), encoding="utf-8"
-        )
+        task_yaml = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+        atomic_write_text(folder / TASK_FILE, task_yaml)
         tests = {key: list(row.get(key) or []) for key in _TEST_KEYS}
-        (folder / TESTS_FILE).write_text(json.dumps(tests, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(folder / TESTS_FILE, json.dumps(tests, indent=1) + "\n")
         for column, name in files.items():
             text = row.get(column) or ""
             if text or name in REQUIRED or column == "patch":
-                with open(folder / name, "w", newline="", encoding="utf-8") as handle:
-                    handle.write(text)  # a patch's CRLF stays
-        (folder / "Dockerfile").write_text(_INFERRED_DOCKERFILE, encoding="utf-8")
-        (folder / "eval.sh").write_text(_INFERRED_EVAL, encoding="utf-8")
+                atomic_write_text(folder / name, text)  # as bytes: a patch's CRLF stays
+        atomic_write_text(folder / "Dockerfile", _INFERRED_DOCKERFILE)
+        atomic_write_text(folder / "eval.sh", _INFERRED_EVAL)
     return root
 
 

@@ -35,12 +35,13 @@ def test_every_command_has_its_exit_statuses_in_the_table() -> None:
 
 
 @pytest.fixture
-def silent_server() -> Iterator[str]:
-    """A socket that takes connections and never answers: a client waits on it."""
+def silent_server() -> Iterator[socket.socket]:
+    """A listening socket that never answers what it accepts: a client waits on it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(8)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        sock.settimeout(60)
+        yield sock
 
 
 def _started(
@@ -80,19 +81,21 @@ def test_serve_stopped_by_a_signal_exits_0(signum: signal.Signals, tmp_path: Pat
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_client_command_stopped_by_a_signal_exits_130(
-    signum: signal.Signals, silent_server: str
+    signum: signal.Signals, silent_server: socket.socket
 ) -> None:
-    # `assess` waits on a green agent that never answers; -v says when it has started
+    # `assess` waits on a green agent that never answers: the signal is sent once it has
+    # connected, so that it lands in the wait (not in the interpreter's start-up)
+    url = f"http://127.0.0.1:{silent_server.getsockname()[1]}/"
     proc = subprocess.Popen(
-        [*SWE_GREEN, "assess", silent_server, "--participant", "http://127.0.0.1:9/"],
+        [*SWE_GREEN, "assess", url, "--participant", "http://127.0.0.1:9/"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    try:
-        proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        pass
-    assert proc.poll() is None, proc.communicate()[0]
-    proc.send_signal(signum)
-    out, _ = proc.communicate(timeout=30)
+    connection, _ = silent_server.accept()
+    with connection:
+        connection.settimeout(30)
+        assert connection.recv(4096).startswith(b"GET "), "the client sent no request"
+        assert proc.poll() is None, proc.communicate()[0]
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, out
     assert "Traceback" not in out

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,5 +185,37 @@ def _follow(event: Any, outcome: Outcome, on_update: Callable[[Update], None]) -
 def run_assessment(
     server: str, request: str, token: str | None, on_update: Callable[[Update], None]
 ) -> Outcome:
-    """:func:`assess` for the CLI (synchronous)."""
-    return asyncio.run(assess(server, request, token=token, on_update=on_update))
+    """:func:`assess` for the CLI (synchronous). SIGINT and SIGTERM cancel it, and again each
+    second until it has stopped (a cancellation that lands inside the HTTP client's own
+    timeout scope can be absorbed there), and it raises KeyboardInterrupt."""
+    return asyncio.run(_stoppable(assess(server, request, token=token, on_update=on_update)))
+
+
+async def _stoppable(work: Coroutine[Any, Any, Outcome]) -> Outcome:
+    """``work``, cancelled by SIGINT or SIGTERM until it stops (see :func:`run_assessment`)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    stopping: list[bool] = []
+
+    def stop() -> None:
+        if not task.done():
+            stopping.append(True)
+            task.cancel()
+            loop.call_later(_CANCEL_AGAIN, stop)
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        loop.add_signal_handler(sig, stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if stopping:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for sig, handler in previous.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, handler)
+
+
+_CANCEL_AGAIN = 1.0  # seconds between the cancellations of a stopping assessment

@@ -864,3 +864,43 @@ def test_a_recording_run_finds_where_the_tests_write_and_only_there_they_may(gra
     assert outcomes[0] == outcomes[1] == {k: v for k, v in recorded.outcomes.items() if k != flaky}
     mode = sandbox.exec(["stat", "-c", "%a %U", TESTBED, f"{TESTBED}/calc/__init__.py"])
     assert mode.stdout.split("\n")[:2] == ["755 root", "644 root"]
+
+
+# a runner that clears its own log directory before it writes (tox's env log directory)
+CLEARING_CONFTEST = """\
+import os
+
+
+def pytest_sessionstart(session):
+    log = "/testbed/out/log/1-commands.log"
+    try:
+        if os.path.exists(log):
+            os.unlink(log)
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "w") as f:
+            f.write("x")
+        seen = "CLEARED"
+    except OSError as exc:
+        seen = f"DENIED {exc}"
+    with open("/tmp/clears.txt", "a") as f:
+        f.write(seen + "\\n")
+"""
+
+
+@pytest.mark.container
+def test_a_second_run_in_the_container_clears_what_the_first_left_in_an_output_directory(
+    grading,
+):
+    """The second of two runs in one container (the wider baseline's, a flaky re-run) may
+    remove what the first run wrote in an output directory: before each run everything is
+    made root's, then what lies in an output directory is the test user's again (a
+    sticky directory of root's would refuse its removal)."""
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    sandbox.write_file(f"{TESTBED}/conftest.py", CLEARING_CONFTEST)
+    for _ in range(2):
+        run = run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
+                        writable=["out/"])  # fmt: skip
+        assert run.crash is None, run.output[-2000:]
+    assert sandbox.exec("cat /tmp/clears.txt").stdout == "CLEARED\nCLEARED\n"
+    owner = sandbox.exec(["stat", "-c", "%U", f"{TESTBED}/calc/__init__.py"]).stdout.strip()
+    assert owner == "root"  # the repository stays root's

@@ -5,7 +5,9 @@ before the tests, directories ``0755`` and files not writable by others: the tes
 create, change, rename, replace or delete anything in the repository, nor touch ``.git``, the
 environment or the eval directory. Only the *writable* paths are open to them: directories
 made root's with mode ``1777`` (sticky: the test user creates entries, and changes only its
-own), created first when missing, and files made writable in place. Which paths those are is
+own), created first when missing, and files made writable in place; inside an output
+directory, what an earlier run in the same container left is given back to the test user, so
+that a runner can clear its own logs again. Which paths those are is
 data: the ones environment validation saw the gold run write (:func:`writable_paths`, from
 the listings a *recording* run of the script leaves, in the permissive layout the recording
 needs), plus :data:`DEFAULT_WRITABLE`.
@@ -177,9 +179,13 @@ def _ownership(writable: Sequence[str], record: bool) -> list[str]:
             '        [ "$(realpath -m -- "$p")" = "$p" ] || continue',
             '        if [ -f "$p" ]; then chmod a+w -- "$p"; continue; fi',
             '        mkdir -p -- "$p" && chmod 1777 -- "$p" && [ -n "$tree" ] || continue',
-            # an output directory: all of it (what an earlier run left there too)
+            # an output directory: all of it (what an earlier run left there too), and what
+            # an earlier run left is the test user's again, to replace or remove as it made it
+            # (a file of several links is none of its own: left root's)
             '        find "$p" -mindepth 1 \\( -type d -exec chmod 1777 {} + \\) \\',
             "            -o \\( -type f -exec chmod a+w {} + \\)",
+            '        find "$p" -mindepth 1 \\( -type d -o -type f -links 1 \\) \\',
+            '            -exec chown -h "$test_user:" {} +',
             "    done",
         ]
     return [

@@ -62,6 +62,7 @@ AS_FILE = {
 }
 OPTIONAL_FILE = {"hints_text": "hints.md"}
 REQUIRED = (TASK_FILE, TESTS_FILE, "problem_statement.md", "test.patch")
+_TEST_KEYS = ("FAIL_TO_PASS", "PASS_TO_PASS")  # what tests.json holds
 
 # the harness's log parsers for Python repositories (swebench.harness.log_parsers.python)
 PYTHON_PARSERS = frozenset(
@@ -78,6 +79,12 @@ DATASET_ALIASES = {
     "verified": "princeton-nlp/SWE-bench_Verified",
     "full": "princeton-nlp/SWE-bench",
     "lite": "princeton-nlp/SWE-bench_Lite",
+}
+# the Hugging Face datasets' own names: (title, slug): how a summary and results.json name them
+BENCHMARK_NAMES = {
+    "princeton-nlp/SWE-bench_Verified": ("SWE-bench Verified", "swe-bench-verified"),
+    "princeton-nlp/SWE-bench": ("SWE-bench", "swe-bench"),
+    "princeton-nlp/SWE-bench_Lite": ("SWE-bench Lite", "swe-bench-lite"),
 }
 NOT_PYTHON_ALIASES = {
     "multilingual": "SWE-bench/SWE-bench_Multilingual",
@@ -275,9 +282,6 @@ def write_task_repo(root: Path, rows: list[dict[str, Any]], dataset: str) -> Pat
         atomic_write_text(folder / "Dockerfile", _INFERRED_DOCKERFILE)
         atomic_write_text(folder / "eval.sh", _INFERRED_EVAL)
     return root
-
-
-_TEST_KEYS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 
 
 def _derived_image(instance_id: str) -> str:

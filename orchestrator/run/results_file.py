@@ -14,12 +14,6 @@ from orchestrator.grading.classify import LeaderboardRow
 from orchestrator.models import InstanceResult
 
 BENCHMARK = "swe-bench-verified"
-# the benchmarks' own names of the Hugging Face datasets
-BENCHMARKS = {
-    "princeton-nlp/SWE-bench_Verified": BENCHMARK,
-    "princeton-nlp/SWE-bench": "swe-bench",
-    "princeton-nlp/SWE-bench_Lite": "swe-bench-lite",
-}
 # file names that say nothing of the tasks they hold: the folder's name stands for them
 _GENERIC_STEMS = {"instances", "tasks", "task-repo", "dataset", "data", "test", "train", "dev"}
 
@@ -29,11 +23,11 @@ def benchmark_name(dataset: str) -> str:
     Face benchmark's own name (an alias by its benchmark's), else the local file's or
     folder's name as a slug, its folder's where the file's says nothing
     (``sqlfluff-2026/tasks.jsonl`` -> ``sqlfluff-2026``)."""
-    from orchestrator.dataset.task_repo import DATASET_ALIASES
+    from orchestrator.dataset.task_repo import BENCHMARK_NAMES, DATASET_ALIASES
 
     name = DATASET_ALIASES.get(dataset.lower(), dataset)
-    if name in BENCHMARKS:
-        return BENCHMARKS[name]
+    if name in BENCHMARK_NAMES:
+        return BENCHMARK_NAMES[name][1]
     path = PurePath(name.rstrip("/"))
     stem = path.stem if path.suffix in {".jsonl", ".json", ".parquet"} else path.name
     if _slug(stem) in _GENERIC_STEMS and path.parent.name:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -79,14 +78,6 @@ class CollectReport(BaseModel):
     seconds: float = 0.0
     first: str = ""  # when the oldest change looked at entered the branch (ISO 8601)
     last: str = ""  # and the newest
-
-    def months(self) -> float:
-        """The months the changes looked at span (0: unknown)."""
-        if not (self.first and self.last):
-            return 0.0
-        first = datetime.fromisoformat(self.first.replace("Z", "+00:00"))
-        last = datetime.fromisoformat(self.last.replace("Z", "+00:00"))
-        return max((last - first).total_seconds(), 0.0) / (86400 * 365.25 / 12)
 
     def by_reason(self) -> dict[str, int]:
         """The rejected changes counted by reason (a leak's quoted line left out)."""

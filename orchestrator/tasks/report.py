@@ -78,8 +78,16 @@ def repo_tasks(
         collect_seconds=collected.seconds,
         validate_seconds=round(sum(r.seconds for r in records), 1),
         newer=sum(_newer(t, newer_than) for t in tasks) if newer_than else 0,
-        months=round(collected.months(), 2),
+        months=round(months_spanned(collected), 2),
     )  # fmt: skip
+
+
+def months_spanned(collected: CollectReport) -> float:
+    """The months the changes a collection looked at span (0: unknown)."""
+    if not (collected.first and collected.last):
+        return 0.0
+    seconds = (parse_time(collected.last) - parse_time(collected.first)).total_seconds()
+    return max(seconds, 0.0) / (86400 * 365.25 / 12)
 
 
 def _newer(task: Instance, when: datetime) -> bool:

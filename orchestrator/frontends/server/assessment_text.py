@@ -53,24 +53,16 @@ def heartbeat_text(done: int, total: int, in_flight: dict[str, str], elapsed: fl
     )
 
 
-# the benchmarks' own names of the Hugging Face datasets
-DATASET_TITLES = {
-    "princeton-nlp/SWE-bench_Verified": "SWE-bench Verified",
-    "princeton-nlp/SWE-bench": "SWE-bench",
-    "princeton-nlp/SWE-bench_Lite": "SWE-bench Lite",
-}
-
-
 def dataset_title(dataset: str) -> str:
     """How a summary names the dataset that ran: a benchmark by its name, an alias by its
     benchmark's, a local file or directory by its last two names (``demo/instances.jsonl``)."""
     from pathlib import PurePath
 
-    from orchestrator.dataset.task_repo import DATASET_ALIASES
+    from orchestrator.dataset.task_repo import BENCHMARK_NAMES, DATASET_ALIASES
 
     name = DATASET_ALIASES.get(dataset.lower(), dataset)
-    if name in DATASET_TITLES:
-        return DATASET_TITLES[name]
+    if name in BENCHMARK_NAMES:
+        return BENCHMARK_NAMES[name][0]
     parts = PurePath(name).parts
     return f"Dataset {'/'.join(parts[-2:]) if parts else name}"
 

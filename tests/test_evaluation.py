@@ -904,3 +904,19 @@ def test_a_second_run_in_the_container_clears_what_the_first_left_in_an_output_d
     assert sandbox.exec("cat /tmp/clears.txt").stdout == "CLEARED\nCLEARED\n"
     owner = sandbox.exec(["stat", "-c", "%U", f"{TESTBED}/calc/__init__.py"]).stdout.strip()
     assert owner == "root"  # the repository stays root's
+
+
+@pytest.mark.container
+def test_a_hard_link_an_earlier_run_left_in_an_output_directory_gives_nothing_away(grading):
+    """What an earlier run left in an output directory is the test user's again; a hard
+    link there to a repository file would hand over that file too: a file of several links
+    stays root's."""
+    sandbox, instance, recipe = grading(CALC.instance_id)
+    for _ in range(2):
+        run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
+                  writable=["out/"])  # fmt: skip
+        # what an earlier run could have left: a link to a file of the repository
+        sandbox.exec(["ln", "-f", f"{TESTBED}/calc/__init__.py", f"{TESTBED}/out/linked.py"])
+    owners = sandbox.exec(["stat", "-c", "%U", f"{TESTBED}/calc/__init__.py",
+                           f"{TESTBED}/out/linked.py"]).stdout.split()  # fmt: skip
+    assert owners == ["root", "root"]

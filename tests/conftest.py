@@ -186,6 +186,45 @@ def synthetic_instances(synthetic_dir) -> dict:
     return {i.instance_id: i for i in load_instances(str(synthetic_dir / "instances.jsonl"))}
 
 
+@pytest.fixture(scope="session")
+def instance_image(env_settings, docker_backend, tmp_path_factory) -> Callable[[object], str]:
+    """``instance -> image``: the real instance image (phases 1-4), built on first use."""
+    from orchestrator.context.run_context import RunContext
+    from orchestrator.context.run_dir import RunDir
+    from orchestrator.environments.build import prepare_instance
+
+    ctx = RunContext(
+        env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("eval-run"))
+    )
+    images: dict[str, str] = {}
+
+    def get(instance) -> str:
+        if instance.instance_id not in images:
+            images[instance.instance_id] = prepare_instance(ctx, instance).instance_image
+        return images[instance.instance_id]
+
+    return get
+
+
+@pytest.fixture
+def grading_box(make_sandbox, instance_image, synthetic_instances, synthetic_dir):
+    """``instance_id -> (sandbox, instance, recipe)``: a fresh container of a synthetic
+    instance's image at the base commit, and its recipe."""
+    import json
+
+    from orchestrator.recipes.recipe import Recipe
+
+    items = json.loads((synthetic_dir / "recipes.json").read_text())
+    recipes = {item["repo"]: Recipe.model_validate(item) for item in items}
+
+    def start(instance_id: str):
+        instance = synthetic_instances[instance_id]
+        sandbox = make_sandbox(instance_image(instance), instance_id=instance_id)
+        return sandbox, instance, recipes[instance.repo]
+
+    return start
+
+
 @pytest.fixture
 def run_ctx(env_settings, docker_backend, tmp_path):
     """A run context labelled with the test session's run id, in a fresh run directory."""

@@ -9,16 +9,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from orchestrator.context.run_context import RunContext
-from orchestrator.context.run_dir import RunDir
 from orchestrator.dataset.synthetic_repos import CALC, TEXTKIT, UNITS
 from orchestrator.diffs.apply import apply_patch
-from orchestrator.environments.build import prepare_instance
 from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.evaluation import (
     eval_script,
@@ -37,8 +33,6 @@ from orchestrator.recipes.harness_files import (
 from orchestrator.recipes.recipe import Recipe
 from orchestrator.sandbox.docker import DockerSandbox as Sandbox
 from sandbox_tools.contract import TEST_USER, TESTBED
-
-from .conftest import TEST_RUN_ID
 
 CALC_BASE = CALC.setup_files["calc/__init__.py"]
 CALC_FIXED = CALC.fix_src["calc/__init__.py"]
@@ -70,32 +64,10 @@ def recipes(synthetic_dir) -> dict[str, Recipe]:
     return {item["repo"]: Recipe.model_validate(item) for item in items}
 
 
-@pytest.fixture(scope="session")
-def instance_image(env_settings, docker_backend, tmp_path_factory) -> Callable[[Instance], str]:
-    """``instance -> image``: the real instance image (phases 1-4), built on first use."""
-    ctx = RunContext(
-        env_settings, docker_backend, TEST_RUN_ID, RunDir(tmp_path_factory.mktemp("eval-run"))
-    )
-    images: dict[str, str] = {}
-
-    def get(instance: Instance) -> str:
-        if instance.instance_id not in images:
-            images[instance.instance_id] = prepare_instance(ctx, instance).instance_image
-        return images[instance.instance_id]
-
-    return get
-
-
 @pytest.fixture
-def grading(make_sandbox, instance_image, instances, recipes):
+def grading(grading_box):
     """``instance_id -> (sandbox, instance, recipe)``: a fresh container at the base commit."""
-
-    def start(instance_id: str) -> tuple[Sandbox, Instance, Recipe]:
-        instance = instances[instance_id]
-        sandbox = make_sandbox(instance_image(instance), instance_id=instance_id)
-        return sandbox, instance, recipes[instance.repo]
-
-    return start
+    return grading_box
 
 
 def _git(*args: str) -> str:
@@ -904,19 +876,3 @@ def test_a_second_run_in_the_container_clears_what_the_first_left_in_an_output_d
     assert sandbox.exec("cat /tmp/clears.txt").stdout == "CLEARED\nCLEARED\n"
     owner = sandbox.exec(["stat", "-c", "%U", f"{TESTBED}/calc/__init__.py"]).stdout.strip()
     assert owner == "root"  # the repository stays root's
-
-
-@pytest.mark.container
-def test_a_hard_link_an_earlier_run_left_in_an_output_directory_gives_nothing_away(grading):
-    """What an earlier run left in an output directory is the test user's again; a hard
-    link there to a repository file would hand over that file too: a file of several links
-    stays root's."""
-    sandbox, instance, recipe = grading(CALC.instance_id)
-    for _ in range(2):
-        run_tests(sandbox, instance, recipe, timeout=TIMEOUT, test_user=TEST_USER,
-                  writable=["out/"])  # fmt: skip
-        # what an earlier run could have left: a link to a file of the repository
-        sandbox.exec(["ln", "-f", f"{TESTBED}/calc/__init__.py", f"{TESTBED}/out/linked.py"])
-    owners = sandbox.exec(["stat", "-c", "%U", f"{TESTBED}/calc/__init__.py",
-                           f"{TESTBED}/out/linked.py"]).stdout.split()  # fmt: skip
-    assert owners == ["root", "root"]

@@ -34,10 +34,12 @@ from orchestrator.dataset.synthetic_repos import CALC as CALC_REPO
 from orchestrator.dataset.synthetic_repos import SYNTHETIC_REPOS, SyntheticRepo
 from orchestrator.frontends.reference_participants import running
 from orchestrator.frontends.reference_participants.hostile import HostileParticipant, Plan, Step
+from orchestrator.grading.evaluation import run_tests
 from orchestrator.housekeeping.inventory import list_containers
 from orchestrator.models import Instance, InstanceResult, Reason, Status
 from orchestrator.participant.protocol import A2AParticipant
 from orchestrator.run.scheduler import run_evaluation
+from sandbox_tools.contract import TEST_USER, TESTBED
 
 from .conftest import TEST_RUN_ID
 
@@ -2484,3 +2486,19 @@ def test_hostile(case: Case, group_runs) -> None:
     )
     if case.check is not None:
         case.check(run)
+
+
+@pytest.mark.container
+def test_a_hard_link_an_earlier_run_left_in_an_output_directory_gives_nothing_away(grading_box):
+    """What an earlier run left in an output directory is the test user's again before the
+    next run (a runner may clear its own logs); a hard link left there to a repository file
+    would hand over that file too, so a file of several links stays root's."""
+    sandbox, instance, recipe = grading_box(CALC)
+    for _ in range(2):
+        run_tests(sandbox, instance, recipe, timeout=300, test_user=TEST_USER, writable=["out/"])
+        # what an earlier run could have left: a link to a file of the repository
+        sandbox.exec(["ln", "-f", f"{TESTBED}/calc/__init__.py", f"{TESTBED}/out/linked.py"])
+    owners = sandbox.exec(
+        ["stat", "-c", "%U", f"{TESTBED}/calc/__init__.py", f"{TESTBED}/out/linked.py"]
+    ).stdout.split()
+    assert owners == ["root", "root"]

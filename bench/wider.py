@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from orchestrator.grading.wider import EMPTY_SCOPE, NOTHING_BEYOND  # noqa: E402
 from orchestrator.models import InstanceResult, Status, WiderCheck, WiderTest  # noqa: E402
 
 PATCHDIFF_SHARE = 0.078  # PatchDiff: test-passing patches failing the developers' full suite
@@ -80,7 +81,7 @@ def report(
         row["resolved"] += 1
         wider = result.wider
         if not wider.ran:
-            why = wider.why_not.split(":", 1)[0]
+            why = NOTHING_BEYOND if EMPTY_SCOPE in wider.why_not else wider.why_not.split(":", 1)[0]
             row["not_compared"][why] = row["not_compared"].get(why, 0) + 1
             continue
         row["compared"] += 1

@@ -15,6 +15,7 @@ from orchestrator.frontends.report.html import write_html
 from orchestrator.frontends.report.text import render_text
 from orchestrator.frontends.viewer.instance_page import render_instance
 from orchestrator.grading.classify import aggregate
+from orchestrator.grading.wider import EMPTY_SCOPE, WiderBaseline, without_baseline
 from orchestrator.grading.wider.compare import (
     MISSING,
     compare,
@@ -310,6 +311,17 @@ def _wider_run(tmp_path: Path) -> RunDir:
             InstanceResult(instance_id=instance_id, repo=repo, status=Status.RESOLVED, wider=check)
         )
     return run
+
+
+def test_a_gold_scope_of_the_task_s_tests_alone_is_nothing_beyond_them_not_a_missing_baseline():
+    """requests has one test module, the task's: its wider set is empty, which is not a gold
+    baseline that failed; any other reason is."""
+    empty = without_baseline(WiderBaseline(why_not=EMPTY_SCOPE))
+    assert empty is not None and empty.why_not.split(":")[0] == "nothing beyond the task's tests"
+    timed_out = without_baseline(WiderBaseline(why_not="the gold patch's wider run timed out"))
+    assert timed_out is not None and timed_out.why_not.startswith("no gold baseline: ")
+    assert without_baseline(WiderBaseline()) is None
+    assert "validation is off" in (without_baseline(None) or WiderCheck()).why_not
 
 
 def test_the_reports_name_the_regressions_beyond_the_task_s_tests(tmp_path):

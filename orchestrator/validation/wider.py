@@ -21,7 +21,12 @@ from orchestrator.diffs.diff import Patch
 from orchestrator.grading import GradingRequest, grade
 from orchestrator.grading.audit import audit_config
 from orchestrator.grading.evaluation import SuiteRun, run_tests
-from orchestrator.grading.wider import WiderBaseline, as_directives, task_test_files
+from orchestrator.grading.wider import (
+    EMPTY_SCOPE,
+    WiderBaseline,
+    as_directives,
+    task_test_files,
+)
 from orchestrator.grading.wider.index import read_index
 from orchestrator.grading.wider.scope import select_scope
 from orchestrator.models import Instance
@@ -54,8 +59,7 @@ def wider_baseline(
         )  # fmt: skip
         baseline = WiderBaseline(index=index, files=scope.files, scope=scope.why, cut=scope.cut)
         if not scope.files:
-            why = "no test module beyond the task's imports the gold patch's modules"
-            return baseline.model_copy(update={"why_not": why})
+            return baseline.model_copy(update={"why_not": EMPTY_SCOPE})
         baseline, runs = _GoldRuns(ctx, instance, recipe, sandbox, writable).run(baseline)
     finally:
         sandbox.remove()

@@ -38,6 +38,8 @@ from orchestrator.sandbox import Sandbox
 __all__ = [
     "WiderBaseline", "WiderOptions", "as_directives", "tampered", "wider_check",
     "without_baseline",
+    "EMPTY_SCOPE",
+    "NOTHING_BEYOND",
 ]  # fmt: skip
 
 
@@ -83,10 +85,17 @@ def task_test_files(instance: Instance) -> list[str]:
     return touched_test_files(instance.test_patch) + directives_of(instance)
 
 
+# a gold patch whose scope holds no test module but the task's own (requests: one test module)
+EMPTY_SCOPE = "no test module beyond the task's imports the gold patch's modules"
+NOTHING_BEYOND = "nothing beyond the task's tests"
+
+
 def without_baseline(baseline: WiderBaseline | None) -> WiderCheck | None:
     """The check of a patch whose instance has no usable gold baseline (None: it has one)."""
     if baseline is None:
         return WiderCheck(why_not="validation holds no wider baseline (validation is off)")
+    if baseline.why_not == EMPTY_SCOPE:  # the task's tests are all the tests there are
+        return WiderCheck(why_not=f"{NOTHING_BEYOND}: {EMPTY_SCOPE}")
     if baseline.why_not:
         return WiderCheck(why_not=f"no gold baseline: {baseline.why_not}")
     return None

@@ -274,8 +274,27 @@ def test_a_module_pytest_cannot_collect_is_named():
         "_____ ERROR collecting testing/code/test_source.py _____\n"
         "FAILED testing/test_junitxml.py\n"
     )
-    assert uncollectable(output) == ["testing/test_junitxml.py", "testing/code/test_source.py"]
-    assert uncollectable("ERROR testing/test_x.py::test_y - boom\n") == []
+    files = ["testing/test_junitxml.py", "testing/code/test_source.py", "testing/test_x.py"]
+    assert uncollectable(output, files) == files[:2]
+    assert uncollectable(output, files[1:]) == files[1:2]  # only the wider set's
+    assert uncollectable("ERROR testing/test_x.py::test_y - boom\n", files) == []
+
+
+def test_the_modules_below_a_conftest_that_cannot_be_imported_are_named():
+    """A conftest whose import fails stops the whole session: every module below it goes."""
+    output = (
+        "ImportError while loading conftest '/testbed/examples/javascript/tests/conftest.py'.\n"
+        "examples/javascript/tests/conftest.py:3: in <module>\n"
+        "    from js_example import app\n"
+        "E   ModuleNotFoundError: No module named 'js_example'\n"
+    )
+    files = ["examples/javascript/tests/test_js_example.py", "examples/tutorial/tests/test_auth.py",
+             "tests/test_basic.py"]  # fmt: skip
+    assert uncollectable(output, files) == files[:1]
+    old = "ERROR: could not load /testbed/examples/tutorial/tests/conftest.py\n"  # pytest 3
+    assert uncollectable(old, files) == files[1:2]
+    elsewhere = "ImportError while loading conftest '/elsewhere/conftest.py'.\n"
+    assert uncollectable(elsewhere, files) == []
 
 
 def test_a_long_failure_keeps_its_header_and_its_error():

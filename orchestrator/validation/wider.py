@@ -37,11 +37,23 @@ from sandbox_tools.contract import EVAL_DIR, TEST_USER, TESTBED
 RUNS = 2  # gold runs of the wider set: a test must pass in each
 COLLECTION_RETRIES = 3  # runs again after leaving out modules that cannot be collected
 _UNCOLLECTABLE = re.compile(r"^_* ERROR collecting (\S+\.py) _*$", re.M)
+# a conftest whose import fails stops the whole session (flask's examples need their own
+# packages installed): pytest names it by its absolute path
+_BROKEN_CONFTEST = re.compile(
+    r"(?:ImportError while loading conftest '|could not load )(\S+?/)conftest\.py'?", re.M
+)
 
 
-def uncollectable(output: str) -> list[str]:
-    """The test modules pytest could not collect in ``output`` (their import failed)."""
-    return list(dict.fromkeys(_UNCOLLECTABLE.findall(output)))
+def uncollectable(output: str, files: list[str]) -> list[str]:
+    """The test modules of ``files`` (repository paths) that pytest could not collect in
+    ``output``: those whose import failed, and every one below a conftest whose import
+    failed."""
+    found = _UNCOLLECTABLE.findall(output)
+    for directory in _BROKEN_CONFTEST.findall(output):
+        below = directory.removeprefix(f"{TESTBED}/")
+        if not below.startswith("/"):  # in the repository
+            found += [path for path in files if path.startswith(below)]
+    return [path for path in dict.fromkeys(found) if path in files]
 
 
 def wider_baseline(
@@ -99,7 +111,7 @@ class _GoldRuns:
         runs = [first] if first is not None else []
         retries = 0
         while runs and retries <= COLLECTION_RETRIES:
-            broken = [path for path in uncollectable(runs[-1].output) if path in files]
+            broken = uncollectable(runs[-1].output, files)
             if broken:  # it would stop every run: left out, the rest run again
                 unrunnable += broken
                 files = [path for path in files if path not in broken]

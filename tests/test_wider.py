@@ -30,7 +30,8 @@ from orchestrator.grading.wider.scope import (
     select_scope,
 )
 from orchestrator.models import CaseStatus, InstanceResult, Status, WiderCheck, WiderTest
-from orchestrator.validation.wider import uncollectable
+from orchestrator.validation.wider import GoldRuns, uncollectable
+from sandbox_tools.contract import TESTBED
 
 from .conftest import cli_env, run_cli
 
@@ -378,3 +379,24 @@ def test_the_viewer_gives_the_wider_run_a_section_of_its_own(tmp_path):
     assert 'id="wider"' not in render_instance(
         InstanceResult(instance_id="v", status=Status.RESOLVED), tmp_path
     )
+
+
+@pytest.mark.container
+def test_the_modules_below_a_broken_conftest_are_left_out_and_the_rest_runs_twice(
+    grading_box, run_ctx
+):
+    """A conftest whose import fails stops every run of the wider set: the gold runs leave
+    the modules below it out (unrunnable, counted) and run the others twice."""
+    sandbox, instance, recipe = grading_box("demo__calc-1")
+    example = "examples/app/tests"
+    sandbox.write_file(f"{TESTBED}/{example}/conftest.py", "import app_not_installed\n")
+    sandbox.write_file(
+        f"{TESTBED}/{example}/test_app.py", "import calc\n\n\ndef test_app():\n    assert calc\n"
+    )
+    files = [f"{example}/test_app.py", "tests/test_calc_more.py"]
+    baseline, runs = GoldRuns(run_ctx, instance, recipe, sandbox, []).run(
+        WiderBaseline(files=files)
+    )
+    assert baseline.unrunnable == files[:1] and baseline.files == files[1:]
+    assert len(runs) == 2
+    assert all(any("test_calc_more.py" in name for name in run.outcomes) for run in runs)

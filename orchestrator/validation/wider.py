@@ -72,7 +72,7 @@ def wider_baseline(
         baseline = WiderBaseline(index=index, files=scope.files, scope=scope.why, cut=scope.cut)
         if not scope.files:
             return baseline.model_copy(update={"why_not": EMPTY_SCOPE})
-        baseline, runs = _GoldRuns(ctx, instance, recipe, sandbox, writable).run(baseline)
+        baseline, runs = GoldRuns(ctx, instance, recipe, sandbox, writable).run(baseline)
     finally:
         sandbox.remove()
     for number, run in enumerate(runs, 1):
@@ -89,7 +89,7 @@ def wider_baseline(
     return baseline.model_copy(update={"runs": [run.outcomes for run in runs], "why_not": why})
 
 
-class _GoldRuns:
+class GoldRuns:
     """The gold patch applied once in ``sandbox``, then its wider runs there."""
 
     def __init__(

@@ -23,9 +23,9 @@ from orchestrator.recipes.recipe import Recipe
 from orchestrator.recipes.selection import django_label, selected_directives
 from sandbox_tools.contract import ACTIVATE, TESTBED
 
-from .test_evaluation import CALC_FIXED, TIMEOUT, grading, instance_image, instances, recipes
+from .test_evaluation import CALC_FIXED, TIMEOUT, grading, instances, recipes
 
-__all__ = ["grading", "instance_image", "instances", "recipes"]  # fixtures used here
+__all__ = ["grading", "instances", "recipes"]  # fixtures used here
 
 
 def test_deciding_tests() -> None:

@@ -11,8 +11,9 @@ against the median official run's (``timings["tests"]``) and their median ratio 
 instance, and the gold baseline's seconds at validation (``timings["wider"]`` of the
 validation records, paid once per instance image).
 
-Run: ``python bench/wider.py RUN_DIR [RUN_DIR ...] [--data-dir DIR] [--json]``
-(``--data-dir``: where the validation records are, by default ``SWE_GREEN_DATA_DIR``);
+Run: ``python bench/wider.py RUN_DIR [RUN_DIR ...] [--data-dir DIR ...] [--json]``
+(``--data-dir``: where the validation records are, once per data directory, by default
+``SWE_GREEN_DATA_DIR``);
 ``--smoke``: the report of a small run directory written here (no Docker).
 """
 
@@ -113,7 +114,10 @@ def report(
         row["baseline_s"] = round(sum(row["baseline_s"].values()), 1)
     compared = sum(r["compared"] for r in repos.values())
     regressed = sum(r["regressed"] for r in repos.values())
+    ratios = [one["wider_s"] / one["official_s"] for r in repos.values()
+              for one in r["instances"] if one["official_s"]]  # fmt: skip
     return {
+        "median_ratio": round(statistics.median(ratios), 2) if ratios else None,
         "repos": dict(sorted(repos.items())),
         "resolved": sum(r["resolved"] for r in repos.values()),
         "compared": compared,
@@ -145,7 +149,8 @@ def print_report(figures: dict[str, Any]) -> None:
     shown = f"{share:.1%}" if share is not None else "–"
     print(f"\nall: {figures['regressed']} of {figures['compared']} compared resolved verdicts "
           f"({figures['resolved']} resolved) with regressions beyond the task's tests: {shown} "
-          f"(PatchDiff: {figures['patchdiff_share']:.1%})")  # fmt: skip
+          f"(PatchDiff: {figures['patchdiff_share']:.1%}); the wider run's seconds against the "
+          f"official run's on the median verdict: {_shown(figures['median_ratio'])}")  # fmt: skip
     print("\n| run | instance | official s | wider s | ratio | modules | compared | left out "
           "| differs | baseline s |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     for r in figures["repos"].values():
@@ -193,6 +198,7 @@ def _smoke() -> None:
         figures = report(load_results([run]), {})
         assert figures["compared"] == 2 and figures["regressed"] == 1, figures
         assert figures["repos"]["a/a"]["median_ratio"] == 1.5, figures
+        assert figures["median_ratio"] == 1.5, figures
         assert [one["differs"] for one in figures["repos"]["a/a"]["instances"]] == [0, 1]
         print_report(figures)
 
@@ -200,14 +206,17 @@ def _smoke() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*", type=Path)
-    parser.add_argument("--data-dir", type=Path, default=os.environ.get("SWE_GREEN_DATA_DIR"))
+    parser.add_argument("--data-dir", type=Path, action="append")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     if args.smoke:
         _smoke()
         return
-    figures = report(load_results(args.runs), baseline_seconds(args.data_dir))
+    default = os.environ.get("SWE_GREEN_DATA_DIR")
+    data_dirs = args.data_dir or ([Path(default)] if default else [])
+    seconds = {k: v for data_dir in data_dirs for k, v in baseline_seconds(data_dir).items()}
+    figures = report(load_results(args.runs), seconds)
     if args.json:
         print(json.dumps(figures, indent=1))
     else:
